@@ -1,0 +1,21 @@
+package io.moe4j.backend;
+
+import io.moe4j.quant.ExpertWeights;
+
+/**
+ * A way to run the experts of a layer. Backends are data for the oracle: each says for a problem and platform
+ * whether it can run it and why, and then prepares the weights into its kernel layout once.
+ */
+public interface Backend {
+
+    /** The moe4j name users pass to {@code --backend}. */
+    String name();
+
+    /** One line on what it is, for {@code moe backends}. */
+    String description();
+
+    Support support(MoeProblem problem, Platform platform);
+
+    /** Converts the weights into this backend's layout (once, at load). */
+    Experts prepare(ExpertWeights weights, ExecutionOptions options);
+}
