@@ -8,10 +8,17 @@ public final class Int8Quant {
 
     /** (clamp(rint(x / s) + zp, -128, 127) - zp) · s over x[off, off+len). */
     public static void qdqStatic(float[] x, int off, int len, float scale, int zeroPoint) {
+        if (zeroPoint == 0) {
+            // Kept apart so that -0 survives: adding a zero point of 0 would turn rint's -0 into +0, and the
+            // symmetric reference (the goldens) keeps the sign.
+            for (int i = off, end = off + len; i < end; i++) {
+                x[i] = Math.clamp((float) Math.rint(x[i] / scale), -128f, 127f) * scale;
+            }
+            return;
+        }
         for (int i = off, end = off + len; i < end; i++) {
             // rint on the float quotient: widening to double is exact, so this is float32 half-to-even rounding.
-            float q = (float) Math.rint(x[i] / scale) + zeroPoint;
-            q = Math.clamp(q, -128f, 127f);
+            float q = Math.clamp((float) Math.rint(x[i] / scale) + zeroPoint, -128f, 127f);
             x[i] = (q - zeroPoint) * scale;
         }
     }
