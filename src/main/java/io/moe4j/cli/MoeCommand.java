@@ -1,0 +1,56 @@
+package io.moe4j.cli;
+
+import io.moe4j.MoeException;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.Properties;
+
+/** The {@code moe} command: its subcommands are the engine's user interface. */
+@Command(name = "moe",
+        mixinStandardHelpOptions = true,
+        versionProvider = MoeCommand.Version.class,
+        description = "Mixture-of-Experts layers of real quantized checkpoints, on the JVM.",
+        subcommands = {InspectCommand.class, CommandLine.HelpCommand.class})
+public final class MoeCommand implements Runnable {
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public void run() {
+        spec.commandLine().usage(System.out);
+    }
+
+    public static void main(String[] args) {
+        System.exit(execute(args));
+    }
+
+    /** Runs the command line; user errors become one line on stderr and exit code 1, never a stack trace. */
+    public static int execute(String... args) {
+        CommandLine cli = new CommandLine(new MoeCommand());
+        cli.setExecutionExceptionHandler((ex, commandLine, parseResult) -> {
+            if (ex instanceof MoeException || ex instanceof IllegalArgumentException) {
+                commandLine.getErr().println("moe: " + ex.getMessage());
+                return 1;
+            }
+            throw ex;
+        });
+        return cli.execute(args);
+    }
+
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() throws IOException {
+            Properties p = new Properties();
+            try (InputStream in = MoeCommand.class.getResourceAsStream("/io/moe4j/version.properties")) {
+                if (in != null) {
+                    p.load(in);
+                }
+            }
+            return new String[] {"moe4j " + p.getProperty("version", "unknown") + " (Java " + Runtime.version() + ")"};
+        }
+    }
+}
