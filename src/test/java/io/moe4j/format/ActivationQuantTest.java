@@ -25,10 +25,10 @@ class ActivationQuantTest {
     @Test
     void fp8PerTokenScalesTheAmaxTo448() {
         float[] x = {-896f, 1f, 3f};
-        assertThat(Fp8Quant.qdqPerToken(x, 0, 3)).isEqualTo(2f);
+        assertThat(Fp8Quant.qdqPerToken(x, 0, 3)).isEqualTo(2.0);
         assertThat(x).containsExactly(-896f, 1f, 3f);
         float[] zeros = new float[4];
-        assertThat(Fp8Quant.qdqPerToken(zeros, 0, 4)).isEqualTo(1f / 229376f);
+        assertThat(Fp8Quant.qdqPerToken(zeros, 0, 4)).isEqualTo(1.0 / 229376);
         assertThat(zeros).containsOnly(0f);
     }
 
@@ -44,14 +44,27 @@ class ActivationQuantTest {
         for (int g = 2; g < x.length; g += 128) {
             int n = Math.min(128, x.length - g);
             float[] expected = Arrays.copyOfRange(x, g, g + n);
-            float amax = 0f;
+            double amax = 0;
             for (float v : expected) {
                 amax = Math.max(amax, Math.abs(v));
             }
-            Fp8Quant.qdqStatic(expected, 0, n, Math.max(amax, 1e-10f) / 448f);
+            double s = Math.max(amax, 1e-10) / 448;
+            for (int i = 0; i < n; i++) {
+                int code = ReferenceRounding.encode(ElementFormat.E4M3FN, expected[i] / s);
+                expected[i] = (float) (ElementFormat.E4M3FN.decode(code) * s);
+            }
             assertThat(Arrays.copyOfRange(y, g, g + n)).as("group at %d", g).isEqualTo(expected);
         }
         assertThat(Arrays.copyOf(y, 2)).isEqualTo(Arrays.copyOf(x, 2));
+    }
+
+    @Test
+    void arithmeticIsFloat64() {
+        // 0.35f / 0.1f is exactly 3.5 in float32 (rint: 4) but 3.4999998882... in double (rint: 3).
+        float[] x = {0.35f};
+        Int8Quant.qdqStatic(x, 0, 1, 0.1f, 0);
+        assertThat(x[0]).isEqualTo((float) (3 * (double) 0.1f));
+        assertThat(Int8Quant.quantize(0.35f, 0.1f, 0)).isEqualTo(3);
     }
 
     @Test
@@ -69,10 +82,10 @@ class ActivationQuantTest {
     @Test
     void int8PerTokenUsesAmaxOver127() {
         float[] x = {-127f, 63.5f, 0.5f, 1.5f};
-        assertThat(Int8Quant.qdqPerToken(x, 0, 4)).isEqualTo(1f);
+        assertThat(Int8Quant.qdqPerToken(x, 0, 4)).isEqualTo(1.0);
         assertThat(x).containsExactly(-127f, 64f, 0f, 2f);
         float[] zeros = new float[3];
-        assertThat(Int8Quant.qdqPerToken(zeros, 0, 3)).isEqualTo(1e-10f / 127f);
+        assertThat(Int8Quant.qdqPerToken(zeros, 0, 3)).isEqualTo(1e-10 / 127);
         assertThat(zeros).containsOnly(0f);
     }
 }

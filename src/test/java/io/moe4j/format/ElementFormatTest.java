@@ -156,6 +156,37 @@ class ElementFormatTest {
         assertThat(f.encode(x)).as("%s encode(%s)", f, x).isEqualTo(ReferenceRounding.encode(f, x));
     }
 
+    @Property(tries = 3000)
+    void encodeOfADoubleRoundsOnce(@ForAll ElementFormat f, @ForAll("doublesInRange") double x) {
+        assertThat(f.encode(x)).as("%s encode(%s)", f, x).isEqualTo(ReferenceRounding.encode(f, x));
+    }
+
+    @ParameterizedTest
+    @EnumSource(ElementFormat.class)
+    void encodeOfADoubleNearAMidpointIsNotDoubleRounded(ElementFormat f) {
+        List<Float> values = finiteSortedPositives(f);
+        for (int i = 0; i + 1 < values.size(); i++) {
+            double mid = ((double) values.get(i) + values.get(i + 1)) / 2;
+            int loCode = f.encode(values.get(i));
+            int hiCode = f.encode(values.get(i + 1));
+            // Within float32's rounding of the midpoint but off it: narrowing first would make these ties.
+            assertThat(f.encode(Math.nextDown(mid))).as("%s just below %s", f, mid).isEqualTo(loCode);
+            assertThat(f.encode(Math.nextUp(mid))).as("%s just above %s", f, mid).isEqualTo(hiCode);
+            assertThat(f.encode(mid)).isEqualTo(f.encode((float) mid));
+            assertThat(f.encode(-mid)).isEqualTo(f.encode((float) -mid));
+        }
+        assertThat(f.encode(Double.NaN)).isEqualTo(f.encode(Float.NaN));
+        assertThat(f.encode(Double.NEGATIVE_INFINITY)).isEqualTo(f.encode(Float.NEGATIVE_INFINITY));
+        assertThat(f.encode(-0.0)).isEqualTo(f.encode(-0f));
+        assertThat(f.encode(Double.MIN_VALUE)).isZero();
+        assertThat(f.encode(1e300)).isEqualTo(f.encode(f.maxNormal()));
+    }
+
+    @Property(tries = 1000)
+    void encodeOfAFloatAndOfItsDoubleAgree(@ForAll ElementFormat f, @ForAll("anyFloat") float x) {
+        assertThat(f.encode((double) x)).isEqualTo(f.encode(x));
+    }
+
     @Property(tries = 1000)
     void roundIsMonotonic(@ForAll ElementFormat f, @ForAll("inRange") float a, @ForAll("inRange") float b) {
         float lo = Math.min(a, b);
@@ -174,6 +205,12 @@ class ElementFormatTest {
     Arbitrary<Float> inRange() {
         // Around every format's range: magnitudes 2^-20 .. 2^17 with random mantissas.
         return Arbitraries.integers().between(-20, 17).flatMap(e -> Arbitraries.floats().between(-1f, 1f)
+                .map(m -> Math.scalb(m, e + 1)));
+    }
+
+    @Provide
+    Arbitrary<Double> doublesInRange() {
+        return Arbitraries.integers().between(-20, 17).flatMap(e -> Arbitraries.doubles().between(-1, 1)
                 .map(m -> Math.scalb(m, e + 1)));
     }
 

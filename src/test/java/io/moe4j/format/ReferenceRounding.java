@@ -31,12 +31,13 @@ final class ReferenceRounding {
     }
 
     /** Saturating round-half-to-even by exhaustive search. */
-    static int encode(ElementFormat f, float x) {
+    static int encode(ElementFormat f, double x) {
         int signBit = 1 << (f.bits() - 1);
-        if (Float.isNaN(x)) {
-            return f.hasNaN() ? ((Float.floatToRawIntBits(x) < 0 ? signBit : 0) | f.nanCode()) : 0;
+        boolean negative = Double.doubleToRawLongBits(x) < 0;
+        if (Double.isNaN(x)) {
+            return f.hasNaN() ? ((negative ? signBit : 0) | f.nanCode()) : 0;
         }
-        double a = Math.min(Math.abs((double) x), f.maxNormal());
+        double a = Math.min(Math.abs(x), f.maxNormal());
         int best = -1;
         double bestDistance = Double.POSITIVE_INFINITY;
         for (int c = 0; c < signBit; c++) {
@@ -49,7 +50,7 @@ final class ReferenceRounding {
                 bestDistance = d;
             }
         }
-        return (Float.floatToRawIntBits(x) < 0 ? signBit : 0) | best;
+        return (negative ? signBit : 0) | best;
     }
 
     /** Round-half-to-even of a float to a float with {@code keepBits} high bits (bf16: 16), by comparing neighbours. */
