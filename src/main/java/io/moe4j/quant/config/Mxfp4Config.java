@@ -6,6 +6,7 @@ import io.moe4j.config.ModelConfig;
 import io.moe4j.config.ModelFamily;
 import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.quant.QuantMethod;
+import io.moe4j.quant.method.GptOssMxfp4Method;
 
 import java.util.List;
 
@@ -44,7 +45,7 @@ public final class Mxfp4Config extends QuantizationConfig {
     }
 
     private QuantMethod gptOssMxfp4() {
-        throw new MoeException("mxfp4: not implemented yet");
+        return new GptOssMxfp4Method();
     }
 
     /**
