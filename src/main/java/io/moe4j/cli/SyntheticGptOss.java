@@ -62,23 +62,25 @@ public final class SyntheticGptOss {
     /** Random bytes, or with {@code scaleCenter ≥ 0} E8M0 codes spread ±1 around it. */
     private static MemorySegment randomBytes(Arena arena, long n, SplittableRandom rnd, int scaleCenter, LongConsumer progress) {
         MemorySegment seg = arena.allocate(n, 8);
-        long i = 0;
-        for (; i + 8 <= n; i += 8) {
-            long v = rnd.nextLong();
-            if (scaleCenter >= 0) {
-                long codes = 0;
-                for (int b = 0; b < 8; b++) {
-                    codes |= (long) (scaleCenter - 1 + (int) Long.remainderUnsigned(v >>> (8 * b) & 0xFF, 3)) << (8 * b);
+        long chunk = 1 << 24;
+        for (long start = 0; start < n; start += chunk) {
+            long end = Math.min(n, start + chunk);
+            long i = start;
+            for (; i + 8 <= end; i += 8) {
+                long v = rnd.nextLong();
+                if (scaleCenter >= 0) {
+                    long codes = 0;
+                    for (int b = 0; b < 8; b++) {
+                        codes |= (long) (scaleCenter - 1 + (int) Long.remainderUnsigned(v >>> (8 * b) & 0xFF, 3)) << (8 * b);
+                    }
+                    v = codes;
                 }
-                v = codes;
+                seg.set(ValueLayout.JAVA_LONG_UNALIGNED, i, v);
             }
-            seg.set(ValueLayout.JAVA_LONG_UNALIGNED, i, v);
-            if ((i & ((1 << 24) - 1)) == 0) {
-                progress.accept(1 << 24);
+            for (; i < end; i++) {
+                seg.set(ValueLayout.JAVA_BYTE, i, (byte) (scaleCenter >= 0 ? scaleCenter : rnd.nextInt(256)));
             }
-        }
-        for (; i < n; i++) {
-            seg.set(ValueLayout.JAVA_BYTE, i, (byte) (scaleCenter >= 0 ? scaleCenter : rnd.nextInt(256)));
+            progress.accept(end - start);
         }
         return seg;
     }
