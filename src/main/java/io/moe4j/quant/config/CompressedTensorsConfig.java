@@ -5,6 +5,7 @@ import io.moe4j.MoeException;
 import io.moe4j.config.ModelConfig;
 import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.quant.QuantMethod;
+import io.moe4j.quant.method.CtNvfp4Method;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -170,7 +171,7 @@ public final class CompressedTensorsConfig extends QuantizationConfig {
     }
 
     QuantMethod nvfp4(boolean a16) {
-        throw new MoeException("compressed-tensors NVFP4: not implemented yet");
+        return new CtNvfp4Method(a16);
     }
 
     QuantMethod fp8(CtQuantArgs w, CtQuantArgs in) {
