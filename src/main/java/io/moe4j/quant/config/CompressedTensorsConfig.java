@@ -5,6 +5,7 @@ import io.moe4j.MoeException;
 import io.moe4j.config.ModelConfig;
 import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.quant.QuantMethod;
+import io.moe4j.quant.method.CtFp8Method;
 import io.moe4j.quant.method.CtNvfp4Method;
 
 import java.util.ArrayList;
@@ -175,7 +176,7 @@ public final class CompressedTensorsConfig extends QuantizationConfig {
     }
 
     QuantMethod fp8(CtQuantArgs w, CtQuantArgs in) {
-        throw new MoeException("compressed-tensors FP8: not implemented yet");
+        return new CtFp8Method(w, in);
     }
 
     QuantMethod w4a8Int(CtQuantArgs w, CtQuantArgs in) {
