@@ -7,6 +7,7 @@ import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.quant.QuantMethod;
 import io.moe4j.quant.method.CtFp8Method;
 import io.moe4j.quant.method.CtNvfp4Method;
+import io.moe4j.quant.method.CtWNA16Method;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -168,7 +169,7 @@ public final class CompressedTensorsConfig extends QuantizationConfig {
     }
 
     QuantMethod wna16(CtQuantArgs w) {
-        throw new MoeException("compressed-tensors WNA16: not implemented yet");
+        return new CtWNA16Method(w);
     }
 
     QuantMethod nvfp4(boolean a16) {
