@@ -7,6 +7,7 @@ import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.quant.QuantMethod;
 import io.moe4j.quant.method.CtFp8Method;
 import io.moe4j.quant.method.CtNvfp4Method;
+import io.moe4j.quant.method.CtW4A8IntMethod;
 import io.moe4j.quant.method.CtWNA16Method;
 
 import java.util.ArrayList;
@@ -181,7 +182,7 @@ public final class CompressedTensorsConfig extends QuantizationConfig {
     }
 
     QuantMethod w4a8Int(CtQuantArgs w, CtQuantArgs in) {
-        throw new MoeException("compressed-tensors W4A8: not implemented yet");
+        return new CtW4A8IntMethod(w, in);
     }
 
     static boolean isWna16GroupChannel(CtQuantArgs w, CtQuantArgs in) {
