@@ -97,6 +97,7 @@ public final class CompressedTensorsConfig extends QuantizationConfig {
         if (first == null || first.weights() == null) {
             return unquantized();
         }
+        requirePerExpertModules(layer, "compressed-tensors");
         return moeMethod(first, layer);
     }
 

@@ -67,6 +67,7 @@ public final class QuarkConfig extends QuantizationConfig {
                         + " in " + layer.experts().expertsModule() + ". moe4j requires all to use the same scheme.");
             }
         }
+        requirePerExpertModules(layer, "quark");
         return moeMethod(configs.get(0));
     }
 
