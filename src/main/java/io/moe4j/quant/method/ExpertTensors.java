@@ -381,7 +381,7 @@ final class ExpertTensors {
         return out;
     }
 
-    static <T> List<ExpectedTensor> expected(MoeLayerConfig layer, List<Projection> projections, String suffix,
+    static List<ExpectedTensor> expected(MoeLayerConfig layer, List<Projection> projections, String suffix,
                                              DType dtype, Function<Projection, long[]> shape) {
         List<ExpectedTensor> out = new ArrayList<>();
         for (int e = 0; e < layer.numExperts(); e++) {

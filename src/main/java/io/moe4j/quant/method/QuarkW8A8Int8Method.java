@@ -1,6 +1,5 @@
 package io.moe4j.quant.method;
 
-import io.moe4j.MoeException;
 import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.config.Projection;
 import io.moe4j.kernel.ActivationQuant;
