@@ -137,4 +137,14 @@ class QuantizationConfigTest {
         assertThatThrownBy(() -> QuantizationConfig.of(m).methodFor(layer0(m)))
                 .isInstanceOf(MoeException.class).hasMessageContaining("model_type 'mixtral' is not supported");
     }
+
+    @Test
+    void quantizedFusedExpertsOfQuarkOrCompressedTensorsAreRefused() throws Exception {
+        ModelConfig m = withQuantization("gptoss_bf16", """
+                {"quant_method": "quark", "export": {}, "global_quant_config": {"weight": {"dtype": "fp4",
+                 "qscheme": "per_group", "group_size": 32, "scale_format": "e8m0"}}}""");
+        assertThatThrownBy(() -> QuantizationConfig.of(m).methodFor(layer0(m)))
+                .isInstanceOf(MoeException.class)
+                .hasMessageContaining("quark-quantized experts of gpt_oss").hasMessageContaining("not supported");
+    }
 }

@@ -5,6 +5,10 @@ import io.moe4j.MoeException;
 import io.moe4j.config.ModelConfig;
 import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.quant.QuantMethod;
+import io.moe4j.quant.method.CtFp8Method;
+import io.moe4j.quant.method.CtNvfp4Method;
+import io.moe4j.quant.method.CtW4A8IntMethod;
+import io.moe4j.quant.method.CtWNA16Method;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -93,6 +97,7 @@ public final class CompressedTensorsConfig extends QuantizationConfig {
         if (first == null || first.weights() == null) {
             return unquantized();
         }
+        requirePerExpertModules(layer, "compressed-tensors");
         return moeMethod(first, layer);
     }
 
@@ -166,19 +171,19 @@ public final class CompressedTensorsConfig extends QuantizationConfig {
     }
 
     QuantMethod wna16(CtQuantArgs w) {
-        throw new MoeException("compressed-tensors WNA16: not implemented yet");
+        return new CtWNA16Method(w);
     }
 
     QuantMethod nvfp4(boolean a16) {
-        throw new MoeException("compressed-tensors NVFP4: not implemented yet");
+        return new CtNvfp4Method(a16);
     }
 
     QuantMethod fp8(CtQuantArgs w, CtQuantArgs in) {
-        throw new MoeException("compressed-tensors FP8: not implemented yet");
+        return new CtFp8Method(w, in);
     }
 
     QuantMethod w4a8Int(CtQuantArgs w, CtQuantArgs in) {
-        throw new MoeException("compressed-tensors W4A8: not implemented yet");
+        return new CtW4A8IntMethod(w, in);
     }
 
     static boolean isWna16GroupChannel(CtQuantArgs w, CtQuantArgs in) {

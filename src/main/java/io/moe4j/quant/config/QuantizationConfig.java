@@ -94,6 +94,18 @@ public abstract sealed class QuantizationConfig
         return out;
     }
 
+    /**
+     * Quark and compressed-tensors MoE methods read per-expert modules; a quantized fused-expert layer (gpt-oss,
+     * Llama-4) has no agreed tensor layout in those producers' exports, so it is refused here, before any loading.
+     */
+    void requirePerExpertModules(MoeLayerConfig layer, String producer) {
+        if (layer.experts().fused()) {
+            throw new MoeException(model.source() + ": " + producer + "-quantized experts of " + layer.family().modelType()
+                    + " (fused tensors " + layer.experts().fusedTensor("gate_up_proj") + ", ...) are not supported; "
+                    + producer + " MoE methods read per-expert modules (experts.<e>.<proj>)");
+        }
+    }
+
     static List<String> strings(JsonNode array) {
         List<String> out = new ArrayList<>();
         if (array != null && array.isArray()) {

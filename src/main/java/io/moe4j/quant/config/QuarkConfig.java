@@ -6,6 +6,8 @@ import io.moe4j.config.ModelConfig;
 import io.moe4j.config.ModelFamily;
 import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.quant.QuantMethod;
+import io.moe4j.quant.method.QuarkOcpMxMethod;
+import io.moe4j.quant.method.QuarkW8A8Int8Method;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -65,6 +67,7 @@ public final class QuarkConfig extends QuantizationConfig {
                         + " in " + layer.experts().expertsModule() + ". moe4j requires all to use the same scheme.");
             }
         }
+        requirePerExpertModules(layer, "quark");
         return moeMethod(configs.get(0));
     }
 
@@ -134,11 +137,11 @@ public final class QuarkConfig extends QuantizationConfig {
     }
 
     QuantMethod ocpMx(QuarkQuantSpec weight, QuarkQuantSpec input) {
-        throw new MoeException("quark OCP MX: not implemented yet");
+        return new QuarkOcpMxMethod(weight, input);
     }
 
     QuantMethod int8(QuarkQuantSpec weight, QuarkQuantSpec input) {
-        throw new MoeException("quark int8: not implemented yet");
+        return new QuarkW8A8Int8Method(weight, input);
     }
 
     static boolean isFp8W8a8(QuarkQuantSpec w, QuarkQuantSpec in) {

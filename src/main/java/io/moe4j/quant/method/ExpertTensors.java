@@ -4,7 +4,10 @@ import io.moe4j.MoeException;
 import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.config.Projection;
 import io.moe4j.kernel.GateLayout;
+import io.moe4j.quant.BlockScales;
 import io.moe4j.quant.CodeType;
+import io.moe4j.quant.ExpertMatrix;
+import io.moe4j.quant.ScaleType;
 import io.moe4j.quant.ExpectedTensor;
 import io.moe4j.quant.LoadOptions;
 import io.moe4j.quant.WeightFormat;
@@ -279,6 +282,70 @@ final class ExpertTensors {
         return out;
     }
 
+    /**
+     * A stack of sub-byte packed codes with one byte scale per {@code blockCols} elements of a row (OCP MX, NVFP4):
+     * per projection, tensor {@code codeSuffix} U8 [rows, packed cols] and {@code scaleSuffix} [rows, cols / blockCols],
+     * concatenated expert by expert.
+     */
+    static ExpertMatrix stackPackedWithByteScales(Checkpoint ckpt, MoeLayerConfig layer, int[] ids,
+                                                  List<Projection> projections, CodeType codes, String codeSuffix,
+                                                  ScaleType scaleType, String scaleSuffix, DType[] scaleDtypes,
+                                                  int blockCols, float[] shardScales, int shardRows, Arena arena,
+                                                  Progress progress) {
+        Projection p0 = projections.get(0);
+        int rows = rows(layer, p0);
+        int cols = cols(layer, p0);
+        if (cols % blockCols != 0) {
+            throw new MoeException("layer " + layer.layer() + ": " + codes + " weights need the input size of "
+                    + p0.name().toLowerCase(java.util.Locale.ROOT) + " (" + cols + ") to be a multiple of " + blockCols);
+        }
+        long packed = codes.rowBytes(cols);
+        List<Tensor> code = perExpert(ckpt, layer, ids, projections, codeSuffix,
+                (t, p) -> expect(t, new long[]{rows, packed}, DType.U8));
+        List<Tensor> scale = perExpert(ckpt, layer, ids, projections, scaleSuffix,
+                (t, p) -> expect(t, new long[]{rows, cols / blockCols}, scaleDtypes));
+        int total = rows * projections.size();
+        return new ExpertMatrix(ids.length, total, cols, codes, concat(arena, code, progress),
+                new BlockScales(scaleType, concat(arena, scale, progress), 1, blockCols, total, cols / blockCols),
+                null, shardScales, shardRows, null);
+    }
+
+    /**
+     * Static activation scales: tensor {@code suffix} (a scalar) of each local expert's projections, as
+     * [local expert][projection]. A missing one fails with the seed's message and the tensor's name.
+     */
+    static float[][] staticScales(Checkpoint ckpt, MoeLayerConfig layer, int[] ids, List<Projection> projections,
+                                  String suffix) {
+        float[][] out = new float[ids.length][projections.size()];
+        for (int k = 0; k < ids.length; k++) {
+            for (int j = 0; j < projections.size(); j++) {
+                String name = name(layer, ids[k], projections.get(j), suffix);
+                Tensor t = ckpt.find(name).orElseThrow(() -> new MoeException(
+                        "QuantConfig has static quantization, but found activation scales are None: tensor '" + name
+                                + "' is missing from " + ckpt.root()));
+                out[k][j] = scalar(t);
+            }
+        }
+        return out;
+    }
+
+    /**
+     * The seeds' post-load rule for static input scales: one scale for the layer, the maximum over the local experts
+     * (and over gate and up for w13), with the seed's warning when they differ. Returned per local expert.
+     */
+    static float[] collapseToMax(float[][] perExpert, String kind) {
+        int per = perExpert[0].length;
+        float[] flat = new float[perExpert.length * per];
+        for (int k = 0; k < perExpert.length; k++) {
+            System.arraycopy(perExpert[k], 0, flat, k * per, per);
+        }
+        if (!allClose(flat)) {
+            LOG.log(System.Logger.Level.WARNING, "Found input_scales that are not equal for " + kind
+                    + " MoE layer. Using the maximum across experts for each layer.");
+        }
+        return filled(perExpert.length, max(flat));
+    }
+
     // ------------------------------------------------------------------------------------------------ post-load rules
 
     /** torch.allclose(x, x[0]) with its default tolerances (rtol 1e-5, atol 1e-8), vLLM's all_close_1d. */
@@ -314,7 +381,7 @@ final class ExpertTensors {
         return out;
     }
 
-    static <T> List<ExpectedTensor> expected(MoeLayerConfig layer, List<Projection> projections, String suffix,
+    static List<ExpectedTensor> expected(MoeLayerConfig layer, List<Projection> projections, String suffix,
                                              DType dtype, Function<Projection, long[]> shape) {
         List<ExpectedTensor> out = new ArrayList<>();
         for (int e = 0; e < layer.numExperts(); e++) {

@@ -1,0 +1,245 @@
+package io.moe4j.quant.method;
+
+import io.moe4j.MoeException;
+import io.moe4j.config.MoeLayerConfig;
+import io.moe4j.config.Projection;
+import io.moe4j.kernel.ActivationQuant;
+import io.moe4j.quant.ActivationFormat;
+import io.moe4j.quant.BlockScales;
+import io.moe4j.quant.CodeType;
+import io.moe4j.quant.ExpectedTensor;
+import io.moe4j.quant.ExpertMatrix;
+import io.moe4j.quant.ExpertWeights;
+import io.moe4j.quant.LoadOptions;
+import io.moe4j.quant.QuantMethod;
+import io.moe4j.quant.QuantScheme;
+import io.moe4j.quant.ScaleType;
+import io.moe4j.quant.WeightFormat;
+import io.moe4j.quant.config.CtQuantArgs;
+import io.moe4j.safetensors.Checkpoint;
+import io.moe4j.safetensors.DType;
+import io.moe4j.safetensors.SafetensorsException;
+import io.moe4j.safetensors.Tensor;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+import static io.moe4j.quant.method.ExpertTensors.ceilDiv;
+import static io.moe4j.quant.method.ExpertTensors.expect;
+
+/**
+ * compressed-tensors {@code pack-quantized} weight-only experts (vLLM's CompressedTensorsWNA16MarlinMoEMethod): int4
+ * or int8 weights, per output channel or per group of input features, activations in float.
+ *
+ * <p>Per expert and projection: {@code weight_packed} I32 [rows, ceil(cols·bits/32)] (32/bits values a word, each
+ * stored offset-binary as value + 2^(bits−1), the first in the lowest bits), {@code weight_scale} [rows, groups]
+ * (BF16, F16 or F32; [rows, 1] per channel), {@code weight_shape} I64 [2] = [rows, cols], optionally
+ * {@code weight_g_idx} I32 [cols] (act-order: the group of each input column) and, for asymmetric checkpoints,
+ * {@code weight_zero_point} (I32 packed along rows, [ceil(rows·bits/32), groups], same offset-binary packing; or
+ * unpacked I8 / I32 [rows, groups]).
+ *
+ * <p>Loading unpacks the words into {@link CodeType#INT4} (two's-complement nibbles, even element low) or
+ * {@link CodeType#INT8} codes: flipping the top bit of each offset-binary field turns it into two's complement, and
+ * compressed-tensors' lowest-bits-first order is already the nibble order. Scales become float32 (exactly). The
+ * seed's Marlin repacking and act-order sorting are kernel layouts and are left to backends; the g_idx is kept per
+ * expert as the matrix's group index. Deviation: the seed asserts symmetric weights; moe4j also loads asymmetric
+ * checkpoints, keeping the zero points on the scale grid.
+ */
+public final class CtWNA16Method implements QuantMethod {
+    private final int bits;
+    private final boolean channel;
+    private final Integer groupSize;
+    private final boolean actOrder;
+    private final boolean symmetric;
+
+    public CtWNA16Method(CtQuantArgs weights) {
+        if (!(weights.numBits() == 4 || weights.numBits() == 8)) {
+            throw new IllegalArgumentException("Unsupported num_bits = " + weights.numBits()
+                    + " for WNA16 MoE layers; supported: [4, 8]");
+        }
+        if (!weights.isInt()) {
+            throw new IllegalArgumentException("WNA16 MoE layers need int weights; found type " + weights.type());
+        }
+        this.bits = weights.numBits();
+        this.channel = CtQuantArgs.CHANNEL.equals(weights.strategy());
+        if (!channel && !CtQuantArgs.GROUP.equals(weights.strategy())) {
+            throw new IllegalArgumentException("Unsupported strategy " + weights.strategy()
+                    + " for WNA16 MoE layers; supported: channel, group");
+        }
+        if (!channel && (weights.groupSize() == null || weights.groupSize() <= 0)) {
+            throw new IllegalArgumentException("WNA16 group strategy needs a positive group_size; found "
+                    + weights.groupSize());
+        }
+        this.groupSize = channel ? null : weights.groupSize();
+        this.actOrder = CtQuantArgs.GROUP.equals(weights.actorder());
+        this.symmetric = weights.symmetric();
+    }
+
+    @Override
+    public QuantScheme scheme() {
+        WeightFormat wf = bits == 4 ? (channel ? WeightFormat.INT4_CHANNEL : WeightFormat.INT4_GROUP)
+                : (channel ? WeightFormat.INT8_CHANNEL : WeightFormat.INT8_GROUP);
+        String name = "compressed-tensors W" + bits + "A16 " + (channel ? "channel" : "g" + groupSize)
+                + (symmetric ? "" : " asymmetric") + (actOrder ? " act-order" : "");
+        return new QuantScheme(name, wf, ActivationFormat.NONE, actOrder);
+    }
+
+    private int groups(int cols) {
+        return channel ? 1 : (int) ceilDiv(cols, groupSize);
+    }
+
+    private int perWord() {
+        return 32 / bits;
+    }
+
+    @Override
+    public List<ExpectedTensor> expectedTensors(MoeLayerConfig layer) {
+        List<Projection> all = ExpertTensors.all(layer);
+        List<ExpectedTensor> out = new ArrayList<>(ExpertTensors.expected(layer, all, "weight_packed", DType.I32,
+                p -> new long[]{ExpertTensors.rows(layer, p), ceilDiv(ExpertTensors.cols(layer, p), perWord())}));
+        out.addAll(ExpertTensors.expected(layer, all, "weight_scale", DType.BF16,
+                p -> new long[]{ExpertTensors.rows(layer, p), groups(ExpertTensors.cols(layer, p))}));
+        out.addAll(ExpertTensors.expected(layer, all, "weight_shape", DType.I64, p -> new long[]{2}));
+        if (actOrder) {
+            out.addAll(ExpertTensors.expected(layer, all, "weight_g_idx", DType.I32,
+                    p -> new long[]{ExpertTensors.cols(layer, p)}));
+        }
+        if (!symmetric) {
+            out.addAll(ExpertTensors.expected(layer, all, "weight_zero_point", DType.I32,
+                    p -> new long[]{ceilDiv(ExpertTensors.rows(layer, p), perWord()), groups(ExpertTensors.cols(layer, p))}));
+        }
+        return out;
+    }
+
+    @Override
+    public ExpertWeights load(Checkpoint checkpoint, MoeLayerConfig layer, LoadOptions options, Arena arena) {
+        ExpertTensors.requirePerExpert(layer, scheme().name());
+        int[] ids = ExpertTensors.localIds(layer, options);
+        var progress = new ExpertTensors.Progress(options);
+        ExpertMatrix w13 = stack(checkpoint, layer, ids, ExpertTensors.w13Projections(layer), arena, progress);
+        ExpertMatrix w2 = stack(checkpoint, layer, ids, List.of(Projection.DOWN), arena, progress);
+        return new ExpertWeights(scheme(), ids.length, layer.hidden(), layer.intermediate(), w13, w2, null, null,
+                layer.gateLayout(), layer.activation(), layer.swigluLimit(), ActivationQuant.NONE, ActivationQuant.NONE,
+                ExpertTensors.expertMap(layer, options, ids));
+    }
+
+    private ExpertMatrix stack(Checkpoint ckpt, MoeLayerConfig layer, int[] ids, List<Projection> projections,
+                               Arena arena, ExpertTensors.Progress progress) {
+        Projection p0 = projections.get(0);
+        int rows = ExpertTensors.rows(layer, p0);
+        int cols = ExpertTensors.cols(layer, p0);
+        int groups = groups(cols);
+        int total = rows * projections.size();
+        CodeType codeType = bits == 4 ? CodeType.INT4 : CodeType.INT8;
+        if (bits == 4 && cols % 2 != 0) {
+            throw new MoeException("layer " + layer.layer() + ": int4 weights need an even input size; found " + cols);
+        }
+        List<Tensor> packed = ExpertTensors.perExpert(ckpt, layer, ids, projections, "weight_packed",
+                (t, p) -> expect(t, new long[]{rows, ceilDiv(cols, perWord())}, DType.I32));
+        List<Tensor> scales = ExpertTensors.perExpert(ckpt, layer, ids, projections, "weight_scale",
+                (t, p) -> expect(t, new long[]{rows, groups}, DType.BF16, DType.F16, DType.F32));
+        for (int id : ids) {
+            for (Projection p : projections) {
+                ckpt.find(ExpertTensors.name(layer, id, p, "weight_shape")).ifPresent(t -> checkShape(t, rows, cols));
+            }
+        }
+        long rowBytes = codeType.rowBytes(cols);
+        MemorySegment codes = arena.allocate(rowBytes * total * ids.length, ExpertTensors.ALIGN);
+        int mask = bits == 4 ? 0x88888888 : 0x80808080;
+        long at = 0;
+        for (Tensor t : packed) {
+            MemorySegment src = t.segment();
+            long words = t.shape()[1];
+            for (int r = 0; r < rows; r++) {
+                long rowStart = at;
+                for (long w = 0; w < words; w++) {
+                    int v = src.get(ExpertTensors.I32, ((long) r * words + w) * 4) ^ mask;
+                    for (int b = 0; b < 4; b++) {
+                        long byteInRow = w * 4 + b;
+                        if (byteInRow < rowBytes) {
+                            codes.set(ValueLayout.JAVA_BYTE, rowStart + byteInRow, (byte) (v >>> (8 * b)));
+                        }
+                    }
+                }
+                at += rowBytes;
+            }
+            progress.add(src.byteSize());
+        }
+        BlockScales bs = new BlockScales(ScaleType.F32, ExpertTensors.toF32(arena, scales, progress), 1,
+                channel ? cols : groupSize, total, groups);
+        MemorySegment zeroPoints = symmetric ? null : zeroPoints(ckpt, layer, ids, projections, rows, groups, arena);
+        int[][] gIdx = actOrder ? groupIndex(ckpt, layer, ids, projections, cols, groups) : null;
+        return new ExpertMatrix(ids.length, total, cols, codeType, codes, bs, zeroPoints, null, 0, gIdx);
+    }
+
+    private static void checkShape(Tensor t, int rows, int cols) {
+        expect(t, new long[]{2}, DType.I64, DType.I32);
+        long[] s = t.toLongArray();
+        if (s[0] != rows || s[1] != cols) {
+            throw new SafetensorsException(t.file(), t.name(), "weight_shape says " + Arrays.toString(s) + " but the layer "
+                    + "needs [" + rows + ", " + cols + "]");
+        }
+    }
+
+    /** Zero points on the scale grid: one signed byte per (row, group), stacked like the scales. */
+    private MemorySegment zeroPoints(Checkpoint ckpt, MoeLayerConfig layer, int[] ids, List<Projection> projections,
+                                     int rows, int groups, Arena arena) {
+        MemorySegment out = arena.allocate((long) ids.length * projections.size() * rows * groups);
+        long at = 0;
+        int pw = perWord();
+        for (int id : ids) {
+            for (Projection p : projections) {
+                Tensor t = ckpt.tensor(ExpertTensors.name(layer, id, p, "weight_zero_point"));
+                long[] s = t.shape();
+                boolean packedRows = t.dtype() == DType.I32 && s.length == 2 && s[0] == ceilDiv(rows, pw) && s[1] == groups
+                        && !(s[0] == rows && pw == 1);
+                if (!packedRows) {
+                    expect(t, new long[]{rows, groups}, DType.I8, DType.I32);
+                }
+                int[] v = t.toIntArray();
+                for (int r = 0; r < rows; r++) {
+                    for (int g = 0; g < groups; g++) {
+                        int z = packedRows
+                                ? ((v[(r / pw) * groups + g] >>> ((r % pw) * bits)) & ((1 << bits) - 1)) - (1 << (bits - 1))
+                                : v[r * groups + g];
+                        out.set(ValueLayout.JAVA_BYTE, at + (long) r * groups + g, (byte) z);
+                    }
+                }
+                at += (long) rows * groups;
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Act-order group of each input column, per local expert. Gate and up read the same input, so GPTQ gives them
+     * the same order; w13 has one index per expert and a checkpoint where they differ is refused.
+     */
+    private static int[][] groupIndex(Checkpoint ckpt, MoeLayerConfig layer, int[] ids, List<Projection> projections,
+                                      int cols, int groups) {
+        int[][] out = new int[ids.length][];
+        for (int k = 0; k < ids.length; k++) {
+            for (Projection p : projections) {
+                Tensor t = expect(ckpt.tensor(ExpertTensors.name(layer, ids[k], p, "weight_g_idx")), new long[]{cols},
+                        DType.I32, DType.I64);
+                int[] g = t.toIntArray();
+                for (int v : g) {
+                    if (v < 0 || v >= groups) {
+                        throw new SafetensorsException(t.file(), t.name(), "group index " + v + " is outside [0, " + groups + ")");
+                    }
+                }
+                if (out[k] == null) {
+                    out[k] = g;
+                } else if (!Arrays.equals(out[k], g)) {
+                    throw new SafetensorsException(t.file(), t.name(), "act-order g_idx differs from the gate's; w13 "
+                            + "needs one column order per expert");
+                }
+            }
+        }
+        return out;
+    }
+}
