@@ -13,7 +13,7 @@ import java.util.Properties;
         mixinStandardHelpOptions = true,
         versionProvider = MoeCommand.Version.class,
         description = "Mixture-of-Experts layers of real quantized checkpoints, on the JVM.",
-        subcommands = {InspectCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {InspectCommand.class, BackendsCommand.class, CommandLine.HelpCommand.class})
 public final class MoeCommand implements Runnable {
 
     @CommandLine.Spec
