@@ -151,7 +151,8 @@ public final class PlatformProbe {
         return cpuFeatures(lines);
     }
 
-    static String cpuFeatures(List<String> cpuinfoLines) {
+    /** The interesting flags of the first "flags" (x86) or "Features" (arm64) line, space-separated, in a fixed order. */
+    public static String cpuFeatures(List<String> cpuinfoLines) {
         Set<String> have = new LinkedHashSet<>();
         for (String line : cpuinfoLines) {
             int colon = line.indexOf(':');
