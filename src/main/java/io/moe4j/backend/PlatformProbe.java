@@ -27,7 +27,11 @@ import java.util.Set;
  * <p>The system property {@code moe4j.platform} (or environment variable {@code MOE4J_PLATFORM}) poses as another
  * machine, for tests and demos: {@code cpu} (no GPU), {@code cpu-novector} (no GPU, no Vector API), {@code h100},
  * {@code h200} (this CPU plus one posed GPU). A posed platform says so in its device name and reasons.
+ *
+ * <p>The CUDA look is deliberately minimal and self-contained (seven driver calls); the full binding lives in
+ * {@code io.moe4j.backend.cuda} and may take over this probe once merged.
  */
+@SuppressWarnings("restricted") // calling libcuda is this class's job; bin/moe passes --enable-native-access
 public final class PlatformProbe {
     public static final String POSE_PROPERTY = "moe4j.platform";
     public static final String POSE_ENV = "MOE4J_PLATFORM";
@@ -83,7 +87,7 @@ public final class PlatformProbe {
             case "h100" -> new Platform(base.cpuCores(), base.vectorApi(), base.vectorBitSize(), base.cpuFeatures(),
                     new Platform.CudaInfo(true, "posed", 1, "NVIDIA H100 80GB HBM3" + note, 90, 85_045_460_992L));
             case "h200" -> new Platform(base.cpuCores(), base.vectorApi(), base.vectorBitSize(), base.cpuFeatures(),
-                    new Platform.CudaInfo(true, "posed", 1, "NVIDIA H200" + note, 90, 150_754_820_096L));
+                    new Platform.CudaInfo(true, "posed", 1, "NVIDIA H200" + note, 90, 150_109_880_320L));
             default -> throw new MoeException("unknown platform pose '" + pose + "'; choose " + String.join(", ", POSES));
         };
     }
