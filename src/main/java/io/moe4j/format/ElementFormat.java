@@ -35,6 +35,8 @@ public enum ElementFormat {
     private final float subnormalScale;
     /** (127 - bias) << mbits: the difference between float32's exponent field and ours, pre-shifted. */
     private final int rebias;
+    /** The same for float64's exponent field. */
+    private final long rebias64;
     private final float[] table;
 
     ElementFormat(int exponentBits, int mantissaBits, int bias, int emax, int nanCode) {
@@ -49,6 +51,7 @@ public enum ElementFormat {
         this.minNormal = Math.scalb(1f, 1 - bias);
         this.subnormalScale = Math.scalb(1f, bias - 1 + mantissaBits);
         this.rebias = (127 - bias) << mantissaBits;
+        this.rebias64 = (long) (1023 - bias) << mantissaBits;
         this.table = buildTable();
         // The largest finite code is the one just below the NaN code for E4M3FN, below the inf code for E5M2,
         // and the all-ones magnitude for the formats without specials.
@@ -168,6 +171,31 @@ public enum ElementFormat {
             magnitude = kept - rebias;
         }
         return sign | magnitude;
+    }
+
+    /**
+     * {@link #encode(float)} of a double, rounded once: narrowing to float first could move a value near a midpoint
+     * onto it and round twice. The activation references compute x / s in float64, so their quotients arrive here.
+     */
+    public int encode(double x) {
+        long xb = Double.doubleToRawLongBits(x);
+        int sign = (int) (xb >>> 63) << (bits - 1);
+        if (x != x) {
+            return nanCode < 0 ? 0 : sign | nanCode;
+        }
+        double a = Math.min(Math.abs(x), maxNormal);
+        if (a < minNormal) {
+            return sign | (int) Math.rint(a * subnormalScale);
+        }
+        long ab = Double.doubleToRawLongBits(a);
+        int shift = 52 - mantissaBits;
+        long kept = ab >>> shift;
+        long rest = ab & ((1L << shift) - 1);
+        long half = 1L << (shift - 1);
+        if (rest > half || (rest == half && (kept & 1) != 0)) {
+            kept++;
+        }
+        return sign | (int) (kept - rebias64);
     }
 
     /** Quantize-dequantize one value: decode(encode(x)). */

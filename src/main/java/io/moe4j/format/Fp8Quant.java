@@ -2,36 +2,39 @@ package io.moe4j.format;
 
 /**
  * FP8 E4M3 activation quantize-dequantize, as the conformance references apply it to GEMM inputs: the value is
- * divided by a float32 scale, clamped to ±448, rounded to E4M3 (half to even) and multiplied back.
+ * divided by the scale, clamped to ±448, rounded to E4M3 (half to even) and multiplied back.
+ *
+ * <p>The arithmetic is float64 from the float32 inputs to the final narrowing, because that is what the references
+ * do (their MoE block runs in float64): the goldens tell the two apart, and float32 scale and quotient miss about a
+ * fifth of the elements by one ulp. The E4M3 rounding is taken from the double quotient directly
+ * ({@link ElementFormat#encode(double)}) so that it rounds once.
  */
 public final class Fp8Quant {
-    public static final float E4M3_MAX = 448f;
+    public static final double E4M3_MAX = 448;
     /** The floor of a dynamic per-token scale: 1 / (448 · 512), so an all-zero token does not divide by zero. */
-    public static final float MIN_TOKEN_SCALE = 1f / (448f * 512f);
+    public static final double MIN_TOKEN_SCALE = 1.0 / (448 * 512);
     /** The floor of a group's amax in block FP8. */
-    public static final float MIN_GROUP_AMAX = 1e-10f;
+    public static final double MIN_GROUP_AMAX = 1e-10;
 
-    private static final float[] E4M3 = ElementFormat.E4M3FN.table();
+    private static final ElementFormat E4M3FN = ElementFormat.E4M3FN;
+    private static final float[] E4M3 = E4M3FN.table();
 
     private Fp8Quant() {}
 
-    /** e4m3(clamp(x / s, ±448)) · s over x[off, off+len). */
+    /** e4m3(clamp(x / s, ±448)) · s over x[off, off+len), the static scale widened to double. */
     public static void qdqStatic(float[] x, int off, int len, float scale) {
-        for (int i = off, end = off + len; i < end; i++) {
-            // encode clamps to ±448 itself, which is the reference's explicit clamp.
-            x[i] = E4M3[ElementFormat.E4M3FN.encode(x[i] / scale)] * scale;
-        }
+        qdq(x, off, len, scale);
     }
 
-    /** The dynamic per-token scale max(amax / 448, 1 / (448 · 512)). */
-    public static float perTokenScale(float[] x, int off, int len) {
+    /** The dynamic per-token scale max(amax / 448, 1 / (448 · 512)), in double. */
+    public static double perTokenScale(float[] x, int off, int len) {
         return Math.max(Nvfp4Codec.absMax(x, off, len) / E4M3_MAX, MIN_TOKEN_SCALE);
     }
 
     /** One token x[off, off+len) with its dynamic scale; returns the scale used. */
-    public static float qdqPerToken(float[] x, int off, int len) {
-        float scale = perTokenScale(x, off, len);
-        qdqStatic(x, off, len, scale);
+    public static double qdqPerToken(float[] x, int off, int len) {
+        double scale = perTokenScale(x, off, len);
+        qdq(x, off, len, scale);
         return scale;
     }
 
@@ -42,8 +45,14 @@ public final class Fp8Quant {
         }
         for (int g = off, end = off + len; g < end; g += group) {
             int n = Math.min(group, end - g);
-            float scale = Math.max(Nvfp4Codec.absMax(x, g, n), MIN_GROUP_AMAX) / E4M3_MAX;
-            qdqStatic(x, g, n, scale);
+            qdq(x, g, n, Math.max(Nvfp4Codec.absMax(x, g, n), MIN_GROUP_AMAX) / E4M3_MAX);
+        }
+    }
+
+    private static void qdq(float[] x, int off, int len, double scale) {
+        for (int i = off, end = off + len; i < end; i++) {
+            // encode clamps to ±448 itself, which is the reference's explicit clamp.
+            x[i] = (float) (E4M3[E4M3FN.encode(x[i] / scale)] * scale);
         }
     }
 }

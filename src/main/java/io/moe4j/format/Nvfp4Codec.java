@@ -9,10 +9,12 @@ import java.nio.ByteOrder;
  * tensor. g is a quantize multiplier (compressed-tensors' {@code *_global_scale}): the stored block scale is
  * e4m3(g · amax / 6) and a value is e2m1 · s8 / g.
  *
- * <p>Order of float32 operations, as the goldens require: the element is divided by the float (s8 / g), but the
- * dequantized value is (e2m1 · s8) / g: that product is exact, so the value is rounded once. Multiplying by a
- * precomputed s8 / g instead rounds twice and misses the goldens in the last bit. Packing is
- * {@link MxCodec#packFp4}'s: two codes a byte, even element in the low nibble.
+ * <p>Activation quantize-dequantize computes in float64 from the float32 inputs, as the references do (the FP8 and
+ * INT8 goldens prove their float64 arithmetic; these goldens agree with it). What the goldens do pin: the value
+ * is (e2m1 · s8) / g rounded once (the product is exact), so the float32 shortcut e2m1 · float(s8 / g), which
+ * rounds twice, misses them in the last bit. {@link #decodeRow} computes the same single rounding in float32: an
+ * exact product divided by g is correctly rounded either way. Packing is {@link MxCodec#packFp4}'s: two codes a
+ * byte, even element in the low nibble.
  */
 public final class Nvfp4Codec {
     public static final int BLOCK = 16;
@@ -24,9 +26,9 @@ public final class Nvfp4Codec {
 
     private Nvfp4Codec() {}
 
-    /** The E4M3 block scale code for a block with absolute maximum amax: e4m3((g · amax) / 6). */
+    /** The E4M3 block scale code for a block with absolute maximum amax: e4m3(g · amax / 6). */
     public static int blockScaleCode(float amax, float globalScale) {
-        return SCALE.encode(globalScale * amax / 6f);
+        return SCALE.encode((double) globalScale * amax / 6);
     }
 
     /** Quantize-dequantize x[off, off+len) in place, blocks of 16 (a shorter tail block is its own block). */
@@ -39,9 +41,10 @@ public final class Nvfp4Codec {
                 java.util.Arrays.fill(x, b, b + n, 0f);
                 continue;
             }
-            float scale = s8 / globalScale;
+            double g = globalScale;
+            double scale = s8 / g;
             for (int i = b; i < b + n; i++) {
-                x[i] = e2m1[ELEMENT.encode(x[i] / scale)] * s8 / globalScale;
+                x[i] = (float) (e2m1[ELEMENT.encode(x[i] / scale)] * (double) s8 / g);
             }
         }
     }
@@ -59,7 +62,7 @@ public final class Nvfp4Codec {
             int scaleCode = blockScaleCode(absMax(x, off + b, n), globalScale);
             scalesOut[scalesOff + blocks] = (byte) scaleCode;
             float s8 = SCALE.decode(scaleCode);
-            float scale = s8 / globalScale;
+            double scale = s8 / (double) globalScale;
             for (int i = 0; i < n; i++) {
                 codesOut[codesOff + b + i] = s8 == 0f ? 0 : (byte) ELEMENT.encode(x[off + b + i] / scale);
             }

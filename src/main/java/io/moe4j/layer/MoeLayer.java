@@ -1,0 +1,155 @@
+package io.moe4j.layer;
+
+import io.moe4j.MoeException;
+import io.moe4j.backend.Backend;
+import io.moe4j.backend.ExecutionOptions;
+import io.moe4j.backend.Experts;
+import io.moe4j.config.MoeLayerConfig;
+import io.moe4j.config.ModelConfig;
+import io.moe4j.quant.ExpertWeights;
+import io.moe4j.quant.LoadOptions;
+import io.moe4j.quant.QuantMethod;
+import io.moe4j.quant.config.QuantizationConfig;
+import io.moe4j.quant.method.SharedExpertLoader;
+import io.moe4j.routing.Router;
+import io.moe4j.routing.Routing;
+import io.moe4j.safetensors.Checkpoint;
+import io.moe4j.safetensors.Tensor;
+
+import java.lang.foreign.Arena;
+import java.nio.file.Path;
+
+/**
+ * One MoE layer of a real checkpoint, ready to run: router → prepare → experts → finalize, plus shared experts.
+ * The public API of moe4j. Thread-safe: concurrent {@link #forward} calls share only immutable state.
+ */
+public final class MoeLayer implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(MoeLayer.class.getName());
+
+    private final MoeLayerConfig config;
+    private final QuantMethod method;
+    private final Checkpoint checkpoint;
+    private final Arena arena;
+    private final Router router;
+    private final ExpertWeights weights;
+    private final Experts experts;
+    private final Experts shared;
+    private final BackendSelection selection;
+
+    private MoeLayer(MoeLayerConfig config, QuantMethod method, Checkpoint checkpoint, Arena arena, Router router,
+                     ExpertWeights weights, Experts experts, Experts shared, BackendSelection selection) {
+        this.config = config;
+        this.method = method;
+        this.checkpoint = checkpoint;
+        this.arena = arena;
+        this.router = router;
+        this.weights = weights;
+        this.experts = experts;
+        this.shared = shared;
+        this.selection = selection;
+    }
+
+    /** Loads MoE layer {@code layer} of the checkpoint in {@code dir} and prepares it on the chosen backend. */
+    public static MoeLayer load(Path dir, int layer, MoeLayerOptions options) {
+        ModelConfig model = ModelConfig.load(dir);
+        MoeLayerConfig config = model.layer(layer);
+        QuantMethod method = QuantizationConfig.of(model).methodFor(config);
+        Checkpoint checkpoint = Checkpoint.open(dir);
+        Arena arena = Arena.ofShared();
+        Experts experts = null;
+        try {
+            Router router = loadRouter(checkpoint, config);
+            ExpertWeights weights = method.load(checkpoint, config,
+                    new LoadOptions(options.localExperts(), bytes -> { }), arena);
+            BackendSelection selection = BackendSelection.choose(weights, config.topK(), options);
+            LOG.log(System.Logger.Level.INFO, "layer {0}: {1}", layer, selection.message());
+            ExecutionOptions exec = new ExecutionOptions(options.threads());
+            experts = selection.backend().prepare(weights, exec);
+            Experts shared = null;
+            if (config.shared() != null) {
+                ExpertWeights sharedWeights = SharedExpertLoader.load(checkpoint, config, arena);
+                shared = selection.backend().prepare(sharedWeights, exec);
+            }
+            return new MoeLayer(config, method, checkpoint, arena, router, weights, experts, shared, selection);
+        } catch (RuntimeException e) {
+            if (experts != null) {
+                experts.close();
+            }
+            arena.close();
+            checkpoint.close();
+            throw e;
+        }
+    }
+
+    private static Router loadRouter(Checkpoint ckpt, MoeLayerConfig c) {
+        int e = c.numExperts();
+        int h = c.hidden();
+        float[] weight = floats(ckpt.tensor(c.routerWeight()).expectShape(e, h));
+        float[] bias = c.routerBias() == null ? null : floats(ckpt.tensor(c.routerBias()).expectShape(e));
+        float[] correction = c.correctionBias() == null ? null
+                : floats(ckpt.tensor(c.correctionBias()).expectShape(e));
+        return new Router(c.router(), h, weight, bias, correction);
+    }
+
+    private static float[] floats(Tensor t) {
+        return t.toFloatArray();
+    }
+
+    /** Runs the layer on x [T, H] (row-major). */
+    public MoeOutput forward(float[] x, int tokens) {
+        int h = config.hidden();
+        if (tokens < 0 || x.length != (long) tokens * h) {
+            throw new MoeException("input has " + x.length + " values; expected tokens × hidden = " + tokens + " × " + h);
+        }
+        Routing routing = router.route(x, tokens);
+        float[] out = new float[tokens * h];
+        if (tokens > 0) {
+            experts.forward(x, tokens, routing, out);
+            if (shared != null) {
+                float[] s = new float[tokens * h];
+                shared.forward(x, tokens, everyTokenToExpertZero(tokens), s);
+                for (int i = 0; i < out.length; i++) {
+                    out[i] += s[i];
+                }
+            }
+        }
+        return new MoeOutput(tokens, h, out, routing);
+    }
+
+    private static Routing everyTokenToExpertZero(int tokens) {
+        float[] ones = new float[tokens];
+        java.util.Arrays.fill(ones, 1f);
+        return new Routing(tokens, 1, new int[tokens], ones, false);
+    }
+
+    public MoeLayerConfig config() {
+        return config;
+    }
+
+    public ExpertWeights weights() {
+        return weights;
+    }
+
+    public QuantMethod method() {
+        return method;
+    }
+
+    /** Which backend runs the experts, and why. */
+    public BackendSelection selection() {
+        return selection;
+    }
+
+    public Backend backend() {
+        return selection.backend();
+    }
+
+    @Override
+    public void close() {
+        experts.close();
+        if (shared != null) {
+            shared.close();
+        }
+        arena.close();
+        checkpoint.close();
+    }
+}

@@ -1,0 +1,350 @@
+package io.moe4j.quant.method;
+
+import io.moe4j.MoeException;
+import io.moe4j.config.MoeLayerConfig;
+import io.moe4j.config.Projection;
+import io.moe4j.kernel.GateLayout;
+import io.moe4j.quant.CodeType;
+import io.moe4j.quant.ExpectedTensor;
+import io.moe4j.quant.LoadOptions;
+import io.moe4j.quant.WeightFormat;
+import io.moe4j.safetensors.Checkpoint;
+import io.moe4j.safetensors.DType;
+import io.moe4j.safetensors.SafetensorsException;
+import io.moe4j.safetensors.Tensor;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.function.Function;
+import java.util.stream.Collectors;
+
+/**
+ * What every method does with a layer's expert tensors: pick the local experts, name and check each tensor, and
+ * stack per-expert tensors into the canonical fused stacks (gate rows then up rows for w13).
+ */
+final class ExpertTensors {
+    static final System.Logger LOG = System.getLogger("io.moe4j.quant");
+    static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    static final ValueLayout.OfShort I16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    static final long ALIGN = 64;
+
+    private ExpertTensors() {
+    }
+
+    // ------------------------------------------------------------------------------------------------ experts
+
+    /** Global ids of the experts to hold, in local order; fails naming a bad id. */
+    static int[] localIds(MoeLayerConfig layer, LoadOptions options) {
+        int e = layer.numExperts();
+        if (options == null || options.holdsAll()) {
+            int[] all = new int[e];
+            Arrays.setAll(all, i -> i);
+            return all;
+        }
+        int[] ids = options.localExperts().clone();
+        if (ids.length == 0) {
+            throw new MoeException("layer " + layer.layer() + ": expert parallelism was asked to hold no experts");
+        }
+        boolean[] seen = new boolean[e];
+        for (int id : ids) {
+            if (id < 0 || id >= e) {
+                throw new MoeException("layer " + layer.layer() + ": local expert " + id + " is out of range (the layer has "
+                        + e + " experts)");
+            }
+            if (seen[id]) {
+                throw new MoeException("layer " + layer.layer() + ": local expert " + id + " is listed twice");
+            }
+            seen[id] = true;
+        }
+        return ids;
+    }
+
+    /** Global → local map (−1 where the expert lives elsewhere), or null when every expert is held. */
+    static int[] expertMap(MoeLayerConfig layer, LoadOptions options, int[] ids) {
+        if (options == null || options.holdsAll()) {
+            return null;
+        }
+        int[] map = new int[layer.numExperts()];
+        Arrays.fill(map, -1);
+        for (int i = 0; i < ids.length; i++) {
+            map[ids[i]] = i;
+        }
+        return map;
+    }
+
+    /** The first id when ids is a run first, first+1, ...; else −1. */
+    static int contiguousStart(int[] ids) {
+        for (int i = 1; i < ids.length; i++) {
+            if (ids[i] != ids[0] + i) {
+                return -1;
+            }
+        }
+        return ids[0];
+    }
+
+    // ------------------------------------------------------------------------------------------------ shapes
+
+    /** The projections stacked into w13: gate then up, or up alone for a non-gated activation. */
+    static List<Projection> w13Projections(MoeLayerConfig layer) {
+        return layer.gateLayout() == GateLayout.NONE ? List.of(Projection.UP) : List.of(Projection.GATE, Projection.UP);
+    }
+
+    static int w13Rows(MoeLayerConfig layer) {
+        return w13Projections(layer).size() * layer.intermediate();
+    }
+
+    /** Output features of one expert's projection. */
+    static int rows(MoeLayerConfig layer, Projection p) {
+        return p == Projection.DOWN ? layer.hidden() : layer.intermediate();
+    }
+
+    /** Input features of one expert's projection. */
+    static int cols(MoeLayerConfig layer, Projection p) {
+        return p == Projection.DOWN ? layer.intermediate() : layer.hidden();
+    }
+
+    static String name(MoeLayerConfig layer, int expert, Projection p, String suffix) {
+        return layer.experts().tensor(expert, p, suffix);
+    }
+
+    /** Methods that read per-expert modules refuse the fused-tensor families with a message that says so. */
+    static void requirePerExpert(MoeLayerConfig layer, String scheme) {
+        if (layer.experts().fused()) {
+            throw new MoeException("layer " + layer.layer() + ": " + scheme + " checkpoints are read from per-expert modules ("
+                    + "experts.<e>.<proj>.*), but " + layer.family().modelType() + " keeps its experts in fused tensors ("
+                    + layer.experts().fusedTensor("gate_up_proj") + "); this combination is not supported");
+        }
+    }
+
+    static long ceilDiv(long a, long b) {
+        return (a + b - 1) / b;
+    }
+
+    // ------------------------------------------------------------------------------------------------ checks
+
+    /** The tensor, checked for one of the dtypes and the shape (−1 matches any size). */
+    static Tensor expect(Tensor t, long[] shape, DType... dtypes) {
+        if (Arrays.stream(dtypes).noneMatch(d -> d == t.dtype())) {
+            throw new SafetensorsException(t.file(), t.name(), "expected dtype "
+                    + Arrays.stream(dtypes).map(Enum::name).collect(Collectors.joining(" or ")) + " but found " + t.dtype());
+        }
+        return t.expectShape(shape);
+    }
+
+    /** A one-element float tensor (shape [] or [1]) as a float. */
+    static float scalar(Tensor t) {
+        if (t.dtype() != DType.F32 && t.dtype() != DType.BF16 && t.dtype() != DType.F16 && t.dtype() != DType.F64) {
+            throw new SafetensorsException(t.file(), t.name(), "expected dtype F32 but found " + t.dtype());
+        }
+        requireScalarShape(t);
+        return t.getFloat(0);
+    }
+
+    /** A one-element integer tensor (shape [] or [1]) as an int. */
+    static int intScalar(Tensor t) {
+        requireScalarShape(t);
+        return t.toIntArray()[0];
+    }
+
+    private static void requireScalarShape(Tensor t) {
+        long[] s = t.shape();
+        if (t.elementCount() != 1 || s.length > 1) {
+            throw new SafetensorsException(t.file(), t.name(), "expected a scalar (shape [] or [1]) but found "
+                    + Arrays.toString(s));
+        }
+    }
+
+    static CodeType codeType(DType d) {
+        return switch (d) {
+            case BF16 -> CodeType.BF16;
+            case F16 -> CodeType.F16;
+            case F32 -> CodeType.F32;
+            default -> throw new IllegalArgumentException(d + " is not an unquantized weight dtype");
+        };
+    }
+
+    static WeightFormat weightFormat(CodeType c) {
+        return switch (c) {
+            case BF16 -> WeightFormat.BF16;
+            case F16 -> WeightFormat.F16;
+            case F32 -> WeightFormat.F32;
+            default -> throw new IllegalArgumentException(c + " is not an unquantized weight format");
+        };
+    }
+
+    static DType dtype(WeightFormat w) {
+        return switch (w) {
+            case BF16 -> DType.BF16;
+            case F16 -> DType.F16;
+            case F32 -> DType.F32;
+            default -> throw new IllegalArgumentException(w + " is not an unquantized weight format");
+        };
+    }
+
+    // ------------------------------------------------------------------------------------------------ loading
+
+    /**
+     * Resolves tensor {@code suffix} of every local expert's projections (in order: expert by expert, projections in
+     * the order given), checking each with {@code check}. Fails on the first missing or mis-shaped tensor.
+     */
+    static List<Tensor> perExpert(Checkpoint ckpt, MoeLayerConfig layer, int[] ids, List<Projection> projections,
+                                  String suffix, ProjectionCheck check) {
+        List<Tensor> out = new ArrayList<>(ids.length * projections.size());
+        for (int id : ids) {
+            for (Projection p : projections) {
+                out.add(check.check(ckpt.tensor(name(layer, id, p, suffix)), p));
+            }
+        }
+        return out;
+    }
+
+    /** Checks one projection's tensor; returns it. */
+    @FunctionalInterface
+    interface ProjectionCheck {
+        Tensor check(Tensor t, Projection p);
+    }
+
+    /** Concatenates the tensors' bytes into one segment of the arena. */
+    static MemorySegment concat(Arena arena, List<Tensor> parts, Progress progress) {
+        long total = 0;
+        for (Tensor t : parts) {
+            total += t.segment().byteSize();
+        }
+        MemorySegment out = arena.allocate(total, ALIGN);
+        long at = 0;
+        for (Tensor t : parts) {
+            long n = t.segment().byteSize();
+            MemorySegment.copy(t.segment(), 0, out, at, n);
+            at += n;
+            progress.add(n);
+        }
+        return out;
+    }
+
+    /** Rows of a stacked [E, ...] tensor for the local experts: a zero-copy slice when they are contiguous. */
+    static MemorySegment selectExperts(Tensor stacked, int[] ids, Arena arena, Progress progress) {
+        long perExpert = stacked.segment().byteSize() / stacked.shape()[0];
+        int start = contiguousStart(ids);
+        if (start >= 0) {
+            MemorySegment s = stacked.segment().asSlice(start * perExpert, ids.length * perExpert);
+            progress.add(s.byteSize());
+            return s;
+        }
+        MemorySegment out = arena.allocate(perExpert * ids.length, ALIGN);
+        for (int i = 0; i < ids.length; i++) {
+            MemorySegment.copy(stacked.segment(), ids[i] * perExpert, out, i * perExpert, perExpert);
+            progress.add(perExpert);
+        }
+        return out;
+    }
+
+    /** Float elements of the tensors (BF16, F16, F32), concatenated into a float32 segment of the arena. */
+    static MemorySegment toF32(Arena arena, List<Tensor> parts, Progress progress) {
+        long total = 0;
+        for (Tensor t : parts) {
+            total += t.elementCount();
+        }
+        MemorySegment out = arena.allocate(total * 4, ALIGN);
+        long at = 0;
+        for (Tensor t : parts) {
+            long n = t.elementCount();
+            if (t.dtype() == DType.F32) {
+                MemorySegment.copy(t.segment(), 0, out, at * 4, n * 4);
+            } else {
+                for (long i = 0; i < n; i++) {
+                    out.set(F32, (at + i) * 4, t.getFloat(i));
+                }
+            }
+            at += n;
+            progress.add(t.segment().byteSize());
+        }
+        return out;
+    }
+
+    /** Rows of a stacked [E, n] float tensor for the local experts, as float32. */
+    static float[] expertRows(Tensor stacked, int[] ids) {
+        int n = Math.toIntExact(stacked.elementCount() / stacked.shape()[0]);
+        float[] out = new float[ids.length * n];
+        for (int i = 0; i < ids.length; i++) {
+            for (int j = 0; j < n; j++) {
+                out[i * n + j] = stacked.getFloat((long) ids[i] * n + j);
+            }
+        }
+        return out;
+    }
+
+    // ------------------------------------------------------------------------------------------------ post-load rules
+
+    /** torch.allclose(x, x[0]) with its default tolerances (rtol 1e-5, atol 1e-8), vLLM's all_close_1d. */
+    static boolean allClose(float[] v) {
+        for (float x : v) {
+            if (Math.abs(x - v[0]) > 1e-8 + 1e-5 * Math.abs(v[0])) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    static float max(float[] v) {
+        float m = Float.NEGATIVE_INFINITY;
+        for (float x : v) {
+            m = Math.max(m, x);
+        }
+        return m;
+    }
+
+    static float min(float[] v) {
+        float m = Float.POSITIVE_INFINITY;
+        for (float x : v) {
+            m = Math.min(m, x);
+        }
+        return m;
+    }
+
+    /** An array of n copies of x (per-local-expert static scales after a collapse). */
+    static float[] filled(int n, float x) {
+        float[] out = new float[n];
+        Arrays.fill(out, x);
+        return out;
+    }
+
+    static <T> List<ExpectedTensor> expected(MoeLayerConfig layer, List<Projection> projections, String suffix,
+                                             DType dtype, Function<Projection, long[]> shape) {
+        List<ExpectedTensor> out = new ArrayList<>();
+        for (int e = 0; e < layer.numExperts(); e++) {
+            for (Projection p : projections) {
+                out.add(new ExpectedTensor(name(layer, e, p, suffix), dtype, shape.apply(p)));
+            }
+        }
+        return out;
+    }
+
+    static List<Projection> all(MoeLayerConfig layer) {
+        List<Projection> p = new ArrayList<>(w13Projections(layer));
+        p.add(Projection.DOWN);
+        return p;
+    }
+
+    /** Bytes loaded so far, reported to {@link LoadOptions#progress()}. */
+    static final class Progress {
+        private final LoadOptions options;
+        private long done;
+
+        Progress(LoadOptions options) {
+            this.options = options;
+        }
+
+        void add(long bytes) {
+            done += bytes;
+            if (options != null && options.progress() != null) {
+                options.progress().accept(done);
+            }
+        }
+    }
+}

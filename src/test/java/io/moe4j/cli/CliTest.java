@@ -1,0 +1,112 @@
+package io.moe4j.cli;
+
+import io.moe4j.conformance.ConformanceCases;
+import io.moe4j.safetensors.SafetensorsFile;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** The moe command as a user runs it: exit codes, what it prints, one-line errors. */
+class CliTest {
+    record Run(int exit, String out, String err) {
+    }
+
+    static synchronized Run moe(String... args) {
+        PrintStream oldOut = System.out;
+        PrintStream oldErr = System.err;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        try {
+            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            int exit = MoeCommand.execute(args);
+            return new Run(exit, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(oldOut);
+            System.setErr(oldErr);
+        }
+    }
+
+    static List<String> cases() {
+        return ConformanceCases.names();
+    }
+
+    @ParameterizedTest
+    @MethodSource("cases")
+    void inspectListsEveryTensorOfEveryCase(String name) {
+        Path dir = ConformanceCases.dir(name);
+        Run r = moe("inspect", "--model", dir.resolve("model.safetensors").toString());
+        assertThat(r.exit()).as(r.err()).isZero();
+        try (SafetensorsFile f = SafetensorsFile.open(dir.resolve("model.safetensors"))) {
+            for (String tensor : f.tensors().keySet()) {
+                assertThat(r.out()).contains(tensor);
+            }
+            assertThat(r.out()).contains(f.tensors().size() + " tensors");
+        }
+    }
+
+    @Test
+    void inspectOfADirectoryDescribesItsMoeLayers() {
+        Run r = moe("inspect", "--model", ConformanceCases.dir("deepseek_bf16_grouped").toString());
+        assertThat(r.exit()).as(r.err()).isZero();
+        assertThat(r.out()).contains("layer 0: 16 experts, top-4").contains("SIGMOID_GROUPED_TOPK").contains("shared expert");
+    }
+
+    @Test
+    void versionAndHelpWork() {
+        assertThat(moe("--version").out()).startsWith("moe4j ");
+        Run help = moe("--help");
+        assertThat(help.exit()).isZero();
+        assertThat(help.out()).contains("demo").contains("forward").contains("inspect");
+    }
+
+    @Test
+    void badFilesGiveOneLineAndNonZeroExit(@TempDir Path tmp) throws IOException {
+        Path bad = tmp.resolve("bad.safetensors");
+        Files.write(bad, new byte[] {8, 0, 0, 0, 0, 0, 0, 0, '{', '}'});
+        Run r = moe("inspect", "--model", bad.toString());
+        assertThat(r.exit()).isEqualTo(1);
+        assertThat(r.err().strip()).startsWith("moe: ").contains(bad.toString()).doesNotContain("\n").doesNotContain("Exception");
+        Run missing = moe("inspect", "--model", tmp.resolve("nothing").toString());
+        assertThat(missing.exit()).isEqualTo(1);
+        assertThat(missing.err()).contains("no such file");
+    }
+
+    @Test
+    void forwardWritesOutputTopkIdsAndWeights(@TempDir Path tmp) {
+        Path dir = ConformanceCases.dir("mixtral_bf16");
+        Path out = tmp.resolve("out.safetensors");
+        Run r = moe("forward", "--model", dir.toString(), "--input", dir.resolve("io.safetensors").toString(),
+                "--output", out.toString(), "--backend", "emulation", "--threads", "1");
+        assertThat(r.exit()).as(r.err()).isZero();
+        try (SafetensorsFile f = SafetensorsFile.open(out)) {
+            assertThat(f.tensor("output").shape()).containsExactly(9, 64);
+            assertThat(f.tensor("topk_ids").shape()).containsExactly(9, 2);
+            assertThat(f.tensor("topk_weights").shape()).containsExactly(9, 2);
+        }
+    }
+
+    @Test
+    void forwardWithAWrongInputTensorNamesIt(@TempDir Path tmp) {
+        Path dir = ConformanceCases.dir("mixtral_bf16");
+        Run r = moe("forward", "--model", dir.toString(), "--input", dir.resolve("io.safetensors").toString(),
+                "--input-tensor", "nope", "--output", tmp.resolve("o.safetensors").toString());
+        assertThat(r.exit()).isEqualTo(1);
+        assertThat(r.err()).contains("no tensor 'nope'").contains("hidden_states");
+        Run shape = moe("forward", "--model", dir.toString(), "--input", dir.resolve("io.safetensors").toString(),
+                "--input-tensor", "topk_weights", "--output", tmp.resolve("o.safetensors").toString());
+        assertThat(shape.exit()).isEqualTo(1);
+        assertThat(shape.err()).contains("'topk_weights'").contains("expected [tokens, 64]");
+    }
+}

@@ -1,0 +1,136 @@
+package io.moe4j.layer;
+
+import io.moe4j.MoeException;
+import io.moe4j.cli.ForwardJob;
+import io.moe4j.conformance.ConformanceCases;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.within;
+
+/** MoeLayer behaviour beyond the conformance cases: batch edges, expert parallelism, top-k = E, bad calls. */
+class MoeLayerTest {
+    private static final MoeLayerOptions EMU = MoeLayerOptions.defaults().withBackend("emulation").withThreads(2);
+
+    private static float[] input(String name) {
+        Path dir = ConformanceCases.dir(name);
+        try (MoeLayer l = MoeLayer.load(dir, 0, EMU)) {
+            return ForwardJob.readInput(dir.resolve("io.safetensors"), "hidden_states", l.config().hidden());
+        }
+    }
+
+    @Test
+    void emptyBatchGivesEmptyOutput() {
+        try (MoeLayer layer = MoeLayer.load(ConformanceCases.dir("qwen3_bf16_norm"), 0, EMU)) {
+            MoeOutput out = layer.forward(new float[0], 0);
+            assertThat(out.output()).isEmpty();
+            assertThat(out.routing().ids()).isEmpty();
+        }
+    }
+
+    @Test
+    void oneTokenMatchesItsRowOfTheBatch() {
+        String name = "deepseek_bf16_grouped";
+        float[] x = input(name);
+        try (MoeLayer layer = MoeLayer.load(ConformanceCases.dir(name), 0, EMU)) {
+            int h = layer.config().hidden();
+            MoeOutput all = layer.forward(x, x.length / h);
+            for (int t : new int[] {0, 3}) {
+                MoeOutput one = layer.forward(Arrays.copyOfRange(x, t * h, (t + 1) * h), 1);
+                assertThat(one.routing().ids()).containsExactly(
+                        Arrays.copyOfRange(all.routing().ids(), t * layer.config().topK(), (t + 1) * layer.config().topK()));
+                for (int c = 0; c < h; c++) {
+                    assertThat(one.output()[c]).isCloseTo(all.output()[t * h + c], within(1e-6f));
+                }
+            }
+        }
+    }
+
+    /** Expert parallelism: layers holding disjoint expert sets add up to the whole layer. */
+    @Test
+    void expertShardsSumToTheWholeLayer() {
+        String name = "qwen3_bf16_norm";
+        float[] x = input(name);
+        Path dir = ConformanceCases.dir(name);
+        try (MoeLayer whole = MoeLayer.load(dir, 0, EMU);
+             MoeLayer even = MoeLayer.load(dir, 0, EMU.withLocalExperts(IntStream.range(0, 16).filter(e -> e % 2 == 0).toArray()));
+             MoeLayer odd = MoeLayer.load(dir, 0, EMU.withLocalExperts(IntStream.range(0, 16).filter(e -> e % 2 == 1).toArray()))) {
+            int t = x.length / whole.config().hidden();
+            float[] a = even.forward(x, t).output();
+            float[] b = odd.forward(x, t).output();
+            float[] w = whole.forward(x, t).output();
+            assertThat(even.weights().numExperts()).isEqualTo(8);
+            double norm = 0;
+            for (float v : a) {
+                norm += v * v;
+            }
+            assertThat(norm).as("an expert shard contributes").isPositive();
+            for (int i = 0; i < w.length; i++) {
+                assertThat(a[i] + b[i]).isCloseTo(w[i], within(1e-5f));
+            }
+        }
+    }
+
+    @Test
+    void topKEqualToExpertCountRoutesToEveryExpert(@TempDir Path tmp) throws IOException {
+        Path src = ConformanceCases.dir("qwen3_bf16_nonorm");
+        try (Stream<Path> files = Files.list(src)) {
+            for (Path f : files.toList()) {
+                Files.copy(f, tmp.resolve(f.getFileName()));
+            }
+        }
+        Path config = tmp.resolve("config.json");
+        Files.writeString(config, Files.readString(config).replace("\"num_experts_per_tok\": 2", "\"num_experts_per_tok\": 8"));
+        float[] x = input("qwen3_bf16_nonorm");
+        try (MoeLayer all = MoeLayer.load(tmp, 0, EMU)) {
+            int t = x.length / all.config().hidden();
+            MoeOutput out = all.forward(x, t);
+            for (int i = 0; i < t; i++) {
+                assertThat(Arrays.copyOfRange(out.routing().ids(), i * 8, i * 8 + 8)).containsExactly(0, 1, 2, 3, 4, 5, 6, 7);
+                double sum = 0;
+                for (int j = 0; j < 8; j++) {
+                    sum += out.routing().weight(i, j);
+                }
+                assertThat(sum).isCloseTo(1.0, within(1e-5));
+            }
+            // Each single-expert shard contributes softmax_e · expert_e(x); together they are the layer.
+            float[] total = new float[out.output().length];
+            for (int e = 0; e < 8; e++) {
+                try (MoeLayer one = MoeLayer.load(tmp, 0, EMU.withLocalExperts(new int[] {e}))) {
+                    float[] part = one.forward(x, t).output();
+                    for (int i = 0; i < total.length; i++) {
+                        total[i] += part[i];
+                    }
+                }
+            }
+            for (int i = 0; i < total.length; i++) {
+                assertThat(total[i]).isCloseTo(out.output()[i], within(1e-5f));
+            }
+        }
+    }
+
+    @Test
+    void wrongInputSizeIsAClearError() {
+        try (MoeLayer layer = MoeLayer.load(ConformanceCases.dir("mixtral_bf16"), 0, EMU)) {
+            assertThatThrownBy(() -> layer.forward(new float[10], 1)).isInstanceOf(MoeException.class)
+                    .hasMessageContaining("tokens × hidden = 1 × 64");
+        }
+    }
+
+    @Test
+    void layerOutOfRangeOrUnknownBackendIsAClearError() {
+        Path dir = ConformanceCases.dir("mixtral_bf16");
+        assertThatThrownBy(() -> MoeLayer.load(dir, 3, EMU)).hasMessageContaining("layer 3 is out of range");
+        assertThatThrownBy(() -> MoeLayer.load(dir, 0, EMU.withBackend("warp-drive")))
+                .isInstanceOf(MoeException.class).hasMessageContaining("warp-drive");
+    }
+}
