@@ -1,6 +1,5 @@
 package io.moe4j.cli;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import io.moe4j.MoeException;
 import io.moe4j.backend.MoeProblem;
 import io.moe4j.backend.Platform;
@@ -12,9 +11,8 @@ import io.moe4j.backend.oracle.Oracle;
 import io.moe4j.backend.oracle.Selection;
 import io.moe4j.config.ModelConfig;
 import io.moe4j.config.MoeLayerConfig;
-import io.moe4j.quant.ActivationFormat;
 import io.moe4j.quant.QuantScheme;
-import io.moe4j.quant.WeightFormat;
+import io.moe4j.quant.config.QuantizationConfig;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -62,8 +60,23 @@ public final class BackendsCommand implements Callable<Integer> {
         }
         Platform here = pose.map(p -> PlatformProbe.pose(p, PlatformProbe.probeReal())).orElseGet(PlatformProbe::probeReal);
         BackendChoice choice = BackendChoice.resolve(backend, activation, System.getenv(), System.getProperties());
-        List<LayerGroup> groups = model == null ? List.of() : group(layerProblems(ModelConfig.load(model)));
-        return report(here, pose.orElse(null), choice, Oracle.standard(), groups, out);
+        List<LayerGroup> groups = List.of();
+        String modelError = null;
+        if (model != null) {
+            try {
+                groups = group(layerProblems(ModelConfig.load(model)));
+            } catch (MoeException e) {
+                modelError = e.getMessage();
+            }
+        }
+        int rc = report(here, pose.orElse(null), choice, Oracle.standard(), groups, model != null, out);
+        if (modelError != null) {
+            out.println();
+            out.println("--model " + model + ": " + modelError);
+            out.flush();
+            return 1;
+        }
+        return rc;
     }
 
     /** One MoE layer of a checkpoint as the oracle sees it. */
@@ -83,41 +96,21 @@ public final class BackendsCommand implements Callable<Integer> {
     }
 
     /**
-     * The MoE layers of a checkpoint as oracle problems.
-     *
-     * <p><b>STOPGAP, to be pointed at {@code io.moe4j.quant.config.QuantizationConfig}</b> when it reaches this
-     * branch: replace {@link #schemeOf} by
-     * {@code QuantizationConfig.of(config).methodFor(layer).scheme()}. Until then only unquantized checkpoints and
-     * {@code quant_method: mxfp4} (gpt-oss) are read; any other quantization config is refused, naming it.
+     * The MoE layers of a checkpoint as oracle problems: each layer's sizes and router from its {@link ModelConfig},
+     * its scheme from the quantization config ({@code QuantizationConfig.of(config).methodFor(layer).scheme()}, which
+     * refuses a scheme the seeds refuse, with their message). All experts are local (expert parallelism is a load
+     * option, not a property of the checkpoint).
      */
     public static List<LayerProblem> layerProblems(ModelConfig config) {
+        QuantizationConfig quant = QuantizationConfig.of(config);
         List<LayerProblem> out = new ArrayList<>();
         for (int l : config.moeLayers()) {
             MoeLayerConfig layer = config.layer(l);
-            out.add(new LayerProblem(l, new MoeProblem(schemeOf(config, layer), layer.hidden(), layer.intermediate(),
+            QuantScheme scheme = quant.methodFor(layer).scheme();
+            out.add(new LayerProblem(l, new MoeProblem(scheme, layer.hidden(), layer.intermediate(),
                     layer.router().numExperts(), layer.router().topK(), layer.activation(), false)));
         }
         return out;
-    }
-
-    /** STOPGAP (see {@link #layerProblems}): the layer's scheme, for unquantized and gpt-oss MXFP4 checkpoints only. */
-    static QuantScheme schemeOf(ModelConfig config, MoeLayerConfig layer) {
-        JsonNode q = config.json().get("quantization_config");
-        if (q == null || q.isNull()) {
-            String dtype = config.json().path("torch_dtype").asText(config.json().path("dtype").asText("bfloat16"));
-            WeightFormat w = switch (dtype) {
-                case "float16", "half" -> WeightFormat.F16;
-                case "float32", "float" -> WeightFormat.F32;
-                default -> WeightFormat.BF16;
-            };
-            return QuantScheme.unquantized(w);
-        }
-        String method = q.path("quant_method").asText("");
-        if (method.equals("mxfp4")) {
-            return new QuantScheme("mxfp4", WeightFormat.MXFP4, ActivationFormat.NONE, false);
-        }
-        throw new MoeException(config.source() + ": quantization_config.quant_method '" + method + "': reading its MoE "
-                + "scheme needs io.moe4j.quant.config.QuantizationConfig, which is not in this build yet");
     }
 
     static List<LayerGroup> group(List<LayerProblem> problems) {
@@ -140,6 +133,11 @@ public final class BackendsCommand implements Callable<Integer> {
      */
     public static int report(Platform platform, String pose, BackendChoice choice, Oracle oracle,
                              List<LayerGroup> groups, PrintWriter out) {
+        return report(platform, pose, choice, oracle, groups, !groups.isEmpty(), out);
+    }
+
+    private static int report(Platform platform, String pose, BackendChoice choice, Oracle oracle,
+                              List<LayerGroup> groups, boolean hasModel, PrintWriter out) {
         out.println("platform" + (pose == null ? " (this machine)" : " (POSED as " + pose + ", not this machine)") + ":");
         for (String line : PlatformProbe.describe(platform).split("\n")) {
             out.println("  " + line);
@@ -155,7 +153,7 @@ public final class BackendsCommand implements Callable<Integer> {
                             + (o.onlyFor() == null ? "" : " (" + o.onlyFor() + " layers)")).toList()));
         }
         out.println();
-        if (groups.isEmpty()) {
+        if (groups.isEmpty() && !hasModel) {
             out.println("(no --model: pass a checkpoint directory to see each MoE layer's backends)");
         }
         int rc = 0;

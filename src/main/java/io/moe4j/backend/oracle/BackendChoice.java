@@ -133,13 +133,15 @@ public record BackendChoice(String requested, String backend, ActivationKey impl
     }
 
     /**
-     * The user's choice: the command line's {@code --backend} / {@code --activation} when given (null: not given),
-     * else the system properties, else the environment variables.
+     * The user's choice: the command line's {@code --backend} / {@code --activation} when given, else the system
+     * properties, else the environment variables. A {@code --backend} of null, blank or {@code auto} counts as not
+     * given, so that the environment still applies under auto (as the seed's environment overrides apply only when
+     * {@code moe_backend} is {@code auto}).
      */
     public static BackendChoice resolve(String cliBackend, String cliActivation, Map<String, String> env,
                                         Properties properties) {
         BackendChoice choice;
-        if (cliBackend != null && !cliBackend.isBlank()) {
+        if (cliBackend != null && !normalize(cliBackend).isEmpty() && !normalize(cliBackend).equals(AUTO)) {
             choice = parse(cliBackend, "--backend");
         } else if (properties.getProperty(BACKEND_PROPERTY) != null) {
             choice = parse(properties.getProperty(BACKEND_PROPERTY), "-D" + BACKEND_PROPERTY);

@@ -89,5 +89,8 @@ class BackendChoiceTest {
         assertThat(BackendChoice.resolve(null, null, env, props).source()).isEqualTo("-Dmoe4j.moe.backend");
         assertThat(BackendChoice.resolve("emulation", null, env, props).backend()).isEqualTo("emulation");
         assertThat(BackendChoice.resolve(" ", null, env, new Properties()).source()).isEqualTo("MOE4J_MOE_BACKEND");
+        // An explicit "auto" (every MoeLayerOptions default) leaves the environment in charge.
+        assertThat(BackendChoice.resolve("auto", null, env, new Properties()).backend()).isEqualTo("cuda");
+        assertThat(BackendChoice.resolve("auto", null, Map.of(), new Properties()).isAuto()).isTrue();
     }
 }

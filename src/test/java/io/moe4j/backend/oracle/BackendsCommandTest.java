@@ -1,14 +1,16 @@
 package io.moe4j.backend.oracle;
 
-import io.moe4j.MoeException;
 import io.moe4j.cli.BackendsCommand;
 import io.moe4j.cli.MoeCommand;
+import io.moe4j.conformance.ConformanceCases;
 import io.moe4j.config.ModelConfig;
 import io.moe4j.quant.ActivationFormat;
 import io.moe4j.quant.WeightFormat;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.api.parallel.ResourceLock;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -23,7 +25,6 @@ import java.util.List;
 import static io.moe4j.backend.oracle.FakeBackends.problem;
 import static io.moe4j.backend.oracle.FakeBackends.scheme;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** {@code moe backends}: the report, and the checkpoint's layers as oracle problems. */
 class BackendsCommandTest {
@@ -85,34 +86,65 @@ class BackendsCommandTest {
         assertThat(List.of(p.hidden(), p.intermediate(), p.numExperts(), p.topK())).containsExactly(2880, 2880, 32, 4);
     }
 
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({
+            "mixtral_bf16, BF16, NONE, 1",
+            "qwen3_bf16_norm, BF16, NONE, 1",
+            "deepseek_bf16_grouped, BF16, NONE, 1",
+            "llama4_bf16_top1, BF16, NONE, 1",
+            "gptoss_bf16, BF16, NONE, 1",
+            "gptoss_mxfp4, MXFP4, NONE, 1"})
+    void readsTheConformanceCheckpoints(String name, WeightFormat w, ActivationFormat a, int layers) {
+        var config = ModelConfig.load(ConformanceCases.dir(name));
+        List<BackendsCommand.LayerProblem> problems = BackendsCommand.layerProblems(config);
+        assertThat(problems).hasSize(layers);
+        var p = problems.getFirst().problem();
+        assertThat(p.scheme().weights()).isEqualTo(w);
+        assertThat(p.scheme().activations()).isEqualTo(a);
+        assertThat(p.hidden()).isEqualTo(config.hiddenSize());
+        // The standard oracle always has an answer for a loadable layer, on any platform kind.
+        for (var platform : List.of(FakeBackends.H100, FakeBackends.CPU, FakeBackends.CPU_NOVECTOR)) {
+            assertThat(Oracle.standard().select(p, platform, BackendChoice.auto()).considered().getLast().backendName())
+                    .isEqualTo("emulation");
+        }
+    }
+
     @Test
-    void refusesQuantizationConfigsItCannotReadYet(@TempDir Path dir) throws IOException {
-        Path ckpt = checkpoint(dir, GPT_OSS.replace("\"mxfp4\"", "\"quark\""));
-        assertThatThrownBy(() -> BackendsCommand.layerProblems(ModelConfig.load(ckpt)))
-                .isInstanceOf(MoeException.class)
-                .hasMessageEndingWith("config.json: quantization_config.quant_method 'quark': reading its MoE scheme needs "
-                        + "io.moe4j.quant.config.QuantizationConfig, which is not in this build yet");
+    @ResourceLock("system-out")
+    void aModelItCannotReadStillShowsThePlatform(@TempDir Path dir) throws IOException {
+        Path ckpt = checkpoint(dir, GPT_OSS.replace("\"mxfp4\"", "\"gguf\""));
+        Run r = moe("backends", "--model", ckpt.toString(), "--platform", "cpu");
+        assertThat(r.rc()).isEqualTo(1);
+        assertThat(r.out()).startsWith("platform (POSED as cpu, not this machine):\n")
+                .contains("\nbackends:\n")
+                .endsWith("quantization_config quant_method 'gguf' is not supported (supported: quark, "
+                        + "compressed-tensors, mxfp4, or no quantization_config)\n");
+    }
+
+    record Run(int rc, String out) {
+    }
+
+    static Run moe(String... args) {
+        PrintStream old = System.out;
+        ByteArrayOutputStream buf = new ByteArrayOutputStream();
+        try {
+            System.setOut(new PrintStream(buf, true, StandardCharsets.UTF_8));
+            int rc = MoeCommand.execute(args);
+            return new Run(rc, buf.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(old);
+        }
     }
 
     @Test
     @ResourceLock("system-out")
     void runsFromTheCommandLine(@TempDir Path dir) throws IOException {
         Path ckpt = checkpoint(dir, GPT_OSS);
-        PrintStream old = System.out;
-        ByteArrayOutputStream buf = new ByteArrayOutputStream();
-        int rc;
-        try {
-            System.setOut(new PrintStream(buf, true, StandardCharsets.UTF_8));
-            rc = MoeCommand.execute("backends", "--model", ckpt.toString(), "--platform", "cpu-novector",
-                    "--backend", "emulation");
-        } finally {
-            System.setOut(old);
-        }
-        String out = buf.toString(StandardCharsets.UTF_8);
-        assertThat(rc).isZero();
-        assertThat(out).startsWith("platform (POSED as cpu-novector, not this machine):\n")
+        Run r = moe("backends", "--model", ckpt.toString(), "--platform", "cpu-novector", "--backend", "emulation");
+        assertThat(r.rc()).isZero();
+        assertThat(r.out()).startsWith("platform (POSED as cpu-novector, not this machine):\n")
                 .contains("Vector API: not available")
-                .contains("layers 0-2 (3): mxfp4 [H 2880, I 2880, 32 experts, top-4]\n")
+                .contains("layers 0-2 (3): gpt-oss mxfp4 [H 2880, I 2880, 32 experts, top-4]\n")
                 .contains("  → emulation (bf16 activations): forced by --backend emulation: ");
     }
 }
