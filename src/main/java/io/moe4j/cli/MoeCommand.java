@@ -13,7 +13,8 @@ import java.util.Properties;
         mixinStandardHelpOptions = true,
         versionProvider = MoeCommand.Version.class,
         description = "Mixture-of-Experts layers of real quantized checkpoints, on the JVM.",
-        subcommands = {DemoCommand.class, InspectCommand.class, ForwardCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {DemoCommand.class, InspectCommand.class, ForwardCommand.class, BackendsCommand.class,
+                CommandLine.HelpCommand.class})
 public final class MoeCommand implements Runnable {
 
     @CommandLine.Spec

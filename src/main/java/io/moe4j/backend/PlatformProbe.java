@@ -1,0 +1,306 @@
+package io.moe4j.backend;
+
+import io.moe4j.MoeException;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * Finds out what this machine offers the backends: CPU cores, whether the Vector API is usable and how wide, the
+ * CPU's SIMD flags, and the CUDA devices (through {@code libcuda.so.1} with the Foreign Function & Memory API). It
+ * never fails: whatever cannot be found is reported as absent, with the reason.
+ *
+ * <p>The system property {@code moe4j.platform} (or environment variable {@code MOE4J_PLATFORM}) poses as another
+ * machine, for tests and demos: {@code cpu} (no GPU), {@code cpu-novector} (no GPU, no Vector API), {@code h100},
+ * {@code h200} (this CPU plus one posed GPU). A posed platform says so in its device name and reasons.
+ *
+ * <p>The CUDA look is deliberately minimal and self-contained (seven driver calls); the full binding lives in
+ * {@code io.moe4j.backend.cuda} and may take over this probe once merged.
+ */
+@SuppressWarnings("restricted") // calling libcuda is this class's job; bin/moe passes --enable-native-access
+public final class PlatformProbe {
+    public static final String POSE_PROPERTY = "moe4j.platform";
+    public static final String POSE_ENV = "MOE4J_PLATFORM";
+    public static final List<String> POSES = List.of("cpu", "cpu-novector", "h100", "h200");
+
+    /** The CPU flags worth reporting, as /proc/cpuinfo spells them. */
+    static final List<String> INTERESTING_FLAGS = List.of("avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+            "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8", "avx2", "fma", "f16c", "asimd", "neon",
+            "sve", "sve2");
+
+    private static final String NO_DRIVER = "no CUDA driver (libcuda.so.1) found";
+
+    private PlatformProbe() {
+    }
+
+    /** This machine, or the posed one when {@code moe4j.platform} / {@code MOE4J_PLATFORM} is set. */
+    public static Platform probe() {
+        Platform real = Real.PLATFORM;
+        return activePose().map(p -> pose(p, real)).orElse(real);
+    }
+
+    /** This machine, whatever the pose (probed once per JVM). */
+    public static Platform probeReal() {
+        return Real.PLATFORM;
+    }
+
+    /** The pose asked for by the system property or the environment, validated. */
+    public static Optional<String> activePose() {
+        String v = System.getProperty(POSE_PROPERTY);
+        String where = "-D" + POSE_PROPERTY;
+        if (v == null || v.isBlank()) {
+            v = System.getenv(POSE_ENV);
+            where = POSE_ENV;
+        }
+        if (v == null || v.isBlank() || v.trim().equalsIgnoreCase("real") || v.trim().equalsIgnoreCase("auto")) {
+            return Optional.empty();
+        }
+        String p = v.trim().toLowerCase(Locale.ROOT);
+        if (!POSES.contains(p)) {
+            throw new MoeException(where + "=" + v + ": unknown platform pose; choose " + String.join(", ", POSES));
+        }
+        return Optional.of(p);
+    }
+
+    /** {@code base} (usually this machine) posing as {@code pose}: the GPU replaced, the Vector API perhaps removed. */
+    public static Platform pose(String pose, Platform base) {
+        String note = " (posed: " + pose + ")";
+        return switch (pose) {
+            case "cpu" -> new Platform(base.cpuCores(), base.vectorApi(), base.vectorBitSize(), base.cpuFeatures(),
+                    Platform.CudaInfo.none(NO_DRIVER + note));
+            case "cpu-novector" -> new Platform(base.cpuCores(), false, 0, base.cpuFeatures(),
+                    Platform.CudaInfo.none(NO_DRIVER + note));
+            case "h100" -> new Platform(base.cpuCores(), base.vectorApi(), base.vectorBitSize(), base.cpuFeatures(),
+                    new Platform.CudaInfo(true, "posed", 1, "NVIDIA H100 80GB HBM3" + note, 90, 85_045_460_992L));
+            case "h200" -> new Platform(base.cpuCores(), base.vectorApi(), base.vectorBitSize(), base.cpuFeatures(),
+                    new Platform.CudaInfo(true, "posed", 1, "NVIDIA H200" + note, 90, 150_109_880_320L));
+            default -> throw new MoeException("unknown platform pose '" + pose + "'; choose " + String.join(", ", POSES));
+        };
+    }
+
+    /** A few lines for {@code moe backends}. */
+    public static String describe(Platform p) {
+        StringBuilder sb = new StringBuilder();
+        sb.append("CPU: ").append(p.cpuCores()).append(" cores; Vector API: ")
+                .append(p.vectorApi() ? p.vectorBitSize() + "-bit preferred species" : "not available")
+                .append("; CPU features: ").append(p.cpuFeatures().isBlank() ? "(unknown)" : p.cpuFeatures()).append('\n');
+        Platform.CudaInfo c = p.cuda();
+        if (c.deviceCount() > 0) {
+            sb.append("CUDA: ").append(c.deviceCount()).append(c.deviceCount() == 1 ? " device" : " devices")
+                    .append("; device 0: ").append(c.deviceName()).append(", compute capability ")
+                    .append(c.computeCapability() / 10).append('.').append(c.computeCapability() % 10).append(", ")
+                    .append(String.format(Locale.ROOT, "%.1f GiB", c.memoryBytes() / (double) (1L << 30)));
+            if (!c.available()) {
+                sb.append("; not usable: ").append(c.reason());
+            }
+        } else {
+            sb.append("CUDA: none: ").append(c.reason());
+        }
+        return sb.toString();
+    }
+
+    private static final class Real {
+        static final Platform PLATFORM = probeNow();
+
+        private static Platform probeNow() {
+            int bits = vectorBits();
+            return new Platform(Runtime.getRuntime().availableProcessors(), bits > 0, bits,
+                    cpuFeatures(Path.of("/proc/cpuinfo")), probeCuda());
+        }
+    }
+
+    /** The preferred float species width in bits, or 0 when the Vector API is absent or too narrow to help. */
+    static int vectorBits() {
+        try {
+            int bits = VectorHolder.preferredBits();
+            return bits >= 128 ? bits : 0;
+        } catch (LinkageError | RuntimeException e) {
+            // jdk.incubator.vector not resolved (no --add-modules): NoClassDefFoundError.
+            return 0;
+        }
+    }
+
+    /** Touches jdk.incubator.vector only when called, so that its absence is a LinkageError caught above. */
+    private static final class VectorHolder {
+        static int preferredBits() {
+            return jdk.incubator.vector.VectorSpecies.ofPreferred(float.class).vectorBitSize();
+        }
+    }
+
+    /** The interesting flags of the first CPU in a /proc/cpuinfo file ("" when unreadable). */
+    static String cpuFeatures(Path cpuinfo) {
+        List<String> lines;
+        try {
+            if (!Files.isReadable(cpuinfo)) {
+                return "";
+            }
+            lines = Files.readAllLines(cpuinfo);
+        } catch (IOException | RuntimeException e) {
+            return "";
+        }
+        return cpuFeatures(lines);
+    }
+
+    /** The interesting flags of the first "flags" (x86) or "Features" (arm64) line, space-separated, in a fixed order. */
+    public static String cpuFeatures(List<String> cpuinfoLines) {
+        Set<String> have = new LinkedHashSet<>();
+        for (String line : cpuinfoLines) {
+            int colon = line.indexOf(':');
+            if (colon < 0) {
+                continue;
+            }
+            String key = line.substring(0, colon).trim();
+            // x86: "flags"; arm64: "Features".
+            if (key.equals("flags") || key.equals("Features")) {
+                for (String f : line.substring(colon + 1).trim().split("\\s+")) {
+                    have.add(f);
+                }
+                break;
+            }
+        }
+        List<String> out = new ArrayList<>();
+        for (String f : INTERESTING_FLAGS) {
+            if (have.contains(f)) {
+                out.add(f);
+            }
+        }
+        return String.join(" ", out);
+    }
+
+    // ---- CUDA: a minimal, self-contained look through the driver API ----
+
+    private static final int CUDA_SUCCESS = 0;
+    private static final int ATTR_CC_MAJOR = 75;
+    private static final int ATTR_CC_MINOR = 76;
+    private static final List<String> NVRTC_NAMES = List.of("libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+            "libnvrtc.so.11.2");
+
+    /** The CUDA devices, or none with the reason. Never throws. */
+    static Platform.CudaInfo probeCuda() {
+        try {
+            return probeCuda(SymbolLookup.libraryLookup("libcuda.so.1", Arena.global()));
+        } catch (IllegalArgumentException | UnsatisfiedLinkError e) {
+            return Platform.CudaInfo.none(NO_DRIVER);
+        } catch (Throwable t) {
+            return Platform.CudaInfo.none("the CUDA driver could not be probed: " + t);
+        }
+    }
+
+    private static Platform.CudaInfo probeCuda(SymbolLookup cuda) throws Throwable {
+        Linker linker = Linker.nativeLinker();
+        ValueLayout.OfInt i32 = ValueLayout.JAVA_INT;
+        MethodHandle cuInit = fn(linker, cuda, "cuInit", FunctionDescriptor.of(i32, i32));
+        MethodHandle getCount = fn(linker, cuda, "cuDeviceGetCount", FunctionDescriptor.of(i32, ValueLayout.ADDRESS));
+        MethodHandle get = fn(linker, cuda, "cuDeviceGet", FunctionDescriptor.of(i32, ValueLayout.ADDRESS, i32));
+        MethodHandle getName = fn(linker, cuda, "cuDeviceGetName",
+                FunctionDescriptor.of(i32, ValueLayout.ADDRESS, i32, i32));
+        MethodHandle getAttr = fn(linker, cuda, "cuDeviceGetAttribute",
+                FunctionDescriptor.of(i32, ValueLayout.ADDRESS, i32, i32));
+        MethodHandle totalMem = fn(linker, cuda, "cuDeviceTotalMem_v2",
+                FunctionDescriptor.of(i32, ValueLayout.ADDRESS, i32));
+        MethodHandle errorName = cuda.find("cuGetErrorName")
+                .map(a -> linker.downcallHandle(a, FunctionDescriptor.of(i32, i32, ValueLayout.ADDRESS)))
+                .orElse(null);
+        try (Arena arena = Arena.ofConfined()) {
+            int rc = (int) cuInit.invokeExact(0);
+            if (rc != CUDA_SUCCESS) {
+                return Platform.CudaInfo.none("CUDA driver found but cuInit failed: " + errorName(errorName, rc));
+            }
+            MemorySegment count = arena.allocate(i32);
+            rc = (int) getCount.invokeExact(count);
+            if (rc != CUDA_SUCCESS) {
+                return Platform.CudaInfo.none("CUDA driver found but cuDeviceGetCount failed: " + errorName(errorName, rc));
+            }
+            int n = count.get(i32, 0);
+            if (n == 0) {
+                return Platform.CudaInfo.none("CUDA driver found but no CUDA device");
+            }
+            MemorySegment dev = arena.allocate(i32);
+            check((int) get.invokeExact(dev, 0), "cuDeviceGet", errorName);
+            int device = dev.get(i32, 0);
+            MemorySegment name = arena.allocate(256);
+            check((int) getName.invokeExact(name, 256, device), "cuDeviceGetName", errorName);
+            MemorySegment v = arena.allocate(i32);
+            check((int) getAttr.invokeExact(v, ATTR_CC_MAJOR, device), "cuDeviceGetAttribute", errorName);
+            int major = v.get(i32, 0);
+            check((int) getAttr.invokeExact(v, ATTR_CC_MINOR, device), "cuDeviceGetAttribute", errorName);
+            int minor = v.get(i32, 0);
+            MemorySegment bytes = arena.allocate(ValueLayout.JAVA_LONG);
+            check((int) totalMem.invokeExact(bytes, device), "cuDeviceTotalMem_v2", errorName);
+            String deviceName = name.getString(0);
+            long memory = bytes.get(ValueLayout.JAVA_LONG, 0);
+            int cc = major * 10 + minor;
+            boolean nvrtc = nvrtcPresent();
+            return new Platform.CudaInfo(nvrtc, nvrtc ? "" : "NVRTC (libnvrtc.so), which compiles moe4j's CUDA kernels, "
+                    + "was not found; install the CUDA toolkit or put its lib64 on LD_LIBRARY_PATH", n, deviceName, cc, memory);
+        }
+    }
+
+    private static MethodHandle fn(Linker linker, SymbolLookup lib, String name, FunctionDescriptor d) {
+        MemorySegment addr = lib.find(name).orElseThrow(() -> new IllegalStateException("libcuda.so.1 lacks " + name));
+        return linker.downcallHandle(addr, d);
+    }
+
+    private static void check(int rc, String call, MethodHandle errorName) throws Throwable {
+        if (rc != CUDA_SUCCESS) {
+            throw new IllegalStateException(call + " failed: " + errorName(errorName, rc));
+        }
+    }
+
+    private static String errorName(MethodHandle errorName, int rc) throws Throwable {
+        if (errorName != null) {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment p = arena.allocate(ValueLayout.ADDRESS);
+                if ((int) errorName.invokeExact(rc, p) == CUDA_SUCCESS) {
+                    MemorySegment s = p.get(ValueLayout.ADDRESS, 0);
+                    if (!s.equals(MemorySegment.NULL)) {
+                        return s.reinterpret(256).getString(0) + " (" + rc + ")";
+                    }
+                }
+            }
+        }
+        return "CUDA error " + rc;
+    }
+
+    /** Whether NVRTC can be loaded: by its soname, or under CUDA_HOME / /usr/local/cuda. */
+    static boolean nvrtcPresent() {
+        List<String> candidates = new ArrayList<>(NVRTC_NAMES);
+        for (String home : new String[] {System.getenv("CUDA_HOME"), System.getenv("CUDA_PATH"), "/usr/local/cuda"}) {
+            if (home != null && !home.isBlank()) {
+                for (String n : NVRTC_NAMES) {
+                    candidates.add(Path.of(home, "lib64", n).toString());
+                }
+            }
+        }
+        for (String c : candidates) {
+            try {
+                if (c.startsWith("/")) {
+                    if (!Files.exists(Path.of(c))) {
+                        continue;
+                    }
+                    SymbolLookup.libraryLookup(Path.of(c), Arena.global());
+                } else {
+                    SymbolLookup.libraryLookup(c, Arena.global());
+                }
+                return true;
+            } catch (IllegalArgumentException | UnsatisfiedLinkError e) {
+                // try the next name
+            }
+        }
+        return false;
+    }
+}
