@@ -57,7 +57,7 @@ final class DemoCommand implements java.util.concurrent.Callable<Integer> {
             try (MoeLayer layer = MoeLayer.load(dir, 0, options)) {
                 fast = measure(layer, x, "running on " + layer.backend().name());
                 System.out.printf("%nformat   : %s%n", layer.weights().scheme());
-                System.out.printf("backend  : %s%n", layer.selection().message());
+                System.out.printf("backend  : %s%n", layer.selection().logLine());
             }
             Measured exact;
             if (fast.backendName.equals("emulation")) {

@@ -4,6 +4,12 @@ import io.moe4j.MoeException;
 import io.moe4j.backend.Backend;
 import io.moe4j.backend.ExecutionOptions;
 import io.moe4j.backend.Experts;
+import io.moe4j.backend.MoeProblem;
+import io.moe4j.backend.Platform;
+import io.moe4j.backend.PlatformProbe;
+import io.moe4j.backend.oracle.BackendChoice;
+import io.moe4j.backend.oracle.Oracle;
+import io.moe4j.backend.oracle.Selection;
 import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.config.ModelConfig;
 import io.moe4j.quant.ExpertWeights;
@@ -34,10 +40,10 @@ public final class MoeLayer implements AutoCloseable {
     private final ExpertWeights weights;
     private final Experts experts;
     private final Experts shared;
-    private final BackendSelection selection;
+    private final Selection selection;
 
     private MoeLayer(MoeLayerConfig config, QuantMethod method, Checkpoint checkpoint, Arena arena, Router router,
-                     ExpertWeights weights, Experts experts, Experts shared, BackendSelection selection) {
+                     ExpertWeights weights, Experts experts, Experts shared, Selection selection) {
         this.config = config;
         this.method = method;
         this.checkpoint = checkpoint;
@@ -61,14 +67,17 @@ public final class MoeLayer implements AutoCloseable {
             Router router = loadRouter(checkpoint, config);
             ExpertWeights weights = method.load(checkpoint, config,
                     new LoadOptions(options.localExperts(), bytes -> { }), arena);
-            BackendSelection selection = BackendSelection.choose(weights, config.topK(), options);
-            LOG.log(System.Logger.Level.INFO, "layer {0}: {1}", layer, selection.message());
+            Platform platform = options.platform() != null ? options.platform() : PlatformProbe.probe();
+            BackendChoice choice = BackendChoice.resolve(options.backend(), null, System.getenv(), System.getProperties());
+            Selection selection = Oracle.standard().select(MoeProblem.of(weights, config.topK()), platform, choice);
+            LOG.log(System.Logger.Level.INFO, "layer {0}: {1}", layer, selection.logLine());
+            weights = ActivationOverride.apply(weights, selection.problem().scheme());
             ExecutionOptions exec = new ExecutionOptions(options.threads());
-            experts = selection.backend().prepare(weights, exec);
+            experts = selection.chosen().prepare(weights, exec);
             Experts shared = null;
             if (config.shared() != null) {
                 ExpertWeights sharedWeights = SharedExpertLoader.load(checkpoint, config, arena);
-                shared = selection.backend().prepare(sharedWeights, exec);
+                shared = selection.chosen().prepare(sharedWeights, exec);
             }
             return new MoeLayer(config, method, checkpoint, arena, router, weights, experts, shared, selection);
         } catch (RuntimeException e) {
@@ -135,12 +144,12 @@ public final class MoeLayer implements AutoCloseable {
     }
 
     /** Which backend runs the experts, and why. */
-    public BackendSelection selection() {
+    public Selection selection() {
         return selection;
     }
 
     public Backend backend() {
-        return selection.backend();
+        return selection.chosen();
     }
 
     @Override

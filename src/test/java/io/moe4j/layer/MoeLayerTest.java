@@ -133,4 +133,37 @@ class MoeLayerTest {
         assertThatThrownBy(() -> MoeLayer.load(dir, 0, EMU.withBackend("warp-drive")))
                 .isInstanceOf(MoeException.class).hasMessageContaining("warp-drive");
     }
+
+    /** A user's activation override on a weight-only layer makes the experts quantize their inputs. */
+    @Test
+    void activationOverrideQuantizesExpertInputs() {
+        String name = "gptoss_mxfp4";
+        float[] x = input(name);
+        Path dir = ConformanceCases.dir(name);
+        float[] plain;
+        try (MoeLayer layer = MoeLayer.load(dir, 0, EMU)) {
+            plain = layer.forward(x, x.length / layer.config().hidden()).output();
+        }
+        String old = System.getProperty("moe4j.mxfp4.activation");
+        System.setProperty("moe4j.mxfp4.activation", "fp8");
+        try (MoeLayer layer = MoeLayer.load(dir, 0, EMU)) {
+            assertThat(layer.weights().a13()).isNotEqualTo(io.moe4j.kernel.ActivationQuant.NONE);
+            assertThat(layer.selection().logLine()).contains("fp8");
+            float[] fp8 = layer.forward(x, x.length / layer.config().hidden()).output();
+            double diff = 0;
+            double norm = 0;
+            for (int i = 0; i < plain.length; i++) {
+                diff += (fp8[i] - plain[i]) * (fp8[i] - plain[i]);
+                norm += plain[i] * plain[i];
+            }
+            double rel = Math.sqrt(diff / norm);
+            assertThat(rel).as("fp8 activations change the result, a little").isGreaterThan(1e-4).isLessThan(0.1);
+        } finally {
+            if (old == null) {
+                System.clearProperty("moe4j.mxfp4.activation");
+            } else {
+                System.setProperty("moe4j.mxfp4.activation", old);
+            }
+        }
+    }
 }
