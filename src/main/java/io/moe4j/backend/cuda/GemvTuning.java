@@ -1,0 +1,59 @@
+package io.moe4j.backend.cuda;
+
+import java.util.List;
+
+/**
+ * How the grouped GEMV kernels are compiled and launched. The defaults were chosen by {@link CudaGemvBench} on an
+ * H100; other values exist to measure, and to test that the kernels compute the same function at any tiling.
+ *
+ * @param mxfp4TensorCores MXFP4 on tensor cores (mma.sync m16n8k16, needs sm_80+) rather than CUDA cores; changes
+ *                         the device layout of MXFP4 stacks, so it is fixed at upload
+ * @param rowsPerWarp      CUDA-core kernels: rows each warp computes (x reuse from registers)
+ * @param warpsPerBlock    CUDA-core kernels: warps per block
+ * @param kSplit           tensor-core kernel: warps splitting one 16-row tile's K range
+ * @param tilesPerBlock    tensor-core kernel: 16-row tiles per block
+ * @param depth            tensor-core kernel: 16-byte weight loads each lane keeps in flight
+ */
+public record GemvTuning(boolean mxfp4TensorCores, int rowsPerWarp, int warpsPerBlock, int kSplit, int tilesPerBlock,
+        int depth) {
+
+    public GemvTuning {
+        check(rowsPerWarp, 1, 32, "rows per warp");
+        check(warpsPerBlock, 1, 32, "warps per block");
+        check(kSplit, 1, 16, "K split");
+        check(tilesPerBlock, 1, 8, "tiles per block");
+        check(depth, 1, 8, "depth");
+        if (kSplit * tilesPerBlock > 32) {
+            throw new IllegalArgumentException("at most 32 warps a block: K split " + kSplit + " x tiles " + tilesPerBlock);
+        }
+    }
+
+    public static GemvTuning defaults() {
+        return new GemvTuning(true, 2, 8, 4, 2, 3);
+    }
+
+    public GemvTuning withMxfp4TensorCores(boolean on) {
+        return new GemvTuning(on, rowsPerWarp, warpsPerBlock, kSplit, tilesPerBlock, depth);
+    }
+
+    List<String> simtDefines() {
+        return List.of("-DMOE4J_ROWS=" + rowsPerWarp, "-DMOE4J_WARPS=" + warpsPerBlock);
+    }
+
+    List<String> mmaDefines() {
+        return List.of("-DMOE4J_KSPLIT=" + kSplit, "-DMOE4J_TILES=" + tilesPerBlock, "-DMOE4J_DEPTH=" + depth);
+    }
+
+    /** "simt 2x8" or "mma k4 t2 d3", for benchmark tables. */
+    public String describe(WeightFormat format) {
+        return format == WeightFormat.MXFP4 && mxfp4TensorCores
+                ? "mma k" + kSplit + " t" + tilesPerBlock + " d" + depth
+                : "simt " + rowsPerWarp + "x" + warpsPerBlock;
+    }
+
+    private static void check(int v, int lo, int hi, String what) {
+        if (v < lo || v > hi) {
+            throw new IllegalArgumentException(what + " must be in [" + lo + ", " + hi + "], got " + v);
+        }
+    }
+}

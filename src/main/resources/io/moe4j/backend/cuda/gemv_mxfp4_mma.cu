@@ -1,0 +1,247 @@
+// MXFP4 grouped GEMV on tensor cores (mma.sync m16n8k16, f16 inputs, f32 accumulation), decode path.
+//
+// Why tensor cores for a GEMV: decoding 4-bit codes costs integer instructions per element, and on CUDA cores
+// each element then also needs a conversion and an FFMA; that instruction count, not memory, bounded the SIMT
+// kernel (gemv_mxfp4.cu). Here the conversions and multiply-adds go to the tensor cores and the CUDA cores only
+// decode. x (float32) enters as three fp16 parts hi + mid + lo (B columns 0, 1, 2; the other five are zero), after
+// scaling the row by a power of two so its largest element is near 2^14: the parts carry about 33 bits of x, so
+// the products and sums keep float32 accuracy.
+//
+// Weight layout, made by moe_repack_mxfp4_mma from the checkpoint's (see the repack kernel below):
+//   codes  [E][NT = ceil(N/16) row tiles][BP = ceil(K/64) block pairs][32 lanes] uint4
+//   scales [E][NT][BP][8] u32
+// Lane l = 4g + t of a warp owns rows g and g+8 of the tile. Its uint4 word j holds row g + 8(j & 1) of MX block
+// 2bp + (j >> 1): the eight E2M1 codes at k = 32 block + {2t, 2t+1 | 2t+8, 2t+9 | 16+2t, 17+2t | 24+2t, 25+2t},
+// i.e. the f16x2 A-fragment pairs H0..H3 of the block's two m16n8k16 steps. Within each 16-bit half of a word
+// (low half: first element of each pair, high half: second) the bits are
+//   0-2 magnitude H3, 3-5 magnitude H2, 6-8 magnitude H1, 9-11 magnitude H0, 12 sign H1, 13 sign H3,
+//   14 sign H2, 15 sign H0
+// chosen so that the four fp16 pairs come out of 11 shift/mask instructions (see decode_word). A pair's bits land
+// on fp16 bits 9-11 (magnitude) and 15 (sign): exactly e2m1 * 2^-14, code 1 being the fp16 subnormal 2^-15.
+// Scale word g holds the E8M0 bytes of (row g, block 2bp), (row g+8, block 2bp), (row g, 2bp+1), (row g+8, 2bp+1).
+#include "moe4j_common.cuh"
+
+// Warps splitting one row tile's K range (block pairs ks, ks + KSPLIT, ...), and row tiles per block.
+#ifndef MOE4J_KSPLIT
+#define MOE4J_KSPLIT 4
+#endif
+#ifndef MOE4J_TILES
+#define MOE4J_TILES 2
+#endif
+// Block pairs of weights a warp has in flight beyond the one it is computing.
+#ifndef MOE4J_DEPTH
+#define MOE4J_DEPTH 3
+#endif
+#define MMA_WARPS (MOE4J_KSPLIT * MOE4J_TILES)
+
+__device__ __forceinline__ void decode_word(u32 w, u32 (&h)[4]) {
+    h[0] = w & 0x8E008E00u;
+    h[1] = (w << 3) & 0x8E008E00u;
+    h[2] = ((w << 6) & 0x0E000E00u) | ((w << 1) & 0x80008000u);
+    h[3] = ((w << 9) & 0x0E000E00u) | ((w << 2) & 0x80008000u);
+}
+
+// E8M0 byte `byteIndex` of a scale word as the float 2^(s - 127). The plain form is exact for 1..254; stacks that
+// contain 0 (2^-127, a float subnormal) or 255 (NaN) are compiled with MOE4J_EXACT_E8M0, chosen at upload.
+template <int byteIndex>
+__device__ __forceinline__ float e8m0(u32 word) {
+    const u32 bits = (byteIndex < 3 ? word << (23 - 8 * byteIndex) : word >> 1) & 0x7F800000u;
+#ifdef MOE4J_EXACT_E8M0
+    if (bits == 0u) return __uint_as_float(0x00400000u);
+    if (bits == 0x7F800000u) return __uint_as_float(0x7FC00000u);
+#endif
+    return __uint_as_float(bits);
+}
+
+__device__ __forceinline__ void mma16816(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, uint2 b, float c0, float c1,
+                                         float c2, float c3) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%10,%11,%12,%13};"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b.x), "r"(b.y), "f"(c0), "f"(c1), "f"(c2), "f"(c3));
+}
+
+__device__ __forceinline__ u16 f32_to_f16(float v) {
+    u16 h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    return h;
+}
+
+__device__ __forceinline__ float f16_to_f32(u16 h) {
+    float v;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(v) : "h"(h));
+    return v;
+}
+
+// v = hi + mid + lo in fp16, each part rounding the remainder of the previous ones.
+__device__ __forceinline__ void split3(float v, u16 (&part)[3]) {
+    part[0] = f32_to_f16(v);
+    const float r = v - f16_to_f32(part[0]);
+    part[1] = f32_to_f16(r);
+    part[2] = f32_to_f16(r - f16_to_f32(part[1]));
+}
+
+extern "C" __global__ void __launch_bounds__(MMA_WARPS * 32)
+moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scales, const float* __restrict__ x,
+                   const int2* __restrict__ routes, float* __restrict__ out, int N, int K, int NT, int BP) {
+    constexpr int D = MOE4J_DEPTH;
+    extern __shared__ uint2 xb[]; // B fragments: [BP * 4 k-steps][3 parts][4 t] as (k 2t,2t+1 | k 2t+8,2t+9)
+    __shared__ float partial[MMA_WARPS][16];
+    __shared__ float warpMax[MMA_WARPS];
+
+    const int2 route = routes[blockIdx.y];
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const int g = lane >> 2;
+    const int t = lane & 3;
+    const int tile = blockIdx.x * MOE4J_TILES + warp / MOE4J_KSPLIT;
+    const int ks = warp % MOE4J_KSPLIT;
+    const bool active = tile < NT; // inactive warps still take part in the block's barriers
+    const size_t tileBase = ((size_t)route.x * NT + min(tile, NT - 1)) * BP;
+
+    // The first block pairs' weights go out before x is prepared, so their latency overlaps the preparation.
+    uint4 q[D];
+    u32 s[D];
+#pragma unroll
+    for (int d = 0; d < D; ++d) {
+        const int bp = ks + d * MOE4J_KSPLIT;
+        if (active && bp < BP) {
+            q[d] = __ldg(codes + (tileBase + bp) * 32 + lane);
+            s[d] = __ldg(scales + (tileBase + bp) * 8 + g);
+        }
+    }
+
+    // x row -> power-of-two scale 2^e putting max|x| in [2^14, 2^15) -> three fp16 parts in B-fragment order.
+    const float* xr = x + (size_t)route.y * K;
+    float m = 0.0f;
+    for (int i = threadIdx.x; i < K; i += blockDim.x) m = fmaxf(m, fabsf(xr[i]));
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if (lane == 0) warpMax[warp] = m;
+    __syncthreads();
+    m = warpMax[0];
+#pragma unroll
+    for (int w = 1; w < MMA_WARPS; ++w) m = fmaxf(m, warpMax[w]);
+    const int biased = (int)((__float_as_uint(m) >> 23) & 0xFF);
+    const int e = m == 0.0f ? 0 : max(-100, min(100, 141 - biased));
+    const float up = __uint_as_float((u32)(127 + e) << 23);
+    for (int i = threadIdx.x; i < BP * 16; i += blockDim.x) {
+        const int step = i >> 2, tt = i & 3;
+        const int k0 = 16 * step + 2 * tt;
+        u16 p0[3], p1[3], p8[3], p9[3];
+        split3(k0 < K ? xr[k0] * up : 0.0f, p0);
+        split3(k0 + 1 < K ? xr[k0 + 1] * up : 0.0f, p1);
+        split3(k0 + 8 < K ? xr[k0 + 8] * up : 0.0f, p8);
+        split3(k0 + 9 < K ? xr[k0 + 9] * up : 0.0f, p9);
+#pragma unroll
+        for (int c = 0; c < 3; ++c) {
+            xb[(step * 3 + c) * 4 + tt] = make_uint2((u32)p0[c] | ((u32)p1[c] << 16), (u32)p8[c] | ((u32)p9[c] << 16));
+        }
+    }
+    __syncthreads();
+
+    // Rows g and g+8, summed over the B columns this lane holds (2t, 2t+1); only t = 0, 1 hold non-zero columns.
+    float accLo = 0.0f, accHi = 0.0f;
+    const uint2 zero = make_uint2(0u, 0u);
+    if (active) {
+        for (int bp0 = ks; bp0 < BP; bp0 += D * MOE4J_KSPLIT) {
+#pragma unroll
+            for (int d = 0; d < D; ++d) {
+                const int bp = bp0 + d * MOE4J_KSPLIT;
+                if (bp < BP) {
+                    const uint4 cq = q[d];
+                    const u32 cs = s[d];
+                    const int next = bp + D * MOE4J_KSPLIT;
+                    if (next < BP) {
+                        q[d] = __ldg(codes + (tileBase + next) * 32 + lane);
+                        s[d] = __ldg(scales + (tileBase + next) * 8 + g);
+                    }
+                    u32 a[4], b[4];
+                    float c[4];
+                    // MX block 2bp: words x (row g) and y (row g+8), k-steps 4bp and 4bp+1.
+                    decode_word(cq.x, a);
+                    decode_word(cq.y, b);
+                    const uint2 x0 = g < 3 ? xb[((4 * bp) * 3 + g) * 4 + t] : zero;
+                    const uint2 x1 = g < 3 ? xb[((4 * bp + 1) * 3 + g) * 4 + t] : zero;
+                    mma16816(c, a[0], b[0], a[1], b[1], x0, 0.0f, 0.0f, 0.0f, 0.0f);
+                    mma16816(c, a[2], b[2], a[3], b[3], x1, c[0], c[1], c[2], c[3]);
+                    accLo = fmaf(c[0] + c[1], e8m0<0>(cs), accLo);
+                    accHi = fmaf(c[2] + c[3], e8m0<1>(cs), accHi);
+                    // MX block 2bp+1: words z and w, k-steps 4bp+2 and 4bp+3.
+                    decode_word(cq.z, a);
+                    decode_word(cq.w, b);
+                    const uint2 x2 = g < 3 ? xb[((4 * bp + 2) * 3 + g) * 4 + t] : zero;
+                    const uint2 x3 = g < 3 ? xb[((4 * bp + 3) * 3 + g) * 4 + t] : zero;
+                    mma16816(c, a[0], b[0], a[1], b[1], x2, 0.0f, 0.0f, 0.0f, 0.0f);
+                    mma16816(c, a[2], b[2], a[3], b[3], x3, c[0], c[1], c[2], c[3]);
+                    accLo = fmaf(c[0] + c[1], e8m0<2>(cs), accLo);
+                    accHi = fmaf(c[2] + c[3], e8m0<3>(cs), accHi);
+                }
+            }
+        }
+    }
+    // Sum the quad (the lanes holding columns 0-7 of rows g, g+8), then the K slices of the tile.
+    accLo += __shfl_xor_sync(0xffffffffu, accLo, 1);
+    accLo += __shfl_xor_sync(0xffffffffu, accLo, 2);
+    accHi += __shfl_xor_sync(0xffffffffu, accHi, 1);
+    accHi += __shfl_xor_sync(0xffffffffu, accHi, 2);
+    if (t == 0) {
+        partial[warp][g] = accLo;
+        partial[warp][g + 8] = accHi;
+    }
+    __syncthreads();
+    if (active && ks == 0 && lane < 16) {
+        const int row = tile * 16 + lane;
+        if (row < N) {
+            float sum = 0.0f;
+#pragma unroll
+            for (int k = 0; k < MOE4J_KSPLIT; ++k) sum += partial[warp + k][lane];
+            // Undo the weights' 2^-14 and x's 2^e (exact powers of two; 14 - e stays within float's exponents).
+            out[(size_t)blockIdx.y * N + row] = sum * __uint_as_float((u32)(127 + 14 - e) << 23);
+        }
+    }
+}
+
+// The checkpoint layout (codes [experts][N][K/2], scales [experts][N][K/32]) of `experts` consecutive experts into
+// the tiled layout above, one thread per output uint4. Rows past N and blocks past K/32 are zero codes with scale
+// 127 (1.0), which contribute nothing.
+extern "C" __global__ void moe_repack_mxfp4_mma(const u8* __restrict__ raw, const u8* __restrict__ rawScales,
+                                                uint4* __restrict__ codes, u32* __restrict__ scales, int experts,
+                                                int N, int K, int NT, int BP) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (size_t)experts * NT * BP * 32) return;
+    const int lane = (int)(i & 31);
+    const size_t tb = i >> 5;
+    const int bp = (int)(tb % BP);
+    const size_t rest = tb / BP;
+    const int rt = (int)(rest % NT);
+    const size_t e = rest / NT;
+    const int g = lane >> 2, t = lane & 3;
+    const int blocks = K / 32;
+    const int magShift[4] = {9, 6, 3, 0};
+    const int signBit[4] = {15, 12, 14, 13};
+    u32 word[4];
+    u32 scaleWord = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const int row = rt * 16 + g + 8 * (j & 1);
+        const int block = 2 * bp + (j >> 1);
+        u32 w = 0;
+        u32 sc = 127;
+        if (row < N && block < blocks) {
+            const u8* src = raw + ((e * N + row) * (size_t)(K / 2)) + 16 * block;
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const u32 b = src[t + 4 * k]; // elements (2t + 8k', +1) of the block, k' = the pair index
+                const u32 first = b & 15u, second = b >> 4;
+                w |= (first & 7u) << magShift[k] | (first >> 3) << signBit[k];
+                w |= (second & 7u) << (magShift[k] + 16) | (second >> 3) << (signBit[k] + 16);
+            }
+            sc = rawScales[(e * N + row) * (size_t)blocks + block];
+        }
+        word[j] = w;
+        scaleWord |= sc << (8 * j);
+    }
+    codes[i] = make_uint4(word[0], word[1], word[2], word[3]);
+    if (t == 0) scales[tb * 8 + g] = scaleWord;
+}
