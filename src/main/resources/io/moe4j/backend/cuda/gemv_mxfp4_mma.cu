@@ -3,9 +3,9 @@
 // Why tensor cores for a GEMV: decoding 4-bit codes costs integer instructions per element, and on CUDA cores
 // each element then also needs a conversion and an FFMA; that instruction count, not memory, bounded the SIMT
 // kernel (gemv_mxfp4.cu). Here the conversions and multiply-adds go to the tensor cores and the CUDA cores only
-// decode. x (float32) enters as three fp16 parts hi + mid + lo (B columns 0, 1, 2; the other five are zero), after
-// scaling the row by a power of two so its largest element is near 2^14: the parts carry about 33 bits of x, so
-// the products and sums keep float32 accuracy.
+// decode. x (float32) enters as two fp16 parts hi + lo (B columns 0 and 2; the others are zero, so each lane's
+// result sits in one accumulator register per row), after scaling the row by a power of two so that its largest
+// element is near 2^14: the parts carry 22 bits of x, and the products are summed in float32.
 //
 // Weight layout, made by moe_repack_mxfp4_mma from the checkpoint's (see the repack kernel below):
 //   codes  [E][NT = ceil(N/16) row tiles][BP = ceil(K/64) block pairs][32 lanes] uint4
@@ -73,19 +73,21 @@ __device__ __forceinline__ float f16_to_f32(u16 h) {
     return v;
 }
 
-// v = hi + mid + lo in fp16, each part rounding the remainder of the previous ones.
-__device__ __forceinline__ void split3(float v, u16 (&part)[3]) {
-    part[0] = f32_to_f16(v);
-    const float r = v - f16_to_f32(part[0]);
-    part[1] = f32_to_f16(r);
-    part[2] = f32_to_f16(r - f16_to_f32(part[1]));
+// v = hi + lo in fp16, lo rounding the remainder: 22 significant bits of v.
+__device__ __forceinline__ void split2(float v, u16& hi, u16& lo) {
+    hi = f32_to_f16(v);
+    lo = f32_to_f16(v - f16_to_f32(hi));
 }
+
+// B-fragment words per k16 step in shared memory: column 0 (hi) for t = 0..3, then column 2 (lo), as uint2 (k 2t,
+// 2t+1 | k 2t+8, 2t+9). Lanes whose column is zero read a zero area instead, with stride 0.
+#define XB_STEP 8
 
 extern "C" __global__ void __launch_bounds__(MMA_WARPS * 32)
 moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scales, const float* __restrict__ x,
                    const int2* __restrict__ routes, float* __restrict__ out, int N, int K, int NT, int BP) {
     constexpr int D = MOE4J_DEPTH;
-    extern __shared__ uint2 xb[]; // B fragments: [BP * 4 k-steps][3 parts][4 t] as (k 2t,2t+1 | k 2t+8,2t+9)
+    extern __shared__ uint2 xb[]; // [BP * 4 k-steps][2 parts][4 t], then a zero area of 4 steps
     __shared__ float partial[MMA_WARPS][16];
     __shared__ float warpMax[MMA_WARPS];
 
@@ -98,20 +100,25 @@ moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scal
     const int ks = warp % MOE4J_KSPLIT;
     const bool active = tile < NT; // inactive warps still take part in the block's barriers
     const size_t tileBase = ((size_t)route.x * NT + min(tile, NT - 1)) * BP;
+    // This warp's block pairs are ks, ks + KSPLIT, ...: iterations of the main loop.
+    const int iterations = active && ks < BP ? (BP - ks + MOE4J_KSPLIT - 1) / MOE4J_KSPLIT : 0;
 
     // The first block pairs' weights go out before x is prepared, so their latency overlaps the preparation.
+    const uint4* qNext = codes + (tileBase + ks) * 32 + lane;
+    const u32* sNext = scales + (tileBase + ks) * 8 + g;
     uint4 q[D];
     u32 s[D];
 #pragma unroll
     for (int d = 0; d < D; ++d) {
-        const int bp = ks + d * MOE4J_KSPLIT;
-        if (active && bp < BP) {
-            q[d] = __ldg(codes + (tileBase + bp) * 32 + lane);
-            s[d] = __ldg(scales + (tileBase + bp) * 8 + g);
+        if (d < iterations) {
+            q[d] = __ldg(qNext);
+            s[d] = __ldg(sNext);
+            qNext += MOE4J_KSPLIT * 32;
+            sNext += MOE4J_KSPLIT * 8;
         }
     }
 
-    // x row -> power-of-two scale 2^e putting max|x| in [2^14, 2^15) -> three fp16 parts in B-fragment order.
+    // x row -> power-of-two scale 2^e putting max|x| in [2^14, 2^15) -> two fp16 parts in B-fragment order.
     const float* xr = x + (size_t)route.y * K;
     float m = 0.0f;
     for (int i = threadIdx.x; i < K; i += blockDim.x) m = fmaxf(m, fabsf(xr[i]));
@@ -128,59 +135,54 @@ moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scal
     for (int i = threadIdx.x; i < BP * 16; i += blockDim.x) {
         const int step = i >> 2, tt = i & 3;
         const int k0 = 16 * step + 2 * tt;
-        u16 p0[3], p1[3], p8[3], p9[3];
-        split3(k0 < K ? xr[k0] * up : 0.0f, p0);
-        split3(k0 + 1 < K ? xr[k0 + 1] * up : 0.0f, p1);
-        split3(k0 + 8 < K ? xr[k0 + 8] * up : 0.0f, p8);
-        split3(k0 + 9 < K ? xr[k0 + 9] * up : 0.0f, p9);
-#pragma unroll
-        for (int c = 0; c < 3; ++c) {
-            xb[(step * 3 + c) * 4 + tt] = make_uint2((u32)p0[c] | ((u32)p1[c] << 16), (u32)p8[c] | ((u32)p9[c] << 16));
-        }
+        u16 h0, l0, h1, l1, h8, l8, h9, l9;
+        split2(k0 < K ? xr[k0] * up : 0.0f, h0, l0);
+        split2(k0 + 1 < K ? xr[k0 + 1] * up : 0.0f, h1, l1);
+        split2(k0 + 8 < K ? xr[k0 + 8] * up : 0.0f, h8, l8);
+        split2(k0 + 9 < K ? xr[k0 + 9] * up : 0.0f, h9, l9);
+        xb[step * XB_STEP + tt] = make_uint2((u32)h0 | ((u32)h1 << 16), (u32)h8 | ((u32)h9 << 16));
+        xb[step * XB_STEP + 4 + tt] = make_uint2((u32)l0 | ((u32)l1 << 16), (u32)l8 | ((u32)l9 << 16));
     }
+    for (int i = threadIdx.x; i < 4 * XB_STEP; i += blockDim.x) xb[BP * 4 * XB_STEP + i] = make_uint2(0u, 0u);
     __syncthreads();
 
-    // Rows g and g+8, summed over the B columns this lane holds (2t, 2t+1); only t = 0, 1 hold non-zero columns.
+    // Lane (g, t) supplies B column g: g = 0 the hi part, g = 2 the lo part, the rest zeros.
+    const bool suppliesB = g == 0 || g == 2;
+    const uint2* xq = suppliesB ? xb + ks * 4 * XB_STEP + (g >> 1) * 4 + t : xb + BP * 4 * XB_STEP;
+    const int xStride = suppliesB ? MOE4J_KSPLIT * 4 * XB_STEP : 0;
+
+    // Row g and g+8 results: C column 2t of each MMA (column 2t+1 is always zero), scaled per MX block.
     float accLo = 0.0f, accHi = 0.0f;
-    const uint2 zero = make_uint2(0u, 0u);
-    if (active) {
-        for (int bp0 = ks; bp0 < BP; bp0 += D * MOE4J_KSPLIT) {
+    for (int i0 = 0; i0 < iterations; i0 += D) {
 #pragma unroll
-            for (int d = 0; d < D; ++d) {
-                const int bp = bp0 + d * MOE4J_KSPLIT;
-                if (bp < BP) {
-                    const uint4 cq = q[d];
-                    const u32 cs = s[d];
-                    const int next = bp + D * MOE4J_KSPLIT;
-                    if (next < BP) {
-                        q[d] = __ldg(codes + (tileBase + next) * 32 + lane);
-                        s[d] = __ldg(scales + (tileBase + next) * 8 + g);
-                    }
-                    u32 a[4], b[4];
-                    float c[4];
-                    // MX block 2bp: words x (row g) and y (row g+8), k-steps 4bp and 4bp+1.
-                    decode_word(cq.x, a);
-                    decode_word(cq.y, b);
-                    const uint2 x0 = g < 3 ? xb[((4 * bp) * 3 + g) * 4 + t] : zero;
-                    const uint2 x1 = g < 3 ? xb[((4 * bp + 1) * 3 + g) * 4 + t] : zero;
-                    mma16816(c, a[0], b[0], a[1], b[1], x0, 0.0f, 0.0f, 0.0f, 0.0f);
-                    mma16816(c, a[2], b[2], a[3], b[3], x1, c[0], c[1], c[2], c[3]);
-                    accLo = fmaf(c[0] + c[1], e8m0<0>(cs), accLo);
-                    accHi = fmaf(c[2] + c[3], e8m0<1>(cs), accHi);
-                    // MX block 2bp+1: words z and w, k-steps 4bp+2 and 4bp+3.
-                    decode_word(cq.z, a);
-                    decode_word(cq.w, b);
-                    const uint2 x2 = g < 3 ? xb[((4 * bp + 2) * 3 + g) * 4 + t] : zero;
-                    const uint2 x3 = g < 3 ? xb[((4 * bp + 3) * 3 + g) * 4 + t] : zero;
-                    mma16816(c, a[0], b[0], a[1], b[1], x2, 0.0f, 0.0f, 0.0f, 0.0f);
-                    mma16816(c, a[2], b[2], a[3], b[3], x3, c[0], c[1], c[2], c[3]);
-                    accLo = fmaf(c[0] + c[1], e8m0<2>(cs), accLo);
-                    accHi = fmaf(c[2] + c[3], e8m0<3>(cs), accHi);
+        for (int d = 0; d < D; ++d) {
+            if (i0 + d < iterations) {
+                u32 a0[4], b0[4], a1[4], b1[4];
+                decode_word(q[d].x, a0); // row g,   MX block 2bp
+                decode_word(q[d].y, b0); // row g+8, MX block 2bp
+                decode_word(q[d].z, a1); // row g,   MX block 2bp+1
+                decode_word(q[d].w, b1); // row g+8, MX block 2bp+1
+                const u32 cs = s[d];
+                if (i0 + d + D < iterations) { // refill the slot just decoded, D block pairs ahead
+                    q[d] = __ldg(qNext);
+                    s[d] = __ldg(sNext);
+                    qNext += MOE4J_KSPLIT * 32;
+                    sNext += MOE4J_KSPLIT * 8;
                 }
+                float c[4];
+                mma16816(c, a0[0], b0[0], a0[1], b0[1], xq[0], 0.0f, 0.0f, 0.0f, 0.0f);
+                mma16816(c, a0[2], b0[2], a0[3], b0[3], xq[XB_STEP], c[0], c[1], c[2], c[3]);
+                accLo = fmaf(c[0], e8m0<0>(cs), accLo);
+                accHi = fmaf(c[2], e8m0<1>(cs), accHi);
+                mma16816(c, a1[0], b1[0], a1[1], b1[1], xq[2 * XB_STEP], 0.0f, 0.0f, 0.0f, 0.0f);
+                mma16816(c, a1[2], b1[2], a1[3], b1[3], xq[3 * XB_STEP], c[0], c[1], c[2], c[3]);
+                accLo = fmaf(c[0], e8m0<2>(cs), accLo);
+                accHi = fmaf(c[2], e8m0<3>(cs), accHi);
+                xq += xStride;
             }
         }
     }
-    // Sum the quad (the lanes holding columns 0-7 of rows g, g+8), then the K slices of the tile.
+    // Sum the quad (t = 0 holds the hi column, t = 1 the lo column), then the K slices of the tile.
     accLo += __shfl_xor_sync(0xffffffffu, accLo, 1);
     accLo += __shfl_xor_sync(0xffffffffu, accLo, 2);
     accHi += __shfl_xor_sync(0xffffffffu, accHi, 1);
