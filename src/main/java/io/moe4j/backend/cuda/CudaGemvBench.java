@@ -29,7 +29,9 @@ import java.util.SplittableRandom;
  * bytes of the routed experts' packed weights and scales (each distinct expert once) over time, next to the copy
  * bandwidth. Consecutive calls route to disjoint experts, so the weights come from HBM and not from L2.
  *
- * <p>Usage: {@code CudaGemvBench [quick]}: quick times only MXFP4 with the default tiling.
+ * <p>Usage: {@code CudaGemvBench [quick | profile | variants k4t2d3,k1t8d6,...]}: quick times only MXFP4 with the
+ * default tuning; profile runs a few plain launches of the default MXFP4 kernel for a profiler to capture;
+ * variants times the listed tensor-core tunings (K split, tiles per block, depth) at T = 1.
  */
 public final class CudaGemvBench {
     private static final int EXPERTS = 32;
@@ -44,6 +46,8 @@ public final class CudaGemvBench {
 
     public static void main(String[] args) {
         boolean quick = args.length > 0 && args[0].equals("quick");
+        boolean profile = args.length > 0 && args[0].equals("profile");
+        List<GemvTuning> listed = args.length > 1 && args[0].equals("variants") ? parseVariants(args[1]) : List.of();
         CudaProbe probe = CudaRuntime.probe();
         if (!probe.available()) {
             System.out.println("CUDA unavailable: " + probe.reason());
@@ -54,6 +58,10 @@ public final class CudaGemvBench {
             double copy = copyBandwidth(ctx, stream);
             System.out.printf("copy: cuMemcpyDtoD of 2 GiB: %.0f GB/s counting bytes read + written (%.0f GB/s one way)%n",
                     copy, copy / 2);
+            if (profile) {
+                profile(ctx, stream);
+                return;
+            }
             System.out.printf("launch floor: an empty kernel replayed in a graph takes %.2f us per launch%n",
                     emptyKernelMicros(ctx, stream));
             List<String> table = new ArrayList<>();
@@ -63,7 +71,7 @@ public final class CudaGemvBench {
                 SplittableRandom rnd = new SplittableRandom(2026);
                 KernelCompiler compiler = KernelCompiler.forDevice(ctx.device());
                 GemvTuning base = GemvTuning.defaults();
-                List<GemvTuning> variants = quick ? List.of(base) : List.of(base,
+                List<GemvTuning> variants = !listed.isEmpty() ? listed : quick ? List.of(base) : List.of(base,
                         base.withMxfp4TensorCores(false),
                         new GemvTuning(true, 2, 8, 4, 2, 2), new GemvTuning(true, 2, 8, 4, 2, 4),
                         new GemvTuning(true, 2, 8, 8, 1, 3), new GemvTuning(true, 2, 8, 8, 1, 4),
@@ -74,14 +82,15 @@ public final class CudaGemvBench {
                     for (GemvTuning tuning : variants) {
                         try (CudaGroupedGemm gemm = CudaGroupedGemm.create(ctx, compiler, tuning);
                                 DeviceExperts w = gemm.upload(host)) {
-                            boolean sweepTokens = tuning == base || tuning.equals(base.withMxfp4TensorCores(false));
+                            boolean sweepTokens = listed.isEmpty()
+                                    && (tuning == base || tuning.equals(base.withMxfp4TensorCores(false)));
                             for (int tokens : quick || !sweepTokens ? new int[] {1} : new int[] {1, 2, 4, 8}) {
                                 table.add(time(ctx, stream, gemm, w, matrix, tokens, copy));
                             }
                         }
                     }
                 }
-                if (!quick) {
+                if (!quick && listed.isEmpty()) {
                     PackedExperts[] others = {bf16(arena, rnd, 2 * HIDDEN, HIDDEN), fp8(arena, rnd, 2 * HIDDEN, HIDDEN),
                         int4(arena, rnd, 2 * HIDDEN, HIDDEN, 32)};
                     for (PackedExperts host : others) {
@@ -96,6 +105,47 @@ public final class CudaGemvBench {
             }
             System.out.println();
             table.forEach(System.out::println);
+        }
+    }
+
+    /** "k4t2d3" -> tensor-core tuning with K split 4, 2 tiles a block, depth 3. */
+    static List<GemvTuning> parseVariants(String spec) {
+        List<GemvTuning> out = new ArrayList<>();
+        for (String v : spec.split(",")) {
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("k(\\d+)t(\\d+)d(\\d+)").matcher(v.trim());
+            if (!m.matches()) {
+                throw new IllegalArgumentException("variant " + v + " is not kNtNdN");
+            }
+            GemvTuning d = GemvTuning.defaults();
+            out.add(new GemvTuning(true, d.rowsPerWarp(), d.warpsPerBlock(), Integer.parseInt(m.group(1)),
+                    Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3))));
+        }
+        return out;
+    }
+
+    /** A few plain launches of the default MXFP4 kernel on gate_up at T = 1, for ncu or nsys to capture. */
+    static void profile(CudaContext ctx, CudaStream stream) {
+        try (Arena arena = Arena.ofShared();
+                CudaGroupedGemm gemm = CudaGroupedGemm.create(ctx);
+                DeviceExperts w = gemm.upload(mxfp4(arena, new SplittableRandom(1), 2 * HIDDEN, HIDDEN));
+                DeviceBuffer x = ctx.allocate(4L * HIDDEN);
+                DeviceBuffer routes = ctx.allocate(Routes.bytes(TOP_K) * 8);
+                DeviceBuffer out = ctx.allocate(4L * TOP_K * 2 * HIDDEN)) {
+            SplittableRandom rnd = new SplittableRandom(2);
+            float[] xs = new float[HIDDEN];
+            for (int i = 0; i < HIDDEN; i++) {
+                xs[i] = (float) rnd.nextGaussian();
+            }
+            x.copyFrom(arena.allocateFrom(JAVA_FLOAT, xs));
+            for (int s = 0; s < 8; s++) {
+                int[] experts = {4 * s, 4 * s + 1, 4 * s + 2, 4 * s + 3};
+                routes.copyFrom(Routes.pack(arena, experts, new int[TOP_K], EXPERTS, 1), Routes.bytes(TOP_K) * s);
+            }
+            for (int s = 0; s < 8; s++) {
+                gemm.forward(w, x, routes, (long) TOP_K * s, TOP_K, out, stream);
+            }
+            stream.synchronize();
+            System.out.println("profiled 8 launches of " + gemm.tuning().describe(WeightFormat.MXFP4));
         }
     }
 
