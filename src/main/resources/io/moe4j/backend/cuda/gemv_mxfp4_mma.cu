@@ -119,9 +119,25 @@ moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scal
     }
 
     // x row -> power-of-two scale 2^e putting max|x| in [2^14, 2^15) -> two fp16 parts in B-fragment order.
-    const float* xr = x + (size_t)route.y * K;
+    // Loads go out X_BATCH at a time before any is used: issue is in order, so a loop that uses each load right
+    // away pays one L2 round trip per iteration, which made this preparation the largest cost of a decode call.
+    // K is a multiple of 32 for MXFP4, so x rows are whole float4s.
+    constexpr int X_BATCH = 3; // 3 x 256 threads cover K = 3072 in one batch; more would cost registers
+    const float4* xv = reinterpret_cast<const float4*>(x + (size_t)route.y * K);
+    const int nv = K >> 2;
     float m = 0.0f;
-    for (int i = threadIdx.x; i < K; i += blockDim.x) m = fmaxf(m, fabsf(xr[i]));
+    for (int b = threadIdx.x; b < nv; b += X_BATCH * blockDim.x) {
+        float4 v[X_BATCH];
+#pragma unroll
+        for (int u = 0; u < X_BATCH; ++u) {
+            const int i = b + u * blockDim.x;
+            v[u] = i < nv ? __ldg(xv + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+#pragma unroll
+        for (int u = 0; u < X_BATCH; ++u) {
+            m = fmaxf(m, fmaxf(fmaxf(fabsf(v[u].x), fabsf(v[u].y)), fmaxf(fabsf(v[u].z), fabsf(v[u].w))));
+        }
+    }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
     if (lane == 0) warpMax[warp] = m;
@@ -132,16 +148,32 @@ moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scal
     const int biased = (int)((__float_as_uint(m) >> 23) & 0xFF);
     const int e = m == 0.0f ? 0 : max(-100, min(100, 141 - biased));
     const float up = __uint_as_float((u32)(127 + e) << 23);
-    for (int i = threadIdx.x; i < BP * 16; i += blockDim.x) {
-        const int step = i >> 2, tt = i & 3;
-        const int k0 = 16 * step + 2 * tt;
-        u16 h0, l0, h1, l1, h8, l8, h9, l9;
-        split2(k0 < K ? xr[k0] * up : 0.0f, h0, l0);
-        split2(k0 + 1 < K ? xr[k0 + 1] * up : 0.0f, h1, l1);
-        split2(k0 + 8 < K ? xr[k0 + 8] * up : 0.0f, h8, l8);
-        split2(k0 + 9 < K ? xr[k0 + 9] * up : 0.0f, h9, l9);
-        xb[step * XB_STEP + tt] = make_uint2((u32)h0 | ((u32)h1 << 16), (u32)h8 | ((u32)h9 << 16));
-        xb[step * XB_STEP + 4 + tt] = make_uint2((u32)l0 | ((u32)l1 << 16), (u32)l8 | ((u32)l9 << 16));
+    // Element k lands in k-step k/16 at B-fragment word (part, t = (k%8)/2), register (k%16)/8, half k%2.
+    u16* xh = reinterpret_cast<u16*>(xb);
+    for (int b = threadIdx.x; b < BP * 16; b += X_BATCH * blockDim.x) {
+        float4 v[X_BATCH];
+#pragma unroll
+        for (int u = 0; u < X_BATCH; ++u) {
+            const int i = b + u * blockDim.x;
+            v[u] = i < nv ? __ldg(xv + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+#pragma unroll
+        for (int u = 0; u < X_BATCH; ++u) {
+            const int i = b + u * blockDim.x;
+            if (i < BP * 16) {
+                const float vals[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+#pragma unroll
+                for (int c = 0; c < 4; ++c) {
+                    const int k = 4 * i + c;
+                    const int step = k >> 4, r = k & 15;
+                    const int idx = ((step * XB_STEP + ((r & 7) >> 1)) * 2 + (r >> 3)) * 2 + (r & 1);
+                    u16 hi, lo;
+                    split2(vals[c] * up, hi, lo);
+                    xh[idx] = hi;
+                    xh[idx + 16] = lo; // part 1 (lo) is 4 uint2 further
+                }
+            }
+        }
     }
     for (int i = threadIdx.x; i < 4 * XB_STEP; i += blockDim.x) xb[BP * 4 * XB_STEP + i] = make_uint2(0u, 0u);
     __syncthreads();

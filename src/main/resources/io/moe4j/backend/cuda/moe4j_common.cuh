@@ -77,10 +77,40 @@ __device__ __forceinline__ void grouped_gemv(const uint4* __restrict__ w, const 
         }
     }
 
+    // Stage x, padded with zeros to whole chunks. Loads go out X_BATCH at a time before any is stored: issue is in
+    // order, so a loop storing each load right away pays one L2 round trip per iteration.
+    constexpr int X_BATCH = 4;
     const float* xrow = x + (size_t)route.y * K;
-    for (int i = threadIdx.x; i < C * EPC; i += blockDim.x) {
-        const int chunk = i / EPC, e = i % EPC;
-        xsf[x_slot<EPC>(chunk, e >> 2) * 4 + (e & 3)] = i < K ? xrow[i] : 0.0f;
+    if ((K & 3) == 0) { // rows are whole, aligned float4s: one 16-byte load per swizzled slot
+        const float4* xv = reinterpret_cast<const float4*>(xrow);
+        const int slots = C * EPC / 4;
+        for (int b = threadIdx.x; b < slots; b += X_BATCH * blockDim.x) {
+            float4 v[X_BATCH];
+#pragma unroll
+            for (int u = 0; u < X_BATCH; ++u) {
+                const int i = b + u * blockDim.x;
+                v[u] = 4 * i < K ? __ldg(xv + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            }
+#pragma unroll
+            for (int u = 0; u < X_BATCH; ++u) {
+                const int i = b + u * blockDim.x;
+                if (i < slots) xs[x_slot<EPC>(i / (EPC / 4), i % (EPC / 4))] = v[u];
+            }
+        }
+    } else {
+        for (int b = threadIdx.x; b < C * EPC; b += X_BATCH * blockDim.x) {
+            float v[X_BATCH];
+#pragma unroll
+            for (int u = 0; u < X_BATCH; ++u) {
+                const int i = b + u * blockDim.x;
+                v[u] = i < K ? __ldg(xrow + i) : 0.0f;
+            }
+#pragma unroll
+            for (int u = 0; u < X_BATCH; ++u) {
+                const int i = b + u * blockDim.x;
+                if (i < C * EPC) xsf[x_slot<EPC>(i / EPC, (i % EPC) >> 2) * 4 + (i & 3)] = v[u];
+            }
+        }
     }
     __syncthreads();
     if (row0 >= N) return;
