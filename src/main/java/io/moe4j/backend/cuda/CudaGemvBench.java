@@ -73,9 +73,8 @@ public final class CudaGemvBench {
                 GemvTuning base = GemvTuning.defaults();
                 List<GemvTuning> variants = !listed.isEmpty() ? listed : quick ? List.of(base) : List.of(base,
                         base.withMxfp4TensorCores(false),
-                        new GemvTuning(true, 2, 8, 4, 2, 2), new GemvTuning(true, 2, 8, 4, 2, 4),
-                        new GemvTuning(true, 2, 8, 8, 1, 3), new GemvTuning(true, 2, 8, 8, 1, 4),
-                        new GemvTuning(true, 2, 8, 4, 4, 3), new GemvTuning(true, 2, 8, 2, 4, 4));
+                        new GemvTuning(true, 2, 8, 4, 2, 4), new GemvTuning(true, 2, 8, 4, 2, 12),
+                        new GemvTuning(true, 2, 8, 2, 4, 8), new GemvTuning(true, 2, 8, 8, 1, 8));
                 for (String matrix : new String[] {"gate_up", "down"}) {
                     int n = matrix.equals("gate_up") ? 2 * HIDDEN : HIDDEN;
                     PackedExperts host = mxfp4(arena, rnd, n, HIDDEN);
@@ -94,7 +93,7 @@ public final class CudaGemvBench {
                     PackedExperts[] others = {bf16(arena, rnd, 2 * HIDDEN, HIDDEN), fp8(arena, rnd, 2 * HIDDEN, HIDDEN),
                         int4(arena, rnd, 2 * HIDDEN, HIDDEN, 32)};
                     for (PackedExperts host : others) {
-                        for (GemvTuning tuning : List.of(base, new GemvTuning(true, 4, 8, 4, 2, 3))) {
+                        for (GemvTuning tuning : List.of(base, new GemvTuning(true, 4, 8, 4, 2, 8))) {
                             try (CudaGroupedGemm gemm = CudaGroupedGemm.create(ctx, compiler, tuning);
                                     DeviceExperts w = gemm.upload(host)) {
                                 table.add(time(ctx, stream, gemm, w, "gate_up", 1, copy));

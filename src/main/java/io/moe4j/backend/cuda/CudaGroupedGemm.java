@@ -170,8 +170,10 @@ public final class CudaGroupedGemm implements AutoCloseable {
         require(x.byteSize() >= 4L * k, "x buffer smaller than one row of " + k + " floats");
         boolean tiles = w.layout() == DeviceExperts.Layout.MXFP4_MMA_TILES;
         Kernel kernel = tiles ? mmaKernel(w) : simtKernel(w.format());
-        // Tensor cores: two fp16 parts of x per k16 step (64 bytes x 4 steps a block pair) and a zero area.
-        long shared = tiles ? 256L * (w.blockPairs() + 1) : 4L * w.chunksPerRow() * w.format().elementsPerChunk();
+        // Tensor cores: two fp16 parts of x per k16 step (64 bytes x 4 steps a block pair), a zero area, and each
+        // warp's ring of `depth` stages of 640 bytes.
+        long shared = tiles ? 256L * (w.blockPairs() + 1)
+                + 640L * tuning.depth() * tuning.kSplit() * tuning.tilesPerBlock() : 4L * w.chunksPerRow() * w.format().elementsPerChunk();
         require(shared <= kernel.sharedLimit(), "K = " + k + " needs " + shared + " bytes of shared memory for x;"
                 + " this device allows " + kernel.sharedLimit());
         int gridX = tiles ? Math.ceilDiv(w.rowTiles(), tuning.tilesPerBlock())

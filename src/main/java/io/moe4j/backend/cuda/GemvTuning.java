@@ -12,7 +12,7 @@ import java.util.List;
  * @param warpsPerBlock    CUDA-core kernels: warps per block
  * @param kSplit           tensor-core kernel: warps splitting one 16-row tile's K range
  * @param tilesPerBlock    tensor-core kernel: 16-row tiles per block
- * @param depth            tensor-core kernel: 16-byte weight loads each lane keeps in flight
+ * @param depth            tensor-core kernel: stages of each warp's cp.async ring (block pairs in flight + 1)
  */
 public record GemvTuning(boolean mxfp4TensorCores, int rowsPerWarp, int warpsPerBlock, int kSplit, int tilesPerBlock,
         int depth) {
@@ -22,14 +22,14 @@ public record GemvTuning(boolean mxfp4TensorCores, int rowsPerWarp, int warpsPer
         check(warpsPerBlock, 1, 32, "warps per block");
         check(kSplit, 1, 16, "K split");
         check(tilesPerBlock, 1, 8, "tiles per block");
-        check(depth, 1, 8, "depth");
+        check(depth, 2, 16, "depth");
         if (kSplit * tilesPerBlock > 32) {
             throw new IllegalArgumentException("at most 32 warps a block: K split " + kSplit + " x tiles " + tilesPerBlock);
         }
     }
 
     public static GemvTuning defaults() {
-        return new GemvTuning(true, 2, 8, 4, 2, 3);
+        return new GemvTuning(true, 2, 8, 4, 2, 8);
     }
 
     public GemvTuning withMxfp4TensorCores(boolean on) {

@@ -28,9 +28,10 @@
 #ifndef MOE4J_TILES
 #define MOE4J_TILES 2
 #endif
-// Block pairs of weights a warp has in flight beyond the one it is computing.
+// Stages of each warp's cp.async ring: block pairs of weights (512 bytes of codes, 32 of scales per warp) in
+// flight. They wait in shared memory rather than registers, so depth costs no occupancy.
 #ifndef MOE4J_DEPTH
-#define MOE4J_DEPTH 3
+#define MOE4J_DEPTH 8
 #endif
 #define MMA_WARPS (MOE4J_KSPLIT * MOE4J_TILES)
 
@@ -73,6 +74,24 @@ __device__ __forceinline__ float f16_to_f32(u16 h) {
     return v;
 }
 
+__device__ __forceinline__ u32 smem_address(const void* p) {
+    u32 a;
+    asm("{ .reg .u64 t;\n\t cvta.to.shared.u64 t, %1;\n\t cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+
+// One stage of a warp's ring: lane l copies its 16 bytes of codes and the 4-byte scale word of its row group
+// (lanes of one group copy the same word; each lane then reads only what it copied, so no cross-lane sync).
+__device__ __forceinline__ void issue_stage(u32 codeSlot, u32 scaleSlot, const uint4* code, const u32* scale) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(codeSlot), "l"(code) : "memory");
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(scaleSlot), "l"(scale) : "memory");
+}
+
+__device__ __forceinline__ void commit_stage() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+template <int PENDING>
+__device__ __forceinline__ void wait_stages() { asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory"); }
+
 // v = hi + lo in fp16, lo rounding the remainder: 22 significant bits of v.
 __device__ __forceinline__ void split2(float v, u16& hi, u16& lo) {
     hi = f32_to_f16(v);
@@ -86,8 +105,10 @@ __device__ __forceinline__ void split2(float v, u16& hi, u16& lo) {
 extern "C" __global__ void __launch_bounds__(MMA_WARPS * 32)
 moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scales, const float* __restrict__ x,
                    const int2* __restrict__ routes, float* __restrict__ out, int N, int K, int NT, int BP) {
-    constexpr int D = MOE4J_DEPTH;
-    extern __shared__ uint2 xb[]; // [BP * 4 k-steps][2 parts][4 t], then a zero area of 4 steps
+    constexpr int S = MOE4J_DEPTH;
+    // Dynamic shared memory: x as B fragments [BP * 4 k-steps][2 parts][4 t] then a zero area of 4 steps; after
+    // it, each warp's ring of S stages x (32 lanes x 16 bytes of codes, 32 lanes x 4 bytes of scales).
+    extern __shared__ uint2 xb[];
     __shared__ float partial[MMA_WARPS][16];
     __shared__ float warpMax[MMA_WARPS];
 
@@ -103,19 +124,21 @@ moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scal
     // This warp's block pairs are ks, ks + KSPLIT, ...: iterations of the main loop.
     const int iterations = active && ks < BP ? (BP - ks + MOE4J_KSPLIT - 1) / MOE4J_KSPLIT : 0;
 
-    // The first block pairs' weights go out before x is prepared, so their latency overlaps the preparation.
-    const uint4* qNext = codes + (tileBase + ks) * 32 + lane;
-    const u32* sNext = scales + (tileBase + ks) * 8 + g;
-    uint4 q[D];
-    u32 s[D];
+    // The ring's first S - 1 stages go out before x is prepared, so their latency overlaps the preparation.
+    // Every stage commits a group, empty or not, so that "group i is complete" is always wait_group(S - 2).
+    char* ring = reinterpret_cast<char*>(xb + BP * 4 * XB_STEP + 4 * XB_STEP) + warp * S * 640;
+    const u32 codeRing = smem_address(ring) + 16 * lane;
+    const u32 scaleRing = smem_address(ring + S * 512) + 4 * lane;
+    const uint4* codeNext = codes + (tileBase + ks) * 32 + lane;
+    const u32* scaleNext = scales + (tileBase + ks) * 8 + g;
 #pragma unroll
-    for (int d = 0; d < D; ++d) {
+    for (int d = 0; d < S - 1; ++d) {
         if (d < iterations) {
-            q[d] = __ldg(qNext);
-            s[d] = __ldg(sNext);
-            qNext += MOE4J_KSPLIT * 32;
-            sNext += MOE4J_KSPLIT * 8;
+            issue_stage(codeRing + 512 * d, scaleRing + 32 * d, codeNext, scaleNext);
+            codeNext += MOE4J_KSPLIT * 32;
+            scaleNext += MOE4J_KSPLIT * 8;
         }
+        commit_stage();
     }
 
     // x row -> power-of-two scale 2^e putting max|x| in [2^14, 2^15) -> two fp16 parts in B-fragment order.
@@ -185,35 +208,36 @@ moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scal
 
     // Row g and g+8 results: C column 2t of each MMA (column 2t+1 is always zero), scaled per MX block.
     float accLo = 0.0f, accHi = 0.0f;
-    for (int i0 = 0; i0 < iterations; i0 += D) {
-#pragma unroll
-        for (int d = 0; d < D; ++d) {
-            if (i0 + d < iterations) {
-                u32 a0[4], b0[4], a1[4], b1[4];
-                decode_word(q[d].x, a0); // row g,   MX block 2bp
-                decode_word(q[d].y, b0); // row g+8, MX block 2bp
-                decode_word(q[d].z, a1); // row g,   MX block 2bp+1
-                decode_word(q[d].w, b1); // row g+8, MX block 2bp+1
-                const u32 cs = s[d];
-                if (i0 + d + D < iterations) { // refill the slot just decoded, D block pairs ahead
-                    q[d] = __ldg(qNext);
-                    s[d] = __ldg(sNext);
-                    qNext += MOE4J_KSPLIT * 32;
-                    sNext += MOE4J_KSPLIT * 8;
-                }
-                float c[4];
-                mma16816(c, a0[0], b0[0], a0[1], b0[1], xq[0], 0.0f, 0.0f, 0.0f, 0.0f);
-                mma16816(c, a0[2], b0[2], a0[3], b0[3], xq[XB_STEP], c[0], c[1], c[2], c[3]);
-                accLo = fmaf(c[0], e8m0<0>(cs), accLo);
-                accHi = fmaf(c[2], e8m0<1>(cs), accHi);
-                mma16816(c, a1[0], b1[0], a1[1], b1[1], xq[2 * XB_STEP], 0.0f, 0.0f, 0.0f, 0.0f);
-                mma16816(c, a1[2], b1[2], a1[3], b1[3], xq[3 * XB_STEP], c[0], c[1], c[2], c[3]);
-                accLo = fmaf(c[0], e8m0<2>(cs), accLo);
-                accHi = fmaf(c[2], e8m0<3>(cs), accHi);
-                xq += xStride;
-            }
+    for (int i = 0; i < iterations; ++i) {
+        wait_stages<S - 2>(); // stage i has landed (this lane's own copies)
+        const int slot = i % S;
+        const uint4 q = *reinterpret_cast<const uint4*>(ring + 512 * slot + 16 * lane);
+        const u32 cs = *reinterpret_cast<const u32*>(ring + S * 512 + 32 * slot + 4 * lane);
+        // Refill the slot read in the previous iteration with stage i + S - 1.
+        if (i + S - 1 < iterations) {
+            const int refill = (i + S - 1) % S;
+            issue_stage(codeRing + 512 * refill, scaleRing + 32 * refill, codeNext, scaleNext);
+            codeNext += MOE4J_KSPLIT * 32;
+            scaleNext += MOE4J_KSPLIT * 8;
         }
+        commit_stage();
+        u32 a0[4], b0[4], a1[4], b1[4];
+        decode_word(q.x, a0); // row g,   MX block 2bp
+        decode_word(q.y, b0); // row g+8, MX block 2bp
+        decode_word(q.z, a1); // row g,   MX block 2bp+1
+        decode_word(q.w, b1); // row g+8, MX block 2bp+1
+        float c[4];
+        mma16816(c, a0[0], b0[0], a0[1], b0[1], xq[0], 0.0f, 0.0f, 0.0f, 0.0f);
+        mma16816(c, a0[2], b0[2], a0[3], b0[3], xq[XB_STEP], c[0], c[1], c[2], c[3]);
+        accLo = fmaf(c[0], e8m0<0>(cs), accLo);
+        accHi = fmaf(c[2], e8m0<1>(cs), accHi);
+        mma16816(c, a1[0], b1[0], a1[1], b1[1], xq[2 * XB_STEP], 0.0f, 0.0f, 0.0f, 0.0f);
+        mma16816(c, a1[2], b1[2], a1[3], b1[3], xq[3 * XB_STEP], c[0], c[1], c[2], c[3]);
+        accLo = fmaf(c[0], e8m0<2>(cs), accLo);
+        accHi = fmaf(c[2], e8m0<3>(cs), accHi);
+        xq += xStride;
     }
+    wait_stages<0>(); // no copy may still target this block's shared memory when it exits
     // Sum the quad (t = 0 holds the hi column, t = 1 the lo column), then the K slices of the tile.
     accLo += __shfl_xor_sync(0xffffffffu, accLo, 1);
     accLo += __shfl_xor_sync(0xffffffffu, accLo, 2);

@@ -224,9 +224,9 @@ class CudaGroupedGemmTest {
     void otherTilingsComputeTheSameFunction() {
         KernelCompiler compiler = KernelCompiler.forDevice(context.device());
         try (Arena arena = Arena.ofConfined();
-                CudaGroupedGemm odd = CudaGroupedGemm.create(context, compiler, new GemvTuning(false, 3, 2, 1, 1, 1));
+                CudaGroupedGemm odd = CudaGroupedGemm.create(context, compiler, new GemvTuning(false, 3, 2, 1, 1, 2));
                 CudaGroupedGemm mma3 = CudaGroupedGemm.create(context, compiler, new GemvTuning(true, 1, 1, 3, 1, 2));
-                CudaGroupedGemm mma1 = CudaGroupedGemm.create(context, compiler, new GemvTuning(true, 1, 1, 1, 3, 1))) {
+                CudaGroupedGemm mma1 = CudaGroupedGemm.create(context, compiler, new GemvTuning(true, 1, 1, 1, 3, 5))) {
             assertMatchesReference(mma3, RandomExperts.mxfp4(arena, new SplittableRandom(17), 3, 77, 32 * 13, 120, 134), 2, 5, 35);
             assertMatchesReference(mma1, RandomExperts.mxfp4(arena, new SplittableRandom(18), 3, 77, 32 * 13, 120, 134), 2, 5, 36);
             assertMatchesReference(odd, RandomExperts.mxfp4(arena, new SplittableRandom(13), 3, 77, 32 * 5, 120, 134), 2, 5, 31);
