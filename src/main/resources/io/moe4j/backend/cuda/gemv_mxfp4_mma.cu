@@ -107,7 +107,7 @@ moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scal
                    const int2* __restrict__ routes, float* __restrict__ out, int N, int K, int NT, int BP) {
     constexpr int S = MOE4J_DEPTH;
     // Dynamic shared memory: x as B fragments [BP * 4 k-steps][2 parts][4 t] then a zero area of 4 steps; after
-    // it, each warp's ring of S stages x (32 lanes x 16 bytes of codes, 32 lanes x 4 bytes of scales).
+    // it, each warp's ring: S code slots of 512 bytes (32 lanes x 16), then S scale slots of 128 (32 lanes x 4).
     extern __shared__ uint2 xb[];
     __shared__ float partial[MMA_WARPS][16];
     __shared__ float warpMax[MMA_WARPS];
@@ -134,7 +134,7 @@ moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scal
 #pragma unroll
     for (int d = 0; d < S - 1; ++d) {
         if (d < iterations) {
-            issue_stage(codeRing + 512 * d, scaleRing + 32 * d, codeNext, scaleNext);
+            issue_stage(codeRing + 512 * d, scaleRing + 128 * d, codeNext, scaleNext);
             codeNext += MOE4J_KSPLIT * 32;
             scaleNext += MOE4J_KSPLIT * 8;
         }
@@ -212,11 +212,11 @@ moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scal
         wait_stages<S - 2>(); // stage i has landed (this lane's own copies)
         const int slot = i % S;
         const uint4 q = *reinterpret_cast<const uint4*>(ring + 512 * slot + 16 * lane);
-        const u32 cs = *reinterpret_cast<const u32*>(ring + S * 512 + 32 * slot + 4 * lane);
+        const u32 cs = *reinterpret_cast<const u32*>(ring + S * 512 + 128 * slot + 4 * lane);
         // Refill the slot read in the previous iteration with stage i + S - 1.
         if (i + S - 1 < iterations) {
             const int refill = (i + S - 1) % S;
-            issue_stage(codeRing + 512 * refill, scaleRing + 32 * refill, codeNext, scaleNext);
+            issue_stage(codeRing + 512 * refill, scaleRing + 128 * refill, codeNext, scaleNext);
             codeNext += MOE4J_KSPLIT * 32;
             scaleNext += MOE4J_KSPLIT * 8;
         }
