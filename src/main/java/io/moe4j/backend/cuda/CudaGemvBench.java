@@ -73,8 +73,8 @@ public final class CudaGemvBench {
                 GemvTuning base = GemvTuning.defaults();
                 List<GemvTuning> variants = !listed.isEmpty() ? listed : quick ? List.of(base) : List.of(base,
                         base.withMxfp4TensorCores(false),
-                        new GemvTuning(true, 2, 8, 4, 2, 4), new GemvTuning(true, 2, 8, 4, 2, 12),
-                        new GemvTuning(true, 2, 8, 2, 4, 8), new GemvTuning(true, 2, 8, 8, 1, 8));
+                        new GemvTuning(true, 2, 8, 2, 4, 4), new GemvTuning(true, 2, 8, 4, 2, 4),
+                        new GemvTuning(true, 2, 8, 1, 8, 4), new GemvTuning(true, 2, 8, 4, 2, 3));
                 for (String matrix : new String[] {"gate_up", "down"}) {
                     int n = matrix.equals("gate_up") ? 2 * HIDDEN : HIDDEN;
                     PackedExperts host = mxfp4(arena, rnd, n, HIDDEN);
@@ -93,7 +93,7 @@ public final class CudaGemvBench {
                     PackedExperts[] others = {bf16(arena, rnd, 2 * HIDDEN, HIDDEN), fp8(arena, rnd, 2 * HIDDEN, HIDDEN),
                         int4(arena, rnd, 2 * HIDDEN, HIDDEN, 32)};
                     for (PackedExperts host : others) {
-                        for (GemvTuning tuning : List.of(base, new GemvTuning(true, 4, 8, 4, 2, 8))) {
+                        for (GemvTuning tuning : List.of(base, new GemvTuning(true, 4, 8, 4, 2, 4))) {
                             try (CudaGroupedGemm gemm = CudaGroupedGemm.create(ctx, compiler, tuning);
                                     DeviceExperts w = gemm.upload(host)) {
                                 table.add(time(ctx, stream, gemm, w, "gate_up", 1, copy));
@@ -267,7 +267,7 @@ public final class CudaGemvBench {
             double gbps = distinctBytes / (usGraph * 1e-6) / 1e9;
             return String.format("%-8s %-8s %-4d %-5d %-13s %9.2f %9.2f %8.0f %6.1f%% %6.1f%%  %s  %s", w.format(),
                     matrix, tokens, pairs, gemm.tuning().describe(w.format()), usGraph, usLaunch, gbps,
-                    100 * gbps / copy, 100 * gbps / (copy / 2), gemm.resources(w), spread(graphMs, sets));
+                    100 * gbps / copy, 100 * gbps / (copy / 2), gemm.resources(w, pairs), spread(graphMs, sets));
         }
     }
 

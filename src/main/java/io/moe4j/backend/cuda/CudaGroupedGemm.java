@@ -169,16 +169,18 @@ public final class CudaGroupedGemm implements AutoCloseable {
         require(out.byteSize() >= 4L * pairs * n, "out buffer smaller than " + pairs + " x " + n + " floats");
         require(x.byteSize() >= 4L * k, "x buffer smaller than one row of " + k + " floats");
         boolean tiles = w.layout() == DeviceExperts.Layout.MXFP4_MMA_TILES;
-        Kernel kernel = tiles ? mmaKernel(w) : simtKernel(w.format());
+        GemvTuning t = tiles ? tuning.resolve(tuning.kSplit() > 0 ? tuning.kSplit()
+                : GemvTuning.autoKSplit(w.rowTiles(), pairs, context.device().multiprocessors())) : tuning;
+        Kernel kernel = tiles ? mmaKernel(w, t) : simtKernel(w.format());
         // Tensor cores: two fp16 parts of x per k16 step (64 bytes x 4 steps a block pair), a zero area, and each
         // warp's ring of `depth` stages of 640 bytes.
-        long shared = tiles ? 256L * (w.blockPairs() + 1)
-                + 640L * tuning.depth() * tuning.kSplit() * tuning.tilesPerBlock() : 4L * w.chunksPerRow() * w.format().elementsPerChunk();
-        require(shared <= kernel.sharedLimit(), "K = " + k + " needs " + shared + " bytes of shared memory for x;"
+        long shared = tiles ? 256L * (w.blockPairs() + 1) + 640L * t.depth() * t.kSplit() * t.tilesPerBlock()
+                : 4L * w.chunksPerRow() * w.format().elementsPerChunk();
+        require(shared <= kernel.sharedLimit(), "K = " + k + " needs " + shared + " bytes of shared memory;"
                 + " this device allows " + kernel.sharedLimit());
-        int gridX = tiles ? Math.ceilDiv(w.rowTiles(), tuning.tilesPerBlock())
-                : Math.ceilDiv(n, tuning.rowsPerWarp() * tuning.warpsPerBlock());
-        int block = 32 * (tiles ? tuning.kSplit() * tuning.tilesPerBlock() : tuning.warpsPerBlock());
+        int gridX = tiles ? Math.ceilDiv(w.rowTiles(), t.tilesPerBlock())
+                : Math.ceilDiv(n, t.rowsPerWarp() * t.warpsPerBlock());
+        int block = 32 * (tiles ? t.kSplit() * t.tilesPerBlock() : t.warpsPerBlock());
         for (int first = 0; first < pairs; first += MAX_PAIRS_PER_LAUNCH) {
             int count = Math.min(MAX_PAIRS_PER_LAUNCH, pairs - first);
             try (Arena arena = Arena.ofConfined()) {
@@ -199,18 +201,22 @@ public final class CudaGroupedGemm implements AutoCloseable {
         }
     }
 
-    /** Resource use of the kernel that runs {@code w} (registers, spills), for logs and benchmarks. */
-    public String resources(DeviceExperts w) {
-        return (w.layout() == DeviceExperts.Layout.MXFP4_MMA_TILES ? mmaKernel(w) : simtKernel(w.format()))
-                .function().resources();
+    /** Resource use of the kernel that runs {@code w} for {@code pairs} pairs (registers, spills), for logs. */
+    public String resources(DeviceExperts w, int pairs) {
+        if (w.layout() != DeviceExperts.Layout.MXFP4_MMA_TILES) {
+            return simtKernel(w.format()).function().resources();
+        }
+        int split = tuning.kSplit() > 0 ? tuning.kSplit()
+                : GemvTuning.autoKSplit(w.rowTiles(), pairs, context.device().multiprocessors());
+        return "k" + split + " " + mmaKernel(w, tuning.resolve(split)).function().resources();
     }
 
     private Kernel simtKernel(WeightFormat format) {
         return kernel(format.kernelFile(), format.kernelName(), tuning.simtDefines());
     }
 
-    private Kernel mmaKernel(DeviceExperts w) {
-        List<String> defines = new ArrayList<>(tuning.mmaDefines());
+    private Kernel mmaKernel(DeviceExperts w, GemvTuning resolved) {
+        List<String> defines = new ArrayList<>(resolved.mmaDefines());
         if (w.specialScales()) {
             defines.add("-DMOE4J_EXACT_E8M0=1");
         }
