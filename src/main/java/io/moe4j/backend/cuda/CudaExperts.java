@@ -241,7 +241,7 @@ final class CudaExperts implements Experts {
             KernelArgs args = new KernelArgs(arena).pointer(y).i32(h).pointer(m + offTokenPair)
                     .pointer(m + offTokenWeight).i32(plan.topK()).pointer(m + offExpert).pointer(pointerOf(bias2))
                     .i32(weightOnInput ? 1 : 0).pointer(dout);
-            rows("moe_combine").function().launch(Math.ceilDiv(h, ROW_THREADS), tokens, 1, ROW_THREADS, 1, 1, 0,
+            rows("moe_combine").function().launch(tokens, Math.ceilDiv(h, ROW_THREADS), 1, ROW_THREADS, 1, 1, 0,
                     stream, args);
         }
         if (timing != null) {
@@ -281,13 +281,12 @@ final class CudaExperts implements Experts {
         k.function().launch(pairs, 1, 1, ROW_THREADS, 1, 1, shared, stream, args);
     }
 
-    /** Pairs of one expert the CUDA-core GEMM takes together: a power of two up to 8, as shared memory allows. */
+    /**
+     * Pairs of one expert the CUDA-core GEMM takes together: 1 when no expert has more (decode), else 8, or fewer as
+     * shared memory allows. Two sizes rather than every power of two keep the variants NVRTC compiles few.
+     */
     private int batchSize(UnitMatrix u, RoutePlan plan) {
-        int largest = Math.min(8, plan.largestGroup());
-        int tb = 1;
-        while (tb < largest) {
-            tb *= 2;
-        }
+        int tb = plan.largestGroup() > 1 ? 8 : 1;
         KernelCache.Kernel k = units(u, 1);
         while (tb > 1 && 128L * tb * u.units() > k.sharedLimit()) {
             tb /= 2;

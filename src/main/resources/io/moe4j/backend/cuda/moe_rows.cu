@@ -96,14 +96,14 @@ extern "C" __global__ void moe_activate_rows(const float* __restrict__ h, const 
               scratch);
 }
 
-// Grid (ceil(H / blockDim), tokens). tokenPair[t * topK + j] is the pair row of the token's j-th choice in y, or
+// Grid (tokens, ceil(H / blockDim)). tokenPair[t * topK + j] is the pair row of the token's j-th choice in y, or
 // -1 for an expert held elsewhere. Summed in float64 like the reference's accumulator.
 extern "C" __global__ void moe_combine(const float* __restrict__ y, int H, const int* __restrict__ tokenPair,
                                        const float* __restrict__ tokenWeight, int topK,
                                        const int* __restrict__ pairExpert, const float* __restrict__ bias2,
                                        int weightOnInput, float* __restrict__ out) {
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    const size_t t = blockIdx.y;
+    const int c = blockIdx.y * blockDim.x + threadIdx.x;
+    const size_t t = blockIdx.x;
     if (c >= H) return;
     double acc = 0.0;
     for (int j = 0; j < topK; ++j) {
