@@ -74,8 +74,11 @@ final class CudaExperts implements Experts {
         forward(x, tokens, routing, out, null);
     }
 
-    /** Device-side start and end of a call's work, between the copy in and the copy out (for benchmarks). */
-    record Timing(CudaEvent start, CudaEvent end) {
+    /**
+     * Device-side start and end of a call's work, between the copy in and the copy out (for benchmarks); with five
+     * stage events, also the ends of prepare, GEMM1, activation, GEMM2 and combine (then no graph replay).
+     */
+    record Timing(CudaEvent start, CudaEvent end, List<CudaEvent> stages) {
     }
 
     /** Which path a call with this plan takes (exposed so tests can tell which kernels they exercised). */
@@ -143,8 +146,6 @@ final class CudaExperts implements Experts {
     private void run(Workspace ws, float[] x, int tokens, RoutePlan plan, boolean weightOnInput, float[] out,
             Timing timing) {
         int h = w.hidden();
-        int inter = w.intermediate();
-        int rows13 = w.w13().rows();
         int pairs = plan.pairs();
         boolean tiles = usesTiles(plan);
         boolean tile1 = tiles && w13 instanceof Mxfp4Matrix;
@@ -192,57 +193,39 @@ final class CudaExperts implements Experts {
         dx.copyFromAsync(staging.asSlice(0, xBytes), 0, stream);
         dmeta.copyFromAsync(staging.asSlice(xBytes, metaBytes), 0, stream);
         droutes.copyFromAsync(staging.asSlice(xBytes + metaBytes, routeBytes), 0, stream);
+        long m = dmeta.pointer();
+        int pitch1 = tile1 ? 64 * ((Mxfp4Matrix) w13).blockPairs() : h;
+        int pitch2 = tile2 ? 64 * ((Mxfp4Matrix) w2).blockPairs() : w.intermediate();
+        DeviceBuffer in1 = direct1 ? dx : ws.buffer(Slot.IN1, (long) pairs * pitch1 * (tile1 ? 2 : 4));
+        DeviceBuffer exp1 = tile1 ? ws.buffer(Slot.EXP1, 4L * pairs) : null;
+        DeviceBuffer hbuf = ws.buffer(Slot.H, 4L * pairs * w.w13().rows());
+        DeviceBuffer act = ws.buffer(Slot.ACT, (long) pairs * pitch2 * (tile2 ? 2 : 4));
+        DeviceBuffer exp2 = tile2 ? ws.buffer(Slot.EXP2, 4L * pairs) : null;
+        DeviceBuffer y = ws.buffer(Slot.Y, 4L * pairs * h);
+        DeviceBuffer dout = ws.buffer(Slot.OUT, outBytes);
+        Launch launch = new Launch(tokens, pairs, plan.topK(), weightOnInput, direct1, tile1, tile2, dx, in1, exp1,
+                pitch1, hbuf, act, exp2, pitch2, y, dout, droutes, m + offToken, m + offExpert, m + offWeight,
+                m + offTokenPair, m + offTokenWeight, m + offIdentity, m + offBatches1, batches1.length / 4, tb1,
+                m + offBatches2, batches2.length / 4, tb2, m + offTiles, mtiles.length / 4);
+
         if (timing != null) {
             timing.start().record(stream);
         }
-        long m = dmeta.pointer();
-
-        // GEMM1 input
-        DeviceBuffer in1;
-        DeviceBuffer exp1 = null;
-        int pitch1 = tile1 ? 64 * ((Mxfp4Matrix) w13).blockPairs() : h;
-        if (direct1) {
-            in1 = dx;
-        } else {
-            in1 = ws.buffer(Slot.IN1, (long) pairs * pitch1 * (tile1 ? 2 : 4));
-            exp1 = tile1 ? ws.buffer(Slot.EXP1, 4L * pairs) : null;
-            KernelCache.Kernel k = rows("moe_prepare_rows");
-            try (Arena arena = Arena.ofConfined()) {
-                KernelArgs args = new KernelArgs(arena).pointer(dx).i32(h).pointer(m + offToken).pointer(m + offExpert)
-                        .pointer(m + offWeight).i32(weightOnInput ? 1 : 0);
-                a13.append(args);
-                rowOutput(args.pointer(pointerOf(w13.columnOrder())), tile1, in1, exp1, pitch1);
-                launchRows(k, pairs, h, stream, args);
+        boolean stages = timing != null && !timing.stages().isEmpty();
+        if (pairs <= GRAPH_MAX_PAIRS && !stages) {
+            // Small batches are launch-bound: the same launch sequence (same shapes and buffers) is recorded once
+            // into a graph and replayed, one launch instead of five. Only the data the sequence reads changes.
+            Workspace.Replay replay = ws.replay(launch);
+            if (replay.graph() != null) {
+                replay.graph().launch(stream);
+            } else if (replay.seenBefore()) {
+                ws.keep(launch, stream.capture(() -> enqueue(launch, stream, null)));
+                ws.replay(launch).graph().launch(stream);
+            } else {
+                enqueue(launch, stream, null);
             }
-        }
-        DeviceBuffer hbuf = ws.buffer(Slot.H, 4L * pairs * rows13);
-        gemm(w13, tile1, in1, exp1, direct1 ? m + offToken : m + offIdentity, m + offBatches1, batches1.length / 4,
-                tb1, droutes, 0, m + offTiles, mtiles.length / 4, pairs, hbuf, stream);
-
-        // activation, GEMM2 input
-        int pitch2 = tile2 ? 64 * ((Mxfp4Matrix) w2).blockPairs() : inter;
-        DeviceBuffer act = ws.buffer(Slot.ACT, (long) pairs * pitch2 * (tile2 ? 2 : 4));
-        DeviceBuffer exp2 = tile2 ? ws.buffer(Slot.EXP2, 4L * pairs) : null;
-        try (Arena arena = Arena.ofConfined()) {
-            KernelArgs args = new KernelArgs(arena).pointer(hbuf).pointer(m + offExpert).pointer(pointerOf(bias13))
-                    .i32(rows13).i32(inter).i32(gateMode(w.gateLayout())).i32(activationCode(w.activation()))
-                    .f32(w.swigluLimit()).f32(io.moe4j.kernel.Activation.OAI_ALPHA);
-            a2.append(args);
-            rowOutput(args.pointer(pointerOf(w2.columnOrder())), tile2, act, exp2, pitch2);
-            launchRows(rows("moe_activate_rows"), pairs, inter, stream, args);
-        }
-        DeviceBuffer y = ws.buffer(Slot.Y, 4L * pairs * h);
-        gemm(w2, tile2, act, exp2, m + offIdentity, m + offBatches2, batches2.length / 4, tb2, droutes, pairs,
-                m + offTiles, mtiles.length / 4, pairs, y, stream);
-
-        // combine
-        DeviceBuffer dout = ws.buffer(Slot.OUT, outBytes);
-        try (Arena arena = Arena.ofConfined()) {
-            KernelArgs args = new KernelArgs(arena).pointer(y).i32(h).pointer(m + offTokenPair)
-                    .pointer(m + offTokenWeight).i32(plan.topK()).pointer(m + offExpert).pointer(pointerOf(bias2))
-                    .i32(weightOnInput ? 1 : 0).pointer(dout);
-            rows("moe_combine").function().launch(tokens, Math.ceilDiv(h, ROW_THREADS), 1, ROW_THREADS, 1, 1, 0,
-                    stream, args);
+        } else {
+            enqueue(launch, stream, stages ? timing.stages() : null);
         }
         if (timing != null) {
             timing.end().record(stream);
@@ -250,6 +233,68 @@ final class CudaExperts implements Experts {
         dout.copyToAsync(outHost, 0, stream);
         stream.synchronize();
         MemorySegment.copy(outHost, JAVA_FLOAT, 0, out, 0, tokens * h);
+    }
+
+    /** Batches of at most this many routed pairs replay their kernels from a graph. */
+    static final int GRAPH_MAX_PAIRS = 256;
+
+    /**
+     * Everything one call's kernels read: shapes, paths and device addresses. Two calls with equal launches
+     * enqueue identical kernels, which is what makes a recorded graph replayable.
+     */
+    record Launch(int tokens, int pairs, int topK, boolean weightOnInput, boolean direct1, boolean tile1,
+            boolean tile2, DeviceBuffer x, DeviceBuffer in1, DeviceBuffer exp1, int pitch1, DeviceBuffer h,
+            DeviceBuffer act, DeviceBuffer exp2, int pitch2, DeviceBuffer y, DeviceBuffer out, DeviceBuffer routes,
+            long pairToken, long pairExpert, long pairWeight, long tokenPair, long tokenWeight, long identity,
+            long batches1, int batchCount1, int tb1, long batches2, int batchCount2, int tb2, long mtiles,
+            int mtileCount) {
+    }
+
+    /** Enqueues the call's kernels; records an event after each of the five stages when {@code stages} is given. */
+    private void enqueue(Launch l, CudaStream stream, List<CudaEvent> stages) {
+        int h = w.hidden();
+        int inter = w.intermediate();
+        int rows13 = w.w13().rows();
+        if (!l.direct1()) {
+            KernelCache.Kernel k = rows("moe_prepare_rows");
+            try (Arena arena = Arena.ofConfined()) {
+                KernelArgs args = new KernelArgs(arena).pointer(l.x()).i32(h).pointer(l.pairToken())
+                        .pointer(l.pairExpert()).pointer(l.pairWeight()).i32(l.weightOnInput() ? 1 : 0);
+                a13.append(args);
+                rowOutput(args.pointer(pointerOf(w13.columnOrder())), l.tile1(), l.in1(), l.exp1(), l.pitch1());
+                launchRows(k, l.pairs(), h, stream, args);
+            }
+        }
+        stage(stages, 0, stream);
+        gemm(w13, l.tile1(), l.in1(), l.exp1(), l.direct1() ? l.pairToken() : l.identity(), l.batches1(),
+                l.batchCount1(), l.tb1(), l.routes(), 0, l.mtiles(), l.mtileCount(), l.pairs(), l.h(), stream);
+        stage(stages, 1, stream);
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena).pointer(l.h()).pointer(l.pairExpert()).pointer(pointerOf(bias13))
+                    .i32(rows13).i32(inter).i32(gateMode(w.gateLayout())).i32(activationCode(w.activation()))
+                    .f32(w.swigluLimit()).f32(io.moe4j.kernel.Activation.OAI_ALPHA);
+            a2.append(args);
+            rowOutput(args.pointer(pointerOf(w2.columnOrder())), l.tile2(), l.act(), l.exp2(), l.pitch2());
+            launchRows(rows("moe_activate_rows"), l.pairs(), inter, stream, args);
+        }
+        stage(stages, 2, stream);
+        gemm(w2, l.tile2(), l.act(), l.exp2(), l.identity(), l.batches2(), l.batchCount2(), l.tb2(), l.routes(),
+                l.pairs(), l.mtiles(), l.mtileCount(), l.pairs(), l.y(), stream);
+        stage(stages, 3, stream);
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena).pointer(l.y()).i32(h).pointer(l.tokenPair())
+                    .pointer(l.tokenWeight()).i32(l.topK()).pointer(l.pairExpert()).pointer(pointerOf(bias2))
+                    .i32(l.weightOnInput() ? 1 : 0).pointer(l.out());
+            rows("moe_combine").function().launch(l.tokens(), Math.ceilDiv(h, ROW_THREADS), 1, ROW_THREADS, 1, 1, 0,
+                    stream, args);
+        }
+        stage(stages, 4, stream);
+    }
+
+    private static void stage(List<CudaEvent> stages, int i, CudaStream stream) {
+        if (stages != null) {
+            stages.get(i).record(stream);
+        }
     }
 
     private static int[] floatBits(RoutePlan plan, int tokens) {

@@ -105,7 +105,7 @@ public final class CudaExpertsBench {
         double[] device = new double[calls];
         double[] bytes = new double[calls];
         try (CudaEvent start = engine.context().createEvent(); CudaEvent end = engine.context().createEvent()) {
-            CudaExperts.Timing timing = new CudaExperts.Timing(start, end);
+            CudaExperts.Timing timing = new CudaExperts.Timing(start, end, List.of());
             for (int i = -warm; i < calls; i++) {
                 Routing r = routings[Math.floorMod(i, variants)];
                 long t0 = System.nanoTime();
@@ -118,6 +118,7 @@ public final class CudaExpertsBench {
                 }
             }
         }
+        String stages = tokens >= 64 ? stages(engine, experts, x, tokens, routings) : "";
         for (float v : out) {
             if (!Float.isFinite(v)) {
                 throw new IllegalStateException("non-finite output");
@@ -131,9 +132,35 @@ public final class CudaExpertsBench {
         String path = experts.usesTiles(plan) ? "tiles" : "gemv";
         System.out.printf("{\"tokens\":%d,\"tile\":\"%s\",\"path\":\"%s\",\"wall_us\":%.2f,\"device_us\":%.2f,"
                 + "\"bytes\":%.0f,\"copy_gbs\":%.0f}%n", tokens, tile, path, wallUs, devUs, b, copy);
-        return String.format("%-5d %-9s %-6s %10.1f %10.1f %9.0f %6.1f%% %9.0f %6.1f%% %8.1f", tokens, tile, path,
+        return String.format("%-5d %-9s %-6s %10.1f %10.1f %9.0f %6.1f%% %9.0f %6.1f%% %8.1f  %s", tokens, tile, path,
                 wallUs, devUs, b / wallUs / 1e3, 100 * b / wallUs / 1e3 / copy, b / devUs / 1e3,
-                100 * b / devUs / 1e3 / copy, flops / devUs / 1e6);
+                100 * b / devUs / 1e3 / copy, flops / devUs / 1e6, stages);
+    }
+
+    /** Median device microseconds of each stage: prepare, GEMM1, activation, GEMM2, combine. */
+    private static String stages(CudaEngine engine, CudaExperts experts, float[] x, int tokens, Routing[] routings) {
+        List<CudaEvent> events = new ArrayList<>();
+        try (CudaEvent start = engine.context().createEvent(); CudaEvent end = engine.context().createEvent()) {
+            for (int i = 0; i < 5; i++) {
+                events.add(engine.context().createEvent());
+            }
+            CudaExperts.Timing timing = new CudaExperts.Timing(start, end, events);
+            int calls = 5;
+            double[][] us = new double[5][calls];
+            float[] out = new float[x.length];
+            for (int c = 0; c < calls; c++) {
+                experts.forward(x, tokens, routings[c % routings.length], out, timing);
+                CudaEvent prev = start;
+                for (int i = 0; i < 5; i++) {
+                    us[i][c] = events.get(i).elapsedMillisSince(prev) * 1e3;
+                    prev = events.get(i);
+                }
+            }
+            return String.format("stages us: prep %.0f gemm1 %.0f act %.0f gemm2 %.0f combine %.0f", median(us[0]),
+                    median(us[1]), median(us[2]), median(us[3]), median(us[4]));
+        } finally {
+            events.forEach(CudaEvent::close);
+        }
     }
 
     private static int distinct(Routing r) {

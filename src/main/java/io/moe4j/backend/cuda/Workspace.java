@@ -38,6 +38,17 @@ final class Workspace implements AutoCloseable {
     private final CudaStream stream;
     private final Map<Slot, DeviceBuffer> buffers = new EnumMap<>(Slot.class);
     private PinnedBuffer pinned;
+    /** Bumped whenever a device buffer is replaced: recorded launches name the old addresses. */
+    private long generation;
+    private Object lastLaunch;
+    private long lastGeneration = -1;
+    private Object graphLaunch;
+    private long graphGeneration = -1;
+    private io.moe4j.backend.cuda.driver.CudaGraph graph;
+
+    /** A recorded graph for a launch, or whether the same launch ran just before (then it is worth recording). */
+    record Replay(io.moe4j.backend.cuda.driver.CudaGraph graph, boolean seenBefore) {
+    }
 
     Workspace(CudaContext context) {
         this.context = context;
@@ -59,8 +70,34 @@ final class Workspace implements AutoCloseable {
             long size = b == null ? Math.max(bytes, 256) : Math.max(bytes, b.byteSize() + b.byteSize() / 2);
             b = context.allocate(size);
             buffers.put(slot, b);
+            generation++;
         }
         return b;
+    }
+
+    /**
+     * The graph recorded for {@code launch} in this workspace's current buffers, if any; otherwise remembers the
+     * launch, so that a second identical one is recorded ({@link #keep}) rather than the first: by then every
+     * kernel is compiled and loaded, which must not happen while a stream records.
+     */
+    Replay replay(Object launch) {
+        if (graph != null && graphGeneration == generation && graphLaunch.equals(launch)) {
+            return new Replay(graph, true);
+        }
+        boolean seen = lastGeneration == generation && launch.equals(lastLaunch);
+        lastLaunch = launch;
+        lastGeneration = generation;
+        return new Replay(null, seen);
+    }
+
+    /** Keeps {@code recorded} as the graph of {@code launch} (one graph per workspace: decode repeats one shape). */
+    void keep(Object launch, io.moe4j.backend.cuda.driver.CudaGraph recorded) {
+        if (graph != null) {
+            graph.close();
+        }
+        graph = recorded;
+        graphLaunch = launch;
+        graphGeneration = generation;
     }
 
     /** Page-locked host memory of at least {@code bytes}, for the call's copies in and out. */
@@ -79,6 +116,9 @@ final class Workspace implements AutoCloseable {
     @Override
     public void close() {
         stream.synchronize();
+        if (graph != null) {
+            graph.close();
+        }
         buffers.values().forEach(DeviceBuffer::close);
         buffers.clear();
         if (pinned != null) {

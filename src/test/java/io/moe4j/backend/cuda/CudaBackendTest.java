@@ -32,7 +32,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * The cuda backend against the exact reference (the emulation backend) on random weights of every packed layout,
  * every activation quantizer and activation, at sizes that are not multiples of the kernels' tiles. Skipped where
- * {@link CudaRuntime#probe()} finds no usable GPU.
+ * {@link CudaRuntime#probe()} finds no usable GPU. Weights live in shared arenas: the reference reads them from
+ * its worker threads.
  */
 class CudaBackendTest {
     /**
@@ -93,7 +94,7 @@ class CudaBackendTest {
     @MethodSource("everyLayout")
     void everyWeightLayoutMatchesTheReference(Layout layout) {
         int[] hi = sizes(layout);
-        try (Arena arena = Arena.ofConfined()) {
+        try (Arena arena = Arena.ofShared()) {
             SplittableRandom rnd = new SplittableRandom(layout.name().hashCode());
             ExpertWeights w = RandomWeights.layer(arena, rnd, layout, 5, hi[0], hi[1], Activation.SWIGLU_OAI,
                     GateLayout.INTERLEAVED, true, ActivationQuant.NONE, ActivationQuant.NONE);
@@ -122,7 +123,7 @@ class CudaBackendTest {
     @ParameterizedTest(name = "{0}")
     @MethodSource("everyActivationQuant")
     void everyActivationQuantizerMatchesTheReference(String name, ActivationQuant q) {
-        try (Arena arena = Arena.ofConfined()) {
+        try (Arena arena = Arena.ofShared()) {
             SplittableRandom rnd = new SplittableRandom(name.hashCode());
             Layout bf16 = Layout.dense(WeightFormat.BF16, CodeType.BF16);
             // H 288 (not a multiple of 128, so the last FP8 group is short), I 160
@@ -153,7 +154,7 @@ class CudaBackendTest {
     @ParameterizedTest(name = "{0} {1}")
     @MethodSource("everyActivation")
     void everyActivationMatchesTheReference(Activation act, GateLayout gate) {
-        try (Arena arena = Arena.ofConfined()) {
+        try (Arena arena = Arena.ofShared()) {
             SplittableRandom rnd = new SplittableRandom(act.ordinal() * 31L + gate.ordinal());
             Layout mxfp4 = Layout.scaled("mxfp4", WeightFormat.MXFP4, CodeType.FP4_E2M1, ScaleType.E8M0, 1, 32);
             ExpertWeights w = RandomWeights.layer(arena, rnd, mxfp4, 4, 128, 96, act, gate, true,
@@ -165,7 +166,7 @@ class CudaBackendTest {
 
     @Test
     void routerWeightOnTheInputAndExpertsHeldElsewhere() {
-        try (Arena arena = Arena.ofConfined()) {
+        try (Arena arena = Arena.ofShared()) {
             SplittableRandom rnd = new SplittableRandom(77);
             Layout int4 = Layout.scaled("int4_g32", WeightFormat.INT4_GROUP, CodeType.INT4, ScaleType.F32, 1, 32);
             ExpertWeights all = RandomWeights.layer(arena, rnd, int4, 4, 96, 64, Activation.SILU_AND_MUL,
@@ -182,7 +183,7 @@ class CudaBackendTest {
     void tileGemmAtGptOssShapeAgreesWithTheGemv() {
         // gpt-oss-20b's experts at full size but few of them: the tile path against the GEMV path (whose float32
         // accuracy the tests above pin to the reference), on 300 tokens.
-        try (Arena arena = Arena.ofConfined()) {
+        try (Arena arena = Arena.ofShared()) {
             SplittableRandom rnd = new SplittableRandom(20);
             Layout mxfp4 = Layout.scaled("mxfp4", WeightFormat.MXFP4, CodeType.FP4_E2M1, ScaleType.E8M0, 1, 32);
             ExpertWeights w = RandomWeights.layer(arena, rnd, mxfp4, 3, 2880, 2880, Activation.SWIGLU_OAI,
