@@ -149,7 +149,7 @@ public final class CudaBackend implements Backend, BackendTraits.Provider {
 
     private static DeviceMatrix upload(CudaEngine engine, ExpertMatrix m) {
         boolean tensorCores = engine.context().device().major() >= 8;
-        return tensorCores && Mxfp4Matrix.fits(m) ? Mxfp4Matrix.upload(engine.mxfp4(), m)
+        return tensorCores && Mxfp4Matrix.fits(m) ? Mxfp4Matrix.upload(engine.context(), engine.mxfp4(), m)
                 : UnitMatrix.upload(engine.context(), m);
     }
 

@@ -354,13 +354,15 @@ final class CudaExperts implements Experts {
             case Mxfp4Matrix mx when tile -> {
                 List<String> defines = new ArrayList<>(tuning.tileDefines());
                 if (mx.experts().specialScales()) {
+                    // E8M0 0 or 255 (NaN): scale each block's product exactly instead of pre-scaling in f16
                     defines.add("-DMOE4J_EXACT_E8M0=1");
+                    defines.add("-DTILE_PRESCALE=0");
                 }
                 KernelCache.Kernel k = engine.kernels().get("gemm_mxfp4_tile.cu", "moe_gemm_mxfp4_tile", defines);
                 try (Arena arena = Arena.ofConfined()) {
                     KernelArgs args = new KernelArgs(arena).pointer(mx.experts().codes()).pointer(mx.experts().scales())
                             .pointer(in).pointer(exps).pointer(mtiles).pointer(out).i32(mx.rows()).i32(mx.rowTiles())
-                            .i32(mx.blockPairs());
+                            .i32(mx.blockPairs()).pointer(mx.rowExponents());
                     k.function().launch(mtileCount, Math.ceilDiv(mx.rowTiles(), tuning.tileRowTilesPerBlock()), 1,
                             32 * tuning.tileWarps(), 1, 1, 0, stream, args);
                 }

@@ -118,7 +118,7 @@ public final class CudaExpertsBench {
                 }
             }
         }
-        String stages = tokens >= 64 ? stages(engine, experts, x, tokens, routings) : "";
+        String stages = stages(engine, experts, x, tokens, routings);
         for (float v : out) {
             if (!Float.isFinite(v)) {
                 throw new IllegalStateException("non-finite output");
@@ -137,7 +137,10 @@ public final class CudaExpertsBench {
                 100 * b / devUs / 1e3 / copy, flops / devUs / 1e6, stages);
     }
 
-    /** Median device microseconds of each stage: prepare, GEMM1, activation, GEMM2, combine. */
+    /**
+     * Median device microseconds of each stage: prepare, GEMM1, activation, GEMM2, combine. Launched one by one
+     * (stage events keep small batches off the graph replay), so at T = 1 the gaps include launch latency.
+     */
     private static String stages(CudaEngine engine, CudaExperts experts, float[] x, int tokens, Routing[] routings) {
         List<CudaEvent> events = new ArrayList<>();
         try (CudaEvent start = engine.context().createEvent(); CudaEvent end = engine.context().createEvent()) {

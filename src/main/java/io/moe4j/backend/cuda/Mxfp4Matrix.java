@@ -10,9 +10,11 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * An OCP MXFP4 stack (E2M1 codes, one E8M0 scale per 32 along K, nothing else) in the tensor-core fragment order
- * of gemv_mxfp4_mma.cu, which both the decode GEMV and the prefill tile GEMM (gemm_mxfp4_tile.cu) read.
+ * of gemv_mxfp4_mma.cu, which both the decode GEMV and the prefill tile GEMM (gemm_mxfp4_tile.cu) read; and per
+ * row the largest E8M0 exponent, [E][row tiles · 16] bytes (padding rows 127), by which the tile GEMM pre-scales
+ * its f16 weights.
  */
-record Mxfp4Matrix(DeviceExperts experts) implements DeviceMatrix {
+record Mxfp4Matrix(DeviceExperts experts, DeviceBuffer rowExponents) implements DeviceMatrix {
 
     /** Whether {@code m} is plain OCP MXFP4 that the tensor-core kernels take as is. */
     static boolean fits(ExpertMatrix m) {
@@ -34,11 +36,34 @@ record Mxfp4Matrix(DeviceExperts experts) implements DeviceMatrix {
         return true;
     }
 
-    static Mxfp4Matrix upload(CudaGroupedGemm gemm, ExpertMatrix m) {
+    static Mxfp4Matrix upload(io.moe4j.backend.cuda.driver.CudaContext ctx, CudaGroupedGemm gemm, ExpertMatrix m) {
         try (Arena arena = Arena.ofConfined()) {
+            MemorySegment scales = nativeCopy(arena, m.blockScales().data());
             PackedExperts host = new PackedExperts(WeightFormat.MXFP4, m.experts(), m.rows(), m.cols(), 0,
-                    nativeCopy(arena, m.data()), nativeCopy(arena, m.blockScales().data()));
-            return new Mxfp4Matrix(gemm.upload(host));
+                    nativeCopy(arena, m.data()), scales);
+            int padded = 16 * Math.ceilDiv(m.rows(), 16);
+            int blocks = m.cols() / 32;
+            MemorySegment exps = arena.allocate((long) m.experts() * padded);
+            exps.fill((byte) 127);
+            for (int e = 0; e < m.experts(); e++) {
+                for (int r = 0; r < m.rows(); r++) {
+                    long at = ((long) e * m.rows() + r) * blocks;
+                    int max = 0;
+                    for (int b = 0; b < blocks; b++) {
+                        max = Math.max(max, scales.get(java.lang.foreign.ValueLayout.JAVA_BYTE, at + b) & 0xFF);
+                    }
+                    exps.set(java.lang.foreign.ValueLayout.JAVA_BYTE, (long) e * padded + r, (byte) max);
+                }
+            }
+            DeviceExperts experts = gemm.upload(host);
+            try {
+                DeviceBuffer rowExponents = ctx.allocate(exps.byteSize());
+                rowExponents.copyFrom(exps);
+                return new Mxfp4Matrix(experts, rowExponents);
+            } catch (RuntimeException e) {
+                experts.close();
+                throw e;
+            }
         }
     }
 
@@ -84,6 +109,10 @@ record Mxfp4Matrix(DeviceExperts experts) implements DeviceMatrix {
 
     @Override
     public void close() {
-        experts.close();
+        try {
+            experts.close();
+        } finally {
+            rowExponents.close();
+        }
     }
 }

@@ -15,6 +15,13 @@
 // Rows are BP * 64 halves, zero past K. x tiles go through a TILE_STAGES-deep cp.async ring in shared memory;
 // weights for the next block pair are loaded into registers while the current one is multiplied.
 //
+// TILE_PRESCALE (the default for stacks without E8M0 0 or 255): rather than scaling each block's partial product
+// (4 FFMA per MMA pair, more issue slots than the MMAs themselves), the decoded weights are multiplied in f16 by
+// 2^(s - R) (R: the largest scale exponent of the row, from rowExp) and the MMAs accumulate the whole row; the
+// epilogue multiplies by 2^(R - 127). Exact while a block's scale is within 2^23 of its row's largest (f16
+// subnormals hold e2m1 * 2^(s - R) exactly down to 2^-24); smaller blocks, under 2^-23 of the row's largest
+// weight, are flushed to zero. The prefill path is f16-rounded on the input side anyway (see above).
+//
 // Grid: x over M tiles (expert, first pair, count <= TILE_BN), fastest, so that blocks reading the same weights
 // run together and share them through L2; y over groups of TILE_WARPS * TILE_TPW row tiles. Output: float32
 // out[first + pair][row], rows of N.
@@ -32,6 +39,9 @@
 #ifndef TILE_STAGES
 #define TILE_STAGES 3
 #endif
+#ifndef TILE_PRESCALE
+#define TILE_PRESCALE 1
+#endif
 #define TILE_NB (TILE_BN / 8)
 // 64 halves of a block pair plus 8 of padding: rows 144 bytes apart put the 8 rows of an ldmatrix phase on
 // distinct bank quads.
@@ -45,10 +55,23 @@ __device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 address) {
 
 __device__ __forceinline__ float pow2(int n) { return __uint_as_float((u32)(127 + n) << 23); }
 
+// f16x2 (both halves) of 2^(s - r): field s - r + 15; subnormal down to 2^-24, zero below.
+__device__ __forceinline__ u32 f16_pow2(int s, int r) {
+    const int field = s - r + 15;
+    const u32 bits = field > 0 ? (u32)field << 10 : (field > -10 ? 1u << (field + 9) : 0u);
+    return bits | (bits << 16);
+}
+
+__device__ __forceinline__ u32 hmul2(u32 a, u32 b) {
+    u32 d;
+    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+
 extern "C" __global__ void __launch_bounds__(TILE_WARPS * 32)
 moe_gemm_mxfp4_tile(const uint4* __restrict__ codes, const u32* __restrict__ scales, const u16* __restrict__ xh,
                     const int* __restrict__ xexp, const int4* __restrict__ mtiles, float* __restrict__ out, int N,
-                    int NT, int BP) {
+                    int NT, int BP, const u8* __restrict__ rowExp) {
     __shared__ __align__(16) u16 xs[TILE_STAGES][TILE_BN][XPITCH];
     const int4 mt = mtiles[blockIdx.x];
     const int e = mt.x;
@@ -70,6 +93,17 @@ moe_gemm_mxfp4_tile(const uint4* __restrict__ codes, const u32* __restrict__ sca
         wp[i] = codes + base * 32 + lane;
         sp[i] = scales + base * 8 + g;
     }
+
+#if TILE_PRESCALE
+    // The reference exponent R of rows g and g+8 of each tile (rowExp is [E][NT * 16], padded rows 127).
+    int rlo[TILE_TPW], rhi[TILE_TPW];
+#pragma unroll
+    for (int i = 0; i < TILE_TPW; ++i) {
+        const size_t r0 = ((size_t)e * NT + min(rt0 + i, NT - 1)) * 16;
+        rlo[i] = rowExp[r0 + g];
+        rhi[i] = rowExp[r0 + g + 8];
+    }
+#endif
 
     // One block pair of x for the tile's pairs: TILE_BN rows of 8 chunks of 16 bytes; rows past count are
     // zero-filled (cp.async with a source size of 0).
@@ -120,10 +154,21 @@ moe_gemm_mxfp4_tile(const uint4* __restrict__ codes, const u32* __restrict__ sca
             decode_word(qn[i].y, a[i][1]); // row g+8, block 2bp
             decode_word(qn[i].z, a[i][2]); // row g,   block 2bp+1
             decode_word(qn[i].w, a[i][3]); // row g+8, block 2bp+1
+#if TILE_PRESCALE
+            const u32 w = sn[i];
+            const u32 m[4] = {f16_pow2((int)(w & 0xFFu), rlo[i]), f16_pow2((int)((w >> 8) & 0xFFu), rhi[i]),
+                              f16_pow2((int)((w >> 16) & 0xFFu), rlo[i]), f16_pow2((int)(w >> 24), rhi[i])};
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+#pragma unroll
+                for (int q = 0; q < 4; ++q) a[i][j][q] = hmul2(a[i][j][q], m[j]);
+            s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
+#else
             s[i][0] = e8m0<0>(sn[i]);
             s[i][1] = e8m0<1>(sn[i]);
             s[i][2] = e8m0<2>(sn[i]);
             s[i][3] = e8m0<3>(sn[i]);
+#endif
         }
         if (bp + 1 < BP) {
 #pragma unroll
@@ -144,6 +189,17 @@ moe_gemm_mxfp4_tile(const uint4* __restrict__ codes, const u32* __restrict__ sca
             ldmatrix_x4(b1, rowAddr + 64);
 #pragma unroll
             for (int i = 0; i < TILE_TPW; ++i) {
+#if TILE_PRESCALE
+                float (&d)[4] = acc[i][n];
+                mma16816(d, a[i][0][0], a[i][1][0], a[i][0][1], a[i][1][1], make_uint2(b0[0], b0[1]), d[0], d[1],
+                         d[2], d[3]);
+                mma16816(d, a[i][0][2], a[i][1][2], a[i][0][3], a[i][1][3], make_uint2(b0[2], b0[3]), d[0], d[1],
+                         d[2], d[3]);
+                mma16816(d, a[i][2][0], a[i][3][0], a[i][2][1], a[i][3][1], make_uint2(b1[0], b1[1]), d[0], d[1],
+                         d[2], d[3]);
+                mma16816(d, a[i][2][2], a[i][3][2], a[i][2][3], a[i][3][3], make_uint2(b1[2], b1[3]), d[0], d[1],
+                         d[2], d[3]);
+#else
                 float c[4];
                 mma16816(c, a[i][0][0], a[i][1][0], a[i][0][1], a[i][1][1], make_uint2(b0[0], b0[1]), 0.0f, 0.0f,
                          0.0f, 0.0f);
@@ -161,6 +217,7 @@ moe_gemm_mxfp4_tile(const uint4* __restrict__ codes, const u32* __restrict__ sca
                 acc[i][n][1] = fmaf(c[1], s[i][2], acc[i][n][1]);
                 acc[i][n][2] = fmaf(c[2], s[i][3], acc[i][n][2]);
                 acc[i][n][3] = fmaf(c[3], s[i][3], acc[i][n][3]);
+#endif
             }
         }
     }
@@ -173,15 +230,23 @@ moe_gemm_mxfp4_tile(const uint4* __restrict__ codes, const u32* __restrict__ sca
         for (int half = 0; half < 2; ++half) {
             const int pair = n * 8 + 2 * t + half;
             if (pair >= count) continue;
-            const float unscale = pow2(14 - xexp[first + pair]);
+            const float unscale = pow2(-xexp[first + pair]);
             float* o = out + (size_t)(first + pair) * N;
 #pragma unroll
             for (int i = 0; i < TILE_TPW; ++i) {
                 const int rt = rt0 + i;
                 if (rt >= NT) continue;
                 const int row = rt * 16 + g;
-                if (row < N) o[row] = acc[i][n][half] * unscale;
-                if (row + 8 < N) o[row + 8] = acc[i][n][2 + half] * unscale;
+#if TILE_PRESCALE
+                // acc holds sum (e2m1 * 2^(s - R)) * x * 2^e: times 2^(R - 127) and 2^-e (two exact factors).
+                const float lo = acc[i][n][half] * ldexpf(1.0f, rlo[i] - 127) * unscale;
+                const float hi = acc[i][n][2 + half] * ldexpf(1.0f, rhi[i] - 127) * unscale;
+#else
+                const float lo = acc[i][n][half] * pow2(14) * unscale;
+                const float hi = acc[i][n][2 + half] * pow2(14) * unscale;
+#endif
+                if (row < N) o[row] = lo;
+                if (row + 8 < N) o[row + 8] = hi;
             }
         }
     }
