@@ -27,7 +27,7 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
     }
 
     public static CudaTuning defaults() {
-        return new CudaTuning(4, 8, 2, 64, 2, 8);
+        return new CudaTuning(4, 4, 2, 64, 2, 8);
     }
 
     /**
