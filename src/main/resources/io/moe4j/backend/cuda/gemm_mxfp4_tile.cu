@@ -148,7 +148,9 @@ moe_gemm_mxfp4_tile(const uint4* __restrict__ codes, const u32* __restrict__ sca
         commit_stage();
 
         u32 a[TILE_TPW][4][4];
+#if !TILE_PRESCALE
         float s[TILE_TPW][4];
+#endif
 #pragma unroll
         for (int i = 0; i < TILE_TPW; ++i) {
             decode_word(qn[i].x, a[i][0]); // row g,   block 2bp
@@ -163,7 +165,6 @@ moe_gemm_mxfp4_tile(const uint4* __restrict__ codes, const u32* __restrict__ sca
             for (int j = 0; j < 4; ++j)
 #pragma unroll
                 for (int q = 0; q < 4; ++q) a[i][j][q] = hmul2(a[i][j][q], m[j]);
-            s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
 #else
             s[i][0] = e8m0<0>(sn[i]);
             s[i][1] = e8m0<1>(sn[i]);
