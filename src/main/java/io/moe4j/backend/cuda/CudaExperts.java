@@ -273,9 +273,15 @@ final class CudaExperts implements Experts {
             KernelArgs args = new KernelArgs(arena).pointer(l.h()).pointer(l.pairExpert()).pointer(pointerOf(bias13))
                     .i32(rows13).i32(inter).i32(gateMode(w.gateLayout())).i32(activationCode(w.activation()))
                     .f32(w.swigluLimit()).f32(io.moe4j.kernel.Activation.OAI_ALPHA);
-            a2.append(args);
-            rowOutput(args.pointer(pointerOf(w2.columnOrder())), l.tile2(), l.act(), l.exp2(), l.pitch2());
-            launchRows(rows("moe_activate_rows"), l.pairs(), inter, stream, args);
+            if (a2.none() && !l.tile2() && w2.columnOrder() == null) {
+                args.pointer(l.act());
+                rows("moe_activate_elements").function().launch(l.pairs(), Math.ceilDiv(inter, ROW_THREADS), 1,
+                        ROW_THREADS, 1, 1, 0, stream, args);
+            } else {
+                a2.append(args);
+                rowOutput(args.pointer(pointerOf(w2.columnOrder())), l.tile2(), l.act(), l.exp2(), l.pitch2());
+                launchRows(rows("moe_activate_rows"), l.pairs(), inter, stream, args);
+            }
         }
         stage(stages, 2, stream);
         gemm(w2, l.tile2(), l.act(), l.exp2(), l.identity(), l.batches2(), l.batchCount2(), l.tb2(), l.routes(),

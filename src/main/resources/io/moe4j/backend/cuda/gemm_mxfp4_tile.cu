@@ -56,9 +56,10 @@ __device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 address) {
 __device__ __forceinline__ float pow2(int n) { return __uint_as_float((u32)(127 + n) << 23); }
 
 // f16x2 (both halves) of 2^(s - r + 14), which turns decode_word's e2m1 * 2^-14 into e2m1 * 2^(s - r): field
-// s - r + 29 (at most 29 since s <= r); subnormal down to 2^-24, zero below.
+// s - r + 29; subnormal down to 2^-24, zero below. s <= r for every real block; the repack's padding blocks (zero
+// codes, scale 127) may exceed r and are clamped, since an infinite multiplier would turn their zeros into NaN.
 __device__ __forceinline__ u32 f16_pow2(int s, int r) {
-    const int field = s - r + 29;
+    const int field = min(s - r, 0) + 29;
     const u32 bits = field > 0 ? (u32)field << 10 : (field > -10 ? 1u << (field + 9) : 0u);
     return bits | (bits << 16);
 }

@@ -96,6 +96,31 @@ extern "C" __global__ void moe_activate_rows(const float* __restrict__ h, const 
               scratch);
 }
 
+// The activation alone, one element a thread, grid (pairs, ceil(I / blockDim)): for GEMM2 inputs that need no
+// whole-row stage (no quantizer, float32, checkpoint column order). At decode a block per row would leave most of
+// the GPU idle while each thread works through a dozen float64 activations in turn.
+extern "C" __global__ void moe_activate_elements(const float* __restrict__ h, const int* __restrict__ pairExpert,
+                                                 const float* __restrict__ bias13, int rows13, int I, int gateMode,
+                                                 int act, float limit, float alpha, float* __restrict__ out) {
+    const size_t p = blockIdx.x;
+    const int j = blockIdx.y * blockDim.x + threadIdx.x;
+    if (j >= I) return;
+    const int e = pairExpert[p];
+    const float* hr = h + p * rows13;
+    const float* br = bias13 != nullptr ? bias13 + (size_t)e * rows13 : nullptr;
+    double v;
+    if (gateMode == 0) {
+        v = act_plain(act, (double)hr[j] + (br != nullptr ? (double)br[j] : 0.0));
+    } else {
+        const int gr = gateMode == 2 ? 2 * j : j;
+        const int ur = gateMode == 2 ? 2 * j + 1 : I + j;
+        const double g = (double)hr[gr] + (br != nullptr ? (double)br[gr] : 0.0);
+        const double u = (double)hr[ur] + (br != nullptr ? (double)br[ur] : 0.0);
+        v = act_gated(act, g, u, (double)limit, (double)alpha);
+    }
+    out[p * I + j] = (float)v;
+}
+
 // Grid (tokens, ceil(H / blockDim)). tokenPair[t * topK + j] is the pair row of the token's j-th choice in y, or
 // -1 for an expert held elsewhere. Summed in float64 like the reference's accumulator.
 extern "C" __global__ void moe_combine(const float* __restrict__ y, int H, const int* __restrict__ tokenPair,
