@@ -1,0 +1,75 @@
+package io.moe4j.backend.cpu;
+
+import io.moe4j.backend.Backend;
+import io.moe4j.backend.ExecutionOptions;
+import io.moe4j.backend.Experts;
+import io.moe4j.backend.MoeProblem;
+import io.moe4j.backend.Platform;
+import io.moe4j.backend.Support;
+import io.moe4j.backend.oracle.ActivationKey;
+import io.moe4j.backend.oracle.BackendTraits;
+import io.moe4j.quant.ExpertWeights;
+import io.moe4j.quant.WeightFormat;
+
+import java.util.Optional;
+
+/**
+ * The CPU backend: every scheme's experts on packed weights, with fused dequantize-and-multiply kernels on the Java
+ * Vector API, or in plain Java where the Vector API is missing or {@code -Dmoe4j.cpu.scalar=true} asks for it.
+ */
+public final class CpuBackend implements Backend, BackendTraits.Provider {
+    public static final String NAME = "cpu";
+
+    /**
+     * Like the reference, the experts apply whatever activation quantize-dequantize the weights carry (a13, a2),
+     * so a weight-only layer can run with any dynamic activation format moe4j has.
+     */
+    private static final BackendTraits TRAITS = BackendTraits.withLayout(
+                    "row panels of 8 with lane-interleaved codes, per-panel scales (repacked once at prepare)")
+            .variant(BackendTraits.ActivationVariant.anyWeights(ActivationKey.FP8))
+            .variant(BackendTraits.ActivationVariant.anyWeights(ActivationKey.INT8))
+            .variant(BackendTraits.ActivationVariant.anyWeights(ActivationKey.MXFP4))
+            .variant(BackendTraits.ActivationVariant.anyWeights(ActivationKey.MXFP6_E3M2))
+            .variant(BackendTraits.ActivationVariant.anyWeights(ActivationKey.MXFP6_E2M3));
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public String description() {
+        return "Java Vector API kernels on packed weights (scalar Java where the Vector API is missing), multi-threaded";
+    }
+
+    @Override
+    public BackendTraits traits() {
+        return TRAITS;
+    }
+
+    @Override
+    public Support support(MoeProblem problem, Platform platform) {
+        WeightFormat wf = problem.scheme().weights();
+        int bits = platform.vectorApi() ? platform.vectorBitSize() : 0;
+        Optional<String> noVector = KernelSelection.vectorUnavailable(bits);
+        if (KernelSelection.scalarForced()) {
+            return Support.yes("scalar fused dequant-GEMV for " + wf + " in plain Java: -D"
+                    + KernelSelection.PROPERTY + "=true");
+        }
+        if (noVector.isEmpty()) {
+            return Support.yes("vectorized fused dequant-GEMV for " + wf + " on " + bits
+                    + "-bit vectors (Java Vector API)");
+        }
+        if ("false".equalsIgnoreCase(System.getProperty(KernelSelection.PROPERTY, "").trim())) {
+            return Support.no("-D" + KernelSelection.PROPERTY + "=false forces the Vector API kernels, but "
+                    + noVector.get());
+        }
+        return Support.yes("scalar fused dequant-GEMV for " + wf + " in plain Java: "
+                + noVector.get());
+    }
+
+    @Override
+    public Experts prepare(ExpertWeights weights, ExecutionOptions options) {
+        return new CpuExperts(weights, KernelSelection.select(), options.threads());
+    }
+}

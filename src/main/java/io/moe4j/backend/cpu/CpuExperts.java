@@ -1,0 +1,304 @@
+package io.moe4j.backend.cpu;
+
+import io.moe4j.backend.Experts;
+import io.moe4j.backend.TokenGroups;
+import io.moe4j.kernel.ActivationQuant;
+import io.moe4j.quant.ExpertWeights;
+import io.moe4j.routing.Routing;
+
+import java.lang.foreign.Arena;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The experts of one layer on the CPU. A forward call groups the routed tokens by expert, then runs five parallel
+ * loops on the pool, each over independent pieces:
+ * <ol>
+ *   <li>inputs: each expert's tokens, quantize-dequantized by a13 and laid out for its packed w13;</li>
+ *   <li>GEMM1 over (expert, block of w13 rows), plus w13 bias;</li>
+ *   <li>activation and a2 per (expert, token), laid out for w2;</li>
+ *   <li>GEMM2 over (expert, block of w2 rows), plus w2 bias;</li>
+ *   <li>combine: each block of output columns sums its tokens' expert outputs with the router weights.</li>
+ * </ol>
+ * Large batches run in waves of (expert, token) pairs so the intermediate buffers stay bounded. Per-call state lives
+ * in the call; the pool runs one loop at a time, so concurrent calls are safe.
+ */
+final class CpuExperts implements Experts {
+    /** Intermediate floats a wave may hold (64 MiB). */
+    private static final long WAVE_FLOATS = 16L << 20;
+
+    private final ExpertWeights w;
+    private final CpuKernels kernels;
+    private final WorkerPool pool;
+    private final Arena arena;
+    private final PanelMatrix w13;
+    private final PanelMatrix w2;
+    private final float[][] scratch;
+    private final boolean sharedA13;
+
+    CpuExperts(ExpertWeights w, CpuKernels kernels, int threads) {
+        this.w = w;
+        this.kernels = kernels;
+        this.pool = new WorkerPool(threads);
+        this.arena = Arena.ofShared();
+        try {
+            this.w13 = PanelPacker.pack(w.w13(), arena, pool);
+            this.w2 = PanelPacker.pack(w.w2(), arena, pool);
+        } catch (RuntimeException | Error e) {
+            pool.close();
+            arena.close();
+            throw e;
+        }
+        int floats = Math.max(kernels.scratchFloats(w13), kernels.scratchFloats(w2));
+        this.scratch = new float[threads][floats];
+        this.sharedA13 = expertIndependent(w.a13());
+    }
+
+    @Override
+    public String backend() {
+        return CpuBackend.NAME;
+    }
+
+    /** The kernels in use ("vector" or "scalar"). */
+    String kernels() {
+        return kernels.name();
+    }
+
+    /** Bytes of packed weights per expert, w13 and w2 together. */
+    long packedBytesPerExpert() {
+        return w13.bytesPerExpert() + w2.bytesPerExpert();
+    }
+
+    @Override
+    public void forward(float[] x, int tokens, Routing routing, float[] out) {
+        int h = w.hidden();
+        if (x.length < (long) tokens * h || out.length < (long) tokens * h) {
+            throw new IllegalArgumentException("x and out must hold " + tokens + " × " + h + " values");
+        }
+        if (routing.tokens() != tokens) {
+            throw new IllegalArgumentException("routing is for " + routing.tokens() + " tokens, not " + tokens);
+        }
+        Arrays.fill(out, 0, tokens * h, 0f);
+        TokenGroups groups = TokenGroups.of(routing, w);
+        if (groups.pairs() == 0) {
+            return;
+        }
+        float[] shared = sharedA13 && !routing.weightOnInput() ? quantizeTokens(x, tokens) : null;
+        for (List<Unit> wave : waves(groups)) {
+            new Wave(wave, groups, x, shared, routing.weightOnInput(), out).run();
+        }
+    }
+
+    /**
+     * Whether a13 gives every expert the same result for a token (dynamic formats, or static scales equal across
+     * experts), so each token is quantize-dequantized once instead of once per chosen expert.
+     */
+    private static boolean expertIndependent(ActivationQuant q) {
+        return switch (q) {
+            case ActivationQuant.None n -> true;
+            case ActivationQuant.Mx m -> true;
+            case ActivationQuant.Fp8PerToken f -> true;
+            case ActivationQuant.Fp8Group f -> true;
+            case ActivationQuant.Int8PerToken i -> true;
+            case ActivationQuant.Nvfp4 n -> allEqual(n.globalScale());
+            case ActivationQuant.Fp8Static f -> allEqual(f.scale());
+            case ActivationQuant.Int8Static i -> allEqual(i.scale())
+                    && (i.zeroPoint() == null || Arrays.stream(i.zeroPoint()).distinct().count() <= 1);
+        };
+    }
+
+    private static boolean allEqual(float[] a) {
+        for (float v : a) {
+            if (Float.floatToIntBits(v) != Float.floatToIntBits(a[0])) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** a13 applied once to every token (as the input of local expert 0, which stands for all). */
+    private float[] quantizeTokens(float[] x, int tokens) {
+        int h = w.hidden();
+        float[] q = Arrays.copyOf(x, tokens * h);
+        if (w.a13() instanceof ActivationQuant.None) {
+            return q;
+        }
+        int per = Math.max(1, Math.ceilDiv(tokens, pool.threads() * 4));
+        pool.run(Math.ceilDiv(tokens, per), (task, worker) -> {
+            for (int t = task * per, end = Math.min(tokens, t + per); t < end; t++) {
+                w.a13().qdqInPlace(q, t * h, h, 0);
+            }
+        });
+        return q;
+    }
+
+    /** A run of one expert's pairs [from, to) of the token groups. */
+    private record Unit(int expert, int from, int to) {
+        int n() {
+            return to - from;
+        }
+    }
+
+    /** Splits the groups into units and the units into waves whose buffers fit {@link #WAVE_FLOATS}. */
+    private List<List<Unit>> waves(TokenGroups groups) {
+        long perPair = (long) w.hidden() * 2 + w13.rows() + w.intermediate()
+                + (long) w13.plan(0).paddedColumns() + w2.plan(0).paddedColumns();
+        int maxPairs = (int) Math.max(1, WAVE_FLOATS / perPair);
+        List<List<Unit>> waves = new ArrayList<>();
+        List<Unit> wave = new ArrayList<>();
+        int inWave = 0;
+        for (int g = 0; g < groups.groups(); g++) {
+            for (int from = groups.start()[g]; from < groups.start()[g + 1]; ) {
+                int to = Math.min(groups.start()[g + 1], from + maxPairs - inWave);
+                wave.add(new Unit(groups.experts()[g], from, to));
+                inWave += to - from;
+                from = to;
+                if (inWave == maxPairs) {
+                    waves.add(wave);
+                    wave = new ArrayList<>();
+                    inWave = 0;
+                }
+            }
+        }
+        if (!wave.isEmpty()) {
+            waves.add(wave);
+        }
+        return waves;
+    }
+
+    /** One wave of units through the five loops; its buffers are indexed by pair − first pair of the wave. */
+    private final class Wave {
+        private final List<Unit> units;
+        private final TokenGroups groups;
+        private final float[] x;
+        private final float[] sharedX;
+        private final boolean weightOnInput;
+        private final float[] out;
+        private final int base;
+        private final int pairs;
+        private final int[] unitOffset;
+
+        Wave(List<Unit> units, TokenGroups groups, float[] x, float[] sharedX, boolean weightOnInput, float[] out) {
+            this.units = units;
+            this.groups = groups;
+            this.x = x;
+            this.sharedX = sharedX;
+            this.weightOnInput = weightOnInput;
+            this.out = out;
+            this.base = units.getFirst().from();
+            this.pairs = units.getLast().to() - base;
+            this.unitOffset = new int[units.size()];
+            for (int u = 0; u < units.size(); u++) {
+                unitOffset[u] = units.get(u).from() - base;
+            }
+        }
+
+        void run() {
+            int h = w.hidden();
+            int inter = w.intermediate();
+            int rows13 = w13.rows();
+            Inputs[] in13 = new Inputs[units.size()];
+            pool.run(units.size(), (u, worker) -> in13[u] = expertInputs(units.get(u)));
+
+            float[] h1 = new float[pairs * rows13];
+            multiplyAll(w13, in13, h1, w.w13Bias());
+
+            float[] act = new float[pairs * inter];
+            Inputs[] in2 = new Inputs[units.size()];
+            pool.run(units.size(), (u, worker) -> {
+                Unit unit = units.get(u);
+                for (int i = unitOffset[u]; i < unitOffset[u] + unit.n(); i++) {
+                    kernels.activate(w.activation(), w.gateLayout(), w.swigluLimit(), inter, h1, i * rows13, act,
+                            i * inter);
+                    w.a2().qdqInPlace(act, i * inter, inter, unit.expert());
+                }
+                in2[u] = kernels.prepare(w2, unit.expert(), act, unitOffset[u] * inter, unit.n());
+            });
+
+            float[] y = new float[pairs * h];
+            multiplyAll(w2, in2, y, w.w2Bias());
+            combine(y);
+        }
+
+        /** The unit's tokens as its expert's w13 inputs: scaled by the router weight if so routed, then a13. */
+        private Inputs expertInputs(Unit unit) {
+            int h = w.hidden();
+            int n = unit.n();
+            float[] xin = new float[n * h];
+            for (int i = 0; i < n; i++) {
+                int pair = unit.from() + i;
+                int t = groups.token()[pair];
+                if (sharedX != null) {
+                    System.arraycopy(sharedX, t * h, xin, i * h, h);
+                    continue;
+                }
+                float scale = weightOnInput ? groups.weight()[pair] : 1f;
+                for (int c = 0; c < h; c++) {
+                    xin[i * h + c] = x[t * h + c] * scale;
+                }
+                w.a13().qdqInPlace(xin, i * h, h, unit.expert());
+            }
+            return kernels.prepare(w13, unit.expert(), xin, 0, n);
+        }
+
+        /** y[pair·rows + r] = W_e · input + bias for every unit, over (unit, row block) tasks. */
+        private void multiplyAll(PanelMatrix m, Inputs[] in, float[] y, float[] bias) {
+            int rows = m.rows();
+            int block = rowBlock(rows);
+            int blocks = Math.ceilDiv(rows, block);
+            pool.run(units.size() * blocks, (task, worker) -> {
+                int u = task / blocks;
+                int r0 = (task % blocks) * block;
+                int r1 = Math.min(rows, r0 + block);
+                Unit unit = units.get(u);
+                int yOff = unitOffset[u] * rows;
+                kernels.multiply(m, unit.expert(), r0, r1, in[u], y, yOff, rows, scratch[worker]);
+                if (bias != null) {
+                    int b = unit.expert() * rows;
+                    for (int i = 0; i < unit.n(); i++) {
+                        int at = yOff + i * rows;
+                        for (int r = r0; r < r1; r++) {
+                            y[at + r] += bias[b + r];
+                        }
+                    }
+                }
+            });
+        }
+
+        /**
+         * Rows per task: a multiple of the panel height, small enough that every worker gets several tasks per
+         * unit to balance the load, large enough that a task's per-call cost stays negligible.
+         */
+        private int rowBlock(int rows) {
+            int perUnit = Math.max(1, pool.threads() * 8 / units.size());
+            int block = Math.ceilDiv(Math.ceilDiv(rows, perUnit), PanelMatrix.LANES) * PanelMatrix.LANES;
+            return Math.max(block, 4 * PanelMatrix.LANES);
+        }
+
+        /** out[t] += weight · y[pair] over the wave's pairs, in column blocks so no two tasks write the same value. */
+        private void combine(float[] y) {
+            int h = w.hidden();
+            int block = Math.max(256, Math.ceilDiv(h, pool.threads() * 2));
+            int blocks = Math.ceilDiv(h, block);
+            pool.run(blocks, (task, worker) -> {
+                int c0 = task * block;
+                int c1 = Math.min(h, c0 + block);
+                for (int i = 0; i < pairs; i++) {
+                    int pair = base + i;
+                    int t = groups.token()[pair];
+                    float scale = weightOnInput ? 1f : groups.weight()[pair];
+                    for (int c = c0; c < c1; c++) {
+                        out[t * h + c] += scale * y[i * h + c];
+                    }
+                }
+            });
+        }
+    }
+
+    @Override
+    public void close() {
+        pool.close();
+        arena.close();
+    }
+}

@@ -1,0 +1,45 @@
+package io.moe4j.backend.cpu;
+
+import io.moe4j.kernel.Activation;
+import io.moe4j.kernel.GateLayout;
+
+/**
+ * The numerical work of the CPU experts, in one implementation per instruction set: {@link ScalarKernels} in plain
+ * Java, and {@code VectorKernels} on the Java Vector API, loaded only when the JVM has a usable one (Lucene's
+ * vectorization-provider pattern; see {@link KernelSelection}). Both read the same {@link PanelMatrix} and compute
+ * the same sums in float32; tests run both against the float64 reference.
+ */
+interface CpuKernels {
+
+    /** "vector" or "scalar". */
+    String name();
+
+    /** One line for {@code support()}: how a matrix of this code type is multiplied. */
+    String describe(LaneCodec codec);
+
+    /**
+     * The inputs of {@code n} tokens, x[xOff + t·cols + c], laid out for multiplying with expert e of m. Called once
+     * per expert and batch; the result is shared by the threads that multiply row blocks.
+     */
+    Inputs prepare(PanelMatrix m, int expert, float[] x, int xOff, int n);
+
+    /**
+     * y[yOff + t·yStride + r] = Σ_c W[e][r][c] · x_t[c] for rows [rowFrom, rowTo) (rowFrom a multiple of 8) and the
+     * n tokens of in. {@code scratch} belongs to the calling worker and holds at least
+     * {@link #scratchFloats(PanelMatrix)} floats.
+     */
+    void multiply(PanelMatrix m, int expert, int rowFrom, int rowTo, Inputs in, float[] y, int yOff, int yStride,
+                  float[] scratch);
+
+    /** Floats of per-worker scratch that {@link #multiply} needs for m. */
+    default int scratchFloats(PanelMatrix m) {
+        return m.wordsPerPanel() * m.codec().slots() * PanelMatrix.LANES;
+    }
+
+    /**
+     * The activation between the GEMMs for one token: out[outOff + j], j < intermediate, from the GEMM1 outputs
+     * h[hOff ...] split into gate and up rows by the layout (or taken as they are for {@link GateLayout#NONE}).
+     */
+    void activate(Activation activation, GateLayout layout, float limit, int intermediate, float[] h, int hOff,
+                  float[] out, int outOff);
+}

@@ -1,0 +1,66 @@
+package io.moe4j.backend.cpu;
+
+import io.moe4j.quant.ExpertMatrix;
+import io.moe4j.quant.ScaleType;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * An {@link ExpertMatrix} repacked once, at prepare time, into the layout the CPU kernels stream: rows in panels of
+ * {@value #LANES} (one row per vector lane), columns in {@link ColumnPlan} segments of lane words
+ * ({@link LaneCodec}), and every per-row quantity of a panel next to each other. About as compact as the checkpoint:
+ * the codes keep their width (FP6 takes 5 codes a word, 6.4 bits a code) plus padding of segments and of the last
+ * panel; block scales and zero points keep their type.
+ *
+ * <pre>
+ *   lane word (e, p, w, lane)   int at ((e·panels + p)·wordsPerPanel + w)·32 + 4·lane of {@code words}
+ *   block scale (e, p, g, lane) at ((e·panels + p)·groups + g)·8 + lane, in units of the scale type's bytes
+ *   zero point  (e, p, g, lane) signed byte at the same index in {@code zeros}
+ *   shard scale (e, row)        shard[e·panels·8 + row]
+ * </pre>
+ *
+ * @param plans  the column plan of each expert (one shared instance unless act-order permutes per expert)
+ * @param groups segments per plan (the block-scale groups; 1 without per-column groups)
+ * @param scales block scales, or null; {@code scaleType} says how they are stored
+ * @param zeros  zero points, or null
+ * @param shard  per-row multipliers, or null
+ */
+record PanelMatrix(ExpertMatrix source, LaneCodec codec, int panels, int wordsPerPanel, ColumnPlan[] plans,
+                   int groups, MemorySegment words, ScaleType scaleType, MemorySegment scales, MemorySegment zeros,
+                   float[] shard) {
+    static final int LANES = 8;
+
+    int rows() {
+        return source.rows();
+    }
+
+    int cols() {
+        return source.cols();
+    }
+
+    ColumnPlan plan(int expert) {
+        return plans[expert];
+    }
+
+    /** Byte offset of lane word 0 of word w of panel p of expert e. */
+    long wordOffset(int expert, int panel, int word) {
+        return (((long) expert * panels + panel) * wordsPerPanel + word) * (4L * LANES);
+    }
+
+    /** Index (in scale units) of lane 0 of the scales of segment g of panel p of expert e. */
+    long scaleIndex(int expert, int panel, int group) {
+        return (((long) expert * panels + panel) * groups + group) * LANES;
+    }
+
+    /** Bytes the packed weights of one expert take: codes, scales, zero points, shard scales. */
+    long bytesPerExpert() {
+        long b = (long) panels * wordsPerPanel * 4L * LANES;
+        if (scales != null) {
+            b += scales.byteSize() / source.experts();
+        }
+        if (zeros != null) {
+            b += zeros.byteSize() / source.experts();
+        }
+        return b;
+    }
+}

@@ -1,0 +1,125 @@
+package io.moe4j.backend.cpu;
+
+import io.moe4j.quant.BlockScales;
+import io.moe4j.quant.ExpertMatrix;
+import io.moe4j.quant.ScaleType;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+
+/** Repacks an {@link ExpertMatrix} into a {@link PanelMatrix}, experts in parallel. */
+final class PanelPacker {
+    private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final int LANES = PanelMatrix.LANES;
+
+    private PanelPacker() {
+    }
+
+    static PanelMatrix pack(ExpertMatrix m, Arena arena, WorkerPool pool) {
+        LaneCodec codec = LaneCodec.of(m.codes());
+        int experts = m.experts();
+        int panels = Math.ceilDiv(m.rows(), LANES);
+        ColumnPlan[] plans = new ColumnPlan[experts];
+        if (m.groupIndex() != null && m.blockScales() != null && m.blockScales().colBlocks() > 1) {
+            for (int e = 0; e < experts; e++) {
+                plans[e] = ColumnPlan.of(m, e, codec.slots());
+            }
+        } else {
+            java.util.Arrays.fill(plans, ColumnPlan.of(m, 0, codec.slots()));
+        }
+        int wordsPerPanel = 0;
+        for (ColumnPlan p : plans) {
+            wordsPerPanel = Math.max(wordsPerPanel, p.words());
+        }
+        int groups = plans[0].segments();
+        BlockScales bs = m.blockScales();
+        ScaleType scaleType = bs == null ? null : bs.type();
+        long lanesTotal = (long) experts * panels * LANES;
+        MemorySegment words = arena.allocate(lanesTotal * wordsPerPanel * 4L, 64);
+        MemorySegment scales = bs == null ? null : arena.allocate(lanesTotal * groups * bs.type().bytes(), 64);
+        MemorySegment zeros = bs == null || m.zeroPoints() == null ? null : arena.allocate(lanesTotal * groups, 64);
+        float[] shard = m.shardScales() == null ? null : new float[Math.toIntExact(lanesTotal)];
+        PanelMatrix pm = new PanelMatrix(m, codec, panels, wordsPerPanel, plans, groups, words, scaleType, scales,
+                zeros, shard);
+        pool.run(experts, (e, worker) -> packExpert(pm, e));
+        return pm;
+    }
+
+    private static void packExpert(PanelMatrix pm, int e) {
+        ExpertMatrix m = pm.source();
+        LaneCodec codec = pm.codec();
+        ColumnPlan plan = pm.plan(e);
+        int slots = codec.slots();
+        int rows = m.rows();
+        RawCodes reader = new RawCodes(m);
+        int[] raw = new int[m.cols()];
+        int[][] packedCols = new int[LANES][plan.paddedColumns() + slots];
+        int[] panelWords = new int[pm.wordsPerPanel() * LANES];
+        for (int p = 0; p < pm.panels(); p++) {
+            for (int lane = 0; lane < LANES; lane++) {
+                int r = p * LANES + lane;
+                int[] dst = packedCols[lane];
+                if (r >= rows) {
+                    java.util.Arrays.fill(dst, 0);
+                    continue;
+                }
+                reader.read(e, r, raw);
+                int[] source = plan.source();
+                for (int i = 0; i < source.length; i++) {
+                    int c = source[i];
+                    int code = c < 0 ? 0 : raw[c];
+                    if (c >= 0 && codec.special(code)) {
+                        throw new IllegalArgumentException(String.format(
+                                "%s weight code 0x%X at expert %d, row %d, column %d is NaN or infinite; the cpu "
+                                        + "backend does not run weights holding such codes", m.codes(), code, e, r, c));
+                    }
+                    dst[i] = code;
+                }
+            }
+            for (int w = 0; w < plan.words(); w++) {
+                for (int lane = 0; lane < LANES; lane++) {
+                    panelWords[w * LANES + lane] = codec.pack(packedCols[lane], w * slots);
+                }
+            }
+            MemorySegment.copy(panelWords, 0, pm.words(), INT, pm.wordOffset(e, p, 0), panelWords.length);
+            packPanelScales(pm, e, p);
+        }
+    }
+
+    /** Block scales and zero points of each segment for the panel's rows; shard scales per row. */
+    private static void packPanelScales(PanelMatrix pm, int e, int p) {
+        ExpertMatrix m = pm.source();
+        BlockScales bs = m.blockScales();
+        int rows = m.rows();
+        if (pm.shard() != null) {
+            for (int lane = 0; lane < LANES; lane++) {
+                int r = p * LANES + lane;
+                pm.shard()[(e * pm.panels() + p) * LANES + lane] = r < rows ? m.shardScale(e, r) : 1f;
+            }
+        }
+        if (bs == null) {
+            return;
+        }
+        int unit = bs.type().bytes();
+        for (int g = 0; g < pm.groups(); g++) {
+            long dst = pm.scaleIndex(e, p, g);
+            for (int lane = 0; lane < LANES; lane++) {
+                int r = p * LANES + lane;
+                long to = (dst + lane) * unit;
+                if (r >= rows) {
+                    // Padding rows: any finite scale does; their outputs are never stored.
+                    MemorySegment.copy(bs.data(), ValueLayout.JAVA_BYTE, bs.offset(e, 0, g), pm.scales(),
+                            ValueLayout.JAVA_BYTE, to, unit);
+                    continue;
+                }
+                long from = bs.offset(e, r / bs.blockRows(), g);
+                MemorySegment.copy(bs.data(), ValueLayout.JAVA_BYTE, from, pm.scales(), ValueLayout.JAVA_BYTE, to, unit);
+                if (pm.zeros() != null) {
+                    pm.zeros().set(ValueLayout.JAVA_BYTE, dst + lane, m.zeroPoints().get(ValueLayout.JAVA_BYTE, from / unit));
+                }
+            }
+        }
+    }
+}
