@@ -65,6 +65,11 @@ public final class CudaContext implements AutoCloseable {
         return DeviceBuffer.allocate(cu, bytes);
     }
 
+    /** Page-locked host memory, for asynchronous copies. */
+    public PinnedBuffer allocatePinned(long bytes) {
+        return PinnedBuffer.allocate(cu, bytes);
+    }
+
     public CudaStream createStream() {
         return CudaStream.create(cu);
     }

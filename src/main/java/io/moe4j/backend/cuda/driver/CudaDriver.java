@@ -61,6 +61,8 @@ public final class CudaDriver {
     private final MethodHandle cuOccupancyMaxActiveBlocksPerMultiprocessor;
     private final MethodHandle cuMemAlloc;
     private final MethodHandle cuMemFree;
+    private final MethodHandle cuMemHostAlloc;
+    private final MethodHandle cuMemFreeHost;
     private final MethodHandle cuMemcpyHtoD;
     private final MethodHandle cuMemcpyDtoH;
     private final MethodHandle cuMemcpyDtoD;
@@ -117,6 +119,8 @@ public final class CudaDriver {
                 "cuOccupancyMaxActiveBlocksPerMultiprocessor");
         cuMemAlloc = lib.function(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG), "cuMemAlloc_v2");
         cuMemFree = lib.function(I_L, "cuMemFree_v2");
+        cuMemHostAlloc = lib.function(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT), "cuMemHostAlloc");
+        cuMemFreeHost = lib.function(I_A, "cuMemFreeHost");
         cuMemcpyHtoD = lib.function(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG), "cuMemcpyHtoD_v2");
         cuMemcpyDtoH = lib.function(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG), "cuMemcpyDtoH_v2");
         cuMemcpyDtoD = lib.function(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG),
@@ -288,6 +292,14 @@ public final class CudaDriver {
 
     public int cuMemFree(long devicePointer) {
         try { return (int) cuMemFree.invokeExact(devicePointer); } catch (Throwable t) { throw NativeLibrary.rethrow(t); }
+    }
+
+    public int cuMemHostAlloc(MemorySegment pointer, long bytes, int flags) {
+        try { return (int) cuMemHostAlloc.invokeExact(pointer, bytes, flags); } catch (Throwable t) { throw NativeLibrary.rethrow(t); }
+    }
+
+    public int cuMemFreeHost(MemorySegment pointer) {
+        try { return (int) cuMemFreeHost.invokeExact(pointer); } catch (Throwable t) { throw NativeLibrary.rethrow(t); }
     }
 
     public int cuMemcpyHtoD(long dst, MemorySegment src, long bytes) {
