@@ -14,7 +14,7 @@ import java.util.Properties;
         versionProvider = MoeCommand.Version.class,
         description = "Mixture-of-Experts layers of real quantized checkpoints, on the JVM.",
         subcommands = {DemoCommand.class, InspectCommand.class, ForwardCommand.class, BackendsCommand.class,
-                CommandLine.HelpCommand.class})
+                BenchCommand.class, CommandLine.HelpCommand.class})
 public final class MoeCommand implements Runnable {
 
     @CommandLine.Spec

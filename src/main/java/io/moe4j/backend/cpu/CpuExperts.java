@@ -34,7 +34,7 @@ final class CpuExperts implements Experts {
     private final Arena arena;
     private final PanelMatrix w13;
     private final PanelMatrix w2;
-    private final float[][] scratch;
+    private final Scratch[] scratch;
     private final boolean sharedA13;
 
     CpuExperts(ExpertWeights w, CpuKernels kernels, int threads) {
@@ -50,8 +50,12 @@ final class CpuExperts implements Experts {
             arena.close();
             throw e;
         }
-        int floats = Math.max(kernels.scratchFloats(w13), kernels.scratchFloats(w2));
-        this.scratch = new float[threads][floats];
+        this.scratch = new Scratch[threads];
+        for (int i = 0; i < threads; i++) {
+            scratch[i] = new Scratch();
+            scratch[i].fit(w13);
+            scratch[i].fit(w2);
+        }
         this.sharedA13 = expertIndependent(w.a13());
     }
 

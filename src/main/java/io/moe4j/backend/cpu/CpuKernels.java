@@ -25,16 +25,10 @@ interface CpuKernels {
 
     /**
      * y[yOff + t·yStride + r] = Σ_c W[e][r][c] · x_t[c] for rows [rowFrom, rowTo) (rowFrom a multiple of 8) and the
-     * n tokens of in. {@code scratch} belongs to the calling worker and holds at least
-     * {@link #scratchFloats(PanelMatrix)} floats.
+     * n tokens of in. {@code scratch} belongs to the calling worker and {@link Scratch#fit fits} m.
      */
     void multiply(PanelMatrix m, int expert, int rowFrom, int rowTo, Inputs in, float[] y, int yOff, int yStride,
-                  float[] scratch);
-
-    /** Floats of per-worker scratch that {@link #multiply} needs for m. */
-    default int scratchFloats(PanelMatrix m) {
-        return m.wordsPerPanel() * m.codec().slots() * PanelMatrix.LANES;
-    }
+                  Scratch scratch);
 
     /**
      * The activation between the GEMMs for one token: out[outOff + j], j < intermediate, from the GEMM1 outputs

@@ -35,8 +35,9 @@ final class ScalarKernels implements CpuKernels {
 
     @Override
     public void multiply(PanelMatrix m, int expert, int rowFrom, int rowTo, Inputs in, float[] y, int yOff,
-                         int yStride, float[] scratch) {
+                         int yStride, Scratch s) {
         int padded = in.padded;
+        float[] scratch = s.panel;
         for (int p = rowFrom / LANES; p * LANES < rowTo; p++) {
             decodePanel(m, expert, p, scratch);
             for (int lane = 0; lane < LANES; lane++) {

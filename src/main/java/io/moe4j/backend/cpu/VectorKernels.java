@@ -39,16 +39,22 @@ final class VectorKernels implements CpuKernels {
 
     @Override
     public void multiply(PanelMatrix m, int expert, int rowFrom, int rowTo, Inputs in, float[] y, int yOff,
-                         int yStride, float[] scratch) {
+                         int yStride, Scratch scratch) {
         if (in instanceof FusedInputs f) {
-            FusedGemv.multiply(m, expert, rowFrom, rowTo, f, y, yOff);
+            FusedGemv.multiply(m, expert, rowFrom, rowTo, f, y, yOff, scratch);
             return;
         }
+        float[] sums = scratch.sums(in.n);
         for (int p = rowFrom / L; p * L < rowTo; p++) {
             VectorPanelDecoder.decode(m, expert, p, scratch);
-            FloatVector shard = m.shard() == null ? FloatVector.broadcast(F, 1f)
-                    : FloatVector.fromArray(F, m.shard(), (expert * m.panels() + p) * L);
-            VectorPanelDot.dot(scratch, in.padded, in, shard, y, yOff, yStride, p, rowTo);
+            VectorPanelDot.dot(scratch.panel, in.padded, in.x, in.n, sums);
+            int r = p * L;
+            for (int lane = 0; lane < L && r + lane < rowTo; lane++) {
+                float shard = m.shard() == null ? 1f : m.shard()[(expert * m.panels() + p) * L + lane];
+                for (int t = 0; t < in.n; t++) {
+                    y[yOff + t * yStride + r + lane] = sums[t * L + lane] * shard;
+                }
+            }
         }
     }
 

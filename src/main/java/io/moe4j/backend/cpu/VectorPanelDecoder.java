@@ -8,184 +8,235 @@ import jdk.incubator.vector.VectorSpecies;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 
-import static io.moe4j.backend.cpu.VectorSlots.bf16;
-import static io.moe4j.backend.cpu.VectorSlots.f16;
-import static io.moe4j.backend.cpu.VectorSlots.fp4;
-import static io.moe4j.backend.cpu.VectorSlots.fp6e2m3;
-import static io.moe4j.backend.cpu.VectorSlots.fp6e3m2;
-import static io.moe4j.backend.cpu.VectorSlots.fp8e4m3;
-import static io.moe4j.backend.cpu.VectorSlots.fp8e5m2;
-import static io.moe4j.backend.cpu.VectorSlots.int4p;
-import static io.moe4j.backend.cpu.VectorSlots.int8p;
-
 /**
- * Decodes one panel (8 rows) of a {@link PanelMatrix} into exact weight values in a per-worker scratch buffer,
- * out[c·8 + lane] for packed column c: the tile that the multi-token kernel ({@link VectorPanelDot}) then streams
- * once per token from cache. Only a panel is ever dequantized, never a matrix.
+ * Decodes one panel (8 rows) of a {@link PanelMatrix} into exact weight values, out[c·8 + lane] for packed column
+ * c, in the worker's scratch: the tile that {@link VectorPanelDot} then streams from cache once per token. Only a
+ * panel is ever dequantized, never a matrix.
+ *
+ * <p>Each codec has its own loop with the slot extractions of {@link LaneCodec} written out (shifts by immediates;
+ * no vectors passed between methods). A float slot reads as value·2^-bias and is multiplied by scale·2^bias, which
+ * is exact (a power of two) unless it overflows; then by 2^bias and the scale one after the other.
  */
 final class VectorPanelDecoder {
     private static final VectorSpecies<Float> F = FloatVector.SPECIES_256;
     private static final VectorSpecies<Integer> I = IntVector.SPECIES_256;
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final int L = PanelMatrix.LANES;
+    private static final VectorOperators.Binary SHL = VectorOperators.LSHL;
+    private static final VectorOperators.Binary SHR = VectorOperators.LSHR;
 
     private VectorPanelDecoder() {
     }
 
-    static void decode(PanelMatrix m, int expert, int panel, float[] out) {
+    static void decode(PanelMatrix m, int expert, int panel, Scratch s) {
         ColumnPlan plan = m.plan(expert);
         LaneCodec codec = m.codec();
-        int slots = codec.slots();
+        VectorScales.scales(m, expert, panel, s.scales);
+        long base = m.wordOffset(expert, panel, 0);
+        int[] seg = plan.segmentWords();
+        if (codec.offset() != 0) {
+            VectorScales.zeros(m, expert, panel, s.zeros);
+            if (codec == LaneCodec.INT4) {
+                int4(m.words(), base, seg, s.scales, s.zeros, s.panel);
+            } else {
+                int8(m.words(), base, seg, s.scales, s.zeros, s.panel);
+            }
+            return;
+        }
         float unbias = Math.scalb(1f, codec.bias());
-        for (int g = 0; g < plan.segments(); g++) {
-            int w0 = plan.segmentWords()[g];
-            int w1 = plan.segmentWords()[g + 1];
-            if (w0 == w1) {
-                continue;
+        switch (codec) {
+            case FP4 -> fp4(m.words(), base, seg, s.scales, unbias, s.panel);
+            case FP6_E3M2 -> fp6(m.words(), base, seg, s.scales, unbias, s.panel, 21, 0x03E00000);
+            case FP6_E2M3 -> fp6(m.words(), base, seg, s.scales, unbias, s.panel, 20, 0x01F00000);
+            case FP8_E4M3 -> fp8(m.words(), base, seg, s.scales, unbias, s.panel, 20, 0x07F00000);
+            case FP8_E5M2 -> fp8(m.words(), base, seg, s.scales, unbias, s.panel, 21, 0x0FE00000);
+            case F16 -> f16(m.words(), base, seg, s.scales, unbias, s.panel);
+            case BF16 -> bf16(m.words(), base, seg, s.scales, s.panel);
+            case F32 -> f32(m.words(), base, seg, s.scales, s.panel);
+            default -> throw new IllegalStateException(codec.toString());
+        }
+    }
+
+    /**
+     * The multiplier that takes a float slot to value·scale: scale·2^bias when finite (one rounding, as the
+     * reference's code·scale), else scale alone after the caller multiplies by 2^bias (returned flag false).
+     */
+    private static boolean single(FloatVector scale, float unbias) {
+        return scale.mul(unbias).test(VectorOperators.IS_FINITE).allTrue();
+    }
+
+    private static void fp4(MemorySegment words, long base, int[] seg, float[] scales, float unbias, float[] out) {
+        IntVector mask = IntVector.broadcast(I, 0x81C00000);
+        IntVector low2 = IntVector.broadcast(I, 0x00C00000);
+        IntVector top = IntVector.broadcast(I, 0x01000000);
+        IntVector sign = IntVector.broadcast(I, 0x80000000);
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector scale = FloatVector.fromArray(F, scales, g * L);
+            boolean single = single(scale, unbias);
+            FloatVector mul = single ? scale.mul(unbias) : FloatVector.broadcast(F, unbias);
+            FloatVector then = single ? FloatVector.broadcast(F, 1f) : scale;
+            for (int w = seg[g]; w < seg[g + 1]; w++) {
+                IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
+                int o = w * 8 * L;
+                v.lanewise(SHL, 22).and(mask).reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o);
+                v.lanewise(SHL, 19).and(mask).reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o + L);
+                v.lanewise(SHL, 16).and(mask).reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o + 2 * L);
+                v.lanewise(SHL, 6).and(mask).reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o + 3 * L);
+                v.lanewise(SHL, 3).and(mask).reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o + 4 * L);
+                v.and(mask).reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o + 5 * L);
+                v.lanewise(SHL, 12).and(low2).or(v.lanewise(SHL, 11).and(top)).or(v.lanewise(SHL, 17).and(sign))
+                        .reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o + 6 * L);
+                v.lanewise(SHR, 4).and(low2).or(v.lanewise(SHR, 5).and(top)).or(v.lanewise(SHL, 1).and(sign))
+                        .reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o + 7 * L);
             }
-            FloatVector scale = VectorScales.scale(m, expert, panel, g);
-            long at = m.wordOffset(expert, panel, w0);
-            int o = w0 * slots * L;
-            if (codec.offset() != 0) {
-                // Integers: (p − (offset + zero)) · scale = (code − zero) · scale, rounded once.
-                FloatVector off = VectorScales.zero(m, expert, panel, g).add(codec.offset());
-                if (codec == LaneCodec.INT4) {
-                    int4Words(m.words(), at, w1 - w0, out, o, off, scale);
-                } else {
-                    int8Words(m.words(), at, w1 - w0, out, o, off, scale);
-                }
-                continue;
+        }
+    }
+
+    /**
+     * FP6, 5 slots a word: magnitude j (5 bits) at 5j, sign j at 27 + j. magLow is the float bit its lowest
+     * magnitude bit goes to (21 for E3M2, 20 for E2M3).
+     */
+    private static void fp6(MemorySegment words, long base, int[] seg, float[] scales, float unbias, float[] out,
+                            int magLow, int magMask) {
+        IntVector mag = IntVector.broadcast(I, magMask);
+        IntVector sign = IntVector.broadcast(I, 0x80000000);
+        boolean e3m2 = magLow == 21;
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector scale = FloatVector.fromArray(F, scales, g * L);
+            boolean single = single(scale, unbias);
+            FloatVector mul = single ? scale.mul(unbias) : FloatVector.broadcast(F, unbias);
+            FloatVector then = single ? FloatVector.broadcast(F, 1f) : scale;
+            for (int w = seg[g]; w < seg[g + 1]; w++) {
+                IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
+                int o = w * 5 * L;
+                IntVector s0 = e3m2 ? v.lanewise(SHL, 21) : v.lanewise(SHL, 20);
+                IntVector s1 = e3m2 ? v.lanewise(SHL, 16) : v.lanewise(SHL, 15);
+                IntVector s2 = e3m2 ? v.lanewise(SHL, 11) : v.lanewise(SHL, 10);
+                IntVector s3 = e3m2 ? v.lanewise(SHL, 6) : v.lanewise(SHL, 5);
+                IntVector s4 = e3m2 ? v.lanewise(SHL, 1) : v;
+                s0.and(mag).or(v.lanewise(SHL, 4).and(sign)).reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o);
+                s1.and(mag).or(v.lanewise(SHL, 3).and(sign)).reinterpretAsFloats().mul(mul).mul(then)
+                        .intoArray(out, o + L);
+                s2.and(mag).or(v.lanewise(SHL, 2).and(sign)).reinterpretAsFloats().mul(mul).mul(then)
+                        .intoArray(out, o + 2 * L);
+                s3.and(mag).or(v.lanewise(SHL, 1).and(sign)).reinterpretAsFloats().mul(mul).mul(then)
+                        .intoArray(out, o + 3 * L);
+                s4.and(mag).or(v.and(sign)).reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o + 4 * L);
             }
-            // Floats: value·2^-bias · (scale·2^bias) is value · scale, rounded once, when scale·2^bias is finite;
-            // otherwise multiply by 2^bias and the scale one after the other.
-            FloatVector mul = scale.mul(unbias);
-            FloatVector then = FloatVector.broadcast(F, 1f);
-            if (!mul.test(VectorOperators.IS_FINITE).allTrue()) {
-                mul = FloatVector.broadcast(F, unbias);
-                then = scale;
+        }
+    }
+
+    /** FP8, 4 slots a word: magnitude j (7 bits) at 7j, sign j at 28 + j; magLow 20 (E4M3) or 21 (E5M2). */
+    private static void fp8(MemorySegment words, long base, int[] seg, float[] scales, float unbias, float[] out,
+                            int magLow, int magMask) {
+        IntVector mag = IntVector.broadcast(I, magMask);
+        IntVector sign = IntVector.broadcast(I, 0x80000000);
+        boolean e4m3 = magLow == 20;
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector scale = FloatVector.fromArray(F, scales, g * L);
+            boolean single = single(scale, unbias);
+            FloatVector mul = single ? scale.mul(unbias) : FloatVector.broadcast(F, unbias);
+            FloatVector then = single ? FloatVector.broadcast(F, 1f) : scale;
+            for (int w = seg[g]; w < seg[g + 1]; w++) {
+                IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
+                int o = w * 4 * L;
+                IntVector s0 = e4m3 ? v.lanewise(SHL, 20) : v.lanewise(SHL, 21);
+                IntVector s1 = e4m3 ? v.lanewise(SHL, 13) : v.lanewise(SHL, 14);
+                IntVector s2 = e4m3 ? v.lanewise(SHL, 6) : v.lanewise(SHL, 7);
+                IntVector s3 = e4m3 ? v.lanewise(SHR, 1) : v;
+                s0.and(mag).or(v.lanewise(SHL, 3).and(sign)).reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o);
+                s1.and(mag).or(v.lanewise(SHL, 2).and(sign)).reinterpretAsFloats().mul(mul).mul(then)
+                        .intoArray(out, o + L);
+                s2.and(mag).or(v.lanewise(SHL, 1).and(sign)).reinterpretAsFloats().mul(mul).mul(then)
+                        .intoArray(out, o + 2 * L);
+                s3.and(mag).or(v.and(sign)).reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o + 3 * L);
             }
-            int n = w1 - w0;
-            switch (codec) {
-                case FP4 -> fp4Words(m.words(), at, n, out, o, mul, then);
-                case FP6_E3M2 -> fp6e3m2Words(m.words(), at, n, out, o, mul, then);
-                case FP6_E2M3 -> fp6e2m3Words(m.words(), at, n, out, o, mul, then);
-                case FP8_E4M3 -> fp8e4m3Words(m.words(), at, n, out, o, mul, then);
-                case FP8_E5M2 -> fp8e5m2Words(m.words(), at, n, out, o, mul, then);
-                case F16 -> f16Words(m.words(), at, n, out, o, mul, then);
-                case BF16 -> bf16Words(m.words(), at, n, out, o, mul, then);
-                case F32 -> f32Words(m.words(), at, n, out, o, mul, then);
-                default -> throw new IllegalStateException(codec.toString());
+        }
+    }
+
+    /** IEEE half, 2 slots a word: magnitude j (15 bits) at 15j to float bits 13..27, sign j at 30 + j. */
+    private static void f16(MemorySegment words, long base, int[] seg, float[] scales, float unbias, float[] out) {
+        IntVector mag = IntVector.broadcast(I, 0x0FFFE000);
+        IntVector sign = IntVector.broadcast(I, 0x80000000);
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector scale = FloatVector.fromArray(F, scales, g * L);
+            boolean single = single(scale, unbias);
+            FloatVector mul = single ? scale.mul(unbias) : FloatVector.broadcast(F, unbias);
+            FloatVector then = single ? FloatVector.broadcast(F, 1f) : scale;
+            for (int w = seg[g]; w < seg[g + 1]; w++) {
+                IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
+                int o = w * 2 * L;
+                v.lanewise(SHL, 13).and(mag).or(v.lanewise(SHL, 1).and(sign)).reinterpretAsFloats().mul(mul).mul(then)
+                        .intoArray(out, o);
+                v.lanewise(SHR, 2).and(mag).or(v.and(sign)).reinterpretAsFloats().mul(mul).mul(then)
+                        .intoArray(out, o + L);
             }
         }
     }
 
-    private static void put(IntVector bits, FloatVector mul, FloatVector then, float[] out, int o) {
-        bits.reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o);
-    }
-
-    private static void fp4Words(MemorySegment s, long at, int n, float[] out, int o, FloatVector mul, FloatVector then) {
-        for (int w = 0; w < n; w++, at += 32, o += 8 * L) {
-            IntVector v = IntVector.fromMemorySegment(I, s, at, LE);
-            put(fp4(v, 0), mul, then, out, o);
-            put(fp4(v, 1), mul, then, out, o + L);
-            put(fp4(v, 2), mul, then, out, o + 2 * L);
-            put(fp4(v, 3), mul, then, out, o + 3 * L);
-            put(fp4(v, 4), mul, then, out, o + 4 * L);
-            put(fp4(v, 5), mul, then, out, o + 5 * L);
-            put(fp4(v, 6), mul, then, out, o + 6 * L);
-            put(fp4(v, 7), mul, then, out, o + 7 * L);
+    /** bfloat16, 2 slots a word: the low and high halves are the top halves of floats. */
+    private static void bf16(MemorySegment words, long base, int[] seg, float[] scales, float[] out) {
+        IntVector high = IntVector.broadcast(I, 0xFFFF0000);
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector scale = FloatVector.fromArray(F, scales, g * L);
+            for (int w = seg[g]; w < seg[g + 1]; w++) {
+                IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
+                int o = w * 2 * L;
+                v.lanewise(SHL, 16).reinterpretAsFloats().mul(scale).intoArray(out, o);
+                v.and(high).reinterpretAsFloats().mul(scale).intoArray(out, o + L);
+            }
         }
     }
 
-    private static void fp6e3m2Words(MemorySegment s, long at, int n, float[] out, int o, FloatVector mul, FloatVector then) {
-        for (int w = 0; w < n; w++, at += 32, o += 5 * L) {
-            IntVector v = IntVector.fromMemorySegment(I, s, at, LE);
-            put(fp6e3m2(v, 0), mul, then, out, o);
-            put(fp6e3m2(v, 1), mul, then, out, o + L);
-            put(fp6e3m2(v, 2), mul, then, out, o + 2 * L);
-            put(fp6e3m2(v, 3), mul, then, out, o + 3 * L);
-            put(fp6e3m2(v, 4), mul, then, out, o + 4 * L);
+    private static void f32(MemorySegment words, long base, int[] seg, float[] scales, float[] out) {
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector scale = FloatVector.fromArray(F, scales, g * L);
+            for (int w = seg[g]; w < seg[g + 1]; w++) {
+                FloatVector.fromMemorySegment(F, words, base + 32L * w, LE).mul(scale).intoArray(out, w * L);
+            }
         }
     }
 
-    private static void fp6e2m3Words(MemorySegment s, long at, int n, float[] out, int o, FloatVector mul, FloatVector then) {
-        for (int w = 0; w < n; w++, at += 32, o += 5 * L) {
-            IntVector v = IntVector.fromMemorySegment(I, s, at, LE);
-            put(fp6e2m3(v, 0), mul, then, out, o);
-            put(fp6e2m3(v, 1), mul, then, out, o + L);
-            put(fp6e2m3(v, 2), mul, then, out, o + 2 * L);
-            put(fp6e2m3(v, 3), mul, then, out, o + 3 * L);
-            put(fp6e2m3(v, 4), mul, then, out, o + 4 * L);
+    /** INT4: nibble j of a word is p = code + 8; (p − 8 − zero) · scale. */
+    private static void int4(MemorySegment words, long base, int[] seg, float[] scales, float[] zeros, float[] out) {
+        IntVector nib = IntVector.broadcast(I, 0xF);
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector scale = FloatVector.fromArray(F, scales, g * L);
+            FloatVector off = FloatVector.fromArray(F, zeros, g * L).add(LaneCodec.INT4.offset());
+            for (int w = seg[g]; w < seg[g + 1]; w++) {
+                IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
+                int o = w * 8 * L;
+                ints(v.and(nib)).sub(off).mul(scale).intoArray(out, o);
+                ints(v.lanewise(SHR, 4).and(nib)).sub(off).mul(scale).intoArray(out, o + L);
+                ints(v.lanewise(SHR, 8).and(nib)).sub(off).mul(scale).intoArray(out, o + 2 * L);
+                ints(v.lanewise(SHR, 12).and(nib)).sub(off).mul(scale).intoArray(out, o + 3 * L);
+                ints(v.lanewise(SHR, 16).and(nib)).sub(off).mul(scale).intoArray(out, o + 4 * L);
+                ints(v.lanewise(SHR, 20).and(nib)).sub(off).mul(scale).intoArray(out, o + 5 * L);
+                ints(v.lanewise(SHR, 24).and(nib)).sub(off).mul(scale).intoArray(out, o + 6 * L);
+                ints(v.lanewise(SHR, 28)).sub(off).mul(scale).intoArray(out, o + 7 * L);
+            }
         }
     }
 
-    private static void fp8e4m3Words(MemorySegment s, long at, int n, float[] out, int o, FloatVector mul, FloatVector then) {
-        for (int w = 0; w < n; w++, at += 32, o += 4 * L) {
-            IntVector v = IntVector.fromMemorySegment(I, s, at, LE);
-            put(fp8e4m3(v, 0), mul, then, out, o);
-            put(fp8e4m3(v, 1), mul, then, out, o + L);
-            put(fp8e4m3(v, 2), mul, then, out, o + 2 * L);
-            put(fp8e4m3(v, 3), mul, then, out, o + 3 * L);
+    /** INT8: byte j of a word is p = code + 128; (p − 128 − zero) · scale. */
+    private static void int8(MemorySegment words, long base, int[] seg, float[] scales, float[] zeros, float[] out) {
+        IntVector b = IntVector.broadcast(I, 0xFF);
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector scale = FloatVector.fromArray(F, scales, g * L);
+            FloatVector off = FloatVector.fromArray(F, zeros, g * L).add(LaneCodec.INT8.offset());
+            for (int w = seg[g]; w < seg[g + 1]; w++) {
+                IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
+                int o = w * 4 * L;
+                ints(v.and(b)).sub(off).mul(scale).intoArray(out, o);
+                ints(v.lanewise(SHR, 8).and(b)).sub(off).mul(scale).intoArray(out, o + L);
+                ints(v.lanewise(SHR, 16).and(b)).sub(off).mul(scale).intoArray(out, o + 2 * L);
+                ints(v.lanewise(SHR, 24)).sub(off).mul(scale).intoArray(out, o + 3 * L);
+            }
         }
     }
 
-    private static void fp8e5m2Words(MemorySegment s, long at, int n, float[] out, int o, FloatVector mul, FloatVector then) {
-        for (int w = 0; w < n; w++, at += 32, o += 4 * L) {
-            IntVector v = IntVector.fromMemorySegment(I, s, at, LE);
-            put(fp8e5m2(v, 0), mul, then, out, o);
-            put(fp8e5m2(v, 1), mul, then, out, o + L);
-            put(fp8e5m2(v, 2), mul, then, out, o + 2 * L);
-            put(fp8e5m2(v, 3), mul, then, out, o + 3 * L);
-        }
-    }
-
-    private static void f16Words(MemorySegment s, long at, int n, float[] out, int o, FloatVector mul, FloatVector then) {
-        for (int w = 0; w < n; w++, at += 32, o += 2 * L) {
-            IntVector v = IntVector.fromMemorySegment(I, s, at, LE);
-            put(f16(v, 0), mul, then, out, o);
-            put(f16(v, 1), mul, then, out, o + L);
-        }
-    }
-
-    private static void bf16Words(MemorySegment s, long at, int n, float[] out, int o, FloatVector mul, FloatVector then) {
-        for (int w = 0; w < n; w++, at += 32, o += 2 * L) {
-            IntVector v = IntVector.fromMemorySegment(I, s, at, LE);
-            put(bf16(v, 0), mul, then, out, o);
-            put(bf16(v, 1), mul, then, out, o + L);
-        }
-    }
-
-    private static void f32Words(MemorySegment s, long at, int n, float[] out, int o, FloatVector mul, FloatVector then) {
-        for (int w = 0; w < n; w++, at += 32, o += L) {
-            put(IntVector.fromMemorySegment(I, s, at, LE), mul, then, out, o);
-        }
-    }
-
-    private static void putInt(IntVector p, FloatVector off, FloatVector scale, float[] out, int o) {
-        ((FloatVector) p.convert(VectorOperators.I2F, 0)).sub(off).mul(scale).intoArray(out, o);
-    }
-
-    private static void int4Words(MemorySegment s, long at, int n, float[] out, int o, FloatVector off, FloatVector scale) {
-        for (int w = 0; w < n; w++, at += 32, o += 8 * L) {
-            IntVector v = IntVector.fromMemorySegment(I, s, at, LE);
-            putInt(int4p(v, 0), off, scale, out, o);
-            putInt(int4p(v, 1), off, scale, out, o + L);
-            putInt(int4p(v, 2), off, scale, out, o + 2 * L);
-            putInt(int4p(v, 3), off, scale, out, o + 3 * L);
-            putInt(int4p(v, 4), off, scale, out, o + 4 * L);
-            putInt(int4p(v, 5), off, scale, out, o + 5 * L);
-            putInt(int4p(v, 6), off, scale, out, o + 6 * L);
-            putInt(int4p(v, 7), off, scale, out, o + 7 * L);
-        }
-    }
-
-    private static void int8Words(MemorySegment s, long at, int n, float[] out, int o, FloatVector off, FloatVector scale) {
-        for (int w = 0; w < n; w++, at += 32, o += 4 * L) {
-            IntVector v = IntVector.fromMemorySegment(I, s, at, LE);
-            putInt(int8p(v, 0), off, scale, out, o);
-            putInt(int8p(v, 1), off, scale, out, o + L);
-            putInt(int8p(v, 2), off, scale, out, o + 2 * L);
-            putInt(int8p(v, 3), off, scale, out, o + 3 * L);
-        }
+    /** Small integers to float, exactly. Short enough for the JIT to inline always (under 35 bytecodes). */
+    private static FloatVector ints(IntVector p) {
+        return (FloatVector) p.convert(VectorOperators.I2F, 0);
     }
 }

@@ -1,13 +1,13 @@
 package io.moe4j.backend.cpu;
 
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * Multiplies a decoded panel (scratch[c·8 + lane], {@link VectorPanelDecoder}) with up to four tokens at a time: each
- * weight vector is loaded once and meets every token of the tile, whose inputs are broadcast. A single token keeps
- * four partial sums so that consecutive fused multiply-adds do not wait on each other.
+ * Multiplies a decoded panel (w[c·8 + lane], {@link VectorPanelDecoder}) with the tokens, up to four at a time:
+ * each weight vector is loaded once and meets every token of the tile, whose inputs are broadcast. A single token
+ * keeps four partial sums so that consecutive fused multiply-adds do not wait on each other. Results go to
+ * {@code sums} (t·8 + lane); the caller scales and stores them.
  */
 final class VectorPanelDot {
     private static final VectorSpecies<Float> F = FloatVector.SPECIES_256;
@@ -16,27 +16,21 @@ final class VectorPanelDot {
     private VectorPanelDot() {
     }
 
-    /**
-     * y[yOff + t·yStride + p·8 + lane] = shard[lane] · Σ_c w[c·8 + lane] · x[t·padded + c] for the tokens of in, for
-     * the lanes whose row is below rowTo.
-     */
-    static void dot(float[] w, int padded, Inputs in, FloatVector shard, float[] y, int yOff, int yStride, int panel,
-                    int rowTo) {
-        float[] x = in.x;
+    /** sums[t·8 + lane] = Σ_c w[c·8 + lane] · x[t·padded + c] for the n tokens of x. */
+    static void dot(float[] w, int padded, float[] x, int n, float[] sums) {
         int t = 0;
-        for (; t + 4 <= in.n; t += 4) {
-            four(w, padded, x, t, shard, y, yOff, yStride, panel, rowTo);
+        for (; t + 4 <= n; t += 4) {
+            four(w, padded, x, t, sums);
         }
-        for (; t + 2 <= in.n; t += 2) {
-            two(w, padded, x, t, shard, y, yOff, yStride, panel, rowTo);
+        for (; t + 2 <= n; t += 2) {
+            two(w, padded, x, t, sums);
         }
-        if (t < in.n) {
-            one(w, padded, x, t, shard, y, yOff, yStride, panel, rowTo);
+        if (t < n) {
+            one(w, padded, x, t, sums);
         }
     }
 
-    private static void one(float[] w, int padded, float[] x, int t, FloatVector shard, float[] y, int yOff,
-                            int yStride, int panel, int rowTo) {
+    private static void one(float[] w, int padded, float[] x, int t, float[] sums) {
         FloatVector a0 = FloatVector.zero(F);
         FloatVector a1 = a0;
         FloatVector a2 = a0;
@@ -53,11 +47,10 @@ final class VectorPanelDot {
         for (; c < padded; c++) {
             a0 = FloatVector.fromArray(F, w, c * L).fma(FloatVector.broadcast(F, x[xb + c]), a0);
         }
-        store(a0.add(a1).add(a2.add(a3)).mul(shard), y, yOff + t * yStride, panel, rowTo);
+        a0.add(a1).add(a2.add(a3)).intoArray(sums, t * L);
     }
 
-    private static void two(float[] w, int padded, float[] x, int t, FloatVector shard, float[] y, int yOff,
-                            int yStride, int panel, int rowTo) {
+    private static void two(float[] w, int padded, float[] x, int t, float[] sums) {
         FloatVector a0 = FloatVector.zero(F);
         FloatVector a1 = a0;
         FloatVector b0 = a0;
@@ -78,12 +71,11 @@ final class VectorPanelDot {
             a0 = w0.fma(FloatVector.broadcast(F, x[xa + c]), a0);
             b0 = w0.fma(FloatVector.broadcast(F, x[xb + c]), b0);
         }
-        store(a0.add(a1).mul(shard), y, yOff + t * yStride, panel, rowTo);
-        store(b0.add(b1).mul(shard), y, yOff + (t + 1) * yStride, panel, rowTo);
+        a0.add(a1).intoArray(sums, t * L);
+        b0.add(b1).intoArray(sums, (t + 1) * L);
     }
 
-    private static void four(float[] w, int padded, float[] x, int t, FloatVector shard, float[] y, int yOff,
-                             int yStride, int panel, int rowTo) {
+    private static void four(float[] w, int padded, float[] x, int t, float[] sums) {
         FloatVector a = FloatVector.zero(F);
         FloatVector b = a;
         FloatVector c2 = a;
@@ -99,20 +91,9 @@ final class VectorPanelDot {
             c2 = wv.fma(FloatVector.broadcast(F, x[x2 + c]), c2);
             d = wv.fma(FloatVector.broadcast(F, x[x3 + c]), d);
         }
-        store(a.mul(shard), y, yOff + t * yStride, panel, rowTo);
-        store(b.mul(shard), y, yOff + (t + 1) * yStride, panel, rowTo);
-        store(c2.mul(shard), y, yOff + (t + 2) * yStride, panel, rowTo);
-        store(d.mul(shard), y, yOff + (t + 3) * yStride, panel, rowTo);
-    }
-
-    /** Stores the 8 rows of the panel, or those below rowTo for the last panel. */
-    static void store(FloatVector v, float[] y, int rowBase, int panel, int rowTo) {
-        int r = panel * L;
-        if (r + L <= rowTo) {
-            v.intoArray(y, rowBase + r);
-        } else {
-            VectorMask<Float> m = F.indexInRange(r, rowTo);
-            v.intoArray(y, rowBase + r, m);
-        }
+        a.intoArray(sums, t * L);
+        b.intoArray(sums, (t + 1) * L);
+        c2.intoArray(sums, (t + 2) * L);
+        d.intoArray(sums, (t + 3) * L);
     }
 }

@@ -9,59 +9,72 @@ import jdk.incubator.vector.VectorSpecies;
 
 import java.nio.ByteOrder;
 
-/** The 8 lane values of a panel's block scales and zero points, decoded in registers from their stored types. */
+/**
+ * Decodes the block scales and zero points of every segment of a panel into floats, out[g·8 + lane], 8 lanes at
+ * a time from their stored types, ahead of the panel's main loop.
+ */
 final class VectorScales {
-    static final VectorSpecies<Float> F = FloatVector.SPECIES_256;
-    static final VectorSpecies<Integer> I = IntVector.SPECIES_256;
+    private static final VectorSpecies<Float> F = FloatVector.SPECIES_256;
+    private static final VectorSpecies<Integer> I = IntVector.SPECIES_256;
     private static final VectorSpecies<Byte> B64 = ByteVector.SPECIES_64;
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+    private static final int L = PanelMatrix.LANES;
     /** 2^120: an E4M3 magnitude in float bits 20..26 reads as its value times 2^-120. */
     private static final float E4M3_UNBIAS = 0x1p120f;
 
     private VectorScales() {
     }
 
-    /** The block scales of segment g of panel p of expert e (all 1 when m has none). */
-    static FloatVector scale(PanelMatrix m, int expert, int panel, int group) {
+    /** scales[g·8 + lane] for the panel's segments (1 where m has no block scales). */
+    static void scales(PanelMatrix m, int expert, int panel, float[] out) {
+        int groups = m.groups();
         if (m.scales() == null) {
-            return FloatVector.broadcast(F, 1f);
+            java.util.Arrays.fill(out, 0, groups * L, 1f);
+            return;
         }
-        long idx = m.scaleIndex(expert, panel, group);
-        return switch (m.scaleType()) {
-            case F32 -> FloatVector.fromMemorySegment(F, m.scales(), 4 * idx, LE);
-            case E8M0 -> e8m0(bytes(m, idx));
-            case E4M3 -> e4m3(bytes(m, idx));
-        };
+        long idx = m.scaleIndex(expert, panel, 0);
+        switch (m.scaleType()) {
+            case F32 -> {
+                for (int g = 0; g < groups; g++) {
+                    FloatVector.fromMemorySegment(F, m.scales(), 4 * (idx + (long) g * L), LE).intoArray(out, g * L);
+                }
+            }
+            case E8M0 -> {
+                for (int g = 0; g < groups; g++) {
+                    ByteVector b = ByteVector.fromMemorySegment(B64, m.scales(), idx + (long) g * L, LE);
+                    IntVector c = (IntVector) b.convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                    // 2^(c−127) is c in the exponent field; c = 0 is the subnormal 2^-127 and 255 is NaN (E8m0).
+                    IntVector bits = c.lanewise(VectorOperators.LSHL, 23)
+                            .blend(0x00400000, c.eq(0)).blend(0x7FC00000, c.eq(255));
+                    bits.reinterpretAsFloats().intoArray(out, g * L);
+                }
+            }
+            case E4M3 -> {
+                for (int g = 0; g < groups; g++) {
+                    ByteVector b = ByteVector.fromMemorySegment(B64, m.scales(), idx + (long) g * L, LE);
+                    IntVector c = (IntVector) b.convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                    IntVector mag = c.and(0x7F);
+                    // Magnitude to float bits 20..26 times 2^120 (exact, subnormals too), then the sign; 0x7F is NaN.
+                    FloatVector v = mag.lanewise(VectorOperators.LSHL, 20).reinterpretAsFloats().mul(E4M3_UNBIAS);
+                    v = v.reinterpretAsInts().or(c.and(0x80).lanewise(VectorOperators.LSHL, 24)).reinterpretAsFloats();
+                    VectorMask<Float> nan = mag.eq(0x7F).cast(F);
+                    v.blend(Float.NaN, nan).intoArray(out, g * L);
+                }
+            }
+        }
     }
 
-    /** The zero points of segment g of panel p of expert e, as floats (0 when m has none). */
-    static FloatVector zero(PanelMatrix m, int expert, int panel, int group) {
+    /** zeros[g·8 + lane] for the panel's segments (0 where m has no zero points). */
+    static void zeros(PanelMatrix m, int expert, int panel, float[] out) {
+        int groups = m.groups();
         if (m.zeros() == null) {
-            return FloatVector.zero(F);
+            java.util.Arrays.fill(out, 0, groups * L, 0f);
+            return;
         }
-        ByteVector b = ByteVector.fromMemorySegment(B64, m.zeros(), m.scaleIndex(expert, panel, group), LE);
-        return (FloatVector) b.convertShape(VectorOperators.B2F, F, 0);
-    }
-
-    private static IntVector bytes(PanelMatrix m, long idx) {
-        ByteVector b = ByteVector.fromMemorySegment(B64, m.scales(), idx, LE);
-        return (IntVector) b.convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
-    }
-
-    /** 2^(c−127): c in the exponent field; c = 0 is the subnormal 2^-127 and c = 255 is NaN, as E8m0 decodes. */
-    static FloatVector e8m0(IntVector c) {
-        IntVector bits = c.lanewise(VectorOperators.LSHL, 23);
-        VectorMask<Integer> zero = c.eq(0);
-        VectorMask<Integer> nan = c.eq(255);
-        bits = bits.blend(0x00400000, zero).blend(0x7FC00000, nan);
-        return bits.reinterpretAsFloats();
-    }
-
-    /** E4M3FN: magnitude bits to float bits 20..26 (×2^120 makes it exact, subnormals too), sign to bit 31. */
-    static FloatVector e4m3(IntVector c) {
-        FloatVector mag = c.and(0x7F).lanewise(VectorOperators.LSHL, 20).reinterpretAsFloats().mul(E4M3_UNBIAS);
-        IntVector sign = c.and(0x80).lanewise(VectorOperators.LSHL, 24);
-        FloatVector v = mag.reinterpretAsInts().or(sign).reinterpretAsFloats();
-        return v.blend(Float.NaN, c.and(0x7F).eq(0x7F).cast(F));
+        long idx = m.scaleIndex(expert, panel, 0);
+        for (int g = 0; g < groups; g++) {
+            ByteVector b = ByteVector.fromMemorySegment(B64, m.zeros(), idx + (long) g * L, LE);
+            ((FloatVector) b.convertShape(VectorOperators.B2F, F, 0)).intoArray(out, g * L);
+        }
     }
 }

@@ -1,0 +1,35 @@
+package io.moe4j.backend.cpu;
+
+/**
+ * A worker's buffers for the kernels, reused across calls: a decoded panel, the decoded scales and zero points
+ * of a panel's segments, and per-token row sums. Kernels write their intermediate results here instead of passing vectors between
+ * methods, which the JIT could otherwise box when it does not inline the call.
+ */
+final class Scratch {
+    float[] panel = new float[0];
+    float[] scales = new float[0];
+    float[] zeros = new float[0];
+    float[] sums = new float[0];
+
+    /** A buffer for the 8 row sums of each of n tokens. */
+    float[] sums(int n) {
+        if (sums.length < n * PanelMatrix.LANES) {
+            sums = new float[n * PanelMatrix.LANES];
+        }
+        return sums;
+    }
+
+    /** Buffers large enough for any panel of m. */
+    void fit(PanelMatrix m) {
+        int lanes = PanelMatrix.LANES;
+        int panelFloats = m.wordsPerPanel() * m.codec().slots() * lanes;
+        if (panel.length < panelFloats) {
+            panel = new float[panelFloats];
+        }
+        int segFloats = m.groups() * lanes;
+        if (scales.length < segFloats) {
+            scales = new float[segFloats];
+            zeros = new float[segFloats];
+        }
+    }
+}

@@ -1,0 +1,110 @@
+package io.moe4j.bench;
+
+import io.moe4j.backend.Experts;
+import io.moe4j.quant.ExpertWeights;
+import io.moe4j.routing.Routing;
+
+import java.util.BitSet;
+import java.util.SplittableRandom;
+import java.util.function.IntConsumer;
+
+/**
+ * Times a layer's experts on batches of one size: {@code warmup} untimed calls, then {@code iterations} timed ones.
+ * Random routing gives every call a fresh draw of top-k distinct experts per token, so each call streams weights it
+ * did not just read, from DRAM, as real decoding does; fixed routing repeats one draw, so the same experts stay as
+ * warm in cache as they can. Routings are drawn before timing.
+ */
+public final class LayerBench {
+    private final ExpertWeights weights;
+    private final int topK;
+    private final long seed;
+
+    public LayerBench(ExpertWeights weights, int topK, long seed) {
+        this.weights = weights;
+        this.topK = topK;
+        this.seed = seed;
+    }
+
+    /** The timings of one configuration; {@code progress} is told each call done. */
+    public Timing run(Experts experts, int tokens, boolean fixedRouting, int warmup, int iterations,
+                      IntConsumer progress) {
+        int h = weights.hidden();
+        float[] x = SyntheticWeights.inputs(tokens, h, seed ^ tokens);
+        float[] out = new float[tokens * h];
+        int calls = warmup + iterations;
+        Routing[] routings = new Routing[calls];
+        SplittableRandom rnd = new SplittableRandom(seed * 31 + tokens);
+        for (int i = 0; i < calls; i++) {
+            routings[i] = fixedRouting && i > 0 ? routings[0] : randomRouting(tokens, rnd);
+        }
+        long nanos = 0;
+        long bytes = 0;
+        double flops = 0;
+        for (int i = 0; i < calls; i++) {
+            long t0 = System.nanoTime();
+            experts.forward(x, tokens, routings[i], out);
+            long dt = System.nanoTime() - t0;
+            if (i >= warmup) {
+                nanos += dt;
+                bytes += distinctExperts(routings[i]) * weights.bytesPerExpert();
+                flops += flops(routings[i]);
+            }
+            progress.accept(1);
+        }
+        return new Timing(nanos / 1e9 / iterations, bytes / iterations, nanos / 1e9, bytes, flops);
+    }
+
+    /** Mean seconds and weight bytes per call, and the totals they come from. */
+    public record Timing(double secondsPerCall, long bytesPerCall, double totalSeconds, long totalBytes,
+                         double totalFlops) {
+        public double effectiveGbps() {
+            return totalBytes / totalSeconds / 1e9;
+        }
+
+        public double gflops() {
+            return totalFlops / totalSeconds / 1e9;
+        }
+    }
+
+    /** Each token: top-k distinct experts drawn uniformly, sorted by id, with positive weights summing to 1. */
+    Routing randomRouting(int tokens, SplittableRandom rnd) {
+        int e = weights.globalExperts();
+        int[] ids = new int[tokens * topK];
+        float[] w = new float[tokens * topK];
+        for (int t = 0; t < tokens; t++) {
+            int[] pick = rnd.ints(0, e).distinct().limit(topK).sorted().toArray();
+            float sum = 0;
+            for (int j = 0; j < topK; j++) {
+                ids[t * topK + j] = pick[j];
+                w[t * topK + j] = (float) (0.05 + rnd.nextDouble());
+                sum += w[t * topK + j];
+            }
+            for (int j = 0; j < topK; j++) {
+                w[t * topK + j] /= sum;
+            }
+        }
+        return new Routing(tokens, topK, ids, w, false);
+    }
+
+    private long distinctExperts(Routing r) {
+        BitSet used = new BitSet();
+        for (int id : r.ids()) {
+            if (weights.localExpert(id) >= 0) {
+                used.set(id);
+            }
+        }
+        return used.cardinality();
+    }
+
+    /** Multiply-adds of both GEMMs over the routed (token, expert) pairs, two flops each. */
+    private double flops(Routing r) {
+        long perPair = (long) weights.w13().rows() * weights.hidden() + (long) weights.hidden() * weights.intermediate();
+        long pairs = 0;
+        for (int id : r.ids()) {
+            if (weights.localExpert(id) >= 0) {
+                pairs++;
+            }
+        }
+        return 2.0 * perPair * pairs;
+    }
+}

@@ -1,0 +1,157 @@
+package io.moe4j.cli;
+
+import io.moe4j.MoeException;
+import io.moe4j.backend.Backend;
+import io.moe4j.backend.ExecutionOptions;
+import io.moe4j.backend.Experts;
+import io.moe4j.backend.MoeProblem;
+import io.moe4j.backend.PlatformProbe;
+import io.moe4j.backend.Support;
+import io.moe4j.backend.oracle.BackendRegistry;
+import io.moe4j.bench.BenchPreset;
+import io.moe4j.bench.BenchResult;
+import io.moe4j.bench.LayerBench;
+import io.moe4j.bench.MemoryBandwidth;
+import io.moe4j.bench.SyntheticScheme;
+import io.moe4j.bench.SyntheticWeights;
+import io.moe4j.quant.ExpertWeights;
+import me.tongfei.progressbar.ProgressBar;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.lang.foreign.Arena;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code moe bench}: one MoE layer of a real model's shape with random weights in a real scheme, timed on a backend,
+ * against the machine's own memory read bandwidth. Decoding is bound by reading the routed experts' weights, so
+ * the score is effective_gbps / machine_gbps.
+ */
+@Command(name = "bench", mixinStandardHelpOptions = true,
+        description = "Time an MoE layer (synthetic weights, real shapes and schemes) against memory bandwidth.")
+final class BenchCommand implements Callable<Integer> {
+    private static final long SEED = 20260421L;
+    /** Show a progress bar when a step is expected to take longer than this. */
+    private static final double BAR_SECONDS = 1.5;
+
+    @Option(names = "--preset", defaultValue = "gpt-oss-20b",
+            description = "gpt-oss-20b, qwen3-30b-a3b or mixtral-8x7b (default: ${DEFAULT-VALUE})")
+    String preset;
+
+    @Option(names = "--scheme", description = "weight scheme, e.g. mxfp4, nvfp4, fp8-block, w4a16 (default: each "
+            + "scheme of the preset)")
+    String scheme;
+
+    @Option(names = "--backend", defaultValue = "cpu", description = "cpu or emulation (default: ${DEFAULT-VALUE})")
+    String backend;
+
+    @Option(names = "--tokens", defaultValue = "1", split = ",",
+            description = "batch sizes, comma separated, e.g. 1,16,256 (default: ${DEFAULT-VALUE})")
+    int[] tokens;
+
+    @Option(names = "--threads", description = "worker threads (default: all cores)")
+    Integer threads;
+
+    @Option(names = "--fixed-routing", description = "route every call to the same experts (cache-hot) instead of "
+            + "fresh random experts per call")
+    boolean fixedRouting;
+
+    @Option(names = "--json", description = "one JSON object per run on stdout instead of a table")
+    boolean json;
+
+    @Option(names = "--iterations", defaultValue = "20", description = "timed calls per run (default: ${DEFAULT-VALUE})")
+    int iterations;
+
+    @Option(names = "--warmup", defaultValue = "5", description = "untimed calls first (default: ${DEFAULT-VALUE})")
+    int warmup;
+
+    @Override
+    public Integer call() {
+        BenchPreset p = BenchPreset.fromCliName(preset);
+        List<SyntheticScheme> schemes = scheme == null ? p.schemes() : List.of(SyntheticScheme.fromCliName(scheme));
+        int nThreads = threads == null ? Runtime.getRuntime().availableProcessors() : threads;
+        if (nThreads < 1 || iterations < 1 || warmup < 0 || Arrays.stream(tokens).anyMatch(t -> t < 1)) {
+            throw new IllegalArgumentException("--threads, --iterations and --tokens must be positive, --warmup at least 0");
+        }
+        Backend b = BackendRegistry.standard().find(backend)
+                .orElseThrow(() -> new IllegalArgumentException("unknown backend '" + backend + "'; choose one of "
+                        + String.join(", ", BackendRegistry.standard().names())))
+                .backend();
+
+        System.err.printf("measuring memory read bandwidth (%d threads, %d MiB) ...%n", nThreads,
+                MemoryBandwidth.DEFAULT_BYTES >> 20);
+        double machine = MemoryBandwidth.measure(nThreads, MemoryBandwidth.DEFAULT_BYTES, 3);
+        System.err.printf("memory read bandwidth: %.1f GB/s%n", machine);
+
+        List<BenchResult> results = new ArrayList<>();
+        for (SyntheticScheme s : schemes) {
+            SyntheticWeights.Shape shape = p.shape();
+            try (Arena arena = Arena.ofShared()) {
+                ExpertWeights w = generate(s, shape, arena);
+                Support support = b.support(MoeProblem.of(w, p.topK()), PlatformProbe.probe());
+                if (!support.supported()) {
+                    throw new MoeException("backend " + b.name() + " cannot run " + s.cliName() + ": " + support.reason());
+                }
+                System.err.printf("%s: %s%n", b.name(), support.reason());
+                try (Experts experts = prepare(b, w, nThreads)) {
+                    LayerBench bench = new LayerBench(w, p.topK(), SEED);
+                    for (int t : tokens) {
+                        LayerBench.Timing timing = time(bench, experts, t, s);
+                        BenchResult r = new BenchResult(p.cliName(), s.cliName(), b.name(), t, nThreads,
+                                fixedRouting ? "fixed" : "random", timing.secondsPerCall() * 1e3,
+                                t / timing.secondsPerCall(), timing.gflops(), timing.bytesPerCall(),
+                                timing.effectiveGbps(), machine);
+                        results.add(r);
+                        if (json) {
+                            System.out.println(r.json());
+                            System.out.flush();
+                        }
+                    }
+                }
+            }
+        }
+        if (!json) {
+            System.out.println(BenchResult.tableHeader());
+            results.forEach(r -> System.out.println(r.tableRow()));
+        }
+        return 0;
+    }
+
+    private static ExpertWeights generate(SyntheticScheme s, SyntheticWeights.Shape shape, Arena arena) {
+        long bytes = (long) shape.experts() * (s.codes().rowBytes(shape.hidden()) * shape.w13Rows()
+                + s.codes().rowBytes(shape.intermediate()) * shape.hidden());
+        if (bytes < 256L << 20) {
+            return SyntheticWeights.generate(s, shape, SEED, arena, n -> {
+            });
+        }
+        try (ProgressBar pb = DemoCommand.bar("generating " + s.cliName() + " weights", bytes)) {
+            return SyntheticWeights.generate(s, shape, SEED, arena, pb::stepBy);
+        }
+    }
+
+    private static Experts prepare(Backend b, ExpertWeights w, int threads) {
+        long t0 = System.nanoTime();
+        System.err.printf("preparing %d experts on %s ...", w.numExperts(), b.name());
+        Experts e = b.prepare(w, new ExecutionOptions(threads));
+        System.err.printf(" %.1f s%n", (System.nanoTime() - t0) / 1e9);
+        return e;
+    }
+
+    /** Runs one configuration, with a progress bar when the first call says the run will take a while. */
+    private LayerBench.Timing time(LayerBench bench, Experts experts, int t, SyntheticScheme s) {
+        long t0 = System.nanoTime();
+        bench.run(experts, t, fixedRouting, 0, 1, n -> {
+        });
+        double estimate = (System.nanoTime() - t0) / 1e9 * (warmup + iterations);
+        if (estimate < BAR_SECONDS) {
+            return bench.run(experts, t, fixedRouting, warmup, iterations, n -> {
+            });
+        }
+        try (ProgressBar pb = DemoCommand.bar(s.cliName() + ", " + t + " tokens", warmup + iterations)) {
+            return bench.run(experts, t, fixedRouting, warmup, iterations, pb::stepBy);
+        }
+    }
+}
