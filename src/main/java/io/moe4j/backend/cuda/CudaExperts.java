@@ -152,6 +152,8 @@ final class CudaExperts implements Experts {
         boolean tile2 = tiles && w2 instanceof Mxfp4Matrix;
         // GEMM1 may read the tokens directly only as float32 rows in checkpoint order, unchanged.
         boolean direct1 = !tile1 && a13.none() && !weightOnInput && w13.columnOrder() == null;
+        boolean fuseAct = fusesActivation(tile1, tile2);
+        boolean fuseCombine = fusesCombine(tile2, pairs);
 
         Meta meta = new Meta();
         long offToken = meta.add(plan.pairToken());
@@ -198,12 +200,15 @@ final class CudaExperts implements Experts {
         int pitch2 = tile2 ? 64 * ((Mxfp4Matrix) w2).blockPairs() : w.intermediate();
         DeviceBuffer in1 = direct1 ? dx : ws.buffer(Slot.IN1, (long) pairs * pitch1 * (tile1 ? 2 : 4));
         DeviceBuffer exp1 = tile1 ? ws.buffer(Slot.EXP1, 4L * pairs) : null;
-        DeviceBuffer hbuf = ws.buffer(Slot.H, 4L * pairs * w.w13().rows());
+        DeviceBuffer hbuf = fuseAct ? null : ws.buffer(Slot.H, 4L * pairs * w.w13().rows());
         DeviceBuffer act = ws.buffer(Slot.ACT, (long) pairs * pitch2 * (tile2 ? 2 : 4));
         DeviceBuffer exp2 = tile2 ? ws.buffer(Slot.EXP2, 4L * pairs) : null;
         DeviceBuffer y = ws.buffer(Slot.Y, 4L * pairs * h);
         DeviceBuffer dout = ws.buffer(Slot.OUT, outBytes);
-        Launch launch = new Launch(tokens, pairs, plan.topK(), weightOnInput, direct1, tile1, tile2, dx, in1, exp1,
+        DeviceBuffer counters = fuseCombine ? ws.zeroedBuffer(Slot.COUNTERS,
+                4L * engine.mxfp4().combineCounters(((Mxfp4Matrix) w2).experts(), tokens, pairs)) : null;
+        Launch launch = new Launch(tokens, pairs, plan.topK(), weightOnInput, direct1, tile1, tile2, fuseAct,
+                fuseCombine, counters, dx, in1, exp1,
                 pitch1, hbuf, act, exp2, pitch2, y, dout, droutes, m + offToken, m + offExpert, m + offWeight,
                 m + offTokenPair, m + offTokenWeight, m + offIdentity, m + offBatches1, batches1.length / 4, tb1,
                 m + offBatches2, batches2.length / 4, tb2, m + offTiles, mtiles.length / 4);
@@ -243,7 +248,7 @@ final class CudaExperts implements Experts {
      * enqueue identical kernels, which is what makes a recorded graph replayable.
      */
     record Launch(int tokens, int pairs, int topK, boolean weightOnInput, boolean direct1, boolean tile1,
-            boolean tile2, DeviceBuffer x, DeviceBuffer in1, DeviceBuffer exp1, int pitch1, DeviceBuffer h,
+            boolean tile2, boolean fuseAct, boolean fuseCombine, DeviceBuffer counters, DeviceBuffer x, DeviceBuffer in1, DeviceBuffer exp1, int pitch1, DeviceBuffer h,
             DeviceBuffer act, DeviceBuffer exp2, int pitch2, DeviceBuffer y, DeviceBuffer out, DeviceBuffer routes,
             long pairToken, long pairExpert, long pairWeight, long tokenPair, long tokenWeight, long identity,
             long batches1, int batchCount1, int tb1, long batches2, int batchCount2, int tb2, long mtiles,
@@ -253,8 +258,6 @@ final class CudaExperts implements Experts {
     /** Enqueues the call's kernels; records an event after each of the five stages when {@code stages} is given. */
     private void enqueue(Launch l, CudaStream stream, List<CudaEvent> stages) {
         int h = w.hidden();
-        int inter = w.intermediate();
-        int rows13 = w.w13().rows();
         if (!l.direct1()) {
             KernelCache.Kernel k = rows("moe_prepare_rows");
             try (Arena arena = Arena.ofConfined()) {
@@ -266,9 +269,53 @@ final class CudaExperts implements Experts {
             }
         }
         stage(stages, 0, stream);
-        gemm(w13, l.tile1(), l.in1(), l.exp1(), l.direct1() ? l.pairToken() : l.identity(), l.batches1(),
-                l.batchCount1(), l.tb1(), l.routes(), 0, l.mtiles(), l.mtileCount(), l.pairs(), l.h(), stream);
-        stage(stages, 1, stream);
+        if (l.fuseAct()) {
+            engine.mxfp4().forwardActivated(((Mxfp4Matrix) w13).experts(), l.in1(), l.routes(), 0, l.pairs(), l.act(),
+                    pointerOf(bias13), gateMode(w.gateLayout()), activationCode(w.activation()), w.swigluLimit(),
+                    io.moe4j.kernel.Activation.OAI_ALPHA, stream);
+            stage(stages, 1, stream);
+        } else {
+            gemm(w13, l.tile1(), l.in1(), l.exp1(), l.direct1() ? l.pairToken() : l.identity(), l.batches1(),
+                    l.batchCount1(), l.tb1(), l.routes(), 0, l.mtiles(), l.mtileCount(), l.pairs(), l.h(), stream);
+            stage(stages, 1, stream);
+            activate(l, stream);
+        }
+        stage(stages, 2, stream);
+        if (l.fuseCombine()) {
+            engine.mxfp4().forwardCombined(((Mxfp4Matrix) w2).experts(), l.act(), l.routes(), l.pairs(), l.pairs(),
+                    l.y(), l.pairToken(), l.pairExpert(), l.tokenPair(), l.tokenWeight(), l.topK(), pointerOf(bias2),
+                    l.weightOnInput(), l.out(), l.counters(), l.tokens(), stream);
+            stage(stages, 3, stream);
+        } else {
+            gemm(w2, l.tile2(), l.act(), l.exp2(), l.identity(), l.batches2(), l.batchCount2(), l.tb2(), l.routes(),
+                    l.pairs(), l.mtiles(), l.mtileCount(), l.pairs(), l.y(), stream);
+            stage(stages, 3, stream);
+            combine(l, stream);
+        }
+        stage(stages, 4, stream);
+    }
+
+    /**
+     * Bias and activation go into GEMM1's epilogue when GEMM1 is the MXFP4 tensor-core GEMV, the GEMV's rows hold
+     * both halves of each gated pair (interleaved gate/up, or no gate), and GEMM2 reads float32 activations as they
+     * are (no quantizer, checkpoint column order): exactly where {@code moe_activate_elements} would run.
+     */
+    boolean fusesActivation(boolean tile1, boolean tile2) {
+        int mode = gateMode(w.gateLayout());
+        return tuning.fuseEpilogues() && w13 instanceof Mxfp4Matrix && !tile1 && !tile2 && a2.none()
+                && w2.columnOrder() == null
+                && (mode == 0 && w.w13().rows() == w.intermediate()
+                        || mode == 2 && w.w13().rows() == 2 * w.intermediate());
+    }
+
+    /** The combine goes into GEMM2's epilogue when GEMM2 is the MXFP4 tensor-core GEMV in one launch. */
+    boolean fusesCombine(boolean tile2, int pairs) {
+        return tuning.fuseEpilogues() && w2 instanceof Mxfp4Matrix && !tile2 && pairs <= MAX_GRID_Y;
+    }
+
+    private void activate(Launch l, CudaStream stream) {
+        int inter = w.intermediate();
+        int rows13 = w.w13().rows();
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(l.h()).pointer(l.pairExpert()).pointer(pointerOf(bias13))
                     .i32(rows13).i32(inter).i32(gateMode(w.gateLayout())).i32(activationCode(w.activation()))
@@ -283,10 +330,10 @@ final class CudaExperts implements Experts {
                 launchRows(rows("moe_activate_rows"), l.pairs(), inter, stream, args);
             }
         }
-        stage(stages, 2, stream);
-        gemm(w2, l.tile2(), l.act(), l.exp2(), l.identity(), l.batches2(), l.batchCount2(), l.tb2(), l.routes(),
-                l.pairs(), l.mtiles(), l.mtileCount(), l.pairs(), l.y(), stream);
-        stage(stages, 3, stream);
+    }
+
+    private void combine(Launch l, CudaStream stream) {
+        int h = w.hidden();
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(l.y()).i32(h).pointer(l.tokenPair())
                     .pointer(l.tokenWeight()).i32(l.topK()).pointer(l.pairExpert()).pointer(pointerOf(bias2))
@@ -294,7 +341,6 @@ final class CudaExperts implements Experts {
             rows("moe_combine").function().launch(l.tokens(), Math.ceilDiv(h, ROW_THREADS), 1, ROW_THREADS, 1, 1, 0,
                     stream, args);
         }
-        stage(stages, 4, stream);
     }
 
     private static void stage(List<CudaEvent> stages, int i, CudaStream stream) {

@@ -31,7 +31,9 @@ final class Workspace implements AutoCloseable {
         /** GEMM2 output per pair. */
         Y,
         /** tokens x H output. */
-        OUT
+        OUT,
+        /** the fused combine's counters (zero between calls: the kernel that counts resets them). */
+        COUNTERS
     }
 
     private final CudaContext context;
@@ -71,6 +73,17 @@ final class Workspace implements AutoCloseable {
             b = context.allocate(size);
             buffers.put(slot, b);
             generation++;
+        }
+        return b;
+    }
+
+    /** The slot's buffer, at least {@code bytes} long, all zero when (re)allocated; the caller keeps it so. */
+    DeviceBuffer zeroedBuffer(Slot slot, long bytes) {
+        long before = generation;
+        DeviceBuffer b = buffer(slot, bytes);
+        if (generation != before) {
+            b.fill((byte) 0);
+            context.synchronize(); // the memset runs on the legacy stream, which the call's stream does not wait for
         }
         return b;
     }
