@@ -170,7 +170,18 @@ public final class CudaGroupedGemm implements AutoCloseable {
         String kernel();
 
         void append(KernelArgs args);
+
+        /** Launched to overlap the previous kernel's tail (the kernel waits for it before reading x). */
+        default boolean programmatic() {
+            return false;
+        }
     }
+
+    /**
+     * Programmatic dependent launch for the fused GEMM2 (sm_90+ and a driver with cuLaunchKernelEx): its blocks
+     * start and fetch their first weights while GEMM1's last blocks run. {@code -Dmoe4j.cuda.pdl=false} turns it off.
+     */
+    private static final boolean PDL = Boolean.parseBoolean(System.getProperty("moe4j.cuda.pdl", "true"));
 
     /**
      * The experts' first GEMM with + bias and the activation fused (tensor-core MXFP4 layout only): {@code out} gets
@@ -216,6 +227,11 @@ public final class CudaGroupedGemm implements AutoCloseable {
             public void append(KernelArgs args) {
                 args.pointer(pairToken).pointer(pairExpert).pointer(tokenPair).pointer(tokenWeight).i32(topK)
                         .pointer(bias).i32(weightOnInput ? 1 : 0).pointer(combined).pointer(counters);
+            }
+
+            @Override
+            public boolean programmatic() {
+                return PDL && CudaFunction.programmaticLaunches(context.driver(), context.device());
             }
         });
     }
@@ -272,7 +288,11 @@ public final class CudaGroupedGemm implements AutoCloseable {
                     int groupChunks = w.group() % 32 == 0 ? w.group() / 32 : w.chunksPerRow(); // group == K
                     args.i32(k / w.group()).i32(groupChunks);
                 }
-                kernel.function().launch(gridX, count, 1, block, 1, 1, (int) shared, stream, args);
+                if (epilogue != null && epilogue.programmatic()) {
+                    kernel.function().launchProgrammatic(gridX, count, 1, block, 1, 1, (int) shared, stream, args);
+                } else {
+                    kernel.function().launch(gridX, count, 1, block, 1, 1, (int) shared, stream, args);
+                }
             }
         }
     }

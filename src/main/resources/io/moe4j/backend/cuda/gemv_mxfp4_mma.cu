@@ -81,6 +81,11 @@ __device__ __forceinline__ void gemv_mxfp4_mma(const uint4* __restrict__ codes, 
                                                float* __restrict__ out, int N, int K, int NT, int BP,
                                                const Epilogue& ep) {
     constexpr int S = MOE4J_DEPTH;
+#if __CUDA_ARCH__ >= 900
+    // The next kernel on the stream may start its blocks as this one's retire (programmatic dependent launch):
+    // it waits (griddepcontrol.wait) for this grid's end before it reads what this one writes.
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
     // Dynamic shared memory: x as B fragments [BP * 4 k-steps][2 parts][4 t] then a zero area of 4 steps; after
     // it, each warp's ring: S code slots of 512 bytes (32 lanes x 16), then S scale slots of 128 (32 lanes x 4).
     extern __shared__ uint2 xb[];
@@ -115,6 +120,12 @@ __device__ __forceinline__ void gemv_mxfp4_mma(const uint4* __restrict__ codes, 
         }
         commit_stage();
     }
+
+#if __CUDA_ARCH__ >= 900
+    // Launched programmatically (the experts' GEMM2), this block may run while the previous kernel still writes x:
+    // the weights above are constant, x and everything written below wait for that kernel's end (a no-op otherwise).
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
 
     // x row -> power-of-two scale 2^e putting max|x| in [2^14, 2^15) -> two fp16 parts in B-fragment order.
     // Loads go out X_BATCH at a time before any is used: issue is in order, so a loop that uses each load right
