@@ -153,7 +153,7 @@ final class CudaExperts implements Experts {
         // GEMM1 may read the tokens directly only as float32 rows in checkpoint order, unchanged.
         boolean direct1 = !tile1 && a13.none() && !weightOnInput && w13.columnOrder() == null;
         boolean fuseAct = fusesActivation(tile1, tile2);
-        boolean fuseCombine = fusesCombine(tile2, pairs);
+        boolean fuseCombine = fusesCombine(tile2, pairs) && everyTokenHasALocalPair(plan, tokens);
 
         Meta meta = new Meta();
         long offToken = meta.add(plan.pairToken());
@@ -178,24 +178,25 @@ final class CudaExperts implements Experts {
         System.arraycopy(plan.routes(direct1), 0, routes, 0, 2 * pairs);
         System.arraycopy(plan.routes(false), 0, routes, 2 * pairs, 2 * pairs);
 
+        // x, the plan and the routes go in with one copy (each copy costs a few microseconds at decode), laid out
+        // alike on both sides: x, then the plan from the next 16-byte boundary, then the routes.
         long xBytes = 4L * tokens * h;
+        long xPadded = (xBytes + 15) & ~15L;
         long outBytes = xBytes;
         long metaBytes = meta.bytes();
         long routeBytes = 4L * routes.length;
-        MemorySegment staging = ws.pinned(xBytes + metaBytes + routeBytes + outBytes);
+        long inBytes = xPadded + metaBytes + routeBytes;
+        MemorySegment staging = ws.pinned(inBytes + outBytes);
         MemorySegment.copy(x, 0, staging, JAVA_FLOAT, 0, tokens * h);
-        meta.write(staging.asSlice(xBytes, metaBytes));
-        MemorySegment.copy(routes, 0, staging, JAVA_INT, xBytes + metaBytes, routes.length);
-        MemorySegment outHost = staging.asSlice(xBytes + metaBytes + routeBytes, outBytes);
+        meta.write(staging.asSlice(xPadded, metaBytes));
+        MemorySegment.copy(routes, 0, staging, JAVA_INT, xPadded + metaBytes, routes.length);
+        MemorySegment outHost = staging.asSlice(inBytes, outBytes);
 
         CudaStream stream = ws.stream();
-        DeviceBuffer dx = ws.buffer(Slot.X, xBytes);
-        DeviceBuffer dmeta = ws.buffer(Slot.META, metaBytes);
-        DeviceBuffer droutes = ws.buffer(Slot.ROUTES, routeBytes);
-        dx.copyFromAsync(staging.asSlice(0, xBytes), 0, stream);
-        dmeta.copyFromAsync(staging.asSlice(xBytes, metaBytes), 0, stream);
-        droutes.copyFromAsync(staging.asSlice(xBytes + metaBytes, routeBytes), 0, stream);
-        long m = dmeta.pointer();
+        DeviceBuffer din = ws.buffer(Slot.IN, inBytes);
+        DeviceBuffer dx = ws.view(Slot.IN, 0, xBytes);
+        DeviceBuffer droutes = ws.view(Slot.IN, xPadded + metaBytes, routeBytes);
+        long m = din.pointer() + xPadded;
         int pitch1 = tile1 ? 64 * ((Mxfp4Matrix) w13).blockPairs() : h;
         int pitch2 = tile2 ? 64 * ((Mxfp4Matrix) w2).blockPairs() : w.intermediate();
         DeviceBuffer in1 = direct1 ? dx : ws.buffer(Slot.IN1, (long) pairs * pitch1 * (tile1 ? 2 : 4));
@@ -207,35 +208,53 @@ final class CudaExperts implements Experts {
         DeviceBuffer dout = ws.buffer(Slot.OUT, outBytes);
         DeviceBuffer counters = fuseCombine ? ws.zeroedBuffer(Slot.COUNTERS,
                 4L * engine.mxfp4().combineCounters(((Mxfp4Matrix) w2).experts(), tokens, pairs)) : null;
-        Launch launch = new Launch(tokens, pairs, plan.topK(), weightOnInput, direct1, tile1, tile2, fuseAct,
+        boolean graph = pairs <= GRAPH_MAX_PAIRS && (timing == null || timing.stages().isEmpty());
+        // Untimed replays take the copies into the graph too (two fewer calls into the driver); timed calls keep
+        // them outside, so that the events bracket the kernels alone.
+        boolean copiesInGraph = graph && timing == null;
+        MemorySegment hostIn = staging.asSlice(0, inBytes);
+        Runnable copyIn = () -> din.copyFromAsync(hostIn, 0, stream);
+        Runnable copyOut = () -> dout.copyToAsync(outHost, 0, stream);
+        Launch launch = new Launch(copiesInGraph ? hostIn.address() : 0L, copiesInGraph ? inBytes : 0L,
+                copiesInGraph ? outHost.address() : 0L, tokens, pairs, plan.topK(), weightOnInput, direct1, tile1,
+                tile2, fuseAct,
                 fuseCombine, counters, dx, in1, exp1,
                 pitch1, hbuf, act, exp2, pitch2, y, dout, droutes, m + offToken, m + offExpert, m + offWeight,
                 m + offTokenPair, m + offTokenWeight, m + offIdentity, m + offBatches1, batches1.length / 4, tb1,
                 m + offBatches2, batches2.length / 4, tb2, m + offTiles, mtiles.length / 4);
 
+        if (!copiesInGraph) {
+            copyIn.run();
+        }
         if (timing != null) {
             timing.start().record(stream);
         }
-        boolean stages = timing != null && !timing.stages().isEmpty();
-        if (pairs <= GRAPH_MAX_PAIRS && !stages) {
+        if (graph) {
             // Small batches are launch-bound: the same launch sequence (same shapes and buffers) is recorded once
             // into a graph and replayed, one launch instead of five. Only the data the sequence reads changes.
+            Runnable body = copiesInGraph ? () -> {
+                copyIn.run();
+                enqueue(launch, stream, null);
+                copyOut.run();
+            } : () -> enqueue(launch, stream, null);
             Workspace.Replay replay = ws.replay(launch);
             if (replay.graph() != null) {
                 replay.graph().launch(stream);
             } else if (replay.seenBefore()) {
-                ws.keep(launch, stream.capture(() -> enqueue(launch, stream, null)));
+                ws.keep(launch, stream.capture(body));
                 ws.replay(launch).graph().launch(stream);
             } else {
-                enqueue(launch, stream, null);
+                body.run();
             }
         } else {
-            enqueue(launch, stream, stages ? timing.stages() : null);
+            enqueue(launch, stream, timing != null && !timing.stages().isEmpty() ? timing.stages() : null);
         }
         if (timing != null) {
             timing.end().record(stream);
         }
-        dout.copyToAsync(outHost, 0, stream);
+        if (!copiesInGraph) {
+            copyOut.run();
+        }
         stream.synchronize();
         MemorySegment.copy(outHost, JAVA_FLOAT, 0, out, 0, tokens * h);
     }
@@ -244,10 +263,11 @@ final class CudaExperts implements Experts {
     static final int GRAPH_MAX_PAIRS = 256;
 
     /**
-     * Everything one call's kernels read: shapes, paths and device addresses. Two calls with equal launches
-     * enqueue identical kernels, which is what makes a recorded graph replayable.
+     * Everything one call's kernels read: shapes, paths and device addresses, and the pinned host addresses of the
+     * copies when the graph holds them (else 0). Two calls with equal launches enqueue identical work, which is what
+     * makes a recorded graph replayable.
      */
-    record Launch(int tokens, int pairs, int topK, boolean weightOnInput, boolean direct1, boolean tile1,
+    record Launch(long hostIn, long inBytes, long hostOut, int tokens, int pairs, int topK, boolean weightOnInput, boolean direct1, boolean tile1,
             boolean tile2, boolean fuseAct, boolean fuseCombine, DeviceBuffer counters, DeviceBuffer x, DeviceBuffer in1, DeviceBuffer exp1, int pitch1, DeviceBuffer h,
             DeviceBuffer act, DeviceBuffer exp2, int pitch2, DeviceBuffer y, DeviceBuffer out, DeviceBuffer routes,
             long pairToken, long pairExpert, long pairWeight, long tokenPair, long tokenWeight, long identity,
@@ -311,6 +331,22 @@ final class CudaExperts implements Experts {
     /** The combine goes into GEMM2's epilogue when GEMM2 is the MXFP4 tensor-core GEMV in one launch. */
     boolean fusesCombine(boolean tile2, int pairs) {
         return tuning.fuseEpilogues() && w2 instanceof Mxfp4Matrix && !tile2 && pairs <= MAX_GRID_Y;
+    }
+
+    /** The fused combine writes a token's output from its pairs' blocks: a token with none needs moe_combine. */
+    private static boolean everyTokenHasALocalPair(RoutePlan plan, int tokens) {
+        int[] tp = plan.tokenPair();
+        int k = plan.topK();
+        for (int t = 0; t < tokens; t++) {
+            boolean any = false;
+            for (int j = 0; j < k; j++) {
+                any |= tp[t * k + j] >= 0;
+            }
+            if (!any) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private void activate(Launch l, CudaStream stream) {
