@@ -95,8 +95,8 @@ final class Workspace implements AutoCloseable {
         long before = generation;
         DeviceBuffer b = buffer(slot, bytes);
         if (generation != before) {
-            b.fill((byte) 0);
-            context.synchronize(); // the memset runs on the legacy stream, which the call's stream does not wait for
+            // On the call's stream (not capturing yet): a context-wide sync would break another thread's capture.
+            b.fillAsync((byte) 0, stream);
         }
         return b;
     }
