@@ -121,12 +121,19 @@ final class CudaExperts implements Experts {
     /** Int arrays packed one after another (16-byte aligned) into one upload. */
     private static final class Meta {
         private final List<int[]> arrays = new ArrayList<>();
+        private final List<Integer> capacities = new ArrayList<>();
         private long bytes;
 
         long add(int[] a) {
+            return add(a, a.length);
+        }
+
+        /** {@code a} in room for {@code capacity} ints, so that what follows sits where it would for any a. */
+        long add(int[] a, int capacity) {
             long at = bytes;
             arrays.add(a);
-            bytes += (4L * a.length + 15) & ~15L;
+            capacities.add(Math.max(capacity, a.length));
+            bytes += (4L * Math.max(capacity, a.length) + 15) & ~15L;
             return at;
         }
 
@@ -136,9 +143,10 @@ final class CudaExperts implements Experts {
 
         void write(MemorySegment into) {
             long at = 0;
-            for (int[] a : arrays) {
+            for (int i = 0; i < arrays.size(); i++) {
+                int[] a = arrays.get(i);
                 MemorySegment.copy(a, 0, into, JAVA_INT, at, a.length);
-                at += (4L * a.length + 15) & ~15L;
+                at += (4L * capacities.get(i) + 15) & ~15L;
             }
         }
     }
@@ -170,10 +178,17 @@ final class CudaExperts implements Experts {
         int tb2 = w2 instanceof UnitMatrix u ? batchSize(u, plan) : 1;
         int[] batches1 = plan.pieces(tb1);
         int[] batches2 = plan.pieces(tb2);
-        long offBatches1 = meta.add(batches1);
-        long offBatches2 = meta.add(batches2);
+        // For graph-sized batches the pieces lists (at most one piece a pair) get room for their longest, so that
+        // the plan's layout, and with it the launch, depends on the pair count alone: a decode batch then replays
+        // its graph whatever experts it routes to. Counts that only other paths read are left out of the launch for the same reason.
+        int room = pairs <= GRAPH_MAX_PAIRS ? 4 * pairs : 0;
+        long offBatches1 = meta.add(batches1, room);
+        long offBatches2 = meta.add(batches2, room);
         int[] mtiles = plan.pieces(tuning.tileTokens());
-        long offTiles = meta.add(mtiles);
+        long offTiles = meta.add(mtiles, room);
+        int batchCount1 = w13 instanceof UnitMatrix ? batches1.length / 4 : 0;
+        int batchCount2 = w2 instanceof UnitMatrix ? batches2.length / 4 : 0;
+        int mtileCount = tiles ? mtiles.length / 4 : 0;
         int[] routes = new int[4 * pairs];
         System.arraycopy(plan.routes(direct1), 0, routes, 0, 2 * pairs);
         System.arraycopy(plan.routes(false), 0, routes, 2 * pairs, 2 * pairs);
@@ -220,8 +235,8 @@ final class CudaExperts implements Experts {
                 tile2, fuseAct,
                 fuseCombine, counters, dx, in1, exp1,
                 pitch1, hbuf, act, exp2, pitch2, y, dout, droutes, m + offToken, m + offExpert, m + offWeight,
-                m + offTokenPair, m + offTokenWeight, m + offIdentity, m + offBatches1, batches1.length / 4, tb1,
-                m + offBatches2, batches2.length / 4, tb2, m + offTiles, mtiles.length / 4);
+                m + offTokenPair, m + offTokenWeight, m + offIdentity, m + offBatches1, batchCount1, tb1,
+                m + offBatches2, batchCount2, tb2, m + offTiles, mtileCount);
 
         if (!copiesInGraph) {
             copyIn.run();

@@ -316,6 +316,9 @@ public final class CudaGroupedGemm implements AutoCloseable {
         if (w.specialScales()) {
             defines.add("-DMOE4J_EXACT_E8M0=1");
         }
+        if (!PDL) {
+            defines.add("-DMOE4J_PDL=0");
+        }
         return kernel(MMA_FILE, name, defines);
     }
 

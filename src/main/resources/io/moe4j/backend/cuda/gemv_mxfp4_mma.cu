@@ -35,6 +35,10 @@
 #define MOE4J_DEPTH 8
 #endif
 #define MMA_WARPS (MOE4J_KSPLIT * MOE4J_TILES)
+// griddepcontrol (programmatic dependent launch, sm_90+); 0 compiles it out, to measure.
+#ifndef MOE4J_PDL
+#define MOE4J_PDL 1
+#endif
 
 // v = hi + lo in fp16, lo rounding the remainder: 22 significant bits of v.
 __device__ __forceinline__ void split2(float v, u16& hi, u16& lo) {
@@ -81,7 +85,7 @@ __device__ __forceinline__ void gemv_mxfp4_mma(const uint4* __restrict__ codes, 
                                                float* __restrict__ out, int N, int K, int NT, int BP,
                                                const Epilogue& ep) {
     constexpr int S = MOE4J_DEPTH;
-#if __CUDA_ARCH__ >= 900
+#if __CUDA_ARCH__ >= 900 && MOE4J_PDL
     // The next kernel on the stream may start its blocks as this one's retire (programmatic dependent launch):
     // it waits (griddepcontrol.wait) for this grid's end before it reads what this one writes.
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -121,7 +125,7 @@ __device__ __forceinline__ void gemv_mxfp4_mma(const uint4* __restrict__ codes, 
         commit_stage();
     }
 
-#if __CUDA_ARCH__ >= 900
+#if __CUDA_ARCH__ >= 900 && MOE4J_PDL
     // Launched programmatically (the experts' GEMM2), this block may run while the previous kernel still writes x:
     // the weights above are constant, x and everything written below wait for that kernel's end (a no-op otherwise).
     asm volatile("griddepcontrol.wait;" ::: "memory");
