@@ -76,9 +76,14 @@ final class CudaExperts implements Experts {
 
     /**
      * Device-side start and end of a call's work, between the copy in and the copy out (for benchmarks); with five
-     * stage events, also the ends of prepare, GEMM1, activation, GEMM2 and combine (then no graph replay).
+     * stage events, also the ends of prepare, GEMM1, activation, GEMM2 and combine (then no graph replay). With a
+     * {@code lead} buffer, a memset of it goes on the stream before the start event: the GPU is still busy with it
+     * while the host submits the kernels, so start..end is GPU time alone, without the submission latency.
      */
-    record Timing(CudaEvent start, CudaEvent end, List<CudaEvent> stages) {
+    record Timing(CudaEvent start, CudaEvent end, List<CudaEvent> stages, DeviceBuffer lead) {
+        Timing(CudaEvent start, CudaEvent end, List<CudaEvent> stages) {
+            this(start, end, stages, null);
+        }
     }
 
     /** Which path a call with this plan takes (exposed so tests can tell which kernels they exercised). */
@@ -121,19 +126,12 @@ final class CudaExperts implements Experts {
     /** Int arrays packed one after another (16-byte aligned) into one upload. */
     private static final class Meta {
         private final List<int[]> arrays = new ArrayList<>();
-        private final List<Integer> capacities = new ArrayList<>();
         private long bytes;
 
         long add(int[] a) {
-            return add(a, a.length);
-        }
-
-        /** {@code a} in room for {@code capacity} ints, so that what follows sits where it would for any a. */
-        long add(int[] a, int capacity) {
             long at = bytes;
             arrays.add(a);
-            capacities.add(Math.max(capacity, a.length));
-            bytes += (4L * Math.max(capacity, a.length) + 15) & ~15L;
+            bytes += (4L * a.length + 15) & ~15L;
             return at;
         }
 
@@ -143,10 +141,9 @@ final class CudaExperts implements Experts {
 
         void write(MemorySegment into) {
             long at = 0;
-            for (int i = 0; i < arrays.size(); i++) {
-                int[] a = arrays.get(i);
+            for (int[] a : arrays) {
                 MemorySegment.copy(a, 0, into, JAVA_INT, at, a.length);
-                at += (4L * capacities.get(i) + 15) & ~15L;
+                at += (4L * a.length + 15) & ~15L;
             }
         }
     }
@@ -160,8 +157,6 @@ final class CudaExperts implements Experts {
         boolean tile2 = tiles && w2 instanceof Mxfp4Matrix;
         // GEMM1 may read the tokens directly only as float32 rows in checkpoint order, unchanged.
         boolean direct1 = !tile1 && a13.none() && !weightOnInput && w13.columnOrder() == null;
-        boolean fuseAct = fusesActivation(tile1, tile2);
-        boolean fuseCombine = fusesCombine(tile2, pairs) && everyTokenHasALocalPair(plan, tokens);
 
         Meta meta = new Meta();
         long offToken = meta.add(plan.pairToken());
@@ -178,98 +173,72 @@ final class CudaExperts implements Experts {
         int tb2 = w2 instanceof UnitMatrix u ? batchSize(u, plan) : 1;
         int[] batches1 = plan.pieces(tb1);
         int[] batches2 = plan.pieces(tb2);
-        // For graph-sized batches the pieces lists (at most one piece a pair) get room for their longest, so that
-        // the plan's layout, and with it the launch, depends on the pair count alone: a decode batch then replays
-        // its graph whatever experts it routes to. Counts that only other paths read are left out of the launch for the same reason.
-        int room = pairs <= GRAPH_MAX_PAIRS ? 4 * pairs : 0;
-        long offBatches1 = meta.add(batches1, room);
-        long offBatches2 = meta.add(batches2, room);
+        long offBatches1 = meta.add(batches1);
+        long offBatches2 = meta.add(batches2);
         int[] mtiles = plan.pieces(tuning.tileTokens());
-        long offTiles = meta.add(mtiles, room);
-        int batchCount1 = w13 instanceof UnitMatrix ? batches1.length / 4 : 0;
-        int batchCount2 = w2 instanceof UnitMatrix ? batches2.length / 4 : 0;
-        int mtileCount = tiles ? mtiles.length / 4 : 0;
+        long offTiles = meta.add(mtiles);
         int[] routes = new int[4 * pairs];
         System.arraycopy(plan.routes(direct1), 0, routes, 0, 2 * pairs);
         System.arraycopy(plan.routes(false), 0, routes, 2 * pairs, 2 * pairs);
 
-        // x, the plan and the routes go in with one copy (each copy costs a few microseconds at decode), laid out
-        // alike on both sides: x, then the plan from the next 16-byte boundary, then the routes.
         long xBytes = 4L * tokens * h;
-        long xPadded = (xBytes + 15) & ~15L;
         long outBytes = xBytes;
         long metaBytes = meta.bytes();
         long routeBytes = 4L * routes.length;
-        long inBytes = xPadded + metaBytes + routeBytes;
-        MemorySegment staging = ws.pinned(inBytes + outBytes);
+        MemorySegment staging = ws.pinned(xBytes + metaBytes + routeBytes + outBytes);
         MemorySegment.copy(x, 0, staging, JAVA_FLOAT, 0, tokens * h);
-        meta.write(staging.asSlice(xPadded, metaBytes));
-        MemorySegment.copy(routes, 0, staging, JAVA_INT, xPadded + metaBytes, routes.length);
-        MemorySegment outHost = staging.asSlice(inBytes, outBytes);
+        meta.write(staging.asSlice(xBytes, metaBytes));
+        MemorySegment.copy(routes, 0, staging, JAVA_INT, xBytes + metaBytes, routes.length);
+        MemorySegment outHost = staging.asSlice(xBytes + metaBytes + routeBytes, outBytes);
 
         CudaStream stream = ws.stream();
-        DeviceBuffer din = ws.buffer(Slot.IN, inBytes);
-        DeviceBuffer dx = ws.view(Slot.IN, 0, xBytes);
-        DeviceBuffer droutes = ws.view(Slot.IN, xPadded + metaBytes, routeBytes);
-        long m = din.pointer() + xPadded;
+        DeviceBuffer dx = ws.buffer(Slot.X, xBytes);
+        DeviceBuffer dmeta = ws.buffer(Slot.META, metaBytes);
+        DeviceBuffer droutes = ws.buffer(Slot.ROUTES, routeBytes);
+        dx.copyFromAsync(staging.asSlice(0, xBytes), 0, stream);
+        dmeta.copyFromAsync(staging.asSlice(xBytes, metaBytes), 0, stream);
+        droutes.copyFromAsync(staging.asSlice(xBytes + metaBytes, routeBytes), 0, stream);
+        long m = dmeta.pointer();
         int pitch1 = tile1 ? 64 * ((Mxfp4Matrix) w13).blockPairs() : h;
         int pitch2 = tile2 ? 64 * ((Mxfp4Matrix) w2).blockPairs() : w.intermediate();
         DeviceBuffer in1 = direct1 ? dx : ws.buffer(Slot.IN1, (long) pairs * pitch1 * (tile1 ? 2 : 4));
         DeviceBuffer exp1 = tile1 ? ws.buffer(Slot.EXP1, 4L * pairs) : null;
-        DeviceBuffer hbuf = fuseAct ? null : ws.buffer(Slot.H, 4L * pairs * w.w13().rows());
+        DeviceBuffer hbuf = ws.buffer(Slot.H, 4L * pairs * w.w13().rows());
         DeviceBuffer act = ws.buffer(Slot.ACT, (long) pairs * pitch2 * (tile2 ? 2 : 4));
         DeviceBuffer exp2 = tile2 ? ws.buffer(Slot.EXP2, 4L * pairs) : null;
         DeviceBuffer y = ws.buffer(Slot.Y, 4L * pairs * h);
         DeviceBuffer dout = ws.buffer(Slot.OUT, outBytes);
-        DeviceBuffer counters = fuseCombine ? ws.zeroedBuffer(Slot.COUNTERS,
-                4L * engine.mxfp4().combineCounters(((Mxfp4Matrix) w2).experts(), tokens, pairs)) : null;
-        boolean graph = pairs <= GRAPH_MAX_PAIRS && (timing == null || timing.stages().isEmpty());
-        // Untimed replays take the copies into the graph too (two fewer calls into the driver); timed calls keep
-        // them outside, so that the events bracket the kernels alone.
-        boolean copiesInGraph = graph && timing == null;
-        MemorySegment hostIn = staging.asSlice(0, inBytes);
-        Runnable copyIn = () -> din.copyFromAsync(hostIn, 0, stream);
-        Runnable copyOut = () -> dout.copyToAsync(outHost, 0, stream);
-        Launch launch = new Launch(copiesInGraph ? hostIn.address() : 0L, copiesInGraph ? inBytes : 0L,
-                copiesInGraph ? outHost.address() : 0L, tokens, pairs, plan.topK(), weightOnInput, direct1, tile1,
-                tile2, fuseAct,
-                fuseCombine, counters, dx, in1, exp1,
+        Launch launch = new Launch(tokens, pairs, plan.topK(), weightOnInput, direct1, tile1, tile2, dx, in1, exp1,
                 pitch1, hbuf, act, exp2, pitch2, y, dout, droutes, m + offToken, m + offExpert, m + offWeight,
-                m + offTokenPair, m + offTokenWeight, m + offIdentity, m + offBatches1, batchCount1, tb1,
-                m + offBatches2, batchCount2, tb2, m + offTiles, mtileCount);
+                m + offTokenPair, m + offTokenWeight, m + offIdentity, m + offBatches1, batches1.length / 4, tb1,
+                m + offBatches2, batches2.length / 4, tb2, m + offTiles, mtiles.length / 4);
 
-        if (!copiesInGraph) {
-            copyIn.run();
-        }
         if (timing != null) {
+            if (timing.lead() != null) {
+                timing.lead().fillAsync((byte) 0, stream);
+            }
             timing.start().record(stream);
         }
-        if (graph) {
+        boolean stages = timing != null && !timing.stages().isEmpty();
+        if (pairs <= GRAPH_MAX_PAIRS && !stages) {
             // Small batches are launch-bound: the same launch sequence (same shapes and buffers) is recorded once
             // into a graph and replayed, one launch instead of five. Only the data the sequence reads changes.
-            Runnable body = copiesInGraph ? () -> {
-                copyIn.run();
-                enqueue(launch, stream, null);
-                copyOut.run();
-            } : () -> enqueue(launch, stream, null);
             Workspace.Replay replay = ws.replay(launch);
             if (replay.graph() != null) {
                 replay.graph().launch(stream);
             } else if (replay.seenBefore()) {
-                ws.keep(launch, stream.capture(body));
+                ws.keep(launch, stream.capture(() -> enqueue(launch, stream, null)));
                 ws.replay(launch).graph().launch(stream);
             } else {
-                body.run();
+                enqueue(launch, stream, null);
             }
         } else {
-            enqueue(launch, stream, timing != null && !timing.stages().isEmpty() ? timing.stages() : null);
+            enqueue(launch, stream, stages ? timing.stages() : null);
         }
         if (timing != null) {
             timing.end().record(stream);
         }
-        if (!copiesInGraph) {
-            copyOut.run();
-        }
+        dout.copyToAsync(outHost, 0, stream);
         stream.synchronize();
         MemorySegment.copy(outHost, JAVA_FLOAT, 0, out, 0, tokens * h);
     }
@@ -278,12 +247,11 @@ final class CudaExperts implements Experts {
     static final int GRAPH_MAX_PAIRS = 256;
 
     /**
-     * Everything one call's kernels read: shapes, paths and device addresses, and the pinned host addresses of the
-     * copies when the graph holds them (else 0). Two calls with equal launches enqueue identical work, which is what
-     * makes a recorded graph replayable.
+     * Everything one call's kernels read: shapes, paths and device addresses. Two calls with equal launches
+     * enqueue identical kernels, which is what makes a recorded graph replayable.
      */
-    record Launch(long hostIn, long inBytes, long hostOut, int tokens, int pairs, int topK, boolean weightOnInput, boolean direct1, boolean tile1,
-            boolean tile2, boolean fuseAct, boolean fuseCombine, DeviceBuffer counters, DeviceBuffer x, DeviceBuffer in1, DeviceBuffer exp1, int pitch1, DeviceBuffer h,
+    record Launch(int tokens, int pairs, int topK, boolean weightOnInput, boolean direct1, boolean tile1,
+            boolean tile2, DeviceBuffer x, DeviceBuffer in1, DeviceBuffer exp1, int pitch1, DeviceBuffer h,
             DeviceBuffer act, DeviceBuffer exp2, int pitch2, DeviceBuffer y, DeviceBuffer out, DeviceBuffer routes,
             long pairToken, long pairExpert, long pairWeight, long tokenPair, long tokenWeight, long identity,
             long batches1, int batchCount1, int tb1, long batches2, int batchCount2, int tb2, long mtiles,
@@ -293,6 +261,8 @@ final class CudaExperts implements Experts {
     /** Enqueues the call's kernels; records an event after each of the five stages when {@code stages} is given. */
     private void enqueue(Launch l, CudaStream stream, List<CudaEvent> stages) {
         int h = w.hidden();
+        int inter = w.intermediate();
+        int rows13 = w.w13().rows();
         if (!l.direct1()) {
             KernelCache.Kernel k = rows("moe_prepare_rows");
             try (Arena arena = Arena.ofConfined()) {
@@ -304,69 +274,9 @@ final class CudaExperts implements Experts {
             }
         }
         stage(stages, 0, stream);
-        if (l.fuseAct()) {
-            engine.mxfp4().forwardActivated(((Mxfp4Matrix) w13).experts(), l.in1(), l.routes(), 0, l.pairs(), l.act(),
-                    pointerOf(bias13), gateMode(w.gateLayout()), activationCode(w.activation()), w.swigluLimit(),
-                    io.moe4j.kernel.Activation.OAI_ALPHA, stream);
-            stage(stages, 1, stream);
-        } else {
-            gemm(w13, l.tile1(), l.in1(), l.exp1(), l.direct1() ? l.pairToken() : l.identity(), l.batches1(),
-                    l.batchCount1(), l.tb1(), l.routes(), 0, l.mtiles(), l.mtileCount(), l.pairs(), l.h(), stream);
-            stage(stages, 1, stream);
-            activate(l, stream);
-        }
-        stage(stages, 2, stream);
-        if (l.fuseCombine()) {
-            engine.mxfp4().forwardCombined(((Mxfp4Matrix) w2).experts(), l.act(), l.routes(), l.pairs(), l.pairs(),
-                    l.y(), l.pairToken(), l.pairExpert(), l.tokenPair(), l.tokenWeight(), l.topK(), pointerOf(bias2),
-                    l.weightOnInput(), l.out(), l.counters(), l.tokens(), stream);
-            stage(stages, 3, stream);
-        } else {
-            gemm(w2, l.tile2(), l.act(), l.exp2(), l.identity(), l.batches2(), l.batchCount2(), l.tb2(), l.routes(),
-                    l.pairs(), l.mtiles(), l.mtileCount(), l.pairs(), l.y(), stream);
-            stage(stages, 3, stream);
-            combine(l, stream);
-        }
-        stage(stages, 4, stream);
-    }
-
-    /**
-     * Bias and activation go into GEMM1's epilogue when GEMM1 is the MXFP4 tensor-core GEMV, the GEMV's rows hold
-     * both halves of each gated pair (interleaved gate/up, or no gate), and GEMM2 reads float32 activations as they
-     * are (no quantizer, checkpoint column order): exactly where {@code moe_activate_elements} would run.
-     */
-    boolean fusesActivation(boolean tile1, boolean tile2) {
-        int mode = gateMode(w.gateLayout());
-        return tuning.fuseEpilogues() && w13 instanceof Mxfp4Matrix && !tile1 && !tile2 && a2.none()
-                && w2.columnOrder() == null
-                && (mode == 0 && w.w13().rows() == w.intermediate()
-                        || mode == 2 && w.w13().rows() == 2 * w.intermediate());
-    }
-
-    /** The combine goes into GEMM2's epilogue when GEMM2 is the MXFP4 tensor-core GEMV in one launch. */
-    boolean fusesCombine(boolean tile2, int pairs) {
-        return tuning.fuseEpilogues() && w2 instanceof Mxfp4Matrix && !tile2 && pairs <= MAX_GRID_Y;
-    }
-
-    /** The fused combine writes a token's output from its pairs' blocks: a token with none needs moe_combine. */
-    private static boolean everyTokenHasALocalPair(RoutePlan plan, int tokens) {
-        int[] tp = plan.tokenPair();
-        int k = plan.topK();
-        for (int t = 0; t < tokens; t++) {
-            boolean any = false;
-            for (int j = 0; j < k; j++) {
-                any |= tp[t * k + j] >= 0;
-            }
-            if (!any) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    private void activate(Launch l, CudaStream stream) {
-        int inter = w.intermediate();
-        int rows13 = w.w13().rows();
+        gemm(w13, l.tile1(), l.in1(), l.exp1(), l.direct1() ? l.pairToken() : l.identity(), l.batches1(),
+                l.batchCount1(), l.tb1(), l.routes(), 0, l.mtiles(), l.mtileCount(), l.pairs(), l.h(), stream);
+        stage(stages, 1, stream);
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(l.h()).pointer(l.pairExpert()).pointer(pointerOf(bias13))
                     .i32(rows13).i32(inter).i32(gateMode(w.gateLayout())).i32(activationCode(w.activation()))
@@ -381,10 +291,10 @@ final class CudaExperts implements Experts {
                 launchRows(rows("moe_activate_rows"), l.pairs(), inter, stream, args);
             }
         }
-    }
-
-    private void combine(Launch l, CudaStream stream) {
-        int h = w.hidden();
+        stage(stages, 2, stream);
+        gemm(w2, l.tile2(), l.act(), l.exp2(), l.identity(), l.batches2(), l.batchCount2(), l.tb2(), l.routes(),
+                l.pairs(), l.mtiles(), l.mtileCount(), l.pairs(), l.y(), stream);
+        stage(stages, 3, stream);
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(l.y()).i32(h).pointer(l.tokenPair())
                     .pointer(l.tokenWeight()).i32(l.topK()).pointer(l.pairExpert()).pointer(pointerOf(bias2))
@@ -392,6 +302,7 @@ final class CudaExperts implements Experts {
             rows("moe_combine").function().launch(l.tokens(), Math.ceilDiv(h, ROW_THREADS), 1, ROW_THREADS, 1, 1, 0,
                     stream, args);
         }
+        stage(stages, 4, stream);
     }
 
     private static void stage(List<CudaEvent> stages, int i, CudaStream stream) {

@@ -159,95 +159,6 @@ public final class CudaGroupedGemm implements AutoCloseable {
      */
     public void forward(DeviceExperts w, DeviceBuffer x, DeviceBuffer routes, long firstRoute, int pairs,
             DeviceBuffer out, CudaStream stream) {
-        launch(w, x, routes, firstRoute, pairs, out, w.rows(), stream, null);
-    }
-
-    /**
-     * An epilogue fused into the tensor-core MXFP4 GEMV (see gemv_mxfp4_mma.cu): the kernel it runs and what it
-     * passes after the plain kernel's arguments.
-     */
-    interface Epilogue {
-        String kernel();
-
-        void append(KernelArgs args);
-
-        /** Launched to overlap the previous kernel's tail (the kernel waits for it before reading x). */
-        default boolean programmatic() {
-            return false;
-        }
-    }
-
-    /**
-     * Programmatic dependent launch for the fused GEMM2 (sm_90+ and a driver with cuLaunchKernelEx): its blocks
-     * start and fetch their first weights while GEMM1's last blocks run. {@code -Dmoe4j.cuda.pdl=false} turns it off.
-     */
-    private static final boolean PDL = Boolean.parseBoolean(System.getProperty("moe4j.cuda.pdl", "true"));
-
-    /**
-     * The experts' first GEMM with + bias and the activation fused (tensor-core MXFP4 layout only): {@code out} gets
-     * {@code pairs x (gated ? N / 2 : N)} activated values. {@code gateMode} 0 (plain) or 2 (interleaved gate/up).
-     */
-    void forwardActivated(DeviceExperts w, DeviceBuffer x, DeviceBuffer routes, long firstRoute, int pairs,
-            DeviceBuffer out, long bias, int gateMode, int act, float limit, float alpha, CudaStream stream) {
-        require(w.layout() == DeviceExperts.Layout.MXFP4_MMA_TILES && (gateMode == 0 || gateMode == 2)
-                && (gateMode == 0 || w.rows() % 2 == 0), "the fused activation needs the tensor-core MXFP4 layout, plain or interleaved");
-        int outRow = gateMode == 2 ? w.rows() / 2 : w.rows();
-        launch(w, x, routes, firstRoute, pairs, out, outRow, stream, new Epilogue() {
-            @Override
-            public String kernel() {
-                return "moe_gemv_mxfp4_mma_act";
-            }
-
-            @Override
-            public void append(KernelArgs args) {
-                args.pointer(bias).i32(gateMode).i32(act).f32(limit).f32(alpha);
-            }
-        });
-    }
-
-    /**
-     * The experts' second GEMM with the combine fused (tensor-core MXFP4 layout, at most 65535 pairs): {@code out}
-     * gets each pair's row, {@code combined} the layer output (tokens x N). {@code counters} holds
-     * {@link #combineCounters} zero ints and is zero again when the kernel ends.
-     */
-    void forwardCombined(DeviceExperts w, DeviceBuffer x, DeviceBuffer routes, long firstRoute, int pairs,
-            DeviceBuffer out, long pairToken, long pairExpert, long tokenPair, long tokenWeight, int topK, long bias,
-            boolean weightOnInput, DeviceBuffer combined, DeviceBuffer counters, int tokens, CudaStream stream) {
-        require(w.layout() == DeviceExperts.Layout.MXFP4_MMA_TILES && pairs <= MAX_PAIRS_PER_LAUNCH,
-                "the fused combine needs the tensor-core MXFP4 layout and one launch");
-        require(combined.byteSize() >= 4L * tokens * w.rows(), "combined output smaller than tokens x N floats");
-        require(counters.byteSize() >= 4L * combineCounters(w, tokens, pairs), "counters too small");
-        launch(w, x, routes, firstRoute, pairs, out, w.rows(), stream, new Epilogue() {
-            @Override
-            public String kernel() {
-                return "moe_gemv_mxfp4_mma_combine";
-            }
-
-            @Override
-            public void append(KernelArgs args) {
-                args.pointer(pairToken).pointer(pairExpert).pointer(tokenPair).pointer(tokenWeight).i32(topK)
-                        .pointer(bias).i32(weightOnInput ? 1 : 0).pointer(combined).pointer(counters);
-            }
-
-            @Override
-            public boolean programmatic() {
-                return PDL && CudaFunction.programmaticLaunches(context.driver(), context.device());
-            }
-        });
-    }
-
-    /** Ints of the counter buffer {@link #forwardCombined} needs: one per token and block column of the grid. */
-    long combineCounters(DeviceExperts w, int tokens, int pairs) {
-        return (long) tokens * Math.ceilDiv(w.rowTiles(), resolved(w, pairs).tilesPerBlock());
-    }
-
-    private GemvTuning resolved(DeviceExperts w, int pairs) {
-        return tuning.resolve(tuning.kSplit() > 0 ? tuning.kSplit()
-                : GemvTuning.autoKSplit(w.rowTiles(), pairs, context.device().multiprocessors()));
-    }
-
-    private void launch(DeviceExperts w, DeviceBuffer x, DeviceBuffer routes, long firstRoute, int pairs,
-            DeviceBuffer out, int outRow, CudaStream stream, Epilogue epilogue) {
         if (pairs <= 0) {
             return;
         }
@@ -255,12 +166,12 @@ public final class CudaGroupedGemm implements AutoCloseable {
         int k = w.cols();
         require(firstRoute >= 0 && routes.byteSize() >= Routes.bytes(pairs) + 8 * firstRoute,
                 "routes buffer holds fewer than " + (firstRoute + pairs) + " pairs");
-        require(out.byteSize() >= 4L * pairs * outRow, "out buffer smaller than " + pairs + " x " + outRow + " floats");
+        require(out.byteSize() >= 4L * pairs * n, "out buffer smaller than " + pairs + " x " + n + " floats");
         require(x.byteSize() >= 4L * k, "x buffer smaller than one row of " + k + " floats");
         boolean tiles = w.layout() == DeviceExperts.Layout.MXFP4_MMA_TILES;
-        GemvTuning t = tiles ? resolved(w, pairs) : tuning;
-        Kernel kernel = tiles ? mmaKernel(w, t, epilogue == null ? "moe_gemv_mxfp4_mma" : epilogue.kernel())
-                : simtKernel(w.format());
+        GemvTuning t = tiles ? tuning.resolve(tuning.kSplit() > 0 ? tuning.kSplit()
+                : GemvTuning.autoKSplit(w.rowTiles(), pairs, context.device().multiprocessors())) : tuning;
+        Kernel kernel = tiles ? mmaKernel(w, t) : simtKernel(w.format());
         // Tensor cores: two fp16 parts of x per k16 step (64 bytes x 4 steps a block pair), a zero area, and each
         // warp's ring of `depth` stages of 640 bytes.
         long shared = tiles ? 256L * (w.blockPairs() + 1) + 640L * t.depth() * t.kSplit() * t.tilesPerBlock()
@@ -278,21 +189,14 @@ public final class CudaGroupedGemm implements AutoCloseable {
                     args.pointer(w.scales());
                 }
                 args.pointer(x).pointer(routes.pointer() + 8 * (firstRoute + first))
-                        .pointer(out.pointer() + 4L * first * outRow).i32(n).i32(k);
+                        .pointer(out.pointer() + 4L * first * n).i32(n).i32(k);
                 if (tiles) {
                     args.i32(w.rowTiles()).i32(w.blockPairs());
-                    if (epilogue != null) {
-                        epilogue.append(args);
-                    }
                 } else if (w.format() == WeightFormat.INT4) {
                     int groupChunks = w.group() % 32 == 0 ? w.group() / 32 : w.chunksPerRow(); // group == K
                     args.i32(k / w.group()).i32(groupChunks);
                 }
-                if (epilogue != null && epilogue.programmatic()) {
-                    kernel.function().launchProgrammatic(gridX, count, 1, block, 1, 1, (int) shared, stream, args);
-                } else {
-                    kernel.function().launch(gridX, count, 1, block, 1, 1, (int) shared, stream, args);
-                }
+                kernel.function().launch(gridX, count, 1, block, 1, 1, (int) shared, stream, args);
             }
         }
     }
@@ -304,22 +208,19 @@ public final class CudaGroupedGemm implements AutoCloseable {
         }
         int split = tuning.kSplit() > 0 ? tuning.kSplit()
                 : GemvTuning.autoKSplit(w.rowTiles(), pairs, context.device().multiprocessors());
-        return "k" + split + " " + mmaKernel(w, tuning.resolve(split), "moe_gemv_mxfp4_mma").function().resources();
+        return "k" + split + " " + mmaKernel(w, tuning.resolve(split)).function().resources();
     }
 
     private Kernel simtKernel(WeightFormat format) {
         return kernel(format.kernelFile(), format.kernelName(), tuning.simtDefines());
     }
 
-    private Kernel mmaKernel(DeviceExperts w, GemvTuning resolved, String name) {
+    private Kernel mmaKernel(DeviceExperts w, GemvTuning resolved) {
         List<String> defines = new ArrayList<>(resolved.mmaDefines());
         if (w.specialScales()) {
             defines.add("-DMOE4J_EXACT_E8M0=1");
         }
-        if (!PDL) {
-            defines.add("-DMOE4J_PDL=0");
-        }
-        return kernel(MMA_FILE, name, defines);
+        return kernel(MMA_FILE, "moe_gemv_mxfp4_mma", defines);
     }
 
     private synchronized Kernel kernel(String file, String name, List<String> defines) {

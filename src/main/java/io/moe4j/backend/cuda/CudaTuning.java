@@ -14,11 +14,9 @@ import java.util.List;
  * @param tileTokens            tile GEMM: routed pairs per block (a multiple of 8)
  * @param unitsRows             CUDA-core GEMM: rows per warp
  * @param unitsWarps            CUDA-core GEMM: warps per block
- * @param fuseEpilogues         decode with the MXFP4 tensor-core GEMV: bias + activation in GEMM1's epilogue and the
- *                              combine in GEMM2's, where they apply (false: the separate row kernels, to measure)
  */
 public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTilesPerWarp, int tileTokens,
-        int unitsRows, int unitsWarps, boolean fuseEpilogues) {
+        int unitsRows, int unitsWarps) {
 
     public CudaTuning {
         if (tileMinPairsPerExpert < 1 || tileWarps < 1 || tileWarps > 16 || tileRowTilesPerWarp < 1
@@ -29,12 +27,12 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
     }
 
     public static CudaTuning defaults() {
-        return new CudaTuning(4, 4, 2, 64, 2, 8, true);
+        return new CudaTuning(4, 4, 2, 64, 2, 8);
     }
 
     /**
      * The defaults with overrides from {@code -Dmoe4j.cuda.tileMinPairs=N} and {@code -Dmoe4j.cuda.tile=wNtNnN}
-     * (warps, row tiles per warp, tokens), e.g. {@code w8t2n64}, and {@code -Dmoe4j.cuda.fuse=false}.
+     * (warps, row tiles per warp, tokens), e.g. {@code w8t2n64}.
      */
     public static CudaTuning fromSystemProperties() {
         CudaTuning t = defaults();
@@ -46,15 +44,11 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
         if (tile != null && !tile.isBlank()) {
             t = t.withTile(tile.trim());
         }
-        String fuse = System.getProperty("moe4j.cuda.fuse");
-        if (fuse != null && !fuse.isBlank()) {
-            t = t.withFusedEpilogues(Boolean.parseBoolean(fuse.trim()));
-        }
         return t;
     }
 
     public CudaTuning withTileMinPairsPerExpert(int pairs) {
-        return new CudaTuning(pairs, tileWarps, tileRowTilesPerWarp, tileTokens, unitsRows, unitsWarps, fuseEpilogues);
+        return new CudaTuning(pairs, tileWarps, tileRowTilesPerWarp, tileTokens, unitsRows, unitsWarps);
     }
 
     /** "w8t2n64": 8 warps, 2 row tiles per warp, 64 pairs per block. */
@@ -64,17 +58,11 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
             throw new IllegalArgumentException("tile variant " + spec + " is not wNtNnN");
         }
         return new CudaTuning(tileMinPairsPerExpert, Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
-                Integer.parseInt(m.group(3)), unitsRows, unitsWarps, fuseEpilogues);
+                Integer.parseInt(m.group(3)), unitsRows, unitsWarps);
     }
 
     public CudaTuning withUnits(int rows, int warps) {
-        return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, rows, warps,
-                fuseEpilogues);
-    }
-
-    public CudaTuning withFusedEpilogues(boolean on) {
-        return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, unitsRows, unitsWarps,
-                on);
+        return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, rows, warps);
     }
 
     String tileName() {

@@ -6,7 +6,6 @@ import io.moe4j.backend.cuda.driver.DeviceBuffer;
 import io.moe4j.backend.cuda.driver.PinnedBuffer;
 import java.lang.foreign.MemorySegment;
 import java.util.EnumMap;
-import java.util.List;
 import java.util.Map;
 
 /**
@@ -17,11 +16,12 @@ import java.util.Map;
 final class Workspace implements AutoCloseable {
     /** The per-call arrays. */
     enum Slot {
-        /**
-         * What goes in, in one copy: tokens x H input (float32), the routing plan's int arrays, the GEMV's
-         * (expert, row) routes of both GEMMs.
-         */
-        IN,
+        /** tokens x H input, float32. */
+        X,
+        /** the routing plan's int arrays. */
+        META,
+        /** the GEMV's (expert, row) routes of both GEMMs. */
+        ROUTES,
         /** GEMM1 input rows per pair (quantized, reordered or scaled), and their exponents for f16 rows. */
         IN1, EXP1,
         /** GEMM1 output per pair. */
@@ -31,16 +31,12 @@ final class Workspace implements AutoCloseable {
         /** GEMM2 output per pair. */
         Y,
         /** tokens x H output. */
-        OUT,
-        /** the fused combine's counters (zero between calls: the kernel that counts resets them). */
-        COUNTERS
+        OUT
     }
 
     private final CudaContext context;
     private final CudaStream stream;
     private final Map<Slot, DeviceBuffer> buffers = new EnumMap<>(Slot.class);
-    /** Views of the slots' buffers, kept so that equal launches name the same objects (graph replay). */
-    private final Map<Slot, Map<List<Long>, DeviceBuffer>> views = new EnumMap<>(Slot.class);
     private PinnedBuffer pinned;
     /** Bumped whenever a device buffer is replaced: recorded launches name the old addresses. */
     private long generation;
@@ -70,33 +66,11 @@ final class Workspace implements AutoCloseable {
             if (b != null) {
                 b.close();
                 buffers.remove(slot);
-                views.remove(slot);
             }
             long size = b == null ? Math.max(bytes, 256) : Math.max(bytes, b.byteSize() + b.byteSize() / 2);
             b = context.allocate(size);
             buffers.put(slot, b);
             generation++;
-        }
-        return b;
-    }
-
-    /** {@code bytes} of the slot's current buffer from {@code offset} (see {@link #buffer}), the same object each call. */
-    DeviceBuffer view(Slot slot, long offset, long bytes) {
-        DeviceBuffer b = buffers.get(slot);
-        Map<List<Long>, DeviceBuffer> of = views.computeIfAbsent(slot, s -> new java.util.HashMap<>());
-        if (of.size() > 64) {
-            of.clear(); // many batch shapes: forget old ones (a graph recorded with them just won't match)
-        }
-        return of.computeIfAbsent(List.of(offset, bytes), k -> b.view(offset, bytes));
-    }
-
-    /** The slot's buffer, at least {@code bytes} long, all zero when (re)allocated; the caller keeps it so. */
-    DeviceBuffer zeroedBuffer(Slot slot, long bytes) {
-        long before = generation;
-        DeviceBuffer b = buffer(slot, bytes);
-        if (generation != before) {
-            // On the call's stream (not capturing yet): a context-wide sync would break another thread's capture.
-            b.fillAsync((byte) 0, stream);
         }
         return b;
     }

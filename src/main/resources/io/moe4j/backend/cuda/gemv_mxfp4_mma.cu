@@ -20,7 +20,6 @@
 // on fp16 bits 9-11 (magnitude) and 15 (sign): exactly e2m1 * 2^-14, code 1 being the fp16 subnormal 2^-15.
 // Scale word g holds the E8M0 bytes of (row g, block 2bp), (row g+8, block 2bp), (row g, 2bp+1), (row g+8, 2bp+1).
 #include "mxfp4_mma.cuh"
-#include "moe4j_quant.cuh"
 
 // Warps splitting one row tile's K range (block pairs ks, ks + KSPLIT, ...), and row tiles per block.
 #ifndef MOE4J_KSPLIT
@@ -35,10 +34,6 @@
 #define MOE4J_DEPTH 8
 #endif
 #define MMA_WARPS (MOE4J_KSPLIT * MOE4J_TILES)
-// griddepcontrol (programmatic dependent launch, sm_90+); 0 compiles it out, to measure.
-#ifndef MOE4J_PDL
-#define MOE4J_PDL 1
-#endif
 
 // v = hi + lo in fp16, lo rounding the remainder: 22 significant bits of v.
 __device__ __forceinline__ void split2(float v, u16& hi, u16& lo) {
@@ -50,46 +45,10 @@ __device__ __forceinline__ void split2(float v, u16& hi, u16& lo) {
 // 2t+1 | k 2t+8, 2t+9). Lanes whose column is zero read a zero area instead, with stride 0.
 #define XB_STEP 8
 
-// What the kernel does with its rows' results (the epilogue), beside writing them:
-//   EPI_PLAIN    out[pair][row], as is
-//   EPI_ACTIVATE the experts' first GEMM: + bias, then the activation, in float64 as moe_activate_elements does
-//                (same float32 inputs, same arithmetic, so the same bits); gated only with interleaved gate/up
-//                rows (gate j = row 2j, up j = row 2j + 1: both in one 16-row tile, on neighbouring lanes).
-//                out[pair][j] with I = N / 2 values a row (gated) or N (plain)
-//   EPI_COMBINE  the experts' second GEMM: out[pair][row] as is, then the block that finishes a token's last pair
-//                on its rows (a counter per token and block column) sums them as moe_combine does: + bias, times
-//                the router weight, float64, the token's choices in order. Deterministic: the same order and
-//                arithmetic whichever block comes last. The counters start at zero and the last block resets them.
-#define EPI_PLAIN 0
-#define EPI_ACTIVATE 1
-#define EPI_COMBINE 2
-
-struct Epilogue {
-    const float* bias;     // ACTIVATE: bias13 [E][N]; COMBINE: bias2 [E][N]; or null
-    int gateMode;          // ACTIVATE: 0 plain, 2 interleaved
-    int act;               // ACTIVATE: ACT_* code
-    float limit, alpha;    // ACTIVATE: SwiGLU-OAI parameters
-    const int* pairToken;  // COMBINE: token of each pair
-    const int* pairExpert; // COMBINE: expert of each pair
-    const int* tokenPair;  // COMBINE: [tokens][topK] pair of each choice or -1
-    const float* tokenWeight; // COMBINE: [tokens][topK] router weights
-    int topK;              // COMBINE
-    int weightOnInput;     // COMBINE: router weights already applied to the input
-    float* combined;       // COMBINE: [tokens][N] layer output
-    int* counters;         // COMBINE: [tokens][gridDim.x], zero between calls
-};
-
-template <int EPI>
-__device__ __forceinline__ void gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scales,
-                                               const float* __restrict__ x, const int2* __restrict__ routes,
-                                               float* __restrict__ out, int N, int K, int NT, int BP,
-                                               const Epilogue& ep) {
+extern "C" __global__ void __launch_bounds__(MMA_WARPS * 32)
+moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scales, const float* __restrict__ x,
+                   const int2* __restrict__ routes, float* __restrict__ out, int N, int K, int NT, int BP) {
     constexpr int S = MOE4J_DEPTH;
-#if __CUDA_ARCH__ >= 900 && MOE4J_PDL
-    // The next kernel on the stream may start its blocks as this one's retire (programmatic dependent launch):
-    // it waits (griddepcontrol.wait) for this grid's end before it reads what this one writes.
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
     // Dynamic shared memory: x as B fragments [BP * 4 k-steps][2 parts][4 t] then a zero area of 4 steps; after
     // it, each warp's ring: S code slots of 512 bytes (32 lanes x 16), then S scale slots of 128 (32 lanes x 4).
     extern __shared__ uint2 xb[];
@@ -124,12 +83,6 @@ __device__ __forceinline__ void gemv_mxfp4_mma(const uint4* __restrict__ codes, 
         }
         commit_stage();
     }
-
-#if __CUDA_ARCH__ >= 900 && MOE4J_PDL
-    // Launched programmatically (the experts' GEMM2), this block may run while the previous kernel still writes x:
-    // the weights above are constant, x and everything written below wait for that kernel's end (a no-op otherwise).
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
 
     // x row -> power-of-two scale 2^e putting max|x| in [2^14, 2^15) -> two fp16 parts in B-fragment order.
     // Loads go out X_BATCH at a time before any is used: issue is in order, so a loop that uses each load right
@@ -238,111 +191,16 @@ __device__ __forceinline__ void gemv_mxfp4_mma(const uint4* __restrict__ codes, 
         partial[warp][g + 8] = accHi;
     }
     __syncthreads();
-    if (active && ks == 0) { // warp-uniform: the whole warp takes part in the shuffles below
-        const int row = tile * 16 + (lane & 15);
-        const bool mine = lane < 16 && row < N;
-        float v = 0.0f;
-        if (mine) {
+    if (active && ks == 0 && lane < 16) {
+        const int row = tile * 16 + lane;
+        if (row < N) {
             float sum = 0.0f;
 #pragma unroll
             for (int k = 0; k < MOE4J_KSPLIT; ++k) sum += partial[warp + k][lane];
             // Undo the weights' 2^-14 and x's 2^e (exact powers of two; 14 - e stays within float's exponents).
-            v = sum * __uint_as_float((u32)(127 + 14 - e) << 23);
-        }
-        if (EPI == EPI_ACTIVATE) {
-            const float* br = ep.bias != nullptr ? ep.bias + (size_t)route.x * N : nullptr;
-            if (ep.gateMode == 0) {
-                if (mine) {
-                    out[(size_t)blockIdx.y * N + row] =
-                            (float)act_plain(ep.act, (double)v + (br != nullptr ? (double)br[row] : 0.0));
-                }
-            } else {
-                const float u = __shfl_down_sync(0xffffffffu, v, 1); // row + 1: the up row of gate row `row`
-                if (mine && (lane & 1) == 0 && row + 1 < N) {
-                    const double g = (double)v + (br != nullptr ? (double)br[row] : 0.0);
-                    const double uu = (double)u + (br != nullptr ? (double)br[row + 1] : 0.0);
-                    out[(size_t)blockIdx.y * (N >> 1) + (row >> 1)] =
-                            (float)act_gated(ep.act, g, uu, (double)ep.limit, (double)ep.alpha);
-                }
-            }
-        } else if (mine) {
-            out[(size_t)blockIdx.y * N + row] = v;
+            out[(size_t)blockIdx.y * N + row] = sum * __uint_as_float((u32)(127 + 14 - e) << 23);
         }
     }
-    if (EPI == EPI_COMBINE) {
-        __shared__ int last;
-        __threadfence(); // this block's rows are visible device-wide before its count goes up
-        __syncthreads();
-        const int token = ep.pairToken[blockIdx.y];
-        const int* choices = ep.tokenPair + (size_t)token * ep.topK;
-        if (threadIdx.x == 0) {
-            int local = 0;
-            for (int j = 0; j < ep.topK; ++j) local += choices[j] >= 0 ? 1 : 0;
-            int* counter = ep.counters + (size_t)token * gridDim.x + blockIdx.x;
-            const int before = atomicAdd(counter, 1);
-            last = before == local - 1;
-            if (last) *counter = 0; // ready for the next call (later work on the stream sees it)
-        }
-        __syncthreads();
-        if (!last) return;
-        __threadfence();
-        const int first = blockIdx.x * MOE4J_TILES * 16;
-        for (int r = threadIdx.x; r < MOE4J_TILES * 16; r += blockDim.x) {
-            const int c = first + r;
-            if (c >= N) break;
-            double acc = 0.0;
-            for (int j = 0; j < ep.topK; ++j) {
-                const int p = choices[j];
-                if (p < 0) continue;
-                double y = (double)__ldcg(out + (size_t)p * N + c); // written by other blocks: read from L2
-                if (ep.bias != nullptr) y += (double)ep.bias[(size_t)ep.pairExpert[p] * N + c];
-                acc += (ep.weightOnInput ? 1.0 : (double)ep.tokenWeight[(size_t)token * ep.topK + j]) * y;
-            }
-            ep.combined[(size_t)token * N + c] = (float)acc;
-        }
-    }
-}
-
-extern "C" __global__ void __launch_bounds__(MMA_WARPS * 32)
-moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scales, const float* __restrict__ x,
-                   const int2* __restrict__ routes, float* __restrict__ out, int N, int K, int NT, int BP) {
-    const Epilogue ep = {};
-    gemv_mxfp4_mma<EPI_PLAIN>(codes, scales, x, routes, out, N, K, NT, BP, ep);
-}
-
-// GEMM1 of the experts with bias and activation fused (EPI_ACTIVATE).
-extern "C" __global__ void __launch_bounds__(MMA_WARPS * 32)
-moe_gemv_mxfp4_mma_act(const uint4* __restrict__ codes, const u32* __restrict__ scales, const float* __restrict__ x,
-                       const int2* __restrict__ routes, float* __restrict__ out, int N, int K, int NT, int BP,
-                       const float* __restrict__ bias, int gateMode, int act, float limit, float alpha) {
-    Epilogue ep = {};
-    ep.bias = bias;
-    ep.gateMode = gateMode;
-    ep.act = act;
-    ep.limit = limit;
-    ep.alpha = alpha;
-    gemv_mxfp4_mma<EPI_ACTIVATE>(codes, scales, x, routes, out, N, K, NT, BP, ep);
-}
-
-// GEMM2 of the experts with the combine fused (EPI_COMBINE); out holds each pair's row, combined the layer output.
-extern "C" __global__ void __launch_bounds__(MMA_WARPS * 32)
-moe_gemv_mxfp4_mma_combine(const uint4* __restrict__ codes, const u32* __restrict__ scales,
-                           const float* __restrict__ x, const int2* __restrict__ routes, float* __restrict__ out,
-                           int N, int K, int NT, int BP, const int* __restrict__ pairToken,
-                           const int* __restrict__ pairExpert, const int* __restrict__ tokenPair,
-                           const float* __restrict__ tokenWeight, int topK, const float* __restrict__ bias,
-                           int weightOnInput, float* __restrict__ combined, int* __restrict__ counters) {
-    Epilogue ep = {};
-    ep.bias = bias;
-    ep.pairToken = pairToken;
-    ep.pairExpert = pairExpert;
-    ep.tokenPair = tokenPair;
-    ep.tokenWeight = tokenWeight;
-    ep.topK = topK;
-    ep.weightOnInput = weightOnInput;
-    ep.combined = combined;
-    ep.counters = counters;
-    gemv_mxfp4_mma<EPI_COMBINE>(codes, scales, x, routes, out, N, K, NT, BP, ep);
 }
 
 // The checkpoint layout (codes [experts][N][K/2], scales [experts][N][K/32]) of `experts` consecutive experts into

@@ -74,7 +74,6 @@ public final class CudaDriver {
     private final MethodHandle cuMemsetD8Async;
     private final MethodHandle cuMemsetD32;
     private final MethodHandle cuLaunchKernel;
-    private final MethodHandle cuLaunchKernelEx;
     private final MethodHandle cuStreamCreate;
     private final MethodHandle cuStreamDestroy;
     private final MethodHandle cuStreamSynchronize;
@@ -140,13 +139,6 @@ public final class CudaDriver {
         cuMemsetD32 = lib.function(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG), "cuMemsetD32_v2");
         cuLaunchKernel = lib.function(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT,
                 JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS), "cuLaunchKernel");
-        MethodHandle ex;
-        try {
-            ex = lib.function(FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS), "cuLaunchKernelEx");
-        } catch (CudaException e) {
-            ex = null; // drivers before CUDA 11.8: no launch attributes
-        }
-        cuLaunchKernelEx = ex;
         cuStreamCreate = lib.function(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), "cuStreamCreate");
         cuStreamDestroy = lib.function(I_A, "cuStreamDestroy_v2");
         cuStreamSynchronize = lib.function(I_A, "cuStreamSynchronize");
@@ -351,18 +343,6 @@ public final class CudaDriver {
 
     public int cuMemsetD32(long dst, int value, long count) {
         try { return (int) cuMemsetD32.invokeExact(dst, value, count); } catch (Throwable t) { throw NativeLibrary.rethrow(t); }
-    }
-
-    /** Whether the driver has cuLaunchKernelEx (launch attributes). */
-    public boolean hasLaunchKernelEx() {
-        return cuLaunchKernelEx != null;
-    }
-
-    public int cuLaunchKernelEx(MemorySegment config, MemorySegment function, MemorySegment params,
-            MemorySegment extra) {
-        try {
-            return (int) cuLaunchKernelEx.invokeExact(config, function, params, extra);
-        } catch (Throwable t) { throw NativeLibrary.rethrow(t); }
     }
 
     public int cuLaunchKernel(MemorySegment function, int gridX, int gridY, int gridZ, int blockX, int blockY,

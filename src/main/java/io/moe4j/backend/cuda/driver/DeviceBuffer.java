@@ -17,27 +17,12 @@ public final class DeviceBuffer implements AutoCloseable {
     private final CudaDriver cu;
     private final long pointer;
     private final long bytes;
-    private final boolean owner;
     private boolean closed;
 
     private DeviceBuffer(CudaDriver cu, long pointer, long bytes) {
-        this(cu, pointer, bytes, true);
-    }
-
-    private DeviceBuffer(CudaDriver cu, long pointer, long bytes, boolean owner) {
         this.cu = cu;
         this.pointer = pointer;
         this.bytes = bytes;
-        this.owner = owner;
-    }
-
-    /**
-     * {@code bytes} of this buffer from {@code offset} as a buffer of its own, which frees nothing when closed and
-     * must not outlive this one (it cannot tell when this one is freed).
-     */
-    public DeviceBuffer view(long offset, long bytes) {
-        checkRange(offset, bytes);
-        return new DeviceBuffer(cu, pointer + offset, bytes, false);
     }
 
     static DeviceBuffer allocate(CudaDriver cu, long bytes) {
@@ -173,9 +158,7 @@ public final class DeviceBuffer implements AutoCloseable {
     public void close() {
         if (!closed) {
             closed = true;
-            if (owner) {
-                cu.check("cuMemFree_v2", cu.cuMemFree(pointer));
-            }
+            cu.check("cuMemFree_v2", cu.cuMemFree(pointer));
         }
     }
 }
