@@ -19,7 +19,7 @@ final class CudaEngine {
         this.context = context;
         KernelCompiler compiler = KernelCompiler.forDevice(context.device());
         this.kernels = new KernelCache(context, compiler);
-        this.mxfp4 = CudaGroupedGemm.create(context, compiler, GemvTuning.defaults());
+        this.mxfp4 = CudaGroupedGemm.create(context, compiler, GemvTuning.fromSystemProperties());
     }
 
     /** The process's engine; opens device 0 the first time (the caller checked {@link CudaRuntime#probe()}). */

@@ -76,9 +76,14 @@ final class CudaExperts implements Experts {
 
     /**
      * Device-side start and end of a call's work, between the copy in and the copy out (for benchmarks); with five
-     * stage events, also the ends of prepare, GEMM1, activation, GEMM2 and combine (then no graph replay).
+     * stage events, also the ends of prepare, GEMM1, activation, GEMM2 and combine (then no graph replay). With a
+     * {@code lead} buffer, a memset of it goes on the stream before the start event: the GPU is still busy with it
+     * while the host submits the kernels, so start..end is GPU time alone, without the submission latency.
      */
-    record Timing(CudaEvent start, CudaEvent end, List<CudaEvent> stages) {
+    record Timing(CudaEvent start, CudaEvent end, List<CudaEvent> stages, DeviceBuffer lead) {
+        Timing(CudaEvent start, CudaEvent end, List<CudaEvent> stages) {
+            this(start, end, stages, null);
+        }
     }
 
     /** Which path a call with this plan takes (exposed so tests can tell which kernels they exercised). */
@@ -209,6 +214,9 @@ final class CudaExperts implements Experts {
                 m + offBatches2, batches2.length / 4, tb2, m + offTiles, mtiles.length / 4);
 
         if (timing != null) {
+            if (timing.lead() != null) {
+                timing.lead().fillAsync((byte) 0, stream);
+            }
             timing.start().record(stream);
         }
         boolean stages = timing != null && !timing.stages().isEmpty();

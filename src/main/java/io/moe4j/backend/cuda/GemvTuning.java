@@ -37,6 +37,17 @@ public record GemvTuning(boolean mxfp4TensorCores, int rowsPerWarp, int warpsPer
         return new GemvTuning(true, 2, 8, 0, 0, 4);
     }
 
+    /** The defaults with the ring depth from {@code -Dmoe4j.cuda.gemvDepth=N} where given (to measure). */
+    public static GemvTuning fromSystemProperties() {
+        GemvTuning t = defaults();
+        String depth = System.getProperty("moe4j.cuda.gemvDepth");
+        if (depth != null && !depth.isBlank()) {
+            t = new GemvTuning(t.mxfp4TensorCores, t.rowsPerWarp, t.warpsPerBlock, t.kSplit, t.tilesPerBlock,
+                    Integer.parseInt(depth.trim()));
+        }
+        return t;
+    }
+
     /** Warps per SM the automatic K split aims for: about where the H100 measurements stopped improving. */
     static final int TARGET_WARPS_PER_SM = 20;
 

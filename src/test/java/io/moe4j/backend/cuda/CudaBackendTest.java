@@ -239,6 +239,32 @@ class CudaBackendTest {
     }
 
     @Test
+    void replayedGraphsFollowEachCallsRouting() {
+        // One backend called again and again with batches of one size and different routings (graph recording and
+        // replay in its workspace): each call must match a fresh backend's answer for its routing.
+        try (Arena arena = Arena.ofShared()) {
+            SplittableRandom rnd = new SplittableRandom(99);
+            Layout mxfp4 = Layout.scaled("mxfp4", WeightFormat.MXFP4, CodeType.FP4_E2M1, ScaleType.E8M0, 1, 32);
+            Layout int4 = Layout.scaled("int4_g32", WeightFormat.INT4_GROUP, CodeType.INT4, ScaleType.F32, 1, 32);
+            for (Layout layout : List.of(mxfp4, int4)) {
+                ExpertWeights w = RandomWeights.layer(arena, rnd, layout, 8, 128, 96, Activation.SWIGLU_OAI,
+                        GateLayout.INTERLEAVED, true, ActivationQuant.NONE, ActivationQuant.NONE);
+                int tokens = 4;
+                float[] x = RandomWeights.gaussian(rnd, tokens * w.hidden(), 1.0);
+                try (Experts e = new CudaBackend(GEMV).prepare(w, new ExecutionOptions(1))) {
+                    for (int call = 0; call < 8; call++) {
+                        Routing r = RandomWeights.routing(rnd, tokens, 2, 8, false);
+                        float[] want = run(new CudaBackend(GEMV), w, x, r);
+                        float[] got = new float[want.length];
+                        e.forward(x, tokens, r, got);
+                        assertThat(relL2(got, want)).as("%s call %d", layout.name(), call).isLessThan(1e-6);
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
     void concurrentCallsKeepTheirOwnResults() throws Exception {
         try (Arena arena = Arena.ofShared()) {
             SplittableRandom rnd = new SplittableRandom(5);

@@ -71,6 +71,7 @@ public final class CudaDriver {
     private final MethodHandle cuMemcpyDtoDAsync;
     private final MethodHandle cuMemcpy2D;
     private final MethodHandle cuMemsetD8;
+    private final MethodHandle cuMemsetD8Async;
     private final MethodHandle cuMemsetD32;
     private final MethodHandle cuLaunchKernel;
     private final MethodHandle cuStreamCreate;
@@ -133,6 +134,8 @@ public final class CudaDriver {
                 "cuMemcpyDtoDAsync_v2");
         cuMemcpy2D = lib.function(I_A, "cuMemcpy2D_v2");
         cuMemsetD8 = lib.function(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_BYTE, JAVA_LONG), "cuMemsetD8_v2");
+        cuMemsetD8Async = lib.function(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_BYTE, JAVA_LONG, ADDRESS),
+                "cuMemsetD8Async");
         cuMemsetD32 = lib.function(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG), "cuMemsetD32_v2");
         cuLaunchKernel = lib.function(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT,
                 JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS), "cuLaunchKernel");
@@ -328,6 +331,10 @@ public final class CudaDriver {
 
     public int cuMemcpy2D(MemorySegment copyDescriptor) {
         try { return (int) cuMemcpy2D.invokeExact(copyDescriptor); } catch (Throwable t) { throw NativeLibrary.rethrow(t); }
+    }
+
+    public int cuMemsetD8Async(long dst, byte value, long count, MemorySegment stream) {
+        try { return (int) cuMemsetD8Async.invokeExact(dst, value, count, stream); } catch (Throwable t) { throw NativeLibrary.rethrow(t); }
     }
 
     public int cuMemsetD8(long dst, byte value, long count) {

@@ -125,6 +125,12 @@ public final class DeviceBuffer implements AutoCloseable {
         cu.check("cuMemsetD8_v2", cu.cuMemsetD8(pointer, value, bytes));
     }
 
+    /** Sets every byte to {@code value}, in order on {@code stream}. */
+    public void fillAsync(byte value, CudaStream stream) {
+        checkOpen();
+        cu.check("cuMemsetD8Async", cu.cuMemsetD8Async(pointer, value, bytes, stream.handle()));
+    }
+
     /** Sets {@code count} 32-bit words from {@code offset} to {@code bits} (e.g. a NaN pattern to poison outputs). */
     public void fillWords(int bits, long offset, long count) {
         checkRange(offset, count * 4);
