@@ -25,33 +25,47 @@ public final class LayerBench {
         this.seed = seed;
     }
 
-    /** The timings of one configuration; {@code progress} is told each call done. */
+    /** Warm-up lasts at least this long, so the JIT has compiled the call path before anything is timed. */
+    static final long MIN_WARMUP_NANOS = 1_000_000_000L;
+    /** Timed calls continue until at least this long has passed, so sub-millisecond calls are averaged enough. */
+    static final long MIN_TIMED_NANOS = 500_000_000L;
+
+    /**
+     * The timings of one configuration: at least {@code warmup} untimed calls and one second, then at least
+     * {@code iterations} timed calls and half a second. Each call's routing is drawn before its clock starts;
+     * {@code progress} is told each call done.
+     */
     public Timing run(Experts experts, int tokens, boolean fixedRouting, int warmup, int iterations,
                       IntConsumer progress) {
         int h = weights.hidden();
         float[] x = SyntheticWeights.inputs(tokens, h, seed ^ tokens);
         float[] out = new float[tokens * h];
-        int calls = warmup + iterations;
-        Routing[] routings = new Routing[calls];
         SplittableRandom rnd = new SplittableRandom(seed * 31 + tokens);
-        for (int i = 0; i < calls; i++) {
-            routings[i] = fixedRouting && i > 0 ? routings[0] : randomRouting(tokens, rnd);
+        Routing fixed = randomRouting(tokens, rnd);
+        long warmStart = System.nanoTime();
+        for (int i = 0; i < warmup || System.nanoTime() - warmStart < MIN_WARMUP_NANOS; i++) {
+            experts.forward(x, tokens, fixedRouting ? fixed : randomRouting(tokens, rnd), out);
+            if (i < warmup) {
+                progress.accept(1);
+            }
         }
         long nanos = 0;
         long bytes = 0;
         double flops = 0;
-        for (int i = 0; i < calls; i++) {
+        int calls = 0;
+        while (calls < iterations || nanos < MIN_TIMED_NANOS) {
+            Routing r = fixedRouting ? fixed : randomRouting(tokens, rnd);
             long t0 = System.nanoTime();
-            experts.forward(x, tokens, routings[i], out);
-            long dt = System.nanoTime() - t0;
-            if (i >= warmup) {
-                nanos += dt;
-                bytes += distinctExperts(routings[i]) * weights.bytesPerExpert();
-                flops += flops(routings[i]);
+            experts.forward(x, tokens, r, out);
+            nanos += System.nanoTime() - t0;
+            bytes += distinctExperts(r) * weights.bytesPerExpert();
+            flops += flops(r);
+            calls++;
+            if (calls <= iterations) {
+                progress.accept(1);
             }
-            progress.accept(1);
         }
-        return new Timing(nanos / 1e9 / iterations, bytes / iterations, nanos / 1e9, bytes, flops);
+        return new Timing(nanos / 1e9 / calls, bytes / calls, nanos / 1e9, bytes, flops);
     }
 
     /** Mean seconds and weight bytes per call, and the totals they come from. */
