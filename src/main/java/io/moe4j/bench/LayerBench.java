@@ -9,8 +9,7 @@ import java.util.SplittableRandom;
 import java.util.function.IntConsumer;
 
 /**
- * Times a layer's experts on batches of one size: {@code warmup} untimed calls, then {@code iterations} timed ones.
- * Random routing gives every call a fresh draw of top-k distinct experts per token, so each call streams weights it
+ * Times a layer's experts on batches of one size: untimed warm-up calls, then timed ones. Random routing gives every call a fresh draw of top-k distinct experts per token, so each call streams weights it
  * did not just read, from DRAM, as real decoding does; fixed routing repeats one draw, so the same experts stay as
  * warm in cache as they can. Routings are drawn before timing.
  */
@@ -25,30 +24,45 @@ public final class LayerBench {
         this.seed = seed;
     }
 
-    /** The timings of one configuration; {@code progress} is told each call done. */
-    public Timing run(Experts experts, int tokens, boolean fixedRouting, int warmup, int iterations,
+    /**
+     * Untimed calls until {@code minSeconds} have passed and at least {@code minCalls} were made (the JIT compiles the
+     * kernels over the first few dozen calls); {@code progress} is told each call. Returns the calls made.
+     */
+    public int warmUp(Experts experts, int tokens, boolean fixedRouting, int minCalls, double minSeconds,
                       IntConsumer progress) {
+        float[] x = SyntheticWeights.inputs(tokens, weights.hidden(), seed ^ tokens);
+        float[] out = new float[tokens * weights.hidden()];
+        SplittableRandom rnd = new SplittableRandom(seed * 17 + tokens);
+        Routing fixed = randomRouting(tokens, rnd);
+        long until = System.nanoTime() + (long) (minSeconds * 1e9);
+        int calls = 0;
+        while (calls < minCalls || System.nanoTime() < until) {
+            experts.forward(x, tokens, fixedRouting ? fixed : randomRouting(tokens, rnd), out);
+            calls++;
+            progress.accept(1);
+        }
+        return calls;
+    }
+
+    /** {@code iterations} timed calls; {@code progress} is told each call done. */
+    public Timing measure(Experts experts, int tokens, boolean fixedRouting, int iterations, IntConsumer progress) {
         int h = weights.hidden();
         float[] x = SyntheticWeights.inputs(tokens, h, seed ^ tokens);
         float[] out = new float[tokens * h];
-        int calls = warmup + iterations;
-        Routing[] routings = new Routing[calls];
+        Routing[] routings = new Routing[iterations];
         SplittableRandom rnd = new SplittableRandom(seed * 31 + tokens);
-        for (int i = 0; i < calls; i++) {
+        for (int i = 0; i < iterations; i++) {
             routings[i] = fixedRouting && i > 0 ? routings[0] : randomRouting(tokens, rnd);
         }
         long nanos = 0;
         long bytes = 0;
         double flops = 0;
-        for (int i = 0; i < calls; i++) {
+        for (Routing r : routings) {
             long t0 = System.nanoTime();
-            experts.forward(x, tokens, routings[i], out);
-            long dt = System.nanoTime() - t0;
-            if (i >= warmup) {
-                nanos += dt;
-                bytes += distinctExperts(routings[i]) * weights.bytesPerExpert();
-                flops += flops(routings[i]);
-            }
+            experts.forward(x, tokens, r, out);
+            nanos += System.nanoTime() - t0;
+            bytes += distinctExperts(r) * weights.bytesPerExpert();
+            flops += flops(r);
             progress.accept(1);
         }
         return new Timing(nanos / 1e9 / iterations, bytes / iterations, nanos / 1e9, bytes, flops);
