@@ -66,6 +66,11 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--iterations", defaultValue = "20", description = "timed calls per run (default: ${DEFAULT-VALUE})")
     int iterations;
 
+    /** 1 GiB: many times any last-level cache, so every pass reads DRAM. */
+    @Option(names = "--bandwidth-mib", defaultValue = "1024", hidden = true,
+            description = "buffer for the bandwidth measurement; far larger than the last-level cache")
+    long bandwidthMib;
+
     @Option(names = "--warmup", description = "untimed calls first (default: as many as fit in "
             + WARMUP_SECONDS + " s, at least 5, while the JIT compiles the kernels)")
     Integer warmup;
@@ -84,9 +89,8 @@ final class BenchCommand implements Callable<Integer> {
                         + String.join(", ", BackendRegistry.standard().names())))
                 .backend();
 
-        System.err.printf("measuring memory read bandwidth (%d threads, %d MiB) ...%n", nThreads,
-                MemoryBandwidth.DEFAULT_BYTES >> 20);
-        double machine = MemoryBandwidth.measure(nThreads, MemoryBandwidth.DEFAULT_BYTES, 3);
+        System.err.printf("measuring memory read bandwidth (%d threads, %d MiB) ...%n", nThreads, bandwidthMib);
+        double machine = MemoryBandwidth.measure(nThreads, bandwidthMib << 20, 3);
         System.err.printf("memory read bandwidth: %.1f GB/s%n", machine);
 
         List<BenchResult> results = new ArrayList<>();
