@@ -9,8 +9,7 @@ import java.util.SplittableRandom;
 import java.util.function.IntConsumer;
 
 /**
- * Times a layer's experts on batches of one size: {@code warmup} untimed calls, then {@code iterations} timed ones.
- * Random routing gives every call a fresh draw of top-k distinct experts per token, so each call streams weights it
+ * Times a layer's experts on batches of one size: untimed warm-up calls, then timed ones. Random routing gives every call a fresh draw of top-k distinct experts per token, so each call streams weights it
  * did not just read, from DRAM, as real decoding does; fixed routing repeats one draw, so the same experts stay as
  * warm in cache as they can. Routings are drawn before timing.
  */
@@ -25,47 +24,48 @@ public final class LayerBench {
         this.seed = seed;
     }
 
-    /** Warm-up lasts at least this long, so the JIT has compiled the call path before anything is timed. */
-    static final long MIN_WARMUP_NANOS = 1_000_000_000L;
-    /** Timed calls continue until at least this long has passed, so sub-millisecond calls are averaged enough. */
-    static final long MIN_TIMED_NANOS = 500_000_000L;
-
     /**
-     * The timings of one configuration: at least {@code warmup} untimed calls and one second, then at least
-     * {@code iterations} timed calls and half a second. Each call's routing is drawn before its clock starts;
-     * {@code progress} is told each call done.
+     * Untimed calls until {@code minSeconds} have passed and at least {@code minCalls} were made (the JIT compiles the
+     * kernels over the first few dozen calls); {@code progress} is told each call. Returns the calls made.
      */
-    public Timing run(Experts experts, int tokens, boolean fixedRouting, int warmup, int iterations,
+    public int warmUp(Experts experts, int tokens, boolean fixedRouting, int minCalls, double minSeconds,
                       IntConsumer progress) {
+        float[] x = SyntheticWeights.inputs(tokens, weights.hidden(), seed ^ tokens);
+        float[] out = new float[tokens * weights.hidden()];
+        SplittableRandom rnd = new SplittableRandom(seed * 17 + tokens);
+        Routing fixed = randomRouting(tokens, rnd);
+        long until = System.nanoTime() + (long) (minSeconds * 1e9);
+        int calls = 0;
+        while (calls < minCalls || System.nanoTime() < until) {
+            experts.forward(x, tokens, fixedRouting ? fixed : randomRouting(tokens, rnd), out);
+            calls++;
+            progress.accept(1);
+        }
+        return calls;
+    }
+
+    /** {@code iterations} timed calls; {@code progress} is told each call done. */
+    public Timing measure(Experts experts, int tokens, boolean fixedRouting, int iterations, IntConsumer progress) {
         int h = weights.hidden();
         float[] x = SyntheticWeights.inputs(tokens, h, seed ^ tokens);
         float[] out = new float[tokens * h];
+        Routing[] routings = new Routing[iterations];
         SplittableRandom rnd = new SplittableRandom(seed * 31 + tokens);
-        Routing fixed = randomRouting(tokens, rnd);
-        long warmStart = System.nanoTime();
-        for (int i = 0; i < warmup || System.nanoTime() - warmStart < MIN_WARMUP_NANOS; i++) {
-            experts.forward(x, tokens, fixedRouting ? fixed : randomRouting(tokens, rnd), out);
-            if (i < warmup) {
-                progress.accept(1);
-            }
+        for (int i = 0; i < iterations; i++) {
+            routings[i] = fixedRouting && i > 0 ? routings[0] : randomRouting(tokens, rnd);
         }
         long nanos = 0;
         long bytes = 0;
         double flops = 0;
-        int calls = 0;
-        while (calls < iterations || nanos < MIN_TIMED_NANOS) {
-            Routing r = fixedRouting ? fixed : randomRouting(tokens, rnd);
+        for (Routing r : routings) {
             long t0 = System.nanoTime();
             experts.forward(x, tokens, r, out);
             nanos += System.nanoTime() - t0;
             bytes += distinctExperts(r) * weights.bytesPerExpert();
             flops += flops(r);
-            calls++;
-            if (calls <= iterations) {
-                progress.accept(1);
-            }
+            progress.accept(1);
         }
-        return new Timing(nanos / 1e9 / calls, bytes / calls, nanos / 1e9, bytes, flops);
+        return new Timing(nanos / 1e9 / iterations, bytes / iterations, nanos / 1e9, bytes, flops);
     }
 
     /** Mean seconds and weight bytes per call, and the totals they come from. */

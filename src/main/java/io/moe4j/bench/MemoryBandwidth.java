@@ -17,8 +17,6 @@ import java.util.concurrent.atomic.AtomicLong;
  * This is the denominator of the benchmark's score, so it is measured the same way the experts read weights.
  */
 public final class MemoryBandwidth {
-    /** 1 GiB: many times any last-level cache, so every pass reads DRAM. */
-    public static final long DEFAULT_BYTES = 1L << 30;
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
     private MemoryBandwidth() {

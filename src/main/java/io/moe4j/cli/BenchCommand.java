@@ -36,6 +36,7 @@ final class BenchCommand implements Callable<Integer> {
     private static final long SEED = 20260421L;
     /** Show a progress bar when a step is expected to take longer than this. */
     private static final double BAR_SECONDS = 1.5;
+    private static final double WARMUP_SECONDS = 2.0;
 
     @Option(names = "--preset", defaultValue = "gpt-oss-20b",
             description = "gpt-oss-20b, qwen3-30b-a3b or mixtral-8x7b (default: ${DEFAULT-VALUE})")
@@ -65,15 +66,22 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--iterations", defaultValue = "20", description = "timed calls per run (default: ${DEFAULT-VALUE})")
     int iterations;
 
-    @Option(names = "--warmup", defaultValue = "5", description = "untimed calls first (default: ${DEFAULT-VALUE})")
-    int warmup;
+    /** 1 GiB: many times any last-level cache, so every pass reads DRAM. */
+    @Option(names = "--bandwidth-mib", defaultValue = "1024", hidden = true,
+            description = "buffer for the bandwidth measurement; far larger than the last-level cache")
+    long bandwidthMib;
+
+    @Option(names = "--warmup", description = "untimed calls first (default: as many as fit in "
+            + WARMUP_SECONDS + " s, at least 5, while the JIT compiles the kernels)")
+    Integer warmup;
 
     @Override
     public Integer call() {
         BenchPreset p = BenchPreset.fromCliName(preset);
         List<SyntheticScheme> schemes = scheme == null ? p.schemes() : List.of(SyntheticScheme.fromCliName(scheme));
         int nThreads = threads == null ? Runtime.getRuntime().availableProcessors() : threads;
-        if (nThreads < 1 || iterations < 1 || warmup < 0 || Arrays.stream(tokens).anyMatch(t -> t < 1)) {
+        if (nThreads < 1 || iterations < 1 || (warmup != null && warmup < 0)
+                || Arrays.stream(tokens).anyMatch(t -> t < 1)) {
             throw new IllegalArgumentException("--threads, --iterations and --tokens must be positive, --warmup at least 0");
         }
         Backend b = BackendRegistry.standard().find(backend)
@@ -81,7 +89,7 @@ final class BenchCommand implements Callable<Integer> {
                         + String.join(", ", BackendRegistry.standard().names())))
                 .backend();
 
-        double machine = roofline(b, nThreads);
+        double machine = roofline(b, nThreads, bandwidthMib);
 
         List<BenchResult> results = new ArrayList<>();
         for (SyntheticScheme s : schemes) {
@@ -121,7 +129,7 @@ final class BenchCommand implements Callable<Integer> {
      * The bandwidth the weights' bytes are compared against: the host's memory read bandwidth for CPU backends,
      * the device's measured copy bandwidth (read + written) for cuda, the issue's definitions of each.
      */
-    private static double roofline(Backend b, int threads) {
+    private static double roofline(Backend b, int threads, long bandwidthMib) {
         if (b.name().equals("cuda")) {
             var probe = io.moe4j.backend.cuda.driver.CudaRuntime.probe();
             if (!probe.available()) {
@@ -132,9 +140,8 @@ final class BenchCommand implements Callable<Integer> {
             System.err.printf("device copy bandwidth: %.0f GB/s (read + written)%n", gbps);
             return gbps;
         }
-        System.err.printf("measuring memory read bandwidth (%d threads, %d MiB) ...%n", threads,
-                MemoryBandwidth.DEFAULT_BYTES >> 20);
-        double machine = MemoryBandwidth.measure(threads, MemoryBandwidth.DEFAULT_BYTES, 3);
+        System.err.printf("measuring memory read bandwidth (%d threads, %d MiB) ...%n", threads, bandwidthMib);
+        double machine = MemoryBandwidth.measure(threads, bandwidthMib << 20, 3);
         System.err.printf("memory read bandwidth: %.1f GB/s%n", machine);
         return machine;
     }
@@ -159,18 +166,30 @@ final class BenchCommand implements Callable<Integer> {
         return e;
     }
 
-    /** Runs one configuration, with a progress bar when the first call says the run will take a while. */
+    /** Warms up, then times one configuration, with progress bars where a step takes a while. */
     private LayerBench.Timing time(LayerBench bench, Experts experts, int t, SyntheticScheme s) {
+        String what = s.cliName() + ", " + t + (t == 1 ? " token" : " tokens");
         long t0 = System.nanoTime();
-        bench.run(experts, t, fixedRouting, 0, 1, n -> {
+        bench.warmUp(experts, t, fixedRouting, 1, 0, n -> {
         });
-        double estimate = (System.nanoTime() - t0) / 1e9 * (warmup + iterations);
-        if (estimate < BAR_SECONDS) {
-            return bench.run(experts, t, fixedRouting, warmup, iterations, n -> {
+        double first = (System.nanoTime() - t0) / 1e9;
+        int minCalls = warmup == null ? 5 : warmup;
+        double minSeconds = warmup == null ? WARMUP_SECONDS : 0;
+        if (Math.max(minSeconds, first * minCalls) >= BAR_SECONDS) {
+            long steps = warmup == null ? Math.max(minCalls, (long) (minSeconds / Math.max(first, 1e-6))) : minCalls;
+            try (ProgressBar pb = DemoCommand.bar("warming up " + what, steps)) {
+                bench.warmUp(experts, t, fixedRouting, minCalls, minSeconds, pb::stepBy);
+            }
+        } else {
+            bench.warmUp(experts, t, fixedRouting, minCalls, minSeconds, n -> {
             });
         }
-        try (ProgressBar pb = DemoCommand.bar(s.cliName() + ", " + t + " tokens", warmup + iterations)) {
-            return bench.run(experts, t, fixedRouting, warmup, iterations, pb::stepBy);
+        if (first * iterations < BAR_SECONDS) {
+            return bench.measure(experts, t, fixedRouting, iterations, n -> {
+            });
+        }
+        try (ProgressBar pb = DemoCommand.bar("timing " + what, iterations)) {
+            return bench.measure(experts, t, fixedRouting, iterations, pb::stepBy);
         }
     }
 }

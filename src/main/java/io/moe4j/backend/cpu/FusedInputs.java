@@ -31,10 +31,10 @@ final class FusedInputs extends Inputs {
         for (float v : in.x) {
             amax = Math.max(amax, Math.abs(v));
         }
-        // Largest input near 2^(bias−5): with codes below 2^5 the products stay below 1 and far above float's
-        // subnormals for any input within 2^-100 of the largest. NaN and infinity pass through as they are.
+        // Largest input near 2^(bias−5), at most 2^126: with codes below 2^5 the products stay below 1 and far above
+        // float's subnormals for any input within 2^-100 of the largest. NaN and infinity pass through as they are.
         int exp = amax == 0f || !Float.isFinite(amax) ? 0 : Math.getExponent(amax);
-        int k = Math.clamp(bias - 6 - exp, bias - 127, 127);
+        int k = Math.clamp(Math.min(bias - 6, 125) - exp, bias - 127, 127);
         float up = Math.scalb(1f, k);
         float[] scaled = new float[in.padded];
         for (int i = 0; i < in.padded; i++) {

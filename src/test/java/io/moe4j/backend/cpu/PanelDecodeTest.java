@@ -1,0 +1,86 @@
+package io.moe4j.backend.cpu;
+
+import io.moe4j.bench.SyntheticScheme;
+import io.moe4j.kernel.GateLayout;
+import io.moe4j.quant.ExpertMatrix;
+import io.moe4j.quant.ExpertWeights;
+import io.moe4j.quant.MatrixDequantizer;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import org.assertj.core.data.Offset;
+
+import java.lang.foreign.Arena;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The packed panels decode back to the reference's weights: the scalar decoder equals MatrixDequantizer (before
+ * shard scales, which the kernels apply to row sums) and the vector decoder equals the scalar one bit for bit.
+ */
+class PanelDecodeTest {
+
+    @ParameterizedTest
+    @EnumSource(SyntheticScheme.class)
+    void scalarPanelsAreTheReferenceWeights(SyntheticScheme scheme) {
+        try (Arena arena = Arena.ofShared(); WorkerPool pool = new WorkerPool(1)) {
+            for (ExpertMatrix m : matrices(scheme, arena)) {
+                PanelMatrix pm = PanelPacker.pack(m, arena, pool);
+                Scratch s = new Scratch();
+                s.fit(pm);
+                float[] row = new float[m.cols()];
+                for (int e = 0; e < m.experts(); e++) {
+                    ColumnPlan plan = pm.plan(e);
+                    for (int p = 0; p < pm.panels(); p++) {
+                        ScalarKernels.decodePanel(pm, e, p, s.panel);
+                        for (int lane = 0; lane < PanelMatrix.LANES && p * 8 + lane < m.rows(); lane++) {
+                            int r = p * 8 + lane;
+                            MatrixDequantizer.row(m, e, r, row);
+                            float shard = m.shardScale(e, r);
+                            for (int i = 0; i < plan.paddedColumns(); i++) {
+                                int c = plan.source()[i];
+                                if (c < 0) {
+                                    continue; // padding meets a zero input
+                                }
+                                // The reference rounds (code·scale)·shard, the kernels code·scale and then the sum·shard.
+                                assertThat(s.panel[i * 8 + lane] * shard).as("%s expert %d row %d col %d", scheme, e, r, c)
+                                        .isCloseTo(row[c], Offset.offset(Math.ulp(row[c]) * 2));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(SyntheticScheme.class)
+    void vectorPanelsEqualScalarPanels(SyntheticScheme scheme) {
+        Assumptions.assumeTrue(KernelsUnderTest.names().contains("vector"), "no usable Vector API");
+        try (Arena arena = Arena.ofShared(); WorkerPool pool = new WorkerPool(1)) {
+            for (ExpertMatrix m : matrices(scheme, arena)) {
+                PanelMatrix pm = PanelPacker.pack(m, arena, pool);
+                Scratch vector = new Scratch();
+                vector.fit(pm);
+                float[] scalar = new float[vector.panel.length];
+                for (int e = 0; e < m.experts(); e++) {
+                    for (int p = 0; p < pm.panels(); p++) {
+                        VectorPanelDecoder.decode(pm, e, p, vector);
+                        ScalarKernels.decodePanel(pm, e, p, scalar);
+                        int n = pm.plan(e).paddedColumns() * PanelMatrix.LANES;
+                        for (int i = 0; i < n; i++) {
+                            assertThat(Float.floatToIntBits(vector.panel[i])).as("%s expert %d panel %d at %d", scheme,
+                                    e, p, i).isEqualTo(Float.floatToIntBits(scalar[i]));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private static ExpertMatrix[] matrices(SyntheticScheme scheme, Arena arena) {
+        ExpertWeights w = Fixtures.weights(scheme, Fixtures.shape(scheme, GateLayout.CONCATENATED, 3), 21, arena);
+        return new ExpertMatrix[] {w.w13(), w.w2()};
+    }
+}
