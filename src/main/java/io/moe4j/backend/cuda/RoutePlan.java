@@ -1,11 +1,12 @@
 package io.moe4j.backend.cuda;
 
+import io.moe4j.backend.TokenGroups;
 import io.moe4j.quant.ExpertWeights;
 import io.moe4j.routing.Routing;
 
 /**
- * A batch's routing as the device pipeline reads it: the routed (token, choice) pairs sorted by local expert
- * (a counting sort, stable in token order), so that each expert's pairs are contiguous rows of the GEMM inputs and
+ * A batch's routing as the device pipeline reads it: the routed (token, choice) pairs grouped by local expert
+ * ({@link TokenGroups}, stable in token order), so that each expert's pairs are contiguous rows of the GEMM inputs and
  * outputs, and for each token where its choices landed. Pairs routed to experts held elsewhere are dropped.
  *
  * @param pairToken  token of each pair (pairs sorted by expert)
@@ -19,55 +20,13 @@ record RoutePlan(int tokens, int topK, int[] pairToken, int[] pairExpert, float[
         int[] groupExpert, int[] groupStart) {
 
     static RoutePlan of(Routing routing, ExpertWeights w) {
-        int n = routing.tokens() * routing.topK();
-        int local = w.numExperts();
-        int[] localOf = new int[n];
-        int[] count = new int[local + 1];
-        for (int i = 0; i < n; i++) {
-            int le = w.localExpert(routing.ids()[i]);
-            localOf[i] = le;
-            if (le >= 0) {
-                count[le + 1]++;
-            }
+        TokenGroups g = TokenGroups.of(routing, w);
+        int[] pairExpert = new int[g.pairs()];
+        for (int group = 0; group < g.groups(); group++) {
+            java.util.Arrays.fill(pairExpert, g.start()[group], g.start()[group + 1], g.experts()[group]);
         }
-        int groups = 0;
-        for (int e = 0; e < local; e++) {
-            if (count[e + 1] > 0) {
-                groups++;
-            }
-            count[e + 1] += count[e];
-        }
-        int pairs = count[local];
-        int[] pairToken = new int[pairs];
-        int[] pairExpert = new int[pairs];
-        float[] pairWeight = new float[pairs];
-        int[] tokenPair = new int[n];
-        int[] fill = count.clone();
-        for (int i = 0; i < n; i++) {
-            int le = localOf[i];
-            if (le < 0) {
-                tokenPair[i] = -1;
-                continue;
-            }
-            int p = fill[le]++;
-            pairToken[p] = i / routing.topK();
-            pairExpert[p] = le;
-            pairWeight[p] = routing.weights()[i];
-            tokenPair[i] = p;
-        }
-        int[] groupExpert = new int[groups];
-        int[] groupStart = new int[groups + 1];
-        int g = 0;
-        for (int e = 0; e < local; e++) {
-            if (count[e + 1] > count[e]) {
-                groupExpert[g] = e;
-                groupStart[g] = count[e];
-                g++;
-            }
-        }
-        groupStart[groups] = pairs;
-        return new RoutePlan(routing.tokens(), routing.topK(), pairToken, pairExpert, pairWeight, tokenPair,
-                groupExpert, groupStart);
+        return new RoutePlan(routing.tokens(), routing.topK(), g.token(), pairExpert, g.weight(), g.pairOf(),
+                g.experts(), g.start());
     }
 
     int pairs() {
