@@ -32,10 +32,6 @@ final class VectorKernels implements CpuKernels {
         return "vector";
     }
 
-    @Override
-    public String describe(LaneCodec codec) {
-        return "vectorized fused dequant-GEMV for " + codec.type() + " on " + F.vectorBitSize() + "-bit vectors";
-    }
 
     @Override
     public Inputs prepare(PanelMatrix m, int expert, float[] x, int xOff, int n) {
