@@ -81,7 +81,7 @@ public final class LayerBench {
     }
 
     /** Each token: top-k distinct experts drawn uniformly, sorted by id, with positive weights summing to 1. */
-    Routing randomRouting(int tokens, SplittableRandom rnd) {
+    public Routing randomRouting(int tokens, SplittableRandom rnd) {
         int e = weights.globalExperts();
         int[] ids = new int[tokens * topK];
         float[] w = new float[tokens * topK];

@@ -64,11 +64,6 @@ final class CpuExperts implements Experts {
         return CpuBackend.NAME;
     }
 
-    /** The kernels in use ("vector" or "scalar"). */
-    String kernels() {
-        return kernels.name();
-    }
-
     /** Bytes of packed weights per expert, w13 and w2 together. */
     long packedBytesPerExpert() {
         return w13.bytesPerExpert() + w2.bytesPerExpert();

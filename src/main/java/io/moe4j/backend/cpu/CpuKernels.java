@@ -14,8 +14,6 @@ interface CpuKernels {
     /** "vector" or "scalar". */
     String name();
 
-    /** One line for {@code support()}: how a matrix of this code type is multiplied. */
-    String describe(LaneCodec codec);
 
     /**
      * The inputs of {@code n} tokens, x[xOff + t·cols + c], laid out for multiplying with expert e of m. Called once

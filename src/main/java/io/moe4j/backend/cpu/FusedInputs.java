@@ -1,21 +1,25 @@
 package io.moe4j.backend.cpu;
 
 /**
- * A single token prepared for the fused kernels ({@link FusedGemv}), which multiply the lane words' float bits
- * as they are, value·2^-bias, without rescaling each weight: the input is scaled by 2^K instead (exact, a power of
- * two) so that the products stay in float's normal range, and the sum is scaled back by 2^(bias−K) once per row.
+ * A few tokens prepared for the fused kernels ({@link FusedGemv}), which multiply the lane words' float bits
+ * as they are, value·2^-bias, without rescaling each weight: each token's input is scaled by 2^K instead (exact, a
+ * power of two) so that the products stay in float's normal range, and its sums are scaled back by 2^(bias−K) once
+ * per row.
  *
  * @see LaneCodec#bias()
  */
 final class FusedInputs extends Inputs {
-    /** The gathered input times 2^K. */
+    /** The gathered inputs times their 2^K: token t at [t·padded, (t+1)·padded). */
     final float[] scaled;
-    /** Per segment: Σ of the segment's inputs times 2^(K−bias), for the integer codes' offset and zero points. */
+    /**
+     * Per token and segment (t·segments + g): Σ of the segment's inputs times 2^(K−bias), for the integer codes'
+     * offset and zero points; null for the floats.
+     */
     final float[] segmentSums;
-    /** 2^(bias−K). */
-    final float post;
+    /** Per token: 2^(bias−K). */
+    final float[] post;
 
-    private FusedInputs(Inputs in, float[] scaled, float[] segmentSums, float post) {
+    private FusedInputs(Inputs in, float[] scaled, float[] segmentSums, float[] post) {
         super(in.n, in.padded, in.x);
         this.scaled = scaled;
         this.segmentSums = segmentSums;
@@ -23,36 +27,39 @@ final class FusedInputs extends Inputs {
     }
 
     static FusedInputs of(PanelMatrix m, int expert, Inputs in) {
-        if (in.n != 1) {
-            throw new IllegalArgumentException("fused inputs are for one token, not " + in.n);
-        }
         int bias = m.codec().bias();
-        float amax = 0f;
-        for (float v : in.x) {
-            amax = Math.max(amax, Math.abs(v));
-        }
-        // Largest input near 2^(bias−5), at most 2^126: with codes below 2^5 the products stay below 1 and far above
-        // float's subnormals for any input within 2^-100 of the largest. NaN and infinity pass through as they are.
-        int exp = amax == 0f || !Float.isFinite(amax) ? 0 : Math.getExponent(amax);
-        int k = Math.clamp(Math.min(bias - 6, 125) - exp, bias - 127, 127);
-        float up = Math.scalb(1f, k);
-        float[] scaled = new float[in.padded];
-        for (int i = 0; i < in.padded; i++) {
-            scaled[i] = in.x[i] * up;
-        }
-        float[] sums = null;
-        if (m.codec().offset() != 0) {
-            ColumnPlan plan = m.plan(expert);
-            int slots = plan.slots();
-            sums = new float[plan.segments()];
-            for (int g = 0; g < sums.length; g++) {
-                float s = 0f;
-                for (int i = plan.segmentWords()[g] * slots; i < plan.segmentWords()[g + 1] * slots; i++) {
-                    s += in.x[i];
+        int padded = in.padded;
+        ColumnPlan plan = m.plan(expert);
+        int segments = plan.segments();
+        float[] scaled = new float[in.n * padded];
+        float[] sums = m.codec().offset() != 0 ? new float[in.n * segments] : null;
+        float[] post = new float[in.n];
+        for (int t = 0; t < in.n; t++) {
+            int xb = t * padded;
+            float amax = 0f;
+            for (int i = xb; i < xb + padded; i++) {
+                amax = Math.max(amax, Math.abs(in.x[i]));
+            }
+            // Largest input near 2^(bias−5), at most 2^126: with codes below 2^5 the products stay below 1 and far
+            // above float's subnormals for any input within 2^-100 of the largest. NaN and infinity pass through.
+            int exp = amax == 0f || !Float.isFinite(amax) ? 0 : Math.getExponent(amax);
+            int k = Math.clamp(Math.min(bias - 6, 125) - exp, bias - 127, 127);
+            float up = Math.scalb(1f, k);
+            for (int i = xb; i < xb + padded; i++) {
+                scaled[i] = in.x[i] * up;
+            }
+            post[t] = Math.scalb(1f, bias - k);
+            if (sums != null) {
+                int slots = plan.slots();
+                for (int g = 0; g < segments; g++) {
+                    float s = 0f;
+                    for (int i = plan.segmentWords()[g] * slots; i < plan.segmentWords()[g + 1] * slots; i++) {
+                        s += in.x[xb + i];
+                    }
+                    sums[t * segments + g] = Math.scalb(s, k - bias);
                 }
-                sums[g] = Math.scalb(s, k - bias);
             }
         }
-        return new FusedInputs(in, scaled, sums, Math.scalb(1f, bias - k));
+        return new FusedInputs(in, scaled, sums, post);
     }
 }

@@ -23,10 +23,6 @@ final class ScalarKernels implements CpuKernels {
         return "scalar";
     }
 
-    @Override
-    public String describe(LaneCodec codec) {
-        return "scalar fused dequant-GEMV for " + codec.type() + " in plain Java (Vector API not in use)";
-    }
 
     @Override
     public Inputs prepare(PanelMatrix m, int expert, float[] x, int xOff, int n) {

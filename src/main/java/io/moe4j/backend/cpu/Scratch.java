@@ -1,12 +1,13 @@
 package io.moe4j.backend.cpu;
 
 /**
- * A worker's buffers for the kernels, reused across calls: a decoded panel, the decoded scales and zero points
+ * A worker's buffers for the kernels, reused across calls: two decoded panels, the decoded scales and zero points
  * of a panel's segments, and per-token row sums. Kernels write their intermediate results here instead of passing vectors between
  * methods, which the JIT could otherwise box when it does not inline the call.
  */
 final class Scratch {
     float[] panel = new float[0];
+    float[] panel2 = new float[0];
     float[] scales = new float[0];
     float[] zeros = new float[0];
     float[] sums = new float[0];
@@ -25,6 +26,7 @@ final class Scratch {
         int panelFloats = m.wordsPerPanel() * m.codec().slots() * lanes;
         if (panel.length < panelFloats) {
             panel = new float[panelFloats];
+            panel2 = new float[panelFloats];
         }
         int segFloats = m.groups() * lanes;
         if (scales.length < segFloats) {

@@ -28,7 +28,8 @@ final class VectorPanelDecoder {
     private VectorPanelDecoder() {
     }
 
-    static void decode(PanelMatrix m, int expert, int panel, Scratch s) {
+    /** Decodes panel p of expert e into out, using s for its scales. */
+    static void decode(PanelMatrix m, int expert, int panel, Scratch s, float[] out) {
         ColumnPlan plan = m.plan(expert);
         LaneCodec codec = m.codec();
         VectorScales.scales(m, expert, panel, s.scales);
@@ -37,22 +38,22 @@ final class VectorPanelDecoder {
         if (codec.offset() != 0) {
             VectorScales.zeros(m, expert, panel, s.zeros);
             if (codec == LaneCodec.INT4) {
-                int4(m.words(), base, seg, s.scales, s.zeros, s.panel);
+                int4(m.words(), base, seg, s.scales, s.zeros, out);
             } else {
-                int8(m.words(), base, seg, s.scales, s.zeros, s.panel);
+                int8(m.words(), base, seg, s.scales, s.zeros, out);
             }
             return;
         }
         float unbias = Math.scalb(1f, codec.bias());
         switch (codec) {
-            case FP4 -> fp4(m.words(), base, seg, s.scales, unbias, s.panel);
-            case FP6_E3M2 -> fp6(m.words(), base, seg, s.scales, unbias, s.panel, 21, 0x03E00000);
-            case FP6_E2M3 -> fp6(m.words(), base, seg, s.scales, unbias, s.panel, 20, 0x01F00000);
-            case FP8_E4M3 -> fp8(m.words(), base, seg, s.scales, unbias, s.panel, 20, 0x07F00000);
-            case FP8_E5M2 -> fp8(m.words(), base, seg, s.scales, unbias, s.panel, 21, 0x0FE00000);
-            case F16 -> f16(m.words(), base, seg, s.scales, unbias, s.panel);
-            case BF16 -> bf16(m.words(), base, seg, s.scales, s.panel);
-            case F32 -> f32(m.words(), base, seg, s.scales, s.panel);
+            case FP4 -> fp4(m.words(), base, seg, s.scales, unbias, out);
+            case FP6_E3M2 -> fp6(m.words(), base, seg, s.scales, unbias, out, 21, 0x03E00000);
+            case FP6_E2M3 -> fp6(m.words(), base, seg, s.scales, unbias, out, 20, 0x01F00000);
+            case FP8_E4M3 -> fp8(m.words(), base, seg, s.scales, unbias, out, 20, 0x07F00000);
+            case FP8_E5M2 -> fp8(m.words(), base, seg, s.scales, unbias, out, 21, 0x0FE00000);
+            case F16 -> f16(m.words(), base, seg, s.scales, unbias, out);
+            case BF16 -> bf16(m.words(), base, seg, s.scales, out);
+            case F32 -> f32(m.words(), base, seg, s.scales, out);
             default -> throw new IllegalStateException(codec.toString());
         }
     }

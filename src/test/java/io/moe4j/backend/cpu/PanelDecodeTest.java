@@ -66,7 +66,7 @@ class PanelDecodeTest {
                 float[] scalar = new float[vector.panel.length];
                 for (int e = 0; e < m.experts(); e++) {
                     for (int p = 0; p < pm.panels(); p++) {
-                        VectorPanelDecoder.decode(pm, e, p, vector);
+                        VectorPanelDecoder.decode(pm, e, p, vector, vector.panel);
                         ScalarKernels.decodePanel(pm, e, p, scalar);
                         int n = pm.plan(e).paddedColumns() * PanelMatrix.LANES;
                         for (int i = 0; i < n; i++) {
