@@ -11,8 +11,9 @@ import io.moe4j.routing.Routing;
  * @param start     group g's pairs are {@code [start[g], start[g+1])} of {@code token}/{@code weight}
  * @param token     token index of each pair
  * @param weight    router weight of each pair
+ * @param pairOf    [tokens · topK]: the pair each (token, choice) became, or −1 where its expert is not local
  */
-public record TokenGroups(int[] experts, int[] start, int[] token, float[] weight) {
+public record TokenGroups(int[] experts, int[] start, int[] token, float[] weight, int[] pairOf) {
 
     public static TokenGroups of(Routing routing, ExpertWeights w) {
         int n = routing.tokens() * routing.topK();
@@ -35,6 +36,7 @@ public record TokenGroups(int[] experts, int[] start, int[] token, float[] weigh
         }
         int[] token = new int[count[local]];
         float[] weight = new float[count[local]];
+        int[] pairOf = new int[n];
         int[] fill = count.clone();
         for (int i = 0; i < n; i++) {
             int le = localOf[i];
@@ -42,6 +44,9 @@ public record TokenGroups(int[] experts, int[] start, int[] token, float[] weigh
                 int at = fill[le]++;
                 token[at] = i / routing.topK();
                 weight[at] = routing.weights()[i];
+                pairOf[i] = at;
+            } else {
+                pairOf[i] = -1;
             }
         }
         int[] experts = new int[groups];
@@ -55,7 +60,7 @@ public record TokenGroups(int[] experts, int[] start, int[] token, float[] weigh
             }
         }
         start[groups] = count[local];
-        return new TokenGroups(experts, start, token, weight);
+        return new TokenGroups(experts, start, token, weight, pairOf);
     }
 
     public int groups() {

@@ -46,7 +46,7 @@ final class BenchCommand implements Callable<Integer> {
             + "scheme of the preset)")
     String scheme;
 
-    @Option(names = "--backend", defaultValue = "cpu", description = "cpu or emulation (default: ${DEFAULT-VALUE})")
+    @Option(names = "--backend", defaultValue = "cpu", description = "cpu, cuda or emulation (default: ${DEFAULT-VALUE})")
     String backend;
 
     @Option(names = "--tokens", defaultValue = "1", split = ",",
@@ -89,9 +89,7 @@ final class BenchCommand implements Callable<Integer> {
                         + String.join(", ", BackendRegistry.standard().names())))
                 .backend();
 
-        System.err.printf("measuring memory read bandwidth (%d threads, %d MiB) ...%n", nThreads, bandwidthMib);
-        double machine = MemoryBandwidth.measure(nThreads, bandwidthMib << 20, 3);
-        System.err.printf("memory read bandwidth: %.1f GB/s%n", machine);
+        double machine = roofline(b, nThreads, bandwidthMib);
 
         List<BenchResult> results = new ArrayList<>();
         for (SyntheticScheme s : schemes) {
@@ -125,6 +123,27 @@ final class BenchCommand implements Callable<Integer> {
             results.forEach(r -> System.out.println(r.tableRow()));
         }
         return 0;
+    }
+
+    /**
+     * The bandwidth the weights' bytes are compared against: the host's memory read bandwidth for CPU backends,
+     * the device's measured copy bandwidth (read + written) for cuda, the issue's definitions of each.
+     */
+    private static double roofline(Backend b, int threads, long bandwidthMib) {
+        if (b.name().equals("cuda")) {
+            var probe = io.moe4j.backend.cuda.driver.CudaRuntime.probe();
+            if (!probe.available()) {
+                throw new MoeException("backend cuda cannot run here: " + probe.reason());
+            }
+            System.err.println("measuring device copy bandwidth (cuMemcpyDtoD, 2 GiB) ...");
+            double gbps = io.moe4j.backend.cuda.DeviceBandwidth.copyGbps();
+            System.err.printf("device copy bandwidth: %.0f GB/s (read + written)%n", gbps);
+            return gbps;
+        }
+        System.err.printf("measuring memory read bandwidth (%d threads, %d MiB) ...%n", threads, bandwidthMib);
+        double machine = MemoryBandwidth.measure(threads, bandwidthMib << 20, 3);
+        System.err.printf("memory read bandwidth: %.1f GB/s%n", machine);
+        return machine;
     }
 
     private static ExpertWeights generate(SyntheticScheme s, SyntheticWeights.Shape shape, Arena arena) {

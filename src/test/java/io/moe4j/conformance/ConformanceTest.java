@@ -20,7 +20,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * within the case's tolerance (emulation: emulation_rel_l2; others: any_backend_rel_l2) and topk_ids equal.
  */
 class ConformanceTest {
-    static final List<String> BACKENDS = List.of("emulation");
+    static final List<String> BACKENDS = List.of("emulation", "cpu");
 
     static Stream<Arguments> cases() {
         List<Arguments> out = new ArrayList<>();

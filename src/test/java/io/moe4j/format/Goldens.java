@@ -17,24 +17,13 @@ final class Goldens {
     private Goldens() {}
 
     /**
-     * The shared folder: the {@code moe4j.shared} property (set by the build to ../shared) when that folder exists,
-     * else /work/shared, where a worktree one level deeper finds it.
+     * The numerics goldens, from the project's checked copy of the conformance fixtures; fails (never skips) when
+     * absent.
      */
-    static Path sharedDir() {
-        String property = System.getProperty("moe4j.shared");
-        if (property != null && Files.isDirectory(Path.of(property))) {
-            return Path.of(property);
-        }
-        return Path.of("/work/shared");
-    }
-
-    /** The numerics goldens; fails (never skips) when absent or when their checksum disagrees with SHA256SUMS. */
     static Path numerics() {
-        Path dir = sharedDir().resolve("conformance");
-        Path file = dir.resolve("numerics.safetensors");
+        Path file = io.moe4j.conformance.ConformanceCases.root().resolve("numerics.safetensors");
         if (!Files.isRegularFile(file)) {
-            fail("conformance goldens not found at " + file + " (moe4j.shared=" + System.getProperty("moe4j.shared")
-                    + ")");
+            fail("conformance goldens not found at " + file);
         }
         return file;
     }

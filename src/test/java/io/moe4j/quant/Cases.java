@@ -1,6 +1,7 @@
 package io.moe4j.quant;
 
 import io.moe4j.config.ModelConfig;
+import io.moe4j.conformance.ConformanceCases;
 import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.quant.config.QuantizationConfig;
 import io.moe4j.safetensors.Checkpoint;
@@ -13,29 +14,17 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.stream.Stream;
 
-/** The conformance cases in ../shared (property moe4j.shared when that directory exists, else /work/shared). */
+/** The conformance cases (the project's checked copy of ../shared/conformance). */
 public final class Cases {
     private Cases() {
     }
 
-    public static Path shared() {
-        String prop = System.getProperty("moe4j.shared");
-        if (prop != null && Files.isDirectory(Path.of(prop))) {
-            return Path.of(prop);
-        }
-        return Path.of("/work/shared");
-    }
-
     public static Path dir(String name) {
-        return shared().resolve("conformance/cases").resolve(name);
+        return ConformanceCases.dir(name);
     }
 
     public static List<String> all() {
-        try (Stream<Path> s = Files.list(shared().resolve("conformance/cases"))) {
-            return s.filter(Files::isDirectory).map(p -> p.getFileName().toString()).sorted().toList();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        return ConformanceCases.names();
     }
 
     /** One case opened: its config, layer 0, checkpoint and the method its quantization config selects. */

@@ -82,9 +82,7 @@ public final class CtNvfp4Method implements QuantMethod {
             a13 = new ActivationQuant.Nvfp4(inputGlobalScales(checkpoint, layer, ids, p13));
             a2 = new ActivationQuant.Nvfp4(inputGlobalScales(checkpoint, layer, ids, p2));
         }
-        return new ExpertWeights(scheme(), ids.length, layer.hidden(), layer.intermediate(), w13, w2, null, null,
-                layer.gateLayout(), layer.activation(), layer.swigluLimit(), a13, a2,
-                ExpertTensors.expertMap(layer, options, ids));
+        return ExpertTensors.unbiasedWeights(scheme(), layer, options, ids, w13, w2, a13, a2);
     }
 
     /** One global scale per (local expert, projection), flattened in that order (the shard order of the stack). */

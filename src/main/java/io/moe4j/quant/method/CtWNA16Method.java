@@ -122,9 +122,7 @@ public final class CtWNA16Method implements QuantMethod {
         var progress = new ExpertTensors.Progress(options);
         ExpertMatrix w13 = stack(checkpoint, layer, ids, ExpertTensors.w13Projections(layer), arena, progress);
         ExpertMatrix w2 = stack(checkpoint, layer, ids, List.of(Projection.DOWN), arena, progress);
-        return new ExpertWeights(scheme(), ids.length, layer.hidden(), layer.intermediate(), w13, w2, null, null,
-                layer.gateLayout(), layer.activation(), layer.swigluLimit(), ActivationQuant.NONE, ActivationQuant.NONE,
-                ExpertTensors.expertMap(layer, options, ids));
+        return ExpertTensors.unbiasedWeights(scheme(), layer, options, ids, w13, w2, ActivationQuant.NONE, ActivationQuant.NONE);
     }
 
     private ExpertMatrix stack(Checkpoint ckpt, MoeLayerConfig layer, int[] ids, List<Projection> projections,

@@ -6,7 +6,10 @@ import io.moe4j.config.Projection;
 import io.moe4j.kernel.GateLayout;
 import io.moe4j.quant.BlockScales;
 import io.moe4j.quant.CodeType;
+import io.moe4j.kernel.ActivationQuant;
 import io.moe4j.quant.ExpertMatrix;
+import io.moe4j.quant.ExpertWeights;
+import io.moe4j.quant.QuantScheme;
 import io.moe4j.quant.ScaleType;
 import io.moe4j.quant.ExpectedTensor;
 import io.moe4j.quant.LoadOptions;
@@ -69,6 +72,13 @@ final class ExpertTensors {
     }
 
     /** Global → local map (−1 where the expert lives elsewhere), or null when every expert is held. */
+    /** The canonical weights of a per-expert family's layer without biases, its experts held as {@code ids}. */
+    static ExpertWeights unbiasedWeights(QuantScheme scheme, MoeLayerConfig layer, LoadOptions options, int[] ids,
+                                         ExpertMatrix w13, ExpertMatrix w2, ActivationQuant a13, ActivationQuant a2) {
+        return new ExpertWeights(scheme, ids.length, layer.hidden(), layer.intermediate(), w13, w2, null, null,
+                layer.gateLayout(), layer.activation(), layer.swigluLimit(), a13, a2, expertMap(layer, options, ids));
+    }
+
     static int[] expertMap(MoeLayerConfig layer, LoadOptions options, int[] ids) {
         if (options == null || options.holdsAll()) {
             return null;

@@ -187,8 +187,6 @@ public final class QuarkOcpMxMethod implements QuantMethod {
             a13 = new ActivationQuant.Mx(element(inputDtype));
             a2 = new ActivationQuant.Mx(element(inputDtype));
         }
-        return new ExpertWeights(scheme(), ids.length, layer.hidden(), layer.intermediate(), w13, w2, null, null,
-                layer.gateLayout(), layer.activation(), layer.swigluLimit(), a13, a2,
-                ExpertTensors.expertMap(layer, options, ids));
+        return ExpertTensors.unbiasedWeights(scheme(), layer, options, ids, w13, w2, a13, a2);
     }
 }

@@ -99,9 +99,7 @@ public final class QuarkW8A8Int8Method implements QuantMethod {
             a13 = new ActivationQuant.Int8PerToken();
             a2 = new ActivationQuant.Int8PerToken();
         }
-        return new ExpertWeights(scheme(), ids.length, layer.hidden(), layer.intermediate(), w13, w2, null, null,
-                layer.gateLayout(), layer.activation(), layer.swigluLimit(), a13, a2,
-                ExpertTensors.expertMap(layer, options, ids));
+        return ExpertTensors.unbiasedWeights(scheme(), layer, options, ids, w13, w2, a13, a2);
     }
 
     private ExpertMatrix stack(Checkpoint ckpt, MoeLayerConfig layer, int[] ids, List<Projection> projections,

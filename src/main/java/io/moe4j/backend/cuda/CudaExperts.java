@@ -1,0 +1,452 @@
+package io.moe4j.backend.cuda;
+
+import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
+import io.moe4j.backend.Experts;
+import io.moe4j.backend.cuda.Workspace.Slot;
+import io.moe4j.backend.cuda.driver.CudaEvent;
+import io.moe4j.backend.cuda.driver.CudaStream;
+import io.moe4j.backend.cuda.driver.DeviceBuffer;
+import io.moe4j.backend.cuda.driver.KernelArgs;
+import io.moe4j.kernel.GateLayout;
+import io.moe4j.quant.ExpertWeights;
+import io.moe4j.routing.Routing;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedDeque;
+
+/**
+ * A layer's experts on the GPU. One forward call, all on the call's own stream:
+ * <ol>
+ *   <li>host: the routing plan (pairs sorted by expert); x and the plan go to the device in two copies</li>
+ *   <li>{@code moe_prepare_rows}: each pair's GEMM1 input, quantize-dequantized per scheme (skipped when the
+ *       GEMV can read the tokens as they are)</li>
+ *   <li>GEMM1: the MXFP4 tensor-core GEMV or tile GEMM, or the CUDA-core GEMM for the other formats</li>
+ *   <li>{@code moe_activate_rows}: + bias, activation, the scheme's quantize-dequantize of GEMM2's input</li>
+ *   <li>GEMM2, then {@code moe_combine}: + bias, router weights, sum over each token's experts</li>
+ *   <li>the output back to the host</li>
+ * </ol>
+ * Thread-safe: a call's state lives in a {@link Workspace} taken from a pool and in locals.
+ */
+final class CudaExperts implements Experts {
+    private static final int ROW_THREADS = 256;
+    private static final int MAX_GRID_Y = 65535;
+
+    private final ExpertWeights w;
+    private final CudaEngine engine;
+    private final CudaTuning tuning;
+    private final DeviceMatrix w13;
+    private final DeviceMatrix w2;
+    private final DeviceBuffer bias13;
+    private final DeviceBuffer bias2;
+    private final DeviceQuant a13;
+    private final DeviceQuant a2;
+    private final ConcurrentLinkedDeque<Workspace> pool = new ConcurrentLinkedDeque<>();
+
+    CudaExperts(ExpertWeights w, CudaEngine engine, CudaTuning tuning, DeviceMatrix w13, DeviceMatrix w2,
+            DeviceBuffer bias13, DeviceBuffer bias2, DeviceQuant a13, DeviceQuant a2) {
+        this.w = w;
+        this.engine = engine;
+        this.tuning = tuning;
+        this.w13 = w13;
+        this.w2 = w2;
+        this.bias13 = bias13;
+        this.bias2 = bias2;
+        this.a13 = a13;
+        this.a2 = a2;
+    }
+
+    @Override
+    public String backend() {
+        return CudaBackend.NAME;
+    }
+
+    /** The kernels of each GEMM, for logs and tests. */
+    String kernels() {
+        return "w13: " + w13.kernels() + "; w2: " + w2.kernels();
+    }
+
+    @Override
+    public void forward(float[] x, int tokens, Routing routing, float[] out) {
+        forward(x, tokens, routing, out, null);
+    }
+
+    /**
+     * Device-side start and end of a call's work, between the copy in and the copy out (for benchmarks); with five
+     * stage events, also the ends of prepare, GEMM1, activation, GEMM2 and combine (then no graph replay). With a
+     * {@code lead} buffer, a memset of it goes on the stream before the start event: the GPU is still busy with it
+     * while the host submits the kernels, so start..end is GPU time alone, without the submission latency.
+     */
+    record Timing(CudaEvent start, CudaEvent end, List<CudaEvent> stages, DeviceBuffer lead) {
+        Timing(CudaEvent start, CudaEvent end, List<CudaEvent> stages) {
+            this(start, end, stages, null);
+        }
+    }
+
+    /** Which path a call with this plan takes (exposed so tests can tell which kernels they exercised). */
+    boolean usesTiles(RoutePlan plan) {
+        return plan.groups() > 0 && (long) plan.pairs() >= (long) tuning.tileMinPairsPerExpert() * plan.groups()
+                && (w13 instanceof Mxfp4Matrix || w2 instanceof Mxfp4Matrix);
+    }
+
+    void forward(float[] x, int tokens, Routing routing, float[] out, Timing timing) {
+        int h = w.hidden();
+        if (tokens < 0 || x.length < (long) tokens * h || out.length < (long) tokens * h) {
+            throw new IllegalArgumentException("x and out must hold " + tokens + " x " + h + " values");
+        }
+        if (routing.tokens() != tokens) {
+            throw new IllegalArgumentException("routing is for " + routing.tokens() + " tokens, not " + tokens);
+        }
+        RoutePlan plan = RoutePlan.of(routing, w);
+        if (plan.pairs() == 0) {
+            java.util.Arrays.fill(out, 0, tokens * h, 0f);
+            return;
+        }
+        engine.context().makeCurrent();
+        Workspace ws = pool.pollFirst();
+        if (ws == null) {
+            ws = new Workspace(engine.context());
+        }
+        try {
+            run(ws, x, tokens, plan, routing.weightOnInput(), out, timing);
+        } catch (RuntimeException e) {
+            ws.close(); // its stream may hold a failed launch: not reused
+            ws = null;
+            throw e;
+        } finally {
+            if (ws != null) {
+                pool.addFirst(ws);
+            }
+        }
+    }
+
+    /** Int arrays packed one after another (16-byte aligned) into one upload. */
+    private static final class Meta {
+        private final List<int[]> arrays = new ArrayList<>();
+        private long bytes;
+
+        long add(int[] a) {
+            long at = bytes;
+            arrays.add(a);
+            bytes += (4L * a.length + 15) & ~15L;
+            return at;
+        }
+
+        long bytes() {
+            return Math.max(bytes, 16);
+        }
+
+        void write(MemorySegment into) {
+            long at = 0;
+            for (int[] a : arrays) {
+                MemorySegment.copy(a, 0, into, JAVA_INT, at, a.length);
+                at += (4L * a.length + 15) & ~15L;
+            }
+        }
+    }
+
+    private void run(Workspace ws, float[] x, int tokens, RoutePlan plan, boolean weightOnInput, float[] out,
+            Timing timing) {
+        int h = w.hidden();
+        int pairs = plan.pairs();
+        boolean tiles = usesTiles(plan);
+        boolean tile1 = tiles && w13 instanceof Mxfp4Matrix;
+        boolean tile2 = tiles && w2 instanceof Mxfp4Matrix;
+        // GEMM1 may read the tokens directly only as float32 rows in checkpoint order, unchanged.
+        boolean direct1 = !tile1 && a13.none() && !weightOnInput && w13.columnOrder() == null;
+
+        Meta meta = new Meta();
+        long offToken = meta.add(plan.pairToken());
+        long offExpert = meta.add(plan.pairExpert());
+        int[] weightBits = new int[pairs];
+        for (int p = 0; p < pairs; p++) {
+            weightBits[p] = Float.floatToRawIntBits(plan.pairWeight()[p]);
+        }
+        long offWeight = meta.add(weightBits);
+        long offTokenPair = meta.add(plan.tokenPair());
+        long offTokenWeight = meta.add(floatBits(plan, tokens));
+        long offIdentity = meta.add(plan.identityRows());
+        int tb1 = w13 instanceof UnitMatrix u ? batchSize(u, plan) : 1;
+        int tb2 = w2 instanceof UnitMatrix u ? batchSize(u, plan) : 1;
+        int[] batches1 = plan.pieces(tb1);
+        int[] batches2 = plan.pieces(tb2);
+        long offBatches1 = meta.add(batches1);
+        long offBatches2 = meta.add(batches2);
+        int[] mtiles = plan.pieces(tuning.tileTokens());
+        long offTiles = meta.add(mtiles);
+        int[] routes = new int[4 * pairs];
+        System.arraycopy(plan.routes(direct1), 0, routes, 0, 2 * pairs);
+        System.arraycopy(plan.routes(false), 0, routes, 2 * pairs, 2 * pairs);
+
+        long xBytes = 4L * tokens * h;
+        long outBytes = xBytes;
+        long metaBytes = meta.bytes();
+        long routeBytes = 4L * routes.length;
+        MemorySegment staging = ws.pinned(xBytes + metaBytes + routeBytes + outBytes);
+        MemorySegment.copy(x, 0, staging, JAVA_FLOAT, 0, tokens * h);
+        meta.write(staging.asSlice(xBytes, metaBytes));
+        MemorySegment.copy(routes, 0, staging, JAVA_INT, xBytes + metaBytes, routes.length);
+        MemorySegment outHost = staging.asSlice(xBytes + metaBytes + routeBytes, outBytes);
+
+        CudaStream stream = ws.stream();
+        DeviceBuffer dx = ws.buffer(Slot.X, xBytes);
+        DeviceBuffer dmeta = ws.buffer(Slot.META, metaBytes);
+        DeviceBuffer droutes = ws.buffer(Slot.ROUTES, routeBytes);
+        dx.copyFromAsync(staging.asSlice(0, xBytes), 0, stream);
+        dmeta.copyFromAsync(staging.asSlice(xBytes, metaBytes), 0, stream);
+        droutes.copyFromAsync(staging.asSlice(xBytes + metaBytes, routeBytes), 0, stream);
+        long m = dmeta.pointer();
+        int pitch1 = tile1 ? 64 * ((Mxfp4Matrix) w13).blockPairs() : h;
+        int pitch2 = tile2 ? 64 * ((Mxfp4Matrix) w2).blockPairs() : w.intermediate();
+        DeviceBuffer in1 = direct1 ? dx : ws.buffer(Slot.IN1, (long) pairs * pitch1 * (tile1 ? 2 : 4));
+        DeviceBuffer exp1 = tile1 ? ws.buffer(Slot.EXP1, 4L * pairs) : null;
+        DeviceBuffer hbuf = ws.buffer(Slot.H, 4L * pairs * w.w13().rows());
+        DeviceBuffer act = ws.buffer(Slot.ACT, (long) pairs * pitch2 * (tile2 ? 2 : 4));
+        DeviceBuffer exp2 = tile2 ? ws.buffer(Slot.EXP2, 4L * pairs) : null;
+        DeviceBuffer y = ws.buffer(Slot.Y, 4L * pairs * h);
+        DeviceBuffer dout = ws.buffer(Slot.OUT, outBytes);
+        Launch launch = new Launch(tokens, pairs, plan.topK(), weightOnInput, direct1, tile1, tile2, dx, in1, exp1,
+                pitch1, hbuf, act, exp2, pitch2, y, dout, droutes, m + offToken, m + offExpert, m + offWeight,
+                m + offTokenPair, m + offTokenWeight, m + offIdentity, m + offBatches1, batches1.length / 4, tb1,
+                m + offBatches2, batches2.length / 4, tb2, m + offTiles, mtiles.length / 4);
+
+        if (timing != null) {
+            if (timing.lead() != null) {
+                timing.lead().fillAsync((byte) 0, stream);
+            }
+            timing.start().record(stream);
+        }
+        boolean stages = timing != null && !timing.stages().isEmpty();
+        if (pairs <= GRAPH_MAX_PAIRS && !stages) {
+            // Small batches are launch-bound: the same launch sequence (same shapes and buffers) is recorded once
+            // into a graph and replayed, one launch instead of five. Only the data the sequence reads changes.
+            Workspace.Replay replay = ws.replay(launch);
+            if (replay.graph() != null) {
+                replay.graph().launch(stream);
+            } else if (replay.seenBefore()) {
+                ws.keep(launch, stream.capture(() -> enqueue(launch, stream, null)));
+                ws.replay(launch).graph().launch(stream);
+            } else {
+                enqueue(launch, stream, null);
+            }
+        } else {
+            enqueue(launch, stream, stages ? timing.stages() : null);
+        }
+        if (timing != null) {
+            timing.end().record(stream);
+        }
+        dout.copyToAsync(outHost, 0, stream);
+        stream.synchronize();
+        MemorySegment.copy(outHost, JAVA_FLOAT, 0, out, 0, tokens * h);
+    }
+
+    /** Batches of at most this many routed pairs replay their kernels from a graph. */
+    static final int GRAPH_MAX_PAIRS = 256;
+
+    /**
+     * Everything one call's kernels read: shapes, paths and device addresses. Two calls with equal launches
+     * enqueue identical kernels, which is what makes a recorded graph replayable.
+     */
+    record Launch(int tokens, int pairs, int topK, boolean weightOnInput, boolean direct1, boolean tile1,
+            boolean tile2, DeviceBuffer x, DeviceBuffer in1, DeviceBuffer exp1, int pitch1, DeviceBuffer h,
+            DeviceBuffer act, DeviceBuffer exp2, int pitch2, DeviceBuffer y, DeviceBuffer out, DeviceBuffer routes,
+            long pairToken, long pairExpert, long pairWeight, long tokenPair, long tokenWeight, long identity,
+            long batches1, int batchCount1, int tb1, long batches2, int batchCount2, int tb2, long mtiles,
+            int mtileCount) {
+    }
+
+    /** Enqueues the call's kernels; records an event after each of the five stages when {@code stages} is given. */
+    private void enqueue(Launch l, CudaStream stream, List<CudaEvent> stages) {
+        int h = w.hidden();
+        int inter = w.intermediate();
+        int rows13 = w.w13().rows();
+        if (!l.direct1()) {
+            KernelCache.Kernel k = rows("moe_prepare_rows");
+            try (Arena arena = Arena.ofConfined()) {
+                KernelArgs args = new KernelArgs(arena).pointer(l.x()).i32(h).pointer(l.pairToken())
+                        .pointer(l.pairExpert()).pointer(l.pairWeight()).i32(l.weightOnInput() ? 1 : 0);
+                a13.append(args);
+                rowOutput(args.pointer(pointerOf(w13.columnOrder())), l.tile1(), l.in1(), l.exp1(), l.pitch1());
+                launchRows(k, l.pairs(), h, stream, args);
+            }
+        }
+        stage(stages, 0, stream);
+        gemm(w13, l.tile1(), l.in1(), l.exp1(), l.direct1() ? l.pairToken() : l.identity(), l.batches1(),
+                l.batchCount1(), l.tb1(), l.routes(), 0, l.mtiles(), l.mtileCount(), l.pairs(), l.h(), stream);
+        stage(stages, 1, stream);
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena).pointer(l.h()).pointer(l.pairExpert()).pointer(pointerOf(bias13))
+                    .i32(rows13).i32(inter).i32(gateMode(w.gateLayout())).i32(activationCode(w.activation()))
+                    .f32(w.swigluLimit()).f32(io.moe4j.kernel.Activation.OAI_ALPHA);
+            if (a2.none() && !l.tile2() && w2.columnOrder() == null) {
+                args.pointer(l.act());
+                rows("moe_activate_elements").function().launch(l.pairs(), Math.ceilDiv(inter, ROW_THREADS), 1,
+                        ROW_THREADS, 1, 1, 0, stream, args);
+            } else {
+                a2.append(args);
+                rowOutput(args.pointer(pointerOf(w2.columnOrder())), l.tile2(), l.act(), l.exp2(), l.pitch2());
+                launchRows(rows("moe_activate_rows"), l.pairs(), inter, stream, args);
+            }
+        }
+        stage(stages, 2, stream);
+        gemm(w2, l.tile2(), l.act(), l.exp2(), l.identity(), l.batches2(), l.batchCount2(), l.tb2(), l.routes(),
+                l.pairs(), l.mtiles(), l.mtileCount(), l.pairs(), l.y(), stream);
+        stage(stages, 3, stream);
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena).pointer(l.y()).i32(h).pointer(l.tokenPair())
+                    .pointer(l.tokenWeight()).i32(l.topK()).pointer(l.pairExpert()).pointer(pointerOf(bias2))
+                    .i32(l.weightOnInput() ? 1 : 0).pointer(l.out());
+            rows("moe_combine").function().launch(l.tokens(), Math.ceilDiv(h, ROW_THREADS), 1, ROW_THREADS, 1, 1, 0,
+                    stream, args);
+        }
+        stage(stages, 4, stream);
+    }
+
+    private static void stage(List<CudaEvent> stages, int i, CudaStream stream) {
+        if (stages != null) {
+            stages.get(i).record(stream);
+        }
+    }
+
+    private static int[] floatBits(RoutePlan plan, int tokens) {
+        // The router weight of each (token, choice), for the combine; choices of non-local experts are skipped there.
+        int[] bits = new int[plan.tokenPair().length];
+        for (int i = 0; i < bits.length; i++) {
+            int p = plan.tokenPair()[i];
+            bits[i] = p < 0 ? 0 : Float.floatToRawIntBits(plan.pairWeight()[p]);
+        }
+        return bits;
+    }
+
+    /** outMode, outF, outH, outExp, outPitch of the row kernels. */
+    private static void rowOutput(KernelArgs args, boolean f16, DeviceBuffer rows, DeviceBuffer exps, int pitch) {
+        args.i32(f16 ? 1 : 0).pointer(f16 ? 0L : rows.pointer()).pointer(f16 ? rows.pointer() : 0L)
+                .pointer(exps == null ? 0L : exps.pointer()).i32(pitch);
+    }
+
+    private KernelCache.Kernel rows(String name) {
+        return engine.kernels().get("moe_rows.cu", name, List.of());
+    }
+
+    private static void launchRows(KernelCache.Kernel k, int pairs, int rowLength, CudaStream stream, KernelArgs args) {
+        int shared = 4 * (rowLength + 32);
+        if (shared > k.sharedLimit()) {
+            throw new IllegalArgumentException("rows of " + rowLength + " values need " + shared
+                    + " bytes of shared memory; this device allows " + k.sharedLimit());
+        }
+        k.function().launch(pairs, 1, 1, ROW_THREADS, 1, 1, shared, stream, args);
+    }
+
+    /**
+     * Pairs of one expert the CUDA-core GEMM takes together: 1 when no expert has more (decode), else 8, or fewer as
+     * shared memory allows. Two sizes rather than every power of two keep the variants NVRTC compiles few.
+     */
+    private int batchSize(UnitMatrix u, RoutePlan plan) {
+        int tb = plan.largestGroup() > 1 ? 8 : 1;
+        KernelCache.Kernel k = units(u, 1);
+        while (tb > 1 && 128L * tb * u.units() > k.sharedLimit()) {
+            tb /= 2;
+        }
+        return tb;
+    }
+
+    private KernelCache.Kernel units(UnitMatrix u, int tb) {
+        List<String> defines = new ArrayList<>(u.defines());
+        defines.add("-DMOE4J_TB=" + tb);
+        defines.add("-DMOE4J_ROWS=" + tuning.unitsRows());
+        defines.add("-DMOE4J_WARPS=" + tuning.unitsWarps());
+        return engine.kernels().get("gemm_units.cu", "moe_gemm_units", defines);
+    }
+
+    private void gemm(DeviceMatrix matrix, boolean tile, DeviceBuffer in, DeviceBuffer exps, long xRows, long batches,
+            int batchCount, int tb, DeviceBuffer routes, long firstRoute, long mtiles, int mtileCount, int pairs,
+            DeviceBuffer out, CudaStream stream) {
+        switch (matrix) {
+            case Mxfp4Matrix mx when tile -> {
+                List<String> defines = new ArrayList<>(tuning.tileDefines());
+                if (mx.experts().specialScales()) {
+                    // E8M0 0 or 255 (NaN): scale each block's product exactly instead of pre-scaling in f16
+                    defines.add("-DMOE4J_EXACT_E8M0=1");
+                    defines.add("-DTILE_PRESCALE=0");
+                }
+                KernelCache.Kernel k = engine.kernels().get("gemm_mxfp4_tile.cu", "moe_gemm_mxfp4_tile", defines);
+                try (Arena arena = Arena.ofConfined()) {
+                    KernelArgs args = new KernelArgs(arena).pointer(mx.experts().codes()).pointer(mx.experts().scales())
+                            .pointer(in).pointer(exps).pointer(mtiles).pointer(out).i32(mx.rows()).i32(mx.rowTiles())
+                            .i32(mx.blockPairs()).pointer(mx.rowExponents());
+                    k.function().launch(mtileCount, Math.ceilDiv(mx.rowTiles(), tuning.tileRowTilesPerBlock()), 1,
+                            32 * tuning.tileWarps(), 1, 1, 0, stream, args);
+                }
+            }
+            case Mxfp4Matrix mx -> engine.mxfp4().forward(mx.experts(), in, routes, firstRoute, pairs, out, stream);
+            case UnitMatrix u -> {
+                KernelCache.Kernel k = units(u, tb);
+                long shared = 128L * tb * u.units();
+                int rowsPerBlock = tuning.unitsRows() * tuning.unitsWarps();
+                for (int first = 0; first < batchCount; first += MAX_GRID_Y) {
+                    int count = Math.min(MAX_GRID_Y, batchCount - first);
+                    try (Arena arena = Arena.ofConfined()) {
+                        KernelArgs args = new KernelArgs(arena).pointer(u.codes()).pointer(pointerOf(u.scales()))
+                                .pointer(pointerOf(u.zeros())).pointer(pointerOf(u.shard())).pointer(in)
+                                .pointer(batches + 16L * first).pointer(xRows).pointer(out).i32(u.rows()).i32(u.cols())
+                                .i32(u.units()).i32(u.rowBlocks()).i32(u.colBlocks()).i32(u.blockRows())
+                                .i32(u.blockCols()).i32(u.shards()).i32(u.shardRows());
+                        k.function().launch(Math.ceilDiv(u.rows(), rowsPerBlock), count, 1, 32 * tuning.unitsWarps(), 1,
+                                1, (int) shared, stream, args);
+                    }
+                }
+            }
+        }
+    }
+
+    private static long pointerOf(DeviceBuffer b) {
+        return b == null ? 0L : b.pointer();
+    }
+
+    /** gateMode of moe_activate_rows. */
+    static int gateMode(GateLayout layout) {
+        return switch (layout) {
+            case NONE -> 0;
+            case CONCATENATED -> 1;
+            case INTERLEAVED -> 2;
+        };
+    }
+
+    /** ACT_* of moe4j_quant.cuh. */
+    static int activationCode(io.moe4j.kernel.Activation a) {
+        return switch (a) {
+            case SILU_AND_MUL -> 0;
+            case SWIGLU_OAI -> 1;
+            case GELU_AND_MUL -> 2;
+            case GELU_TANH_AND_MUL -> 3;
+            case RELU2_AND_MUL -> 4;
+            case SILU -> 5;
+            case GELU -> 6;
+            case GELU_TANH -> 7;
+            case RELU2 -> 8;
+        };
+    }
+
+    @Override
+    public void close() {
+        engine.context().makeCurrent();
+        Workspace ws;
+        while ((ws = pool.pollFirst()) != null) {
+            ws.close();
+        }
+        w13.close();
+        w2.close();
+        for (AutoCloseable c : new AutoCloseable[] {bias13, bias2, a13, a2}) {
+            if (c != null) {
+                try {
+                    c.close();
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,57 @@
+package io.moe4j.backend.cuda;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * A CUDA C++ kernel source from this package's resources, with the headers it includes ({@code #include "x"},
+ * resolved among the same resources and handed to NVRTC by name) and the extra compile options (defines) of a
+ * variant.
+ */
+public record KernelSource(String name, String text, Map<String, String> headers, List<String> options) {
+    private static final String RESOURCE_DIR = "/io/moe4j/backend/cuda/";
+    private static final Pattern INCLUDE = Pattern.compile("^\\s*#\\s*include\\s+\"([^\"]+)\"", Pattern.MULTILINE);
+
+    public KernelSource {
+        headers = Map.copyOf(headers);
+        options = List.copyOf(options);
+    }
+
+    /** Loads {@code file} (e.g. "gemv_mxfp4.cu") and, transitively, the headers it includes. */
+    public static KernelSource resource(String file, List<String> options) {
+        String text = read(file);
+        Map<String, String> headers = new LinkedHashMap<>();
+        collectHeaders(text, headers);
+        return new KernelSource(file, text, headers, options);
+    }
+
+    private static void collectHeaders(String text, Map<String, String> into) {
+        Matcher m = INCLUDE.matcher(text);
+        while (m.find()) {
+            String header = m.group(1);
+            if (!into.containsKey(header)) {
+                String body = read(header);
+                into.put(header, body);
+                collectHeaders(body, into);
+            }
+        }
+    }
+
+    private static String read(String file) {
+        try (InputStream in = KernelSource.class.getResourceAsStream(RESOURCE_DIR + file)) {
+            if (in == null) {
+                throw new IllegalArgumentException("no kernel resource " + RESOURCE_DIR + file);
+            }
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException("reading kernel resource " + file, e);
+        }
+    }
+}

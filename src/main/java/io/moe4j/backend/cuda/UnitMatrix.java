@@ -1,0 +1,146 @@
+package io.moe4j.backend.cuda;
+
+import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
+import io.moe4j.MoeException;
+import io.moe4j.backend.cuda.driver.CudaContext;
+import io.moe4j.backend.cuda.driver.DeviceBuffer;
+import io.moe4j.quant.BlockScales;
+import io.moe4j.quant.CodeType;
+import io.moe4j.quant.ExpertMatrix;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * An expert stack of any {@link CodeType} for the CUDA-core grouped GEMM (gemm_units.cu): the checkpoint's code
+ * rows, each padded with zero bytes to whole units of 32 elements, its block scales, zero points and shard scales
+ * as they are, and for act-order checkpoints the columns sorted by group (see {@link ActOrder}).
+ *
+ * @param units     32-element units per row
+ * @param defines   the kernel variant for this stack's code and scale types
+ */
+record UnitMatrix(int experts, int rows, int cols, int units, List<String> defines, DeviceBuffer codes,
+        DeviceBuffer scales, DeviceBuffer zeros, DeviceBuffer shard, DeviceBuffer columnOrder, int rowBlocks,
+        int colBlocks, int blockRows, int blockCols, int shards, int shardRows, String description)
+        implements DeviceMatrix {
+
+    /** Why this stack's layout is beyond the kernel, or null when it fits. */
+    static String unsupportedReason(ExpertMatrix m) {
+        BlockScales s = m.blockScales();
+        if (s != null && s.blockCols() != 16 && s.blockCols() % 32 != 0 && s.colBlocks() != 1) {
+            return "block scales over " + s.blockCols() + " columns (the CUDA kernels take 16, multiples of 32, or whole rows)";
+        }
+        if (m.zeroPoints() != null && s == null) {
+            return "zero points without block scales";
+        }
+        if (m.groupIndex() != null) {
+            if (m.codes().bits() == 6) {
+                return "act-order " + m.codes() + " codes";
+            }
+            return ActOrder.unsupportedReason(m);
+        }
+        return null;
+    }
+
+    static UnitMatrix upload(CudaContext ctx, ExpertMatrix m) {
+        String reason = unsupportedReason(m);
+        if (reason != null) {
+            throw new MoeException("the cuda backend cannot run this expert stack: " + reason);
+        }
+        BlockScales s = m.blockScales();
+        boolean half = s != null && s.blockCols() == 16;
+        int units = Math.ceilDiv(m.cols(), 32);
+        long unitBytes = 4L * m.codes().bits();
+        long pitch = units * unitBytes;
+        long rowBytes = m.rowBytes();
+        long rows = (long) m.experts() * m.rows();
+        List<DeviceBuffer> made = new ArrayList<>();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment host = m.data();
+            DeviceBuffer order = null;
+            if (m.groupIndex() != null) {
+                ActOrder act = ActOrder.of(m);
+                host = act.permuteCodes(arena, m);
+                order = keep(made, ctx.allocate(4L * m.experts() * m.cols()));
+                order.copyFrom(arena.allocateFrom(JAVA_INT, act.flatOrder()));
+            }
+            host = Mxfp4Matrix.nativeCopy(arena, host);
+            DeviceBuffer codes = keep(made, ctx.allocate(rows * pitch));
+            if (pitch == rowBytes) {
+                codes.copyFrom(host);
+            } else {
+                codes.fill((byte) 0);
+                codes.copyFromPitched(host, rowBytes, pitch, rowBytes, rows);
+            }
+            DeviceBuffer scales = null;
+            DeviceBuffer zeros = null;
+            if (s != null) {
+                scales = keep(made, ctx.allocate(s.data().byteSize()));
+                scales.copyFrom(Mxfp4Matrix.nativeCopy(arena, s.data()));
+                if (m.zeroPoints() != null) {
+                    zeros = keep(made, ctx.allocate(m.zeroPoints().byteSize()));
+                    zeros.copyFrom(Mxfp4Matrix.nativeCopy(arena, m.zeroPoints()));
+                }
+            }
+            DeviceBuffer shard = null;
+            if (m.shardScales() != null) {
+                shard = keep(made, ctx.allocate(4L * m.shardScales().length));
+                shard.copyFrom(arena.allocateFrom(JAVA_FLOAT, m.shardScales()));
+            }
+            List<String> defines = List.of("-DMOE4J_CODE=" + codeId(m.codes()),
+                    "-DMOE4J_SCALE=" + (s == null ? 0 : switch (s.type()) {
+                        case E8M0 -> 1;
+                        case E4M3 -> 2;
+                        case F32 -> 3;
+                    }), "-DMOE4J_HALF=" + (half ? 1 : 0), "-DMOE4J_ZERO=" + (zeros != null ? 1 : 0));
+            String what = m.codes() + (s == null ? "" : " with " + s.type() + " scales per " + s.blockRows() + "x"
+                    + (s.colBlocks() == 1 ? "row" : s.blockCols())) + (zeros != null ? ", zero points" : "")
+                    + (shard != null ? ", shard scales" : "") + (order != null ? ", act-order" : "");
+            return new UnitMatrix(m.experts(), m.rows(), m.cols(), units, defines, codes, scales, zeros, shard, order,
+                    s == null ? 1 : s.rowBlocks(), s == null ? 1 : s.colBlocks(), s == null ? 1 : s.blockRows(),
+                    s == null ? 1 : s.blockCols(), m.shards(), m.shardScales() == null ? 1 : m.shardRows(),
+                    "CUDA-core grouped GEMM on packed " + what);
+        } catch (RuntimeException e) {
+            made.forEach(DeviceBuffer::close);
+            throw e;
+        }
+    }
+
+    private static DeviceBuffer keep(List<DeviceBuffer> made, DeviceBuffer b) {
+        made.add(b);
+        return b;
+    }
+
+    /** MOE4J_CODE of gemm_units.cu. */
+    static int codeId(CodeType c) {
+        return switch (c) {
+            case F32 -> 0;
+            case BF16 -> 1;
+            case F16 -> 2;
+            case FP8_E4M3 -> 3;
+            case FP8_E5M2 -> 4;
+            case FP4_E2M1 -> 5;
+            case FP6_E3M2 -> 6;
+            case FP6_E2M3 -> 7;
+            case INT8 -> 8;
+            case INT4 -> 9;
+        };
+    }
+
+    @Override
+    public String kernels() {
+        return description;
+    }
+
+    @Override
+    public void close() {
+        for (DeviceBuffer b : new DeviceBuffer[] {codes, scales, zeros, shard, columnOrder}) {
+            if (b != null) {
+                b.close();
+            }
+        }
+    }
+}

@@ -1,0 +1,142 @@
+// moe4j: the per-row stages of the experts pipeline around the two grouped GEMMs, one thread block per row:
+//   moe_prepare_rows   GEMM1 input of each routed pair: the token (times its router weight when the weight goes on
+//                      the input), quantize-dequantized per scheme (a13), columns in the weights' device order
+//   moe_activate_rows  GEMM2 input of each pair: GEMM1 output + bias through the activation, quantize-dequantized (a2)
+//   moe_combine        out[t] = sum over the token's pairs of router weight * (GEMM2 output + bias)
+// A row is staged in shared memory because the quantizers need it whole (per-token scales) or in blocks.
+// The GEMMs read their input rows either as float32 (the GEMV kernels) or as f16 scaled by a power of two per row
+// (the MXFP4 tile kernel, which multiplies the 2^-e back in its epilogue), so a row is written in either form.
+#include "moe4j_quant.cuh"
+
+#define OUT_F32 0
+#define OUT_F16_SCALED 1
+
+__device__ __forceinline__ u16 to_f16(float v) {
+    u16 h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    return h;
+}
+
+// Writes s[0, n) as row `row` of the output, columns permuted by perm (device column k holds s[perm[k]]) when
+// given, zero-padded to `pitch` columns. F16_SCALED scales the row so that its largest magnitude lands in
+// [2^14, 2^15) and stores the exponent: f16 then keeps 11 bits of every element near the top of the row.
+__device__ void write_row(const float* s, int n, const int* perm, int mode, float* outF, u16* outH, int* outExp,
+                          size_t row, int pitch, float* scratch) {
+    if (mode == OUT_F32) {
+        float* o = outF + row * pitch;
+        for (int k = threadIdx.x; k < pitch; k += blockDim.x) {
+            o[k] = k < n ? (perm != nullptr ? s[perm[k]] : s[k]) : 0.0f;
+        }
+        return;
+    }
+    float m = 0.0f;
+    for (int k = threadIdx.x; k < n; k += blockDim.x) m = fmaxf(m, fabsf(s[k]));
+    m = block_amax(m, scratch);
+    const int biased = (int)((__float_as_uint(m) >> 23) & 0xFF);
+    const int e = (m == 0.0f || m != m) ? 0 : max(-100, min(100, 141 - biased));
+    const float up = __uint_as_float((u32)(127 + e) << 23);
+    u16* o = outH + row * pitch;
+    for (int k = threadIdx.x; k < pitch; k += blockDim.x) {
+        o[k] = k < n ? to_f16((perm != nullptr ? s[perm[k]] : s[k]) * up) : (u16)0;
+    }
+    if (threadIdx.x == 0) outExp[row] = e;
+}
+
+extern "C" __global__ void moe_prepare_rows(const float* __restrict__ x, int H, const int* __restrict__ pairToken,
+                                            const int* __restrict__ pairExpert, const float* __restrict__ pairWeight,
+                                            int weightOnInput, int qKind, int qElem, int qGroup,
+                                            const float* __restrict__ qScale, const int* __restrict__ qZero,
+                                            const int* __restrict__ perm, int outMode, float* __restrict__ outF,
+                                            u16* __restrict__ outH, int* __restrict__ outExp, int outPitch) {
+    extern __shared__ float s[]; // H values, then 32 floats of scratch
+    float* scratch = s + H;
+    const size_t p = blockIdx.x;
+    const int e = pairExpert[p];
+    const float* xr = x + (size_t)pairToken[p] * H;
+    const float w = pairWeight[p];
+    for (int k = threadIdx.x; k < H; k += blockDim.x) s[k] = weightOnInput ? xr[k] * w : xr[k];
+    __syncthreads();
+    const Qdq q = {qKind, qElem, qGroup, qScale, qZero};
+    qdq_row(s, H, q, e, scratch);
+    write_row(s, H, perm != nullptr ? perm + (size_t)e * H : nullptr, outMode, outF, outH, outExp, p, outPitch,
+              scratch);
+}
+
+// gateMode: 0 not gated (rows13 = I, the activation applies to each row), 1 concatenated (gate j = row j, up j =
+// row I + j), 2 interleaved (gate j = row 2j, up j = row 2j + 1). The sums and the activation are float64, as
+// the reference computes them.
+extern "C" __global__ void moe_activate_rows(const float* __restrict__ h, const int* __restrict__ pairExpert,
+                                             const float* __restrict__ bias13, int rows13, int I, int gateMode,
+                                             int act, float limit, float alpha, int qKind, int qElem, int qGroup,
+                                             const float* __restrict__ qScale, const int* __restrict__ qZero,
+                                             const int* __restrict__ perm, int outMode, float* __restrict__ outF,
+                                             u16* __restrict__ outH, int* __restrict__ outExp, int outPitch) {
+    extern __shared__ float s[]; // I values, then 32 floats of scratch
+    float* scratch = s + I;
+    const size_t p = blockIdx.x;
+    const int e = pairExpert[p];
+    const float* hr = h + p * rows13;
+    const float* br = bias13 != nullptr ? bias13 + (size_t)e * rows13 : nullptr;
+    for (int j = threadIdx.x; j < I; j += blockDim.x) {
+        if (gateMode == 0) {
+            const double v = (double)hr[j] + (br != nullptr ? (double)br[j] : 0.0);
+            s[j] = (float)act_plain(act, v);
+        } else {
+            const int gr = gateMode == 2 ? 2 * j : j;
+            const int ur = gateMode == 2 ? 2 * j + 1 : I + j;
+            const double g = (double)hr[gr] + (br != nullptr ? (double)br[gr] : 0.0);
+            const double u = (double)hr[ur] + (br != nullptr ? (double)br[ur] : 0.0);
+            s[j] = (float)act_gated(act, g, u, (double)limit, (double)alpha);
+        }
+    }
+    __syncthreads();
+    const Qdq q = {qKind, qElem, qGroup, qScale, qZero};
+    qdq_row(s, I, q, e, scratch);
+    write_row(s, I, perm != nullptr ? perm + (size_t)e * I : nullptr, outMode, outF, outH, outExp, p, outPitch,
+              scratch);
+}
+
+// The activation alone, one element a thread, grid (pairs, ceil(I / blockDim)): for GEMM2 inputs that need no
+// whole-row stage (no quantizer, float32, checkpoint column order). At decode a block per row would leave most of
+// the GPU idle while each thread works through a dozen float64 activations in turn.
+extern "C" __global__ void moe_activate_elements(const float* __restrict__ h, const int* __restrict__ pairExpert,
+                                                 const float* __restrict__ bias13, int rows13, int I, int gateMode,
+                                                 int act, float limit, float alpha, float* __restrict__ out) {
+    const size_t p = blockIdx.x;
+    const int j = blockIdx.y * blockDim.x + threadIdx.x;
+    if (j >= I) return;
+    const int e = pairExpert[p];
+    const float* hr = h + p * rows13;
+    const float* br = bias13 != nullptr ? bias13 + (size_t)e * rows13 : nullptr;
+    double v;
+    if (gateMode == 0) {
+        v = act_plain(act, (double)hr[j] + (br != nullptr ? (double)br[j] : 0.0));
+    } else {
+        const int gr = gateMode == 2 ? 2 * j : j;
+        const int ur = gateMode == 2 ? 2 * j + 1 : I + j;
+        const double g = (double)hr[gr] + (br != nullptr ? (double)br[gr] : 0.0);
+        const double u = (double)hr[ur] + (br != nullptr ? (double)br[ur] : 0.0);
+        v = act_gated(act, g, u, (double)limit, (double)alpha);
+    }
+    out[p * I + j] = (float)v;
+}
+
+// Grid (tokens, ceil(H / blockDim)). tokenPair[t * topK + j] is the pair row of the token's j-th choice in y, or
+// -1 for an expert held elsewhere. Summed in float64 like the reference's accumulator.
+extern "C" __global__ void moe_combine(const float* __restrict__ y, int H, const int* __restrict__ tokenPair,
+                                       const float* __restrict__ tokenWeight, int topK,
+                                       const int* __restrict__ pairExpert, const float* __restrict__ bias2,
+                                       int weightOnInput, float* __restrict__ out) {
+    const int c = blockIdx.y * blockDim.x + threadIdx.x;
+    const size_t t = blockIdx.x;
+    if (c >= H) return;
+    double acc = 0.0;
+    for (int j = 0; j < topK; ++j) {
+        const int p = tokenPair[t * topK + j];
+        if (p < 0) continue;
+        double v = (double)y[(size_t)p * H + c];
+        if (bias2 != nullptr) v += (double)bias2[(size_t)pairExpert[p] * H + c];
+        acc += (weightOnInput ? 1.0 : (double)tokenWeight[t * topK + j]) * v;
+    }
+    out[t * H + c] = (float)acc;
+}

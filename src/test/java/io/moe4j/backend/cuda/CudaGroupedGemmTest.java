@@ -1,0 +1,238 @@
+package io.moe4j.backend.cuda;
+
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.offset;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.moe4j.backend.cuda.driver.CudaContext;
+import io.moe4j.backend.cuda.driver.CudaProbe;
+import io.moe4j.backend.cuda.driver.CudaRuntime;
+import io.moe4j.backend.cuda.driver.CudaStream;
+import io.moe4j.backend.cuda.driver.DeviceBuffer;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Each kernel against the float64 reference on fresh random packed inputs, at sizes that are not multiples of the
+ * kernels' tiles. Skipped (not failed) where {@link CudaRuntime#probe()} finds no usable GPU.
+ */
+class CudaGroupedGemmTest {
+    /** float32 accumulation of exact weight values lands near 1e-7; 1e-4 leaves room for long sums only. */
+    private static final double TOLERANCE = 1e-4;
+    private static final int NAN_BITS = 0x7FC00000;
+
+    private static CudaContext context;
+    private static CudaGroupedGemm gemm;
+    private static CudaGroupedGemm simt;
+    private static CudaStream stream;
+
+    @BeforeAll
+    static void open() {
+        if (CudaRuntime.probe().available()) {
+            context = CudaRuntime.open(0);
+            gemm = CudaGroupedGemm.create(context);
+            simt = CudaGroupedGemm.create(context, KernelCompiler.forDevice(context.device()),
+                    GemvTuning.defaults().withMxfp4TensorCores(false));
+            stream = context.createStream();
+        }
+    }
+
+    @BeforeEach
+    void requireGpu() {
+        CudaProbe probe = CudaRuntime.probe();
+        assumeTrue(probe.available(), () -> "no usable CUDA device: " + probe.reason());
+    }
+
+    @AfterAll
+    static void close() {
+        if (context != null) {
+            stream.close();
+            gemm.close();
+            simt.close();
+            context.close();
+        }
+    }
+
+    /** Uploads, runs once into a NaN-poisoned output, and returns the result. */
+    static float[] run(CudaGroupedGemm g, PackedExperts w, float[] x, int xRows, int[] experts, int[] rows) {
+        int pairs = experts.length;
+        try (Arena arena = Arena.ofConfined();
+                DeviceExperts dw = g.upload(w);
+                DeviceBuffer dx = context.allocate(4L * x.length);
+                DeviceBuffer routes = context.allocate(Routes.bytes(pairs));
+                DeviceBuffer out = context.allocate(4L * pairs * w.rows())) {
+            dx.copyFrom(arena.allocateFrom(JAVA_FLOAT, x));
+            routes.copyFrom(Routes.pack(arena, experts, rows, w.experts(), xRows));
+            out.fillWords(NAN_BITS, 0, (long) pairs * w.rows());
+            g.forward(dw, dx, routes, pairs, out, stream);
+            stream.synchronize();
+            MemorySegment host = arena.allocate(out.byteSize());
+            out.copyTo(host);
+            return host.toArray(JAVA_FLOAT);
+        }
+    }
+
+    private static void assertMatchesReference(CudaGroupedGemm g, PackedExperts w, int xRows, int pairs, long seed) {
+        SplittableRandom rnd = new SplittableRandom(seed);
+        float[] x = RandomExperts.activations(rnd, xRows, w.cols());
+        int[] experts = RandomExperts.ints(rnd, pairs, w.experts());
+        int[] rows = RandomExperts.ints(rnd, pairs, xRows);
+
+        float[] got = run(g, w, x, xRows, experts, rows);
+        double[] want = ReferenceDecoders.groupedGemv(w, x, experts, rows);
+
+        assertThat(got).as("every output written (no NaN poison left)").doesNotContain(Float.NaN);
+        assertThat(ReferenceDecoders.relativeL2(got, want)).as("relative L2 vs float64").isLessThan(TOLERANCE);
+    }
+
+    /** The MXFP4 cases run on both kernels: tensor cores (the default) and CUDA cores. */
+    static CudaGroupedGemm mxfp4Kernel(boolean tensorCores) {
+        return tensorCores ? gemm : simt;
+    }
+
+    @ParameterizedTest(name = "tensorCores={0}")
+    @ValueSource(booleans = {true, false})
+    void mxfp4OddShapes(boolean tensorCores) {
+        try (Arena arena = Arena.ofConfined()) {
+            PackedExperts w = RandomExperts.mxfp4(arena, new SplittableRandom(1), 5, 77, 32 * 37, 118, 136);
+            assertMatchesReference(mxfp4Kernel(tensorCores), w, 3, 7, 11);
+        }
+    }
+
+    @ParameterizedTest(name = "tensorCores={0}")
+    @ValueSource(booleans = {true, false})
+    void mxfp4GptOssDownProjectionShape(boolean tensorCores) {
+        try (Arena arena = Arena.ofConfined()) {
+            PackedExperts w = RandomExperts.mxfp4(arena, new SplittableRandom(2), 3, 2880, 2880, 118, 130);
+            assertMatchesReference(mxfp4Kernel(tensorCores), w, 1, 2, 12);
+        }
+    }
+
+    @ParameterizedTest(name = "tensorCores={0}")
+    @ValueSource(booleans = {true, false})
+    void mxfp4ExtremeScalesIncludingSubnormalTwoToMinus127(boolean tensorCores) {
+        try (Arena arena = Arena.ofConfined()) {
+            PackedExperts w = RandomExperts.mxfp4(arena, new SplittableRandom(3), 2, 40, 96, 0, 3);
+            assertMatchesReference(mxfp4Kernel(tensorCores), w, 2, 3, 13);
+            PackedExperts big = RandomExperts.mxfp4(arena, new SplittableRandom(4), 2, 40, 96, 200, 240);
+            assertMatchesReference(mxfp4Kernel(tensorCores), big, 2, 3, 14);
+        }
+    }
+
+    @ParameterizedTest(name = "tensorCores={0}")
+    @ValueSource(booleans = {true, false})
+    void mxfp4ActivationsOfVeryDifferentMagnitudes(boolean tensorCores) {
+        // The tensor-core kernel scales x by a power of two and splits it into fp16 parts: tiny and huge rows
+        // and a row mixing 1e-6 with 1e4 must all keep float32 accuracy.
+        try (Arena arena = Arena.ofConfined()) {
+            PackedExperts w = RandomExperts.mxfp4(arena, new SplittableRandom(5), 2, 48, 320, 120, 134);
+            SplittableRandom rnd = new SplittableRandom(55);
+            float[] x = RandomExperts.activations(rnd, 3, 320);
+            for (int i = 0; i < 320; i++) {
+                x[i] *= 1e-30f;
+                x[320 + i] *= 1e30f;
+                x[640 + i] *= (i % 2 == 0) ? 1e-6f : 1e4f;
+            }
+            int[] experts = {0, 1, 1, 0, 1, 0};
+            int[] rows = {0, 0, 1, 1, 2, 2};
+            float[] got = run(mxfp4Kernel(tensorCores), w, x, 3, experts, rows);
+            double[] want = ReferenceDecoders.groupedGemv(w, x, experts, rows);
+            for (int p = 0; p < experts.length; p++) {
+                float[] g = java.util.Arrays.copyOfRange(got, p * 48, p * 48 + 48);
+                double[] r = java.util.Arrays.copyOfRange(want, p * 48, p * 48 + 48);
+                assertThat(ReferenceDecoders.relativeL2(g, r)).as("pair %d", p).isLessThan(TOLERANCE);
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "tensorCores={0}")
+    @ValueSource(booleans = {true, false})
+    void mxfp4ScaleByte255IsNaNForItsRowOnly(boolean tensorCores) {
+        try (Arena arena = Arena.ofConfined()) {
+            PackedExperts w = RandomExperts.mxfp4(arena, new SplittableRandom(5), 1, 33, 64, 120, 130);
+            int nanRow = 17;
+            w.scales().set(JAVA_BYTE, nanRow * 2L + 1, (byte) 255);
+            float[] x = RandomExperts.activations(new SplittableRandom(6), 1, 64);
+
+            float[] got = run(mxfp4Kernel(tensorCores), w, x, 1, new int[] {0}, new int[] {0});
+            double[] want = ReferenceDecoders.groupedGemv(w, x, new int[] {0}, new int[] {0});
+
+            for (int n = 0; n < 33; n++) {
+                if (n == nanRow) {
+                    assertThat(got[n]).isNaN();
+                } else {
+                    assertThat((double) got[n]).isCloseTo(want[n], offset(1e-4 * Math.abs(want[n]) + 1e-30));
+                }
+            }
+        }
+    }
+
+    @Test
+    void bf16OddK() {
+        try (Arena arena = Arena.ofConfined()) {
+            PackedExperts w = RandomExperts.bf16(arena, new SplittableRandom(7), 3, 45, 1001);
+            assertMatchesReference(gemm, w, 2, 5, 17);
+        }
+    }
+
+    @Test
+    void fp8OddK() {
+        try (Arena arena = Arena.ofConfined()) {
+            PackedExperts w = RandomExperts.fp8(arena, new SplittableRandom(8), 4, 51, 999);
+            assertMatchesReference(gemm, w, 3, 6, 18);
+        }
+    }
+
+    @Test
+    void fp8NaNCodePropagates() {
+        try (Arena arena = Arena.ofConfined()) {
+            PackedExperts w = RandomExperts.fp8(arena, new SplittableRandom(9), 1, 9, 40);
+            w.codes().set(JAVA_BYTE, 4 * 40 + 7, (byte) 0x7F);
+            float[] got = run(gemm, w, RandomExperts.activations(new SplittableRandom(10), 1, 40), 1,
+                    new int[] {0}, new int[] {0});
+            assertThat(got[4]).isNaN();
+            assertThat(got[3]).isFinite();
+        }
+    }
+
+    @Test
+    void int4GroupedScales() {
+        try (Arena arena = Arena.ofConfined()) {
+            PackedExperts w = RandomExperts.int4(arena, new SplittableRandom(11), 3, 50, 1056, 96);
+            assertMatchesReference(gemm, w, 2, 5, 21);
+        }
+    }
+
+    @Test
+    void int4OneScalePerRowWithKNotAMultipleOf32() {
+        try (Arena arena = Arena.ofConfined()) {
+            PackedExperts w = RandomExperts.int4(arena, new SplittableRandom(12), 2, 37, 1002, 1002);
+            assertMatchesReference(gemm, w, 2, 4, 22);
+        }
+    }
+
+    @Test
+    void otherTilingsComputeTheSameFunction() {
+        KernelCompiler compiler = KernelCompiler.forDevice(context.device());
+        try (Arena arena = Arena.ofConfined();
+                CudaGroupedGemm odd = CudaGroupedGemm.create(context, compiler, new GemvTuning(false, 3, 2, 1, 1, 2));
+                CudaGroupedGemm mma3 = CudaGroupedGemm.create(context, compiler, new GemvTuning(true, 1, 1, 3, 1, 2));
+                CudaGroupedGemm mma1 = CudaGroupedGemm.create(context, compiler, new GemvTuning(true, 1, 1, 1, 3, 5))) {
+            assertMatchesReference(mma3, RandomExperts.mxfp4(arena, new SplittableRandom(17), 3, 77, 32 * 13, 120, 134), 2, 5, 35);
+            assertMatchesReference(mma1, RandomExperts.mxfp4(arena, new SplittableRandom(18), 3, 77, 32 * 13, 120, 134), 2, 5, 36);
+            assertMatchesReference(odd, RandomExperts.mxfp4(arena, new SplittableRandom(13), 3, 77, 32 * 5, 120, 134), 2, 5, 31);
+            assertMatchesReference(odd, RandomExperts.bf16(arena, new SplittableRandom(14), 3, 29, 77), 2, 5, 32);
+            assertMatchesReference(odd, RandomExperts.fp8(arena, new SplittableRandom(15), 3, 29, 77), 2, 5, 33);
+            assertMatchesReference(odd, RandomExperts.int4(arena, new SplittableRandom(16), 3, 29, 192, 64), 2, 5, 34);
+        }
+    }
+}
