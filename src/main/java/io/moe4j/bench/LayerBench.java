@@ -44,32 +44,40 @@ public final class LayerBench {
         return calls;
     }
 
-    /** {@code iterations} timed calls; {@code progress} is told each call done. */
+    /** Timed calls continue until at least this long has passed, so that millisecond calls are averaged enough. */
+    static final double MIN_TIMED_SECONDS = 0.5;
+
+    /**
+     * At least {@code iterations} timed calls and {@value #MIN_TIMED_SECONDS} s of them; each call's routing is
+     * drawn before its clock starts. {@code progress} is told each of the first {@code iterations} calls.
+     */
     public Timing measure(Experts experts, int tokens, boolean fixedRouting, int iterations, IntConsumer progress) {
         int h = weights.hidden();
         float[] x = SyntheticWeights.inputs(tokens, h, seed ^ tokens);
         float[] out = new float[tokens * h];
-        Routing[] routings = new Routing[iterations];
         SplittableRandom rnd = new SplittableRandom(seed * 31 + tokens);
-        for (int i = 0; i < iterations; i++) {
-            routings[i] = fixedRouting && i > 0 ? routings[0] : randomRouting(tokens, rnd);
-        }
+        Routing fixed = randomRouting(tokens, rnd);
         long nanos = 0;
         long bytes = 0;
         double flops = 0;
-        for (Routing r : routings) {
+        int calls = 0;
+        while (calls < iterations || nanos < MIN_TIMED_SECONDS * 1e9) {
+            Routing r = fixedRouting ? fixed : randomRouting(tokens, rnd);
             long t0 = System.nanoTime();
             experts.forward(x, tokens, r, out);
             nanos += System.nanoTime() - t0;
             bytes += distinctExperts(r) * weights.bytesPerExpert();
             flops += flops(r);
-            progress.accept(1);
+            calls++;
+            if (calls <= iterations) {
+                progress.accept(1);
+            }
         }
-        return new Timing(nanos / 1e9 / iterations, bytes / iterations, nanos / 1e9, bytes, flops);
+        return new Timing(calls, nanos / 1e9 / calls, bytes / calls, nanos / 1e9, bytes, flops);
     }
 
-    /** Mean seconds and weight bytes per call, and the totals they come from. */
-    public record Timing(double secondsPerCall, long bytesPerCall, double totalSeconds, long totalBytes,
+    /** Mean seconds and weight bytes per call, and the totals of the calls they come from. */
+    public record Timing(int calls, double secondsPerCall, long bytesPerCall, double totalSeconds, long totalBytes,
                          double totalFlops) {
         public double effectiveGbps() {
             return totalBytes / totalSeconds / 1e9;

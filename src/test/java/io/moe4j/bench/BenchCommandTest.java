@@ -29,8 +29,12 @@ class BenchCommandTest {
             assertThat(j.get("routing").asText()).isEqualTo("random");
             // gpt-oss-20b MXFP4 experts: 2 × 2880 + 2880 rows of 2880 codes, 4.25 bits each.
             long perExpert = (5760L + 2880) * 2880 * 17 / 32;
-            assertThat(j.get("weight_bytes").asLong() % perExpert).isZero();
-            assertThat(j.get("weight_bytes").asLong() / perExpert).isBetween(4L, 8L);
+            // One token routes to 4 distinct experts; two tokens to 4 to 8 (a mean over the calls).
+            if (i == 0) {
+                assertThat(j.get("weight_bytes").asLong()).isEqualTo(4 * perExpert);
+            } else {
+                assertThat(j.get("weight_bytes").asLong()).isBetween(4 * perExpert, 8 * perExpert);
+            }
             assertThat(j.get("effective_gbps").asDouble()).isPositive();
             assertThat(j.get("machine_gbps").asDouble()).isPositive();
             assertThat(j.get("ms_per_call").asDouble() * j.get("tokens_per_s").asDouble())

@@ -51,7 +51,8 @@ class BenchPiecesTest {
                 });
                 assertThat(fixed.bytesPerCall()).isEqualTo(2 * w.bytesPerExpert());
                 assertThat(fixed.secondsPerCall()).isPositive();
-                assertThat(fixed.totalFlops()).isEqualTo(4 * 2 * 2.0 * (64 * 64 + 64 * 32));
+                assertThat(fixed.calls()).isGreaterThanOrEqualTo(4);
+                assertThat(fixed.totalFlops()).isEqualTo(fixed.calls() * 2 * 2.0 * (64 * 64 + 64 * 32));
                 LayerBench.Timing wide = bench.measure(e, 8, false, 4, n -> {
                 });
                 assertThat(wide.bytesPerCall()).isBetween(2 * w.bytesPerExpert(), 6 * w.bytesPerExpert());

@@ -36,8 +36,6 @@ final class FusedGemv {
                          int yStride, Scratch s) {
         MemorySegment words = m.words();
         int[] seg = m.plan(expert).segmentWords();
-        int segments = seg.length - 1;
-        float[] x = in.scaled;
         float[] out = s.panel;
         for (int p = rowFrom / L; p * L < rowTo; p++) {
             VectorScales.scales(m, expert, p, s.scales);
@@ -46,18 +44,18 @@ final class FusedGemv {
             }
             long base = m.wordOffset(expert, p, 0);
             for (int t = 0; t < in.n; t++) {
-                int xo = t * in.padded;
+                float[] x = in.scaled[t];
                 switch (m.codec()) {
-                    case FP4 -> fp4(words, base, seg, x, xo, s.scales, out);
-                    case FP6_E3M2 -> fp6(words, base, seg, x, xo, s.scales, out, true);
-                    case FP6_E2M3 -> fp6(words, base, seg, x, xo, s.scales, out, false);
-                    case FP8_E4M3 -> fp8(words, base, seg, x, xo, s.scales, out, true);
-                    case FP8_E5M2 -> fp8(words, base, seg, x, xo, s.scales, out, false);
-                    case F16 -> f16(words, base, seg, x, xo, s.scales, out);
-                    case BF16 -> bf16(words, base, seg, x, xo, s.scales, out);
-                    case F32 -> f32(words, base, seg, x, xo, s.scales, out);
-                    case INT4 -> int4(words, base, seg, x, xo, in.segmentSums, t * segments, s.scales, s.zeros, out);
-                    case INT8 -> int8(words, base, seg, x, xo, in.segmentSums, t * segments, s.scales, s.zeros, out);
+                    case FP4 -> fp4(words, base, seg, x, s.scales, out);
+                    case FP6_E3M2 -> fp6(words, base, seg, x, s.scales, out, true);
+                    case FP6_E2M3 -> fp6(words, base, seg, x, s.scales, out, false);
+                    case FP8_E4M3 -> fp8(words, base, seg, x, s.scales, out, true);
+                    case FP8_E5M2 -> fp8(words, base, seg, x, s.scales, out, false);
+                    case F16 -> f16(words, base, seg, x, s.scales, out);
+                    case BF16 -> bf16(words, base, seg, x, s.scales, out);
+                    case F32 -> f32(words, base, seg, x, s.scales, out);
+                    case INT4 -> int4(words, base, seg, x, in.segmentSums[t], s.scales, s.zeros, out);
+                    case INT8 -> int8(words, base, seg, x, in.segmentSums[t], s.scales, s.zeros, out);
                 }
                 int r = p * L;
                 float post = in.post[t];
@@ -70,7 +68,7 @@ final class FusedGemv {
     }
 
     /** out[0, 8) = Σ_g scale_g · Σ_{c in g} w_c · x_c for one panel of FP4 lane words (slot layout: LaneCodec.FP4). */
-    private static void fp4(MemorySegment words, long base, int[] seg, float[] x, int xo, float[] scales, float[] out) {
+    private static void fp4(MemorySegment words, long base, int[] seg, float[] x, float[] scales, float[] out) {
         IntVector mask = IntVector.broadcast(I, 0x81C00000);
         IntVector low2 = IntVector.broadcast(I, 0x00C00000);
         IntVector top = IntVector.broadcast(I, 0x01000000);
@@ -83,7 +81,7 @@ final class FusedGemv {
             FloatVector a3 = a0;
             for (int w = seg[g]; w < seg[g + 1]; w++) {
                 IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
-                int c = xo + w * 8;
+                int c = w * 8;
                 // Slots 0..5: sign 9 bits above the magnitude, one shift puts both at bits 31 and 22..24.
                 a0 = v.lanewise(SHL, 22).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c]), a0);
                 a1 = v.lanewise(SHL, 19).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 1]), a1);
@@ -109,7 +107,7 @@ final class FusedGemv {
      * out[0, 8) = Σ_g scale_g · (Σ_{c in g} p_c · x_c − (8 + zero_g) · Σ_{c in g} x_c) for one panel of INT4 lane
      * words (offset-binary nibbles p = code + 8, nibble j of a word in bits 4j..4j+3).
      */
-    private static void int4(MemorySegment words, long base, int[] seg, float[] x, int xo, float[] sums, int so, float[] scales,
+    private static void int4(MemorySegment words, long base, int[] seg, float[] x, float[] sums, float[] scales,
                              float[] zeros, float[] out) {
         IntVector mask = IntVector.broadcast(I, 0x00780000);
         FloatVector acc = FloatVector.zero(F);
@@ -120,7 +118,7 @@ final class FusedGemv {
             FloatVector a3 = a0;
             for (int w = seg[g]; w < seg[g + 1]; w++) {
                 IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
-                int c = xo + w * 8;
+                int c = w * 8;
                 // Nibble j to float bits 19..22: p·2^-130.
                 a0 = v.lanewise(SHL, 19).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c]), a0);
                 a1 = v.lanewise(SHL, 15).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 1]), a1);
@@ -133,13 +131,13 @@ final class FusedGemv {
             }
             FloatVector sum = a0.add(a1).add(a2.add(a3));
             FloatVector off = FloatVector.fromArray(F, zeros, g * L).add(LaneCodec.INT4.offset());
-            sum = off.mul(-sums[so + g]).add(sum);
+            sum = off.mul(-sums[g]).add(sum);
             acc = sum.fma(FloatVector.fromArray(F, scales, g * L), acc);
         }
         acc.intoArray(out, 0);
     }
     /** FP6, 5 slots a word (LaneCodec): magnitude j at 5j to float bits 21.. (E3M2) or 20.. (E2M3), sign 27 + j. */
-    private static void fp6(MemorySegment words, long base, int[] seg, float[] x, int xo, float[] scales, float[] out,
+    private static void fp6(MemorySegment words, long base, int[] seg, float[] x, float[] scales, float[] out,
                             boolean e3m2) {
         IntVector mag = IntVector.broadcast(I, e3m2 ? 0x03E00000 : 0x01F00000);
         IntVector sign = IntVector.broadcast(I, 0x80000000);
@@ -149,7 +147,7 @@ final class FusedGemv {
             FloatVector a1 = a0;
             for (int w = seg[g]; w < seg[g + 1]; w++) {
                 IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
-                int c = xo + w * 5;
+                int c = w * 5;
                 IntVector s0 = e3m2 ? v.lanewise(SHL, 21) : v.lanewise(SHL, 20);
                 IntVector s1 = e3m2 ? v.lanewise(SHL, 16) : v.lanewise(SHL, 15);
                 IntVector s2 = e3m2 ? v.lanewise(SHL, 11) : v.lanewise(SHL, 10);
@@ -171,7 +169,7 @@ final class FusedGemv {
     }
 
     /** FP8, 4 slots a word (LaneCodec): magnitude j at 7j to float bits 20.. (E4M3) or 21.. (E5M2), sign 28 + j. */
-    private static void fp8(MemorySegment words, long base, int[] seg, float[] x, int xo, float[] scales, float[] out,
+    private static void fp8(MemorySegment words, long base, int[] seg, float[] x, float[] scales, float[] out,
                             boolean e4m3) {
         IntVector mag = IntVector.broadcast(I, e4m3 ? 0x07F00000 : 0x0FE00000);
         IntVector sign = IntVector.broadcast(I, 0x80000000);
@@ -183,7 +181,7 @@ final class FusedGemv {
             FloatVector a3 = a0;
             for (int w = seg[g]; w < seg[g + 1]; w++) {
                 IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
-                int c = xo + w * 4;
+                int c = w * 4;
                 IntVector s0 = e4m3 ? v.lanewise(SHL, 20) : v.lanewise(SHL, 21);
                 IntVector s1 = e4m3 ? v.lanewise(SHL, 13) : v.lanewise(SHL, 14);
                 IntVector s2 = e4m3 ? v.lanewise(SHL, 6) : v.lanewise(SHL, 7);
@@ -202,7 +200,7 @@ final class FusedGemv {
     }
 
     /** IEEE half, 2 slots a word: magnitude j at 15j to float bits 13..27, sign 30 + j. */
-    private static void f16(MemorySegment words, long base, int[] seg, float[] x, int xo, float[] scales, float[] out) {
+    private static void f16(MemorySegment words, long base, int[] seg, float[] x, float[] scales, float[] out) {
         IntVector mag = IntVector.broadcast(I, 0x0FFFE000);
         IntVector sign = IntVector.broadcast(I, 0x80000000);
         FloatVector acc = FloatVector.zero(F);
@@ -211,7 +209,7 @@ final class FusedGemv {
             FloatVector a1 = a0;
             for (int w = seg[g]; w < seg[g + 1]; w++) {
                 IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
-                int c = xo + w * 2;
+                int c = w * 2;
                 a0 = v.lanewise(SHL, 13).and(mag).or(v.lanewise(SHL, 1).and(sign)).reinterpretAsFloats()
                         .fma(FloatVector.broadcast(F, x[c]), a0);
                 a1 = v.lanewise(SHR, 2).and(mag).or(v.and(sign)).reinterpretAsFloats()
@@ -223,7 +221,7 @@ final class FusedGemv {
     }
 
     /** bfloat16, 2 slots a word: the halves are the top halves of floats. */
-    private static void bf16(MemorySegment words, long base, int[] seg, float[] x, int xo, float[] scales, float[] out) {
+    private static void bf16(MemorySegment words, long base, int[] seg, float[] x, float[] scales, float[] out) {
         IntVector high = IntVector.broadcast(I, 0xFFFF0000);
         FloatVector acc = FloatVector.zero(F);
         for (int g = 0; g < seg.length - 1; g++) {
@@ -231,7 +229,7 @@ final class FusedGemv {
             FloatVector a1 = a0;
             for (int w = seg[g]; w < seg[g + 1]; w++) {
                 IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
-                int c = xo + w * 2;
+                int c = w * 2;
                 a0 = v.lanewise(SHL, 16).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c]), a0);
                 a1 = v.and(high).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 1]), a1);
             }
@@ -240,19 +238,19 @@ final class FusedGemv {
         acc.intoArray(out, 0);
     }
 
-    private static void f32(MemorySegment words, long base, int[] seg, float[] x, int xo, float[] scales, float[] out) {
+    private static void f32(MemorySegment words, long base, int[] seg, float[] x, float[] scales, float[] out) {
         FloatVector acc = FloatVector.zero(F);
         for (int g = 0; g < seg.length - 1; g++) {
             FloatVector a0 = FloatVector.zero(F);
             FloatVector a1 = a0;
             int w = seg[g];
             for (; w + 1 < seg[g + 1]; w += 2) {
-                a0 = FloatVector.fromMemorySegment(F, words, base + 32L * w, LE).fma(FloatVector.broadcast(F, x[xo + w]), a0);
+                a0 = FloatVector.fromMemorySegment(F, words, base + 32L * w, LE).fma(FloatVector.broadcast(F, x[w]), a0);
                 a1 = FloatVector.fromMemorySegment(F, words, base + 32L * w + 32, LE)
-                        .fma(FloatVector.broadcast(F, x[xo + w + 1]), a1);
+                        .fma(FloatVector.broadcast(F, x[w + 1]), a1);
             }
             if (w < seg[g + 1]) {
-                a0 = FloatVector.fromMemorySegment(F, words, base + 32L * w, LE).fma(FloatVector.broadcast(F, x[xo + w]), a0);
+                a0 = FloatVector.fromMemorySegment(F, words, base + 32L * w, LE).fma(FloatVector.broadcast(F, x[w]), a0);
             }
             acc = a0.add(a1).fma(FloatVector.fromArray(F, scales, g * L), acc);
         }
@@ -260,7 +258,7 @@ final class FusedGemv {
     }
 
     /** INT8: offset-binary byte j (p = code + 128) to float bits 15..22, p·2^-134; offset and zero as for INT4. */
-    private static void int8(MemorySegment words, long base, int[] seg, float[] x, int xo, float[] sums, int so, float[] scales,
+    private static void int8(MemorySegment words, long base, int[] seg, float[] x, float[] sums, float[] scales,
                              float[] zeros, float[] out) {
         IntVector mask = IntVector.broadcast(I, 0x007F8000);
         FloatVector acc = FloatVector.zero(F);
@@ -271,7 +269,7 @@ final class FusedGemv {
             FloatVector a3 = a0;
             for (int w = seg[g]; w < seg[g + 1]; w++) {
                 IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
-                int c = xo + w * 4;
+                int c = w * 4;
                 a0 = v.lanewise(SHL, 15).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c]), a0);
                 a1 = v.lanewise(SHL, 7).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 1]), a1);
                 a2 = v.lanewise(SHR, 1).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 2]), a2);
@@ -279,7 +277,7 @@ final class FusedGemv {
             }
             FloatVector sum = a0.add(a1).add(a2.add(a3));
             FloatVector off = FloatVector.fromArray(F, zeros, g * L).add(LaneCodec.INT8.offset());
-            sum = off.mul(-sums[so + g]).add(sum);
+            sum = off.mul(-sums[g]).add(sum);
             acc = sum.fma(FloatVector.fromArray(F, scales, g * L), acc);
         }
         acc.intoArray(out, 0);

@@ -9,17 +9,17 @@ package io.moe4j.backend.cpu;
  * @see LaneCodec#bias()
  */
 final class FusedInputs extends Inputs {
-    /** The gathered inputs times their 2^K: token t at [t·padded, (t+1)·padded). */
-    final float[] scaled;
+    /** Per token: the gathered input times its 2^K. */
+    final float[][] scaled;
     /**
-     * Per token and segment (t·segments + g): Σ of the segment's inputs times 2^(K−bias), for the integer codes'
-     * offset and zero points; null for the floats.
+     * Per token and segment: Σ of the segment's inputs times 2^(K−bias), for the integer codes' offset and zero
+     * points; null for the floats.
      */
-    final float[] segmentSums;
+    final float[][] segmentSums;
     /** Per token: 2^(bias−K). */
     final float[] post;
 
-    private FusedInputs(Inputs in, float[] scaled, float[] segmentSums, float[] post) {
+    private FusedInputs(Inputs in, float[][] scaled, float[][] segmentSums, float[] post) {
         super(in.n, in.padded, in.x);
         this.scaled = scaled;
         this.segmentSums = segmentSums;
@@ -31,8 +31,8 @@ final class FusedInputs extends Inputs {
         int padded = in.padded;
         ColumnPlan plan = m.plan(expert);
         int segments = plan.segments();
-        float[] scaled = new float[in.n * padded];
-        float[] sums = m.codec().offset() != 0 ? new float[in.n * segments] : null;
+        float[][] scaled = new float[in.n][padded];
+        float[][] sums = m.codec().offset() != 0 ? new float[in.n][segments] : null;
         float[] post = new float[in.n];
         for (int t = 0; t < in.n; t++) {
             int xb = t * padded;
@@ -45,8 +45,8 @@ final class FusedInputs extends Inputs {
             int exp = amax == 0f || !Float.isFinite(amax) ? 0 : Math.getExponent(amax);
             int k = Math.clamp(Math.min(bias - 6, 125) - exp, bias - 127, 127);
             float up = Math.scalb(1f, k);
-            for (int i = xb; i < xb + padded; i++) {
-                scaled[i] = in.x[i] * up;
+            for (int i = 0; i < padded; i++) {
+                scaled[t][i] = in.x[xb + i] * up;
             }
             post[t] = Math.scalb(1f, bias - k);
             if (sums != null) {
@@ -56,7 +56,7 @@ final class FusedInputs extends Inputs {
                     for (int i = plan.segmentWords()[g] * slots; i < plan.segmentWords()[g + 1] * slots; i++) {
                         s += in.x[xb + i];
                     }
-                    sums[t * segments + g] = Math.scalb(s, k - bias);
+                    sums[t][g] = Math.scalb(s, k - bias);
                 }
             }
         }
