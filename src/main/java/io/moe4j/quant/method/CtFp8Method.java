@@ -172,16 +172,10 @@ public final class CtFp8Method implements QuantMethod {
                         : expect(t, scaleShape, DType.F32, DType.BF16, DType.F16));
         var data = ExpertTensors.concat(arena, codes, progress);
         return switch (strategy) {
-            case CtQuantArgs.TENSOR -> {
-                float[] shard = new float[scales.size()];
-                for (int i = 0; i < shard.length; i++) {
-                    shard[i] = ExpertTensors.scalar(scales.get(i));
-                }
-                yield new ExpertMatrix(ids.length, total, cols, CodeType.FP8_E4M3, data, null, null, shard, rows, null);
-            }
-            case CtQuantArgs.CHANNEL -> new ExpertMatrix(ids.length, total, cols, CodeType.FP8_E4M3, data,
-                    new BlockScales(ScaleType.F32, ExpertTensors.toF32(arena, scales, progress), 1, cols, total, 1),
-                    null, null, 0, null);
+            case CtQuantArgs.TENSOR ->
+                    ExpertTensors.perTensorScaled(ids.length, total, rows, cols, CodeType.FP8_E4M3, data, scales);
+            case CtQuantArgs.CHANNEL -> ExpertTensors.perChannelScaled(ids.length, total, cols, CodeType.FP8_E4M3,
+                    data, scales, arena, progress);
             default -> {
                 if (projections.size() > 1 && rows % block[0] != 0) {
                     throw new MoeException("layer " + layer.layer() + ": FP8 block scales of gate and up cannot be "

@@ -72,6 +72,23 @@ final class ExpertTensors {
     }
 
     /** Global → local map (−1 where the expert lives elsewhere), or null when every expert is held. */
+    /** A stack whose shards (gate, up, down of each expert) each have one per-tensor scale, kept exact per shard. */
+    static ExpertMatrix perTensorScaled(int experts, int rows, int shardRows, int cols, CodeType codes,
+                                        MemorySegment data, List<Tensor> scales) {
+        float[] shard = new float[scales.size()];
+        for (int i = 0; i < shard.length; i++) {
+            shard[i] = scalar(scales.get(i));
+        }
+        return new ExpertMatrix(experts, rows, cols, codes, data, null, null, shard, shardRows, null);
+    }
+
+    /** A stack with one float scale per output row (per-channel weights). */
+    static ExpertMatrix perChannelScaled(int experts, int rows, int cols, CodeType codes, MemorySegment data,
+                                         List<Tensor> scales, Arena arena, Progress progress) {
+        BlockScales bs = new BlockScales(ScaleType.F32, toF32(arena, scales, progress), 1, cols, rows, 1);
+        return new ExpertMatrix(experts, rows, cols, codes, data, bs, null, null, 0, null);
+    }
+
     /** The canonical weights of a per-expert family's layer without biases, its experts held as {@code ids}. */
     static ExpertWeights unbiasedWeights(QuantScheme scheme, MoeLayerConfig layer, LoadOptions options, int[] ids,
                                          ExpertMatrix w13, ExpertMatrix w2, ActivationQuant a13, ActivationQuant a2) {

@@ -4,7 +4,6 @@ import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.config.Projection;
 import io.moe4j.kernel.ActivationQuant;
 import io.moe4j.quant.ActivationFormat;
-import io.moe4j.quant.BlockScales;
 import io.moe4j.quant.CodeType;
 import io.moe4j.quant.ExpectedTensor;
 import io.moe4j.quant.ExpertMatrix;
@@ -12,7 +11,6 @@ import io.moe4j.quant.ExpertWeights;
 import io.moe4j.quant.LoadOptions;
 import io.moe4j.quant.QuantMethod;
 import io.moe4j.quant.QuantScheme;
-import io.moe4j.quant.ScaleType;
 import io.moe4j.quant.WeightFormat;
 import io.moe4j.quant.config.QuarkQuantSpec;
 import io.moe4j.safetensors.Checkpoint;
@@ -118,15 +116,9 @@ public final class QuarkW8A8Int8Method implements QuantMethod {
             }
         }
         var data = ExpertTensors.concat(arena, codes, progress);
-        if (perChannel) {
-            BlockScales bs = new BlockScales(ScaleType.F32, ExpertTensors.toF32(arena, scales, progress), 1, cols, total, 1);
-            return new ExpertMatrix(ids.length, total, cols, CodeType.INT8, data, bs, null, null, 0, null);
-        }
-        float[] shard = new float[scales.size()];
-        for (int i = 0; i < shard.length; i++) {
-            shard[i] = ExpertTensors.scalar(scales.get(i));
-        }
-        return new ExpertMatrix(ids.length, total, cols, CodeType.INT8, data, null, null, shard, rows, null);
+        return perChannel
+                ? ExpertTensors.perChannelScaled(ids.length, total, cols, CodeType.INT8, data, scales, arena, progress)
+                : ExpertTensors.perTensorScaled(ids.length, total, rows, cols, CodeType.INT8, data, scales);
     }
 
     /** Quark writes per-channel scales 1-D ([rows]); [rows, 1] is accepted too. */
