@@ -14,7 +14,6 @@ interface CpuKernels {
     /** "vector" or "scalar". */
     String name();
 
-
     /**
      * The inputs of {@code n} tokens, x[xOff + t·cols + c], laid out for multiplying with expert e of m. Called once
      * per expert and batch; the result is shared by the threads that multiply row blocks.

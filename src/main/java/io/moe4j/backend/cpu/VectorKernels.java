@@ -11,8 +11,8 @@ import jdk.incubator.vector.VectorSpecies;
  * {@link KernelSelection} only after it has checked that the Vector API is there and wide enough, so that this
  * class and the ones it uses are never touched on a JVM without {@code jdk.incubator.vector}.
  *
- * <p>A single token against a 4-bit matrix takes the fused path ({@link FusedGemv}); everything else decodes one
- * panel at a time into scratch ({@link VectorPanelDecoder}) and multiplies it with the tokens
+ * <p>Up to {@value #FUSED_TOKENS} tokens of an expert take the fused path ({@link FusedGemv}); larger batches
+ * decode two panels at a time into scratch ({@link VectorPanelDecoder}) and multiply them with the tokens
  * ({@link VectorPanelDot}).
  */
 final class VectorKernels implements CpuKernels {
@@ -31,7 +31,6 @@ final class VectorKernels implements CpuKernels {
     public String name() {
         return "vector";
     }
-
 
     @Override
     public Inputs prepare(PanelMatrix m, int expert, float[] x, int xOff, int n) {
