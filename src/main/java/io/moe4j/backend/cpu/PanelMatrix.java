@@ -24,11 +24,24 @@ import java.lang.foreign.MemorySegment;
  * @param scales block scales, or null; {@code scaleType} says how they are stored
  * @param zeros  zero points, or null
  * @param shard  per-row multipliers, or null
+ * @param plainE8m0 whether every scale is an E8M0 byte other than 0 and 255, so that the kernels may read it as
+ *               the float whose exponent field it is (no subnormal 2^-127, no NaN)
  */
 record PanelMatrix(ExpertMatrix source, LaneCodec codec, int panels, int wordsPerPanel, ColumnPlan[] plans,
                    int groups, MemorySegment words, ScaleType scaleType, MemorySegment scales, MemorySegment zeros,
-                   float[] shard) {
+                   float[] shard, boolean plainE8m0) {
     static final int LANES = 8;
+
+    /** This matrix with {@link #plainE8m0} found by reading its scales. */
+    PanelMatrix withScalesChecked() {
+        boolean plain = scaleType == ScaleType.E8M0;
+        for (long i = 0, n = plain ? scales.byteSize() : 0; i < n && plain; i++) {
+            int b = scales.get(java.lang.foreign.ValueLayout.JAVA_BYTE, i) & 0xFF;
+            plain = b != 0 && b != 255;
+        }
+        return new PanelMatrix(source, codec, panels, wordsPerPanel, plans, groups, words, scaleType, scales, zeros,
+                shard, plain);
+    }
 
     int rows() {
         return source.rows();

@@ -42,9 +42,9 @@ final class PanelPacker {
         MemorySegment zeros = bs == null || m.zeroPoints() == null ? null : arena.allocate(lanesTotal * groups, 64);
         float[] shard = m.shardScales() == null ? null : new float[Math.toIntExact(lanesTotal)];
         PanelMatrix pm = new PanelMatrix(m, codec, panels, wordsPerPanel, plans, groups, words, scaleType, scales,
-                zeros, shard);
+                zeros, shard, false);
         pool.run(experts, (e, worker) -> packExpert(pm, e));
-        return pm;
+        return pm.withScalesChecked();
     }
 
     private static void packExpert(PanelMatrix pm, int e) {
