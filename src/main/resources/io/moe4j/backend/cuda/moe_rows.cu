@@ -122,7 +122,10 @@ extern "C" __global__ void moe_activate_elements(const float* __restrict__ h, co
 }
 
 // Grid (tokens, ceil(H / blockDim)). tokenPair[t * topK + j] is the pair row of the token's j-th choice in y, or
-// -1 for an expert held elsewhere. Summed in float64 like the reference's accumulator.
+// -1 for an expert held elsewhere. Summed in float64 like the reference's accumulator, in choice order. Up to
+// COMBINE_BATCH choices are read in three rounds (pair rows; their y values and experts; the biases) instead of a
+// chain of dependent loads per choice: at decode the kernel is a handful of memory round trips and nothing else.
+#define COMBINE_BATCH 8
 extern "C" __global__ void moe_combine(const float* __restrict__ y, int H, const int* __restrict__ tokenPair,
                                        const float* __restrict__ tokenWeight, int topK,
                                        const int* __restrict__ pairExpert, const float* __restrict__ bias2,
@@ -131,12 +134,34 @@ extern "C" __global__ void moe_combine(const float* __restrict__ y, int H, const
     const size_t t = blockIdx.x;
     if (c >= H) return;
     double acc = 0.0;
-    for (int j = 0; j < topK; ++j) {
-        const int p = tokenPair[t * topK + j];
-        if (p < 0) continue;
-        double v = (double)y[(size_t)p * H + c];
-        if (bias2 != nullptr) v += (double)bias2[(size_t)pairExpert[p] * H + c];
-        acc += (weightOnInput ? 1.0 : (double)tokenWeight[t * topK + j]) * v;
+    for (int j0 = 0; j0 < topK; j0 += COMBINE_BATCH) {
+        const int n = min(COMBINE_BATCH, topK - j0);
+        int pair[COMBINE_BATCH];
+        float v[COMBINE_BATCH];
+        float b[COMBINE_BATCH];
+        float w[COMBINE_BATCH];
+#pragma unroll
+        for (int j = 0; j < COMBINE_BATCH; ++j) {
+            pair[j] = j < n ? tokenPair[t * topK + j0 + j] : -1;
+            w[j] = j < n && !weightOnInput ? tokenWeight[t * topK + j0 + j] : 1.0f;
+        }
+        int expert[COMBINE_BATCH];
+#pragma unroll
+        for (int j = 0; j < COMBINE_BATCH; ++j) {
+            v[j] = pair[j] >= 0 ? y[(size_t)pair[j] * H + c] : 0.0f;
+            expert[j] = pair[j] >= 0 && bias2 != nullptr ? pairExpert[pair[j]] : -1;
+        }
+#pragma unroll
+        for (int j = 0; j < COMBINE_BATCH; ++j) {
+            b[j] = expert[j] >= 0 ? bias2[(size_t)expert[j] * H + c] : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < COMBINE_BATCH; ++j) {
+            if (pair[j] < 0) continue;
+            double x = (double)v[j];
+            if (bias2 != nullptr) x += (double)b[j];
+            acc += (double)w[j] * x;
+        }
     }
     out[t * H + c] = (float)acc;
 }
