@@ -8,10 +8,12 @@ import io.moe4j.backend.emulation.EmulationBackend;
 import io.moe4j.kernel.Activation;
 import io.moe4j.kernel.GateLayout;
 import io.moe4j.quant.ExpertWeights;
+import io.moe4j.routing.Routing;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -58,6 +60,39 @@ class BenchPiecesTest {
                 assertThat(wide.bytesPerCall()).isBetween(2 * w.bytesPerExpert(), 6 * w.bytesPerExpert());
                 assertThat(wide.effectiveGbps()).isEqualTo(wide.totalBytes() / wide.totalSeconds() / 1e9);
             }
+        }
+    }
+
+    @Test
+    void fixedRoutingWarmsUpOnTheDrawItTimes() {
+        SyntheticWeights.Shape shape = new SyntheticWeights.Shape(8, 64, 32, GateLayout.INTERLEAVED,
+                Activation.SWIGLU_OAI, true);
+        try (Arena arena = Arena.ofShared()) {
+            ExpertWeights w = SyntheticWeights.generate(SyntheticScheme.MXFP4, shape, 1, arena, b -> {
+            });
+            LayerBench bench = new LayerBench(w, 2, 3);
+            List<List<Integer>> seen = new ArrayList<>();
+            Experts recorder = new Experts() {
+                @Override
+                public void forward(float[] x, int tokens, Routing routing, float[] out) {
+                    seen.add(Arrays.stream(routing.ids()).boxed().toList());
+                }
+
+                @Override
+                public String backend() {
+                    return "recorder";
+                }
+            };
+            bench.warmUp(recorder, 16, true, 3, 0, n -> {
+            });
+            bench.measure(recorder, 16, true, 3, n -> {
+            });
+            assertThat(seen).hasSizeGreaterThanOrEqualTo(6);
+            assertThat(seen).allSatisfy(ids -> assertThat(ids).isEqualTo(seen.getFirst()));
+            seen.clear();
+            bench.measure(recorder, 16, false, 3, n -> {
+            });
+            assertThat(seen.stream().distinct().count()).isGreaterThan(1); // random routing draws anew each call
         }
     }
 
