@@ -4,6 +4,7 @@ import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ScaleType;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 
 /**
  * An {@link ExpertMatrix} repacked once, at prepare time, into the layout the CPU kernels stream: rows in panels of
@@ -36,7 +37,7 @@ record PanelMatrix(ExpertMatrix source, LaneCodec codec, int panels, int wordsPe
     PanelMatrix withScalesChecked() {
         boolean plain = scaleType == ScaleType.E8M0;
         for (long i = 0, n = plain ? scales.byteSize() : 0; i < n && plain; i++) {
-            int b = scales.get(java.lang.foreign.ValueLayout.JAVA_BYTE, i) & 0xFF;
+            int b = scales.get(ValueLayout.JAVA_BYTE, i) & 0xFF;
             plain = b != 0 && b != 255;
         }
         return new PanelMatrix(source, codec, panels, wordsPerPanel, plans, groups, words, scaleType, scales, zeros,
