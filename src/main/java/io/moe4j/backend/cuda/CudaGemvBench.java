@@ -162,18 +162,7 @@ public final class CudaGemvBench {
                     }
                 }
             };
-            double[] ms = new double[REPLAYS];
-            try (CudaGraph graph = stream.capture(calls)) {
-                graph.launch(stream);
-                stream.synchronize();
-                for (int i = 0; i < REPLAYS; i++) {
-                    start.record(stream);
-                    graph.launch(stream);
-                    end.record(stream);
-                    end.synchronize();
-                    ms[i] = end.elapsedMillisSince(start);
-                }
-            }
+            double[] ms = graphReplays(stream, calls, start, end);
             return median(ms) * 1e3 / CALLS_PER_GRAPH;
         }
     }
@@ -250,18 +239,7 @@ public final class CudaGemvBench {
                 end.synchronize();
                 launchMs[i] = end.elapsedMillisSince(start);
             }
-            double[] graphMs = new double[REPLAYS];
-            try (CudaGraph graph = stream.capture(calls)) {
-                graph.launch(stream);
-                stream.synchronize();
-                for (int i = 0; i < REPLAYS; i++) {
-                    start.record(stream);
-                    graph.launch(stream);
-                    end.record(stream);
-                    end.synchronize();
-                    graphMs[i] = end.elapsedMillisSince(start);
-                }
-            }
+            double[] graphMs = graphReplays(stream, calls, start, end);
             double usGraph = median(graphMs) * 1e3 / sets;
             double usLaunch = median(launchMs) * 1e3 / sets;
             double gbps = distinctBytes / (usGraph * 1e-6) / 1e9;
@@ -332,5 +310,22 @@ public final class CudaGemvBench {
             s.set(JAVA_BYTE, i, (byte) (rnd.nextInt() & mask));
         }
         return s;
+    }
+
+    /** Captures calls into a graph, launches it once untimed, then times REPLAYS launches between two events (ms). */
+    private static double[] graphReplays(CudaStream stream, Runnable calls, CudaEvent start, CudaEvent end) {
+        double[] ms = new double[REPLAYS];
+        try (CudaGraph graph = stream.capture(calls)) {
+            graph.launch(stream);
+            stream.synchronize();
+            for (int i = 0; i < REPLAYS; i++) {
+                start.record(stream);
+                graph.launch(stream);
+                end.record(stream);
+                end.synchronize();
+                ms[i] = end.elapsedMillisSince(start);
+            }
+        }
+        return ms;
     }
 }
