@@ -5,6 +5,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import io.moe4j.backend.Experts;
 import io.moe4j.backend.cuda.Workspace.Slot;
+import io.moe4j.backend.cuda.driver.CudaDriver;
 import io.moe4j.backend.cuda.driver.CudaEvent;
 import io.moe4j.backend.cuda.driver.CudaStream;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
@@ -331,13 +332,26 @@ final class CudaExperts implements Experts {
         return engine.kernels().get("moe_rows.cu", name, List.of());
     }
 
-    private static void launchRows(KernelCache.Kernel k, int pairs, int rowLength, CudaStream stream, KernelArgs args) {
+    private void launchRows(KernelCache.Kernel k, int pairs, int rowLength, CudaStream stream, KernelArgs args) {
         int shared = 4 * (rowLength + 32);
         if (shared > k.sharedLimit()) {
             throw new IllegalArgumentException("rows of " + rowLength + " values need " + shared
                     + " bytes of shared memory; this device allows " + k.sharedLimit());
         }
-        k.function().launch(pairs, 1, 1, ROW_THREADS, 1, 1, shared, stream, args);
+        k.function().launch(pairs, 1, 1, rowThreads(k, pairs), 1, 1, shared, stream, args);
+    }
+
+    /**
+     * Threads of a row-stage block: {@link #ROW_THREADS} when the rows fill the GPU; when they leave SMs idle (decode:
+     * one block per routed pair), up to 1024, so that each thread's serial share of the row (float64 activation and
+     * quantizer arithmetic) shrinks. The kernel's register budget caps it; the kernels take any multiple of 32.
+     */
+    private int rowThreads(KernelCache.Kernel k, int pairs) {
+        if (pairs >= engine.context().device().multiprocessors()) {
+            return ROW_THREADS;
+        }
+        int limit = k.function().attribute(CudaDriver.FUNC_MAX_THREADS_PER_BLOCK) / 32 * 32;
+        return Math.max(ROW_THREADS, Math.min(1024, limit));
     }
 
     /**

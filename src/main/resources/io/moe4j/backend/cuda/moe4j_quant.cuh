@@ -109,22 +109,32 @@ struct Qdq {
     const int* zero;    // per local expert: INT8 static zero point, or null
 };
 
+// The NaN-propagating maximum over aligned groups of `width` lanes (a power of two up to 32); every lane of a
+// group gets its group's value. All 32 lanes of the warp must take part.
+__device__ __forceinline__ float lanes_amax(float v, int width) {
+    for (int o = width >> 1; o > 0; o >>= 1) {
+        const float other = __shfl_xor_sync(0xffffffffu, v, o);
+        v = (v != v || other != other) ? __int_as_float(0x7FC00000) : fmaxf(v, other);
+    }
+    return v;
+}
+
 // Quantize-dequantize s[0, n) in place (shared memory), as the input of local expert e, with the whole thread
-// block. Blocks of the MX, NVFP4 and group formats go one to a thread: they are short and independent.
+// block (blockDim.x a multiple of 32). The block formats spread each block over lanes: MX and NVFP4 a lane per
+// element (a warp holds one MX block or two NVFP4 blocks per pass), FP8 groups a warp per group. A thread per
+// block, looping over its elements in float64, made these stages cost more than the GEMMs at decode. The maximum
+// is order-free, so the results are the same bits as a serial loop's.
 __device__ void qdq_row(float* s, int n, const Qdq& q, int e, float* scratch) {
     const int tid = threadIdx.x;
     const int nt = blockDim.x;
     switch (q.kind) {
         case QDQ_MX: { // MxCodec.qdqInPlace
             const ElemFormat f = elem_format(q.elem);
-            for (int b = tid * 32; b < n; b += nt * 32) {
-                const int end = min(n, b + 32);
-                float amax = 0.0f;
-                for (int i = b; i < end; ++i) amax = amax_nan(amax, s[i]);
-                const int code = mx_scale_code(amax, f);
-                const float scale = e8m0_value(code);
-                const float inverse = e8m0_inverse(code);
-                for (int i = b; i < end; ++i) s[i] = (float)round_elem((double)(s[i] * inverse), f) * scale;
+            for (int base = 0; base < n; base += nt) { // the same trip count in every thread: shuffles stay whole
+                const int i = base + tid;
+                const float v = i < n ? s[i] : 0.0f;
+                const int code = mx_scale_code(lanes_amax(amax_nan(0.0f, v), 32), f);
+                if (i < n) s[i] = (float)round_elem((double)(v * e8m0_inverse(code)), f) * e8m0_value(code);
             }
             break;
         }
@@ -132,17 +142,12 @@ __device__ void qdq_row(float* s, int n, const Qdq& q, int e, float* scratch) {
             const ElemFormat e2m1 = elem_format(ELEM_E2M1);
             const ElemFormat e4m3 = elem_format(ELEM_E4M3);
             const double g = (double)q.scale[e];
-            for (int b = tid * 16; b < n; b += nt * 16) {
-                const int end = min(n, b + 16);
-                float amax = 0.0f;
-                for (int i = b; i < end; ++i) amax = amax_nan(amax, s[i]);
+            for (int base = 0; base < n; base += nt) {
+                const int i = base + tid;
+                const float v = i < n ? s[i] : 0.0f;
+                const float amax = lanes_amax(amax_nan(0.0f, v), 16);
                 const double s8 = round_elem(g * (double)amax / 6.0, e4m3); // an E4M3 value, exact as float
-                if (s8 == 0.0) {
-                    for (int i = b; i < end; ++i) s[i] = 0.0f;
-                    continue;
-                }
-                const double scale = s8 / g;
-                for (int i = b; i < end; ++i) s[i] = (float)(round_elem((double)s[i] / scale, e2m1) * s8 / g);
+                if (i < n) s[i] = s8 == 0.0 ? 0.0f : (float)(round_elem((double)v / (s8 / g), e2m1) * s8 / g);
             }
             break;
         }
@@ -162,12 +167,14 @@ __device__ void qdq_row(float* s, int n, const Qdq& q, int e, float* scratch) {
         }
         case QDQ_FP8_GROUP: { // Fp8Quant.qdqGroup
             const ElemFormat e4m3 = elem_format(ELEM_E4M3);
-            for (int b = tid * q.group; b < n; b += nt * q.group) {
+            const int lane = tid & 31;
+            const int warps = nt >> 5;
+            for (int b = (tid >> 5) * q.group; b < n; b += warps * q.group) { // uniform within a warp
                 const int end = min(n, b + q.group);
                 float amax = 0.0f;
-                for (int i = b; i < end; ++i) amax = amax_nan(amax, s[i]);
-                const double scale = fmax((double)amax, 1e-10) / 448.0;
-                for (int i = b; i < end; ++i) s[i] = (float)(round_elem((double)s[i] / scale, e4m3) * scale);
+                for (int i = b + lane; i < end; i += 32) amax = amax_nan(amax, s[i]);
+                const double scale = fmax((double)lanes_amax(amax, 32), 1e-10) / 448.0;
+                for (int i = b + lane; i < end; i += 32) s[i] = (float)(round_elem((double)s[i] / scale, e4m3) * scale);
             }
             break;
         }
