@@ -31,8 +31,9 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
     }
 
     /**
-     * The defaults with overrides from {@code -Dmoe4j.cuda.tileMinPairs=N} and {@code -Dmoe4j.cuda.tile=wNtNnN}
-     * (warps, row tiles per warp, tokens), e.g. {@code w8t2n64}.
+     * The defaults with overrides from {@code -Dmoe4j.cuda.tileMinPairs=N}, {@code -Dmoe4j.cuda.tile=wNtNnN}
+     * (warps, row tiles per warp, tokens), e.g. {@code w8t2n64}, and {@code -Dmoe4j.cuda.units=RxW} (CUDA-core GEMM
+     * rows per warp x warps per block), e.g. {@code 2x8}.
      */
     public static CudaTuning fromSystemProperties() {
         CudaTuning t = defaults();
@@ -43,6 +44,10 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
         String tile = System.getProperty("moe4j.cuda.tile");
         if (tile != null && !tile.isBlank()) {
             t = t.withTile(tile.trim());
+        }
+        String units = System.getProperty("moe4j.cuda.units");
+        if (units != null && !units.isBlank()) {
+            t = t.withUnits(units.trim());
         }
         return t;
     }
@@ -59,6 +64,15 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
         }
         return new CudaTuning(tileMinPairsPerExpert, Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
                 Integer.parseInt(m.group(3)), unitsRows, unitsWarps);
+    }
+
+    /** "2x8": 2 rows per warp, 8 warps per block. */
+    public CudaTuning withUnits(String spec) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(\\d+)x(\\d+)").matcher(spec);
+        if (!m.matches()) {
+            throw new IllegalArgumentException("CUDA-core GEMM shape " + spec + " is not RxW (rows per warp x warps)");
+        }
+        return withUnits(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)));
     }
 
     public CudaTuning withUnits(int rows, int warps) {
