@@ -28,6 +28,7 @@ public final class MemoryBandwidth {
         try (Arena arena = Arena.ofShared()) {
             MemorySegment buf = arena.allocate(perThread * threads, 4096);
             buf.fill((byte) 1); // fault every page in before timing
+            warmUp(buf);
             double best = 0;
             for (int p = 0; p < passes + 1; p++) {
                 double gbps = pass(buf, threads, perThread);
@@ -36,6 +37,21 @@ public final class MemoryBandwidth {
                 }
             }
             return best;
+        }
+    }
+
+    /**
+     * Runs the summing loop on a cache-sized slice until the JIT has compiled it: a first pass over the whole buffer
+     * would otherwise run seconds in the interpreter's Vector API fallback before any timing starts.
+     */
+    private static void warmUp(MemorySegment buf) {
+        MemorySegment slice = buf.asSlice(0, Math.min(buf.byteSize(), 1L << 20) / 128 * 128);
+        long sink = 0;
+        for (int i = 0; i < 400; i++) {
+            sink += sum(slice);
+        }
+        if (sink == 42) { // keeps the sums alive
+            System.err.print("");
         }
     }
 
