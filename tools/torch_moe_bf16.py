@@ -16,13 +16,7 @@ import sys
 
 import torch
 
-E, K, H, I = 32, 4, 2880, 2880
-ALPHA, LIMIT = 1.702, 7.0
-
-
-def e2m1_table(device):
-    v = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
-    return torch.tensor(v + [-x for x in v], dtype=torch.float32, device=device)
+from moe_peer import E, H, I, K, copy_gbs, e2m1_table, swiglu_oai, time_ms
 
 
 def mxfp4_bf16(rows, cols, gen, device):
@@ -31,13 +25,6 @@ def mxfp4_bf16(rows, cols, gen, device):
     scales = torch.randint(118, 127, (E, rows, cols // 32), generator=gen, device=device).float() - 127
     vals = e2m1_table(device)[codes] * torch.exp2(scales).repeat_interleave(32, dim=-1)
     return vals.to(torch.bfloat16)
-
-
-def swiglu_oai(h):
-    gate, up = h[..., 0::2], h[..., 1::2]
-    gate = gate.clamp(max=LIMIT)
-    up = up.clamp(min=-LIMIT, max=LIMIT)
-    return gate * torch.sigmoid(ALPHA * gate) * (up + 1)
 
 
 def routing(tokens, gen, device):
@@ -80,32 +67,13 @@ def moe_grouped(x, ids, w, w13t, b13, w2t, b2):
     return out
 
 
-def time_ms(fn, warm=5, reps=20):
-    for _ in range(warm):
-        fn()
-    times = []
-    for _ in range(reps):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
-    return times[len(times) // 2]
-
-
 def main():
     tokens_list = [int(t) for t in (sys.argv[1] if len(sys.argv) > 1 else "4096").split(",")]
     device = "cuda"
     gen = torch.Generator(device=device).manual_seed(2026)
     name = torch.cuda.get_device_name()
-    src = torch.empty(1 << 30, dtype=torch.uint8, device=device)
-    dst = torch.empty_like(src)
-    copy_ms = time_ms(lambda: dst.copy_(src), warm=2, reps=7)
     print(json.dumps({"device": name, "torch": torch.__version__,
-                      "copy_gbs": round(2 * src.numel() / copy_ms / 1e6)}), flush=True)
+                      "copy_gbs": round(copy_gbs(device))}), flush=True)
     w13 = mxfp4_bf16(2 * I, H, gen, device)
     w2 = mxfp4_bf16(H, I, gen, device)
     b13 = (torch.randn(E, 2 * I, generator=gen, device=device) * 0.05).to(torch.bfloat16)

@@ -36,14 +36,9 @@ import sys
 
 import torch
 
-E, K, H, I = 32, 4, 2880, 2880
-ALPHA, LIMIT = 1.702, 7.0
+from moe_peer import ALPHA, E, H, I, K, LIMIT, copy_gbs, e2m1_table, swiglu_oai, time_ms
+
 IMPL = "triton_kernels matmul_ogs mxfp4"
-
-
-def e2m1_table(device):
-    v = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
-    return torch.tensor(v + [-x for x in v], dtype=torch.float32, device=device)
 
 
 def mxfp4_random(rows, cols, gen, device):
@@ -54,13 +49,6 @@ def mxfp4_random(rows, cols, gen, device):
     packed = (codes[..., 0::2] | (codes[..., 1::2] << 4)).to(torch.uint8)
     vals = e2m1_table(device)[codes] * torch.exp2(scales.float() - 127).repeat_interleave(32, dim=-1)
     return packed, scales.to(torch.uint8), vals
-
-
-def swiglu_oai(h):
-    gate, up = h[..., 0::2], h[..., 1::2]
-    gate = gate.clamp(max=LIMIT)
-    up = up.clamp(min=-LIMIT, max=LIMIT)
-    return gate * torch.sigmoid(ALPHA * gate) * (up + 1)
 
 
 def routing(tokens, gen, device):
@@ -84,22 +72,6 @@ def reference(x, ids, w, w13, b13, w2, b2):
         y = swiglu_oai(h) @ w2[e].t() + b2[e]
         out.index_add_(0, t, y * w[t, j].unsqueeze(1))
     return out
-
-
-def time_ms(fn, warm=5, reps=20):
-    for _ in range(warm):
-        fn()
-    times = []
-    for _ in range(reps):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
-    return times[len(times) // 2]
 
 
 def kernel_names(fn):
@@ -135,11 +107,7 @@ def main():
 
     gen = torch.Generator(device=device).manual_seed(2026)
     name = torch.cuda.get_device_name()
-    src = torch.empty(1 << 30, dtype=torch.uint8, device=device)
-    dst = torch.empty_like(src)
-    copy_ms = time_ms(lambda: dst.copy_(src), warm=2, reps=7)
-    copy_gbs = 2 * src.numel() / copy_ms / 1e6
-    del src, dst
+    copy = copy_gbs(device)
 
     # weights: MXFP4 in the checkpoint's row-major [E, out, in] form, plus float32 dequantized copies for the reference
     w13_q, w13_s, w13_f = mxfp4_random(2 * I, H, gen, device)
@@ -180,7 +148,7 @@ def main():
                       "triton_kernels": triton_kernels.__file__,
                       "value_layout": type(w13_t.storage.layout).__name__,
                       "scale_layout": type(w13_sc.storage.layout).__name__,
-                      "copy_gbs": round(copy_gbs)}), flush=True)
+                      "copy_gbs": round(copy)}), flush=True)
 
     def moe(x, logits):
         sparse = topk(logits, K, apply_softmax=True)
@@ -210,7 +178,7 @@ def main():
                 rec["experts"] = n_exp
                 rec["weight_bytes"] = n_exp * expert_bytes
                 rec["gbs"] = round(n_exp * expert_bytes / ms / 1e6, 1)
-                rec["copy_gbs"] = round(copy_gbs)
+                rec["copy_gbs"] = round(copy)
             rec["rel_l2"] = rel
             rec["kernels"] = kernel_names(lambda: moe(x, logits))
         except Exception as e:  # report, do not hide; go on with the next token count
@@ -239,7 +207,7 @@ def main():
             rec["tflops"] = round(2.0 * tokens * K * (2 * I * H + H * I) / ms / 1e9, 2)
             if tokens == 1:
                 rec["gbs"] = round(n_exp * expert_bytes / ms / 1e6, 1)
-                rec["copy_gbs"] = round(copy_gbs)
+                rec["copy_gbs"] = round(copy)
             rec["rel_l2"] = rel
             del g, out
         except Exception as e:
