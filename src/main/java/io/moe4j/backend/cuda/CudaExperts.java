@@ -1,6 +1,5 @@
 package io.moe4j.backend.cuda;
 
-import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import io.moe4j.backend.Experts;
@@ -187,7 +186,7 @@ final class CudaExperts implements Experts {
         long metaBytes = meta.bytes();
         long routeBytes = 4L * routes.length;
         MemorySegment staging = ws.pinned(xBytes + metaBytes + routeBytes + outBytes);
-        MemorySegment.copy(x, 0, staging, JAVA_FLOAT, 0, tokens * h);
+        HostCopy.toSegment(x, staging, tokens * h);
         meta.write(staging.asSlice(xBytes, metaBytes));
         MemorySegment.copy(routes, 0, staging, JAVA_INT, xBytes + metaBytes, routes.length);
         MemorySegment outHost = staging.asSlice(xBytes + metaBytes + routeBytes, outBytes);
@@ -241,7 +240,7 @@ final class CudaExperts implements Experts {
         }
         dout.copyToAsync(outHost, 0, stream);
         stream.synchronize();
-        MemorySegment.copy(outHost, JAVA_FLOAT, 0, out, 0, tokens * h);
+        HostCopy.fromSegment(outHost, out, tokens * h);
     }
 
     /** Batches of at most this many routed pairs replay their kernels from a graph. */
