@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
 
+import static io.moe4j.testing.Norms.relL2;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -55,17 +56,5 @@ class ConformanceTest {
             double tolerance = backend.equals("emulation") ? c.emulationTolerance() : c.anyBackendTolerance();
             assertThat(relL2(got, want)).as("output rel L2 of %s on %s", name, backend).isLessThanOrEqualTo(tolerance);
         }
-    }
-
-    static double relL2(float[] got, float[] want) {
-        assertThat(got).hasSameSizeAs(want);
-        double num = 0;
-        double den = 0;
-        for (int i = 0; i < want.length; i++) {
-            double d = (double) got[i] - want[i];
-            num += d * d;
-            den += (double) want[i] * want[i];
-        }
-        return Math.sqrt(num / Math.max(den, Double.MIN_NORMAL));
     }
 }

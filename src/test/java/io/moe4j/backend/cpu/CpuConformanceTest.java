@@ -14,6 +14,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
 
+import static io.moe4j.testing.Norms.relL2;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -54,7 +55,7 @@ class CpuConformanceTest {
         try (SafetensorsFile expected = SafetensorsFile.open(io); SafetensorsFile actual = SafetensorsFile.open(out)) {
             float[] want = expected.tensor("expected").toFloatArray();
             float[] got = actual.tensor("output").toFloatArray();
-            assertThat(Fixtures.relL2(got, want)).as("output rel L2 of %s on cpu/%s", name, kernels)
+            assertThat(relL2(got, want)).as("output rel L2 of %s on cpu/%s", name, kernels)
                     .isLessThanOrEqualTo(c.emulationTolerance());
         }
     }

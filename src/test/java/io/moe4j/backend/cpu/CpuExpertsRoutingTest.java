@@ -20,6 +20,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
+import static io.moe4j.testing.Norms.relL2;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -49,7 +50,7 @@ class CpuExpertsRoutingTest {
             float[] want = Fixtures.reference(w, x, 17, r);
             assertThat(want).as("some tokens route only to experts held elsewhere").contains(0f);
             try (CpuExperts cpu = new CpuExperts(w, KernelsUnderTest.get(kernels), 2)) {
-                assertThat(Fixtures.relL2(Fixtures.run(cpu, x, 17, r, shape.hidden()), want)).isLessThan(1e-5);
+                assertThat(relL2(Fixtures.run(cpu, x, 17, r, shape.hidden()), want)).isLessThan(1e-5);
             }
         }
     }
@@ -65,10 +66,10 @@ class CpuExpertsRoutingTest {
             float[] x = SyntheticWeights.inputs(9, shape.hidden(), 8);
             float[] want = Fixtures.reference(w, x, 9, r);
             Routing onOutput = new Routing(9, 1, r.ids(), r.weights(), false);
-            assertThat(Fixtures.relL2(Fixtures.reference(w, x, 9, onOutput), want)).as("the placement matters")
+            assertThat(relL2(Fixtures.reference(w, x, 9, onOutput), want)).as("the placement matters")
                     .isGreaterThan(1e-3);
             try (CpuExperts cpu = new CpuExperts(w, KernelsUnderTest.get(kernels), 2)) {
-                assertThat(Fixtures.relL2(Fixtures.run(cpu, x, 9, r, shape.hidden()), want)).isLessThan(1e-5);
+                assertThat(relL2(Fixtures.run(cpu, x, 9, r, shape.hidden()), want)).isLessThan(1e-5);
             }
         }
     }

@@ -14,6 +14,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
 
+import static io.moe4j.testing.Norms.relL2;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -53,7 +54,7 @@ class CpuExpertsTest {
                         Routing r = Fixtures.routing(tokens, TOP_K, EXPERTS, false, 7 + tokens);
                         float[] want = Fixtures.reference(w, x, tokens, r);
                         float[] got = Fixtures.run(cpu, x, tokens, r, shape.hidden());
-                        assertThat(Fixtures.relL2(got, want))
+                        assertThat(relL2(got, want))
                                 .as("%s %s %s, %d tokens, %d threads", kernels, scheme, layout, tokens, threads)
                                 .isLessThanOrEqualTo(1e-5);
                     }

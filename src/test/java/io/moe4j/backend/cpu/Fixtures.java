@@ -78,21 +78,4 @@ final class Fixtures {
             return run(ref, x, tokens, r, w.hidden());
         }
     }
-
-    static double relL2(float[] got, float[] want) {
-        if (got.length != want.length) {
-            throw new AssertionError("lengths differ: " + got.length + " vs " + want.length);
-        }
-        double num = 0;
-        double den = 0;
-        for (int i = 0; i < want.length; i++) {
-            double d = (double) got[i] - want[i];
-            num += d * d;
-            den += (double) want[i] * want[i];
-        }
-        if (want.length == 0) {
-            return 0;
-        }
-        return Math.sqrt(num / Math.max(den, Double.MIN_NORMAL));
-    }
 }

@@ -1,5 +1,7 @@
 package io.moe4j.backend.cuda;
 
+import static io.moe4j.testing.Norms.relL2;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -325,16 +327,5 @@ class CudaBackendTest {
             e.forward(x, r.tokens(), r, out);
         }
         return out;
-    }
-
-    static double relL2(float[] got, float[] want) {
-        double num = 0;
-        double den = 0;
-        for (int i = 0; i < want.length; i++) {
-            double d = (double) got[i] - want[i];
-            num += d * d;
-            den += (double) want[i] * want[i];
-        }
-        return Math.sqrt(num / Math.max(den, Double.MIN_NORMAL));
     }
 }

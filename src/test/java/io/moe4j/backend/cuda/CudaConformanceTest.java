@@ -1,5 +1,7 @@
 package io.moe4j.backend.cuda;
 
+import static io.moe4j.testing.Norms.relL2;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -46,7 +48,7 @@ class CudaConformanceTest {
                     .containsExactly(expected.tensor("topk_ids").toIntArray());
             float[] want = expected.tensor("expected").toFloatArray();
             float[] got = actual.tensor("output").toFloatArray();
-            double err = CudaBackendTest.relL2(got, want);
+            double err = relL2(got, want);
             System.out.printf("conformance on cuda: %-42s rel L2 %.2e (tolerance %.0e)%n", name, err,
                     c.anyBackendTolerance());
             assertThat(got).doesNotContain(Float.NaN);
