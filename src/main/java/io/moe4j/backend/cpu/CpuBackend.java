@@ -6,7 +6,6 @@ import io.moe4j.backend.Experts;
 import io.moe4j.backend.MoeProblem;
 import io.moe4j.backend.Platform;
 import io.moe4j.backend.Support;
-import io.moe4j.backend.oracle.ActivationKey;
 import io.moe4j.backend.oracle.BackendTraits;
 import io.moe4j.quant.ExpertWeights;
 import io.moe4j.quant.WeightFormat;
@@ -26,11 +25,7 @@ public final class CpuBackend implements Backend, BackendTraits.Provider {
      */
     private static final BackendTraits TRAITS = BackendTraits.withLayout(
                     "row panels of 8 with lane-interleaved codes, per-panel scales (repacked once at prepare)")
-            .variant(BackendTraits.ActivationVariant.anyWeights(ActivationKey.FP8))
-            .variant(BackendTraits.ActivationVariant.anyWeights(ActivationKey.INT8))
-            .variant(BackendTraits.ActivationVariant.anyWeights(ActivationKey.MXFP4))
-            .variant(BackendTraits.ActivationVariant.anyWeights(ActivationKey.MXFP6_E3M2))
-            .variant(BackendTraits.ActivationVariant.anyWeights(ActivationKey.MXFP6_E2M3));
+            .anyDynamicActivation();
 
     @Override
     public String name() {

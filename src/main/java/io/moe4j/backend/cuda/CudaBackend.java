@@ -14,7 +14,6 @@ import io.moe4j.backend.cuda.driver.CudaDevice;
 import io.moe4j.backend.cuda.driver.CudaProbe;
 import io.moe4j.backend.cuda.driver.CudaRuntime;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
-import io.moe4j.backend.oracle.ActivationKey;
 import io.moe4j.backend.oracle.BackendTraits;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ExpertWeights;
@@ -59,11 +58,7 @@ public final class CudaBackend implements Backend, BackendTraits.Provider {
     public BackendTraits traits() {
         return BackendTraits.withLayout("cuda: MXFP4 in tensor-core fragment order; other formats as checkpoint rows "
                         + "padded to 32-element units")
-                .variant(BackendTraits.ActivationVariant.anyWeights(ActivationKey.FP8))
-                .variant(BackendTraits.ActivationVariant.anyWeights(ActivationKey.INT8))
-                .variant(BackendTraits.ActivationVariant.anyWeights(ActivationKey.MXFP4))
-                .variant(BackendTraits.ActivationVariant.anyWeights(ActivationKey.MXFP6_E3M2))
-                .variant(BackendTraits.ActivationVariant.anyWeights(ActivationKey.MXFP6_E2M3));
+                .anyDynamicActivation();
     }
 
     @Override

@@ -69,15 +69,9 @@ public final class BackendRegistry {
 
     /**
      * The reference computes on the canonical weights and quantize-dequantizes activations per the scheme it is
-     * given, so it can run a weight-only layer with any dynamic activation format moe4j has (not MXFP8: there is no
-     * {@code ActivationFormat.MXFP8} yet; not NVFP4: it needs a checkpoint's input global scale).
+     * given, so it can run a weight-only layer with any dynamic activation format moe4j has.
      */
-    public static final BackendTraits EMULATION_TRAITS = BackendTraits.canonical()
-            .variant(BackendTraits.ActivationVariant.anyWeights(ActivationKey.FP8))
-            .variant(BackendTraits.ActivationVariant.anyWeights(ActivationKey.INT8))
-            .variant(BackendTraits.ActivationVariant.anyWeights(ActivationKey.MXFP4))
-            .variant(BackendTraits.ActivationVariant.anyWeights(ActivationKey.MXFP6_E3M2))
-            .variant(BackendTraits.ActivationVariant.anyWeights(ActivationKey.MXFP6_E2M3));
+    public static final BackendTraits EMULATION_TRAITS = BackendTraits.canonical().anyDynamicActivation();
 
     public List<Entry> entries() {
         return List.copyOf(entries.values());

@@ -75,6 +75,20 @@ public record BackendTraits(String layout, Map<WeightFormat, String> layouts, Al
         return new BackendTraits(layout, layouts, alignment, m, activationVariants);
     }
 
+    /**
+     * Variants for every dynamic activation format moe4j has, on any weights: for backends that quantize-dequantize
+     * activations themselves, as the reference does, so a weight-only layer runs with any of them (not MXFP8: there is
+     * no {@code ActivationFormat.MXFP8} yet; not NVFP4: it needs a checkpoint's input global scale).
+     */
+    public BackendTraits anyDynamicActivation() {
+        BackendTraits t = this;
+        for (ActivationKey a : List.of(ActivationKey.FP8, ActivationKey.INT8, ActivationKey.MXFP4,
+                ActivationKey.MXFP6_E3M2, ActivationKey.MXFP6_E2M3)) {
+            t = t.variant(ActivationVariant.anyWeights(a));
+        }
+        return t;
+    }
+
     public BackendTraits variant(ActivationVariant v) {
         List<ActivationVariant> l = new ArrayList<>(activationVariants);
         l.add(v);
