@@ -86,6 +86,31 @@ final class CudaExperts implements Experts {
         }
     }
 
+    /**
+     * Whether the MXFP4 tile GEMMs run on the wgmma kernel: on sm_90a unless the tuning turns it off, and not for
+     * stacks with E8M0 0 or 255, whose exact per-block scaling only the mma.sync kernel has.
+     */
+    boolean wgmmaTiles() {
+        return tuning.wgmma() != null && engine.context().device().hasWgmma()
+                && !(w13 instanceof Mxfp4Matrix m1 && m1.experts().specialScales())
+                && !(w2 instanceof Mxfp4Matrix m2 && m2.experts().specialScales());
+    }
+
+    /**
+     * Pairs per tile-GEMM block for this plan: the mma.sync kernel's tileTokens, or the wgmma kernel's tokens, halved
+     * down to 64 while they exceed the experts' average group (the kernel multiplies whole blocks of pairs).
+     */
+    int tileTokens(RoutePlan plan) {
+        if (!wgmmaTiles()) {
+            return tuning.tileTokens();
+        }
+        int n = tuning.wgmma().tokens();
+        while (n > 64 && (long) n * plan.groups() > plan.pairs()) {
+            n /= 2;
+        }
+        return n;
+    }
+
     /** Which path a call with this plan takes (exposed so tests can tell which kernels they exercised). */
     boolean usesTiles(RoutePlan plan) {
         return plan.groups() > 0 && (long) plan.pairs() >= (long) tuning.tileMinPairsPerExpert() * plan.groups()
@@ -175,7 +200,8 @@ final class CudaExperts implements Experts {
         int[] batches2 = plan.pieces(tb2);
         long offBatches1 = meta.add(batches1);
         long offBatches2 = meta.add(batches2);
-        int[] mtiles = plan.pieces(tuning.tileTokens());
+        int tileTokens = tiles ? tileTokens(plan) : tuning.tileTokens();
+        int[] mtiles = plan.pieces(tileTokens);
         long offTiles = meta.add(mtiles);
         int[] routes = new int[4 * pairs];
         System.arraycopy(plan.routes(direct1), 0, routes, 0, 2 * pairs);
@@ -211,7 +237,7 @@ final class CudaExperts implements Experts {
         Launch launch = new Launch(tokens, pairs, plan.topK(), weightOnInput, direct1, tile1, tile2, dx, in1, exp1,
                 pitch1, hbuf, act, exp2, pitch2, y, dout, droutes, m + offToken, m + offExpert, m + offWeight,
                 m + offTokenPair, m + offTokenWeight, m + offIdentity, m + offBatches1, batches1.length / 4, tb1,
-                m + offBatches2, batches2.length / 4, tb2, m + offTiles, mtiles.length / 4);
+                m + offBatches2, batches2.length / 4, tb2, m + offTiles, mtiles.length / 4, tileTokens);
 
         if (timing != null) {
             if (timing.lead() != null) {
@@ -255,7 +281,7 @@ final class CudaExperts implements Experts {
             DeviceBuffer act, DeviceBuffer exp2, int pitch2, DeviceBuffer y, DeviceBuffer out, DeviceBuffer routes,
             long pairToken, long pairExpert, long pairWeight, long tokenPair, long tokenWeight, long identity,
             long batches1, int batchCount1, int tb1, long batches2, int batchCount2, int tb2, long mtiles,
-            int mtileCount) {
+            int mtileCount, int tileTokens) {
     }
 
     /** Enqueues the call's kernels; records an event after each of the five stages when {@code stages} is given. */
@@ -275,7 +301,8 @@ final class CudaExperts implements Experts {
         }
         stage(stages, 0, stream);
         gemm(w13, l.tile1(), l.in1(), l.exp1(), l.direct1() ? l.pairToken() : l.identity(), l.batches1(),
-                l.batchCount1(), l.tb1(), l.routes(), 0, l.mtiles(), l.mtileCount(), l.pairs(), l.h(), stream);
+                l.batchCount1(), l.tb1(), l.routes(), 0, l.mtiles(), l.mtileCount(), l.tileTokens(), l.pairs(), l.h(),
+                stream);
         stage(stages, 1, stream);
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(l.h()).pointer(l.pairExpert()).pointer(pointerOf(bias13))
@@ -293,7 +320,7 @@ final class CudaExperts implements Experts {
         }
         stage(stages, 2, stream);
         gemm(w2, l.tile2(), l.act(), l.exp2(), l.identity(), l.batches2(), l.batchCount2(), l.tb2(), l.routes(),
-                l.pairs(), l.mtiles(), l.mtileCount(), l.pairs(), l.y(), stream);
+                l.pairs(), l.mtiles(), l.mtileCount(), l.tileTokens(), l.pairs(), l.y(), stream);
         stage(stages, 3, stream);
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(l.y()).i32(h).pointer(l.tokenPair())
@@ -375,9 +402,20 @@ final class CudaExperts implements Experts {
     }
 
     private void gemm(DeviceMatrix matrix, boolean tile, DeviceBuffer in, DeviceBuffer exps, long xRows, long batches,
-            int batchCount, int tb, DeviceBuffer routes, long firstRoute, long mtiles, int mtileCount, int pairs,
-            DeviceBuffer out, CudaStream stream) {
+            int batchCount, int tb, DeviceBuffer routes, long firstRoute, long mtiles, int mtileCount, int tileTokens,
+            int pairs, DeviceBuffer out, CudaStream stream) {
         switch (matrix) {
+            case Mxfp4Matrix mx when tile && wgmmaTiles() -> {
+                CudaTuning.WgmmaTile wt = tuning.wgmma();
+                KernelCache.Kernel k = engine.kernels().get("gemm_mxfp4_wgmma.cu", "moe_gemm_mxfp4_wgmma",
+                        wt.defines(tileTokens));
+                int shared = wt.sharedBytes(tileTokens);
+                if (shared > k.sharedLimit()) {
+                    throw new IllegalArgumentException("wgmma tile " + wt.name() + " needs " + shared
+                            + " bytes of shared memory; this device allows " + k.sharedLimit());
+                }
+                launchTiles(k, mx, wt.rowTiles(), wt.warps(), shared, in, exps, mtiles, mtileCount, out, stream);
+            }
             case Mxfp4Matrix mx when tile -> {
                 List<String> defines = new ArrayList<>(tuning.tileDefines());
                 if (mx.experts().specialScales()) {
@@ -386,13 +424,8 @@ final class CudaExperts implements Experts {
                     defines.add("-DTILE_PRESCALE=0");
                 }
                 KernelCache.Kernel k = engine.kernels().get("gemm_mxfp4_tile.cu", "moe_gemm_mxfp4_tile", defines);
-                try (Arena arena = Arena.ofConfined()) {
-                    KernelArgs args = new KernelArgs(arena).pointer(mx.experts().codes()).pointer(mx.experts().scales())
-                            .pointer(in).pointer(exps).pointer(mtiles).pointer(out).i32(mx.rows()).i32(mx.rowTiles())
-                            .i32(mx.blockPairs()).pointer(mx.rowExponents());
-                    k.function().launch(mtileCount, Math.ceilDiv(mx.rowTiles(), tuning.tileRowTilesPerBlock()), 1,
-                            32 * tuning.tileWarps(), 1, 1, 0, stream, args);
-                }
+                launchTiles(k, mx, tuning.tileRowTilesPerBlock(), tuning.tileWarps(), 0, in, exps, mtiles, mtileCount,
+                        out, stream);
             }
             case Mxfp4Matrix mx -> engine.mxfp4().forward(mx.experts(), in, routes, firstRoute, pairs, out, stream);
             case UnitMatrix u -> {
@@ -411,6 +444,24 @@ final class CudaExperts implements Experts {
                                 1, (int) shared, stream, args);
                     }
                 }
+            }
+        }
+    }
+
+    /**
+     * A tile GEMM (either kernel, same arguments): grid x over row groups of {@code rowTiles} 16-row tiles, y over
+     * the M tiles, in launches of at most {@link #MAX_GRID_Y} M tiles.
+     */
+    private static void launchTiles(KernelCache.Kernel k, Mxfp4Matrix mx, int rowTiles, int warps, int shared,
+            DeviceBuffer in, DeviceBuffer exps, long mtiles, int mtileCount, DeviceBuffer out, CudaStream stream) {
+        for (int first = 0; first < mtileCount; first += MAX_GRID_Y) {
+            int count = Math.min(MAX_GRID_Y, mtileCount - first);
+            try (Arena arena = Arena.ofConfined()) {
+                KernelArgs args = new KernelArgs(arena).pointer(mx.experts().codes()).pointer(mx.experts().scales())
+                        .pointer(in).pointer(exps).pointer(mtiles + 16L * first).pointer(out).i32(mx.rows())
+                        .i32(mx.rowTiles()).i32(mx.blockPairs()).pointer(mx.rowExponents());
+                k.function().launch(Math.ceilDiv(mx.rowTiles(), rowTiles), count, 1, 32 * warps, 1, 1, shared, stream,
+                        args);
             }
         }
     }

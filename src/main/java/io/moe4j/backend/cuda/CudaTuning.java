@@ -1,22 +1,73 @@
 package io.moe4j.backend.cuda;
 
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * How {@link CudaBackend} picks and shapes its kernels. The defaults come from the H100/H200 measurements in
  * NOTES.md; the system properties exist to measure other choices, and tests force each path with explicit values.
  *
- * @param tileMinPairsPerExpert MXFP4 matrices go through the prefill tile GEMM when the routed pairs per expert
- *                              used average at least this (the GEMV reads an expert's weights once per pair, the
- *                              tile GEMM once per {@code tileTokens} pairs); {@code Integer.MAX_VALUE} never
- * @param tileWarps             tile GEMM: warps per block
- * @param tileRowTilesPerWarp   tile GEMM: 16-row weight tiles each warp multiplies (B fragment reuse)
- * @param tileTokens            tile GEMM: routed pairs per block (a multiple of 8)
+ * @param tileMinPairsPerExpert MXFP4 matrices go through a prefill tile GEMM when the routed pairs per expert used
+ *                              average at least this (the GEMV reads an expert's weights once per pair, a tile GEMM
+ *                              once per block of pairs); {@code Integer.MAX_VALUE} never
+ * @param tileWarps             mma.sync tile GEMM: warps per block
+ * @param tileRowTilesPerWarp   mma.sync tile GEMM: 16-row weight tiles each warp multiplies (B fragment reuse)
+ * @param tileTokens            mma.sync tile GEMM: routed pairs per block (a multiple of 8)
+ * @param wgmma                 the wgmma tile GEMM's shape, used instead of mma.sync on sm_90a devices; null never
  * @param unitsRows             CUDA-core GEMM: rows per warp
  * @param unitsWarps            CUDA-core GEMM: warps per block
  */
 public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTilesPerWarp, int tileTokens,
-        int unitsRows, int unitsWarps) {
+        WgmmaTile wgmma, int unitsRows, int unitsWarps) {
+
+    /**
+     * Shape of gemm_mxfp4_wgmma.cu's blocks.
+     *
+     * @param groups    warpgroups per block (WG_GROUPS)
+     * @param tokens    routed pairs per block (WG_N: 64, 128 or 256); calls whose experts average fewer take less
+     * @param rowGroups groups of 64 weight rows each warpgroup multiplies by the block's x tile (WG_M)
+     * @param stages    shared-memory stages (WG_STAGES); block pairs are requested stages - 2 ahead
+     */
+    public record WgmmaTile(int groups, int tokens, int rowGroups, int stages) {
+        public WgmmaTile {
+            if (groups < 1 || groups > 2 || !List.of(64, 128, 256).contains(tokens) || rowGroups < 1 || rowGroups > 2
+                    || stages < 3 || stages > 8) {
+                throw new IllegalArgumentException("wgmma tile out of range: " + this);
+            }
+        }
+
+        int warps() {
+            return 4 * groups;
+        }
+
+        /** 16-row weight tiles a block covers. */
+        int rowTiles() {
+            return warps() * rowGroups;
+        }
+
+        /**
+         * Dynamic shared memory of a block of {@code pairs} pairs: per stage the x rows (128 bytes a pair) and each
+         * lane's code and scale words (20 bytes per row group), rounded up to 1 KiB, plus 1 KiB to align the first
+         * stage (the 128-byte swizzle repeats every 1 KiB). Mirrors STAGE_BYTES in the kernel.
+         */
+        int sharedBytes(int pairs) {
+            int stage = Math.ceilDiv(pairs * 128 + rowGroups * warps() * 32 * 20, 1024) * 1024;
+            return stages * stage + 1024;
+        }
+
+        List<String> defines(int pairs) {
+            return List.of("-DWG_GROUPS=" + groups, "-DWG_N=" + pairs, "-DWG_M=" + rowGroups, "-DWG_STAGES=" + stages);
+        }
+
+        String name() {
+            return "g" + groups + "n" + tokens + (rowGroups != 1 ? "m" + rowGroups : "") + (stages != 4 ? "s" + stages : "");
+        }
+    }
+
+    private static final Pattern MMA_SYNC = Pattern.compile("w(\\d+)t(\\d+)n(\\d+)");
+    private static final Pattern WGMMA = Pattern.compile("g(\\d+)n(\\d+)(?:m(\\d+))?(?:s(\\d+))?");
+    private static final Pattern UNITS = Pattern.compile("(\\d+)x(\\d+)");
 
     public CudaTuning {
         if (tileMinPairsPerExpert < 1 || tileWarps < 1 || tileWarps > 16 || tileRowTilesPerWarp < 1
@@ -27,13 +78,13 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
     }
 
     public static CudaTuning defaults() {
-        return new CudaTuning(4, 4, 2, 64, 2, 8);
+        return new CudaTuning(4, 4, 2, 64, new WgmmaTile(2, 128, 1, 4), 2, 8);
     }
 
     /**
-     * The defaults with overrides from {@code -Dmoe4j.cuda.tileMinPairs=N}, {@code -Dmoe4j.cuda.tile=wNtNnN}
-     * (warps, row tiles per warp, tokens), e.g. {@code w8t2n64}, and {@code -Dmoe4j.cuda.units=RxW} (CUDA-core GEMM
-     * rows per warp x warps per block), e.g. {@code 2x8}.
+     * The defaults with overrides from {@code -Dmoe4j.cuda.tileMinPairs=N}, {@code -Dmoe4j.cuda.tile=...} (see
+     * {@link #withTile}) and {@code -Dmoe4j.cuda.units=RxW} (CUDA-core GEMM rows per warp x warps per block), e.g.
+     * {@code 2x8}.
      */
     public static CudaTuning fromSystemProperties() {
         CudaTuning t = defaults();
@@ -53,22 +104,33 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
     }
 
     public CudaTuning withTileMinPairsPerExpert(int pairs) {
-        return new CudaTuning(pairs, tileWarps, tileRowTilesPerWarp, tileTokens, unitsRows, unitsWarps);
+        return new CudaTuning(pairs, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows, unitsWarps);
     }
 
-    /** "w8t2n64": 8 warps, 2 row tiles per warp, 64 pairs per block. */
+    /**
+     * The prefill tile kernel: "w8t2n64" the mma.sync kernel on every device (8 warps, 2 row tiles per warp, 64
+     * pairs per block); "g2n128" the wgmma kernel where the device has it (2 warpgroups, 128 pairs per block), with
+     * optional "m2" (row groups per warpgroup) and "s5" (stages) suffixes.
+     */
     public CudaTuning withTile(String spec) {
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("w(\\d+)t(\\d+)n(\\d+)").matcher(spec);
-        if (!m.matches()) {
-            throw new IllegalArgumentException("tile variant " + spec + " is not wNtNnN");
+        Matcher m = MMA_SYNC.matcher(spec);
+        if (m.matches()) {
+            return new CudaTuning(tileMinPairsPerExpert, Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
+                    Integer.parseInt(m.group(3)), null, unitsRows, unitsWarps);
         }
-        return new CudaTuning(tileMinPairsPerExpert, Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
-                Integer.parseInt(m.group(3)), unitsRows, unitsWarps);
+        m = WGMMA.matcher(spec);
+        if (m.matches()) {
+            WgmmaTile w = new WgmmaTile(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
+                    m.group(3) == null ? 1 : Integer.parseInt(m.group(3)), m.group(4) == null ? 4 : Integer.parseInt(m.group(4)));
+            return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, w, unitsRows,
+                    unitsWarps);
+        }
+        throw new IllegalArgumentException("tile variant " + spec + " is neither wNtNnN (mma.sync) nor gNnN[mN][sN] (wgmma)");
     }
 
     /** "2x8": 2 rows per warp, 8 warps per block. */
     public CudaTuning withUnits(String spec) {
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(\\d+)x(\\d+)").matcher(spec);
+        Matcher m = UNITS.matcher(spec);
         if (!m.matches()) {
             throw new IllegalArgumentException("CUDA-core GEMM shape " + spec + " is not RxW (rows per warp x warps)");
         }
@@ -76,18 +138,19 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
     }
 
     public CudaTuning withUnits(int rows, int warps) {
-        return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, rows, warps);
+        return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, rows, warps);
     }
 
+    /** The prefill kernel's spec as {@link #withTile} reads it: the wgmma one where set. */
     String tileName() {
-        return "w" + tileWarps + "t" + tileRowTilesPerWarp + "n" + tileTokens;
+        return wgmma != null ? wgmma.name() : "w" + tileWarps + "t" + tileRowTilesPerWarp + "n" + tileTokens;
     }
 
     List<String> tileDefines() {
         return List.of("-DTILE_WARPS=" + tileWarps, "-DTILE_TPW=" + tileRowTilesPerWarp, "-DTILE_BN=" + tileTokens);
     }
 
-    /** Row tiles one tile-GEMM block covers. */
+    /** Row tiles one mma.sync tile-GEMM block covers. */
     int tileRowTilesPerBlock() {
         return tileWarps * tileRowTilesPerWarp;
     }

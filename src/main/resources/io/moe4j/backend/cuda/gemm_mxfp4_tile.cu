@@ -22,9 +22,11 @@
 // subnormals hold e2m1 * 2^(s - R) exactly down to 2^-24); smaller blocks, under 2^-23 of the row's largest
 // weight, are flushed to zero. The prefill path is f16-rounded on the input side anyway (see above).
 //
-// Grid: x over M tiles (expert, first pair, count <= TILE_BN), fastest, so that blocks reading the same weights
-// run together and share them through L2; y over groups of TILE_WARPS * TILE_TPW row tiles. Output: float32
-// out[first + pair][row], rows of N.
+// Grid: x over groups of TILE_WARPS * TILE_TPW row tiles, fastest, y over M tiles (expert, first pair, count <=
+// TILE_BN), which the plan sorts by expert. Blocks running together then share one M tile's x rows (read from DRAM
+// once, then from L2 by every row group) and one expert's weights (its M tiles are neighbours). The other order, M
+// tiles fastest, had every wave read all M tiles' x rows (~100 MB at T = 4096, twice the L2) once per row group:
+// DRAM-bound at 80% of its bandwidth (ncu). Output: float32 out[first + pair][row], rows of N.
 #include "mxfp4_mma.cuh"
 
 #ifndef TILE_WARPS
@@ -53,29 +55,12 @@ __device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 address) {
                  : "r"(address));
 }
 
-__device__ __forceinline__ float pow2(int n) { return __uint_as_float((u32)(127 + n) << 23); }
-
-// f16x2 (both halves) of 2^(s - r + 14), which turns decode_word's e2m1 * 2^-14 into e2m1 * 2^(s - r): field
-// s - r + 29; subnormal down to 2^-24, zero below. s <= r for every real block; the repack's padding blocks (zero
-// codes, scale 127) may exceed r and are clamped, since an infinite multiplier would turn their zeros into NaN.
-__device__ __forceinline__ u32 f16_pow2(int s, int r) {
-    const int field = min(s - r, 0) + 29;
-    const u32 bits = field > 0 ? (u32)field << 10 : (field > -10 ? 1u << (field + 9) : 0u);
-    return bits | (bits << 16);
-}
-
-__device__ __forceinline__ u32 hmul2(u32 a, u32 b) {
-    u32 d;
-    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-    return d;
-}
-
 extern "C" __global__ void __launch_bounds__(TILE_WARPS * 32)
 moe_gemm_mxfp4_tile(const uint4* __restrict__ codes, const u32* __restrict__ scales, const u16* __restrict__ xh,
                     const int* __restrict__ xexp, const int4* __restrict__ mtiles, float* __restrict__ out, int N,
                     int NT, int BP, const u8* __restrict__ rowExp) {
     __shared__ __align__(16) u16 xs[TILE_STAGES][TILE_BN][XPITCH];
-    const int4 mt = mtiles[blockIdx.x];
+    const int4 mt = mtiles[blockIdx.y];
     const int e = mt.x;
     const int first = mt.y;
     const int count = mt.z;
@@ -84,7 +69,7 @@ moe_gemm_mxfp4_tile(const uint4* __restrict__ codes, const u32* __restrict__ sca
     const int warp = tid >> 5;
     const int g = lane >> 2;
     const int t = lane & 3;
-    const int rt0 = (blockIdx.y * TILE_WARPS + warp) * TILE_TPW;
+    const int rt0 = (blockIdx.x * TILE_WARPS + warp) * TILE_TPW;
     const size_t xPitch = (size_t)BP * 64;
 
     const uint4* wp[TILE_TPW];
@@ -154,19 +139,13 @@ moe_gemm_mxfp4_tile(const uint4* __restrict__ codes, const u32* __restrict__ sca
 #endif
 #pragma unroll
         for (int i = 0; i < TILE_TPW; ++i) {
+#if TILE_PRESCALE
+            decode_prescaled(qn[i], sn[i], rlo[i], rhi[i], a[i]);
+#else
             decode_word(qn[i].x, a[i][0]); // row g,   block 2bp
             decode_word(qn[i].y, a[i][1]); // row g+8, block 2bp
             decode_word(qn[i].z, a[i][2]); // row g,   block 2bp+1
             decode_word(qn[i].w, a[i][3]); // row g+8, block 2bp+1
-#if TILE_PRESCALE
-            const u32 w = sn[i];
-            const u32 m[4] = {f16_pow2((int)(w & 0xFFu), rlo[i]), f16_pow2((int)((w >> 8) & 0xFFu), rhi[i]),
-                              f16_pow2((int)((w >> 16) & 0xFFu), rlo[i]), f16_pow2((int)(w >> 24), rhi[i])};
-#pragma unroll
-            for (int j = 0; j < 4; ++j)
-#pragma unroll
-                for (int q = 0; q < 4; ++q) a[i][j][q] = hmul2(a[i][j][q], m[j]);
-#else
             s[i][0] = e8m0<0>(sn[i]);
             s[i][1] = e8m0<1>(sn[i]);
             s[i][2] = e8m0<2>(sn[i]);

@@ -61,3 +61,37 @@ __device__ __forceinline__ void commit_stage() { asm volatile("cp.async.commit_g
 template <int PENDING>
 __device__ __forceinline__ void wait_stages() { asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory"); }
 
+// Shared by the prefill GEMMs (gemm_mxfp4_tile.cu, gemm_mxfp4_wgmma.cu): the per-row f16 pre-scaling of decoded weights.
+__device__ __forceinline__ float pow2(int n) { return __uint_as_float((u32)(127 + n) << 23); }
+
+// f16x2 (both halves) of 2^(s - r + 14), which turns decode_word's e2m1 * 2^-14 into e2m1 * 2^(s - r): field
+// s - r + 29; subnormal down to 2^-24, zero below. s <= r for every real block; the repack's padding blocks (zero
+// codes, scale 127) may exceed r and are clamped, since an infinite multiplier would turn their zeros into NaN.
+__device__ __forceinline__ u32 f16_pow2(int s, int r) {
+    const int field = min(s - r, 0) + 29;
+    const u32 bits = field > 0 ? (u32)field << 10 : (field > -10 ? 1u << (field + 9) : 0u);
+    return bits | (bits << 16);
+}
+
+__device__ __forceinline__ u32 hmul2(u32 a, u32 b) {
+    u32 d;
+    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+
+// One lane's A fragments for a (16-row tile, 64-element block pair) of the fragment-order layout: q.x / q.y are rows
+// g / g+8 of block 2bp, q.z / q.w of block 2bp+1; sw holds their four E8M0 scales in that order. Each block is
+// decoded and multiplied by 2^(s - R) with R = rlo (row g) or rhi (row g+8), the row's largest scale exponent.
+// a[j] are the four f16x2 words of word j of q (decode_word order).
+__device__ __forceinline__ void decode_prescaled(uint4 q, u32 sw, int rlo, int rhi, u32 (&a)[4][4]) {
+    decode_word(q.x, a[0]);
+    decode_word(q.y, a[1]);
+    decode_word(q.z, a[2]);
+    decode_word(q.w, a[3]);
+    const u32 m[4] = {f16_pow2((int)(sw & 0xFFu), rlo), f16_pow2((int)((sw >> 8) & 0xFFu), rhi),
+                      f16_pow2((int)((sw >> 16) & 0xFFu), rlo), f16_pow2((int)(sw >> 24), rhi)};
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int k = 0; k < 4; ++k) a[j][k] = hmul2(a[j][k], m[j]);
+}

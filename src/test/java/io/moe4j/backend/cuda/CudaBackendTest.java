@@ -30,6 +30,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The cuda backend against the exact reference (the emulation backend) on random weights of every packed layout,
@@ -52,7 +53,10 @@ class CudaBackendTest {
     private static final double TILE_QUANTIZED_TOLERANCE = 2e-2;
 
     private static final CudaTuning GEMV = CudaTuning.defaults().withTileMinPairsPerExpert(Integer.MAX_VALUE);
+    /** The tile GEMM for every MXFP4 call: on sm_90a the wgmma kernel, elsewhere mma.sync. */
     private static final CudaTuning TILES = CudaTuning.defaults().withTileMinPairsPerExpert(1);
+    /** The mma.sync tile kernel on every device. */
+    private static final CudaTuning MMA_TILES = TILES.withTile("w4t2n64");
 
     @BeforeEach
     void requireGpu() {
@@ -142,6 +146,7 @@ class CudaBackendTest {
                     GateLayout.INTERLEAVED, true, q, q);
             assertMatches(m, RandomWeights.routing(rnd, 7, 2, 5, false), rnd, GEMV, GEMV_TOLERANCE);
             assertMatches(m, RandomWeights.routing(rnd, 40, 2, 5, false), rnd, TILES, TILE_QUANTIZED_TOLERANCE);
+            assertMatches(m, RandomWeights.routing(rnd, 40, 2, 5, false), rnd, MMA_TILES, TILE_QUANTIZED_TOLERANCE);
         }
     }
 
@@ -181,6 +186,7 @@ class CudaBackendTest {
                     ActivationQuant.NONE, ActivationQuant.NONE);
             assertMatches(w, RandomWeights.routing(rnd, 5, 2, 4, false), rnd, GEMV, GEMV_TOLERANCE);
             assertMatches(w, RandomWeights.routing(rnd, 70, 2, 4, false), rnd, TILES, TILE_TOLERANCE);
+            assertMatches(w, RandomWeights.routing(rnd, 70, 2, 4, false), rnd, MMA_TILES, TILE_TOLERANCE);
         }
     }
 
@@ -199,21 +205,29 @@ class CudaBackendTest {
         }
     }
 
-    @Test
-    void tileGemmAtGptOssShapeAgreesWithTheGemv() {
-        // gpt-oss-20b's experts at full size but few of them: the tile path against the GEMV path (whose float32
-        // accuracy the tests above pin to the reference), on 300 tokens.
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"w4t2n64", "g2n128", "g1n128", "g1n256", "g2n64", "g2n128m2", "g1n128m2s5"})
+    void tileGemmAtGptOssShapeAgreesWithTheGemv(String tile) {
+        // gpt-oss-20b's experts at full size but few of them: each tile kernel and shape (mma.sync wNtNnN, wgmma
+        // gNnN on sm_90a) against the GEMV path (whose float32 accuracy the tests above pin to the reference), on
+        // 400 tokens: ~267 pairs per expert, enough for the 256-pair wgmma blocks.
+        CudaTuning tuning = TILES.withTile(tile);
         try (Arena arena = Arena.ofShared()) {
             SplittableRandom rnd = new SplittableRandom(20);
             Layout mxfp4 = Layout.scaled("mxfp4", WeightFormat.MXFP4, CodeType.FP4_E2M1, ScaleType.E8M0, 1, 32);
             ExpertWeights w = RandomWeights.layer(arena, rnd, mxfp4, 3, 2880, 2880, Activation.SWIGLU_OAI,
                     GateLayout.INTERLEAVED, true, ActivationQuant.NONE, ActivationQuant.NONE);
-            Routing r = RandomWeights.routing(rnd, 300, 2, 3, false);
-            float[] x = RandomWeights.gaussian(rnd, 300 * 2880, 1.0);
+            Routing r = RandomWeights.routing(rnd, 400, 2, 3, false);
+            float[] x = RandomWeights.gaussian(rnd, 400 * 2880, 1.0);
             float[] gemv = run(new CudaBackend(GEMV), w, x, r);
-            float[] tile = run(new CudaBackend(TILES), w, x, r);
+            CudaBackend tiles = new CudaBackend(tuning);
+            try (CudaExperts e = (CudaExperts) tiles.prepare(w, new ExecutionOptions(2))) {
+                boolean wgmma = tile.startsWith("g") && CudaEngine.shared().context().device().hasWgmma();
+                assertThat(e.wgmmaTiles()).as("wgmma kernel in use").isEqualTo(wgmma);
+            }
+            float[] out = run(tiles, w, x, r);
             assertThat(gemv).doesNotContain(Float.NaN);
-            assertThat(relL2(tile, gemv)).isLessThan(TILE_TOLERANCE);
+            assertThat(relL2(out, gemv)).isLessThan(TILE_TOLERANCE);
         }
     }
 
@@ -236,6 +250,7 @@ class CudaBackendTest {
                 }
                 assertMatches(w, RandomWeights.routing(rnd, 4, 2, 3, false), rnd, GEMV, GEMV_TOLERANCE);
                 assertMatches(w, RandomWeights.routing(rnd, 60, 2, 3, false), rnd, TILES, TILE_TOLERANCE);
+                assertMatches(w, RandomWeights.routing(rnd, 60, 2, 3, false), rnd, MMA_TILES, TILE_TOLERANCE);
             }
         }
     }

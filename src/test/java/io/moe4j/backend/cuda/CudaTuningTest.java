@@ -16,7 +16,27 @@ class CudaTuningTest {
     }
 
     @Test
+    void tileSpecsPickTheKernel() {
+        CudaTuning mma = CudaTuning.defaults().withTile("w8t1n32");
+        assertThat(mma.wgmma()).isNull();
+        assertThat(mma.tileName()).isEqualTo("w8t1n32");
+        CudaTuning wg = mma.withTile("g1n256m2s5");
+        assertThat(wg.wgmma()).isEqualTo(new CudaTuning.WgmmaTile(1, 256, 2, 5));
+        assertThat(wg.tileName()).isEqualTo("g1n256m2s5");
+        assertThat(wg.tileWarps()).as("the mma.sync shape stays for stacks the wgmma kernel cannot take").isEqualTo(8);
+        assertThat(CudaTuning.defaults().withTile("g2n128").wgmma().defines(64))
+                .containsExactly("-DWG_GROUPS=2", "-DWG_N=64", "-DWG_M=1", "-DWG_STAGES=4");
+        // per stage 128 pairs x 128 bytes + 8 warps x 32 lanes x 20 bytes = 21504 (21 KiB); 4 stages + 1 KiB
+        assertThat(CudaTuning.defaults().withTile("g2n128").wgmma().sharedBytes(128)).isEqualTo(4 * 21504 + 1024);
+        assertThat(CudaTuning.defaults().withTile("g1n64m2").wgmma().sharedBytes(64)).isEqualTo(4 * 13312 + 1024);
+    }
+
+    @Test
     void malformedOrOutOfRangeShapesNameTheProblem() {
+        assertThatThrownBy(() -> CudaTuning.defaults().withTile("g2n96"))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("out of range");
+        assertThatThrownBy(() -> CudaTuning.defaults().withTile("x2"))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("x2");
         assertThatThrownBy(() -> CudaTuning.defaults().withUnits("4-16"))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("4-16");
         assertThatThrownBy(() -> CudaTuning.defaults().withUnits("9x8"))
