@@ -326,8 +326,9 @@ final class CudaExperts implements Experts {
             KernelArgs args = new KernelArgs(arena).pointer(l.y()).i32(h).pointer(l.tokenPair())
                     .pointer(l.tokenWeight()).i32(l.topK()).pointer(l.pairExpert()).pointer(pointerOf(bias2))
                     .i32(l.weightOnInput() ? 1 : 0).pointer(l.out());
-            rows("moe_combine").function().launch(l.tokens(), Math.ceilDiv(h, ROW_THREADS), 1, ROW_THREADS, 1, 1, 0,
-                    stream, args);
+            int columnsPerThread = h % 4 == 0 ? 4 : 1; // as moe_combine picks
+            rows("moe_combine").function().launch(l.tokens(), Math.ceilDiv(h, columnsPerThread * ROW_THREADS), 1,
+                    ROW_THREADS, 1, 1, 0, stream, args);
         }
         stage(stages, 4, stream);
     }

@@ -220,18 +220,38 @@ __device__ void qdq_row(float* s, int n, const Qdq& q, int e, float* scratch) {
 #define ACT_GELU_TANH 7
 #define ACT_RELU2 8
 
-__device__ __forceinline__ double act_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
-__device__ __forceinline__ double act_gelu(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
-__device__ __forceinline__ double act_gelu_tanh(double x) {
-    return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.141592653589793) * (x + 0.044715 * x * x * x)));
+// The activations for T = double (the reference's arithmetic) or float (inputs of the f16 tile GEMM, whose f16
+// rounding is ~2^-12 relative: float's ~2^-23 changes nothing there, and float64 exp costs several times more).
+__device__ __forceinline__ float m_exp(float x) { return expf(x); }
+__device__ __forceinline__ double m_exp(double x) { return exp(x); }
+__device__ __forceinline__ float m_erf(float x) { return erff(x); }
+__device__ __forceinline__ double m_erf(double x) { return erf(x); }
+__device__ __forceinline__ float m_tanh(float x) { return tanhf(x); }
+__device__ __forceinline__ double m_tanh(double x) { return tanh(x); }
+__device__ __forceinline__ float m_sqrt(float x) { return sqrtf(x); }
+__device__ __forceinline__ double m_sqrt(double x) { return sqrt(x); }
+__device__ __forceinline__ float m_min(float a, float b) { return fminf(a, b); }
+__device__ __forceinline__ double m_min(double a, double b) { return fmin(a, b); }
+__device__ __forceinline__ float m_max(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ double m_max(double a, double b) { return fmax(a, b); }
+
+template <typename T>
+__device__ __forceinline__ T act_sigmoid(T x) { return T(1) / (T(1) + m_exp(-x)); }
+template <typename T>
+__device__ __forceinline__ T act_gelu(T x) { return T(0.5) * x * (T(1) + m_erf(x / m_sqrt(T(2)))); }
+template <typename T>
+__device__ __forceinline__ T act_gelu_tanh(T x) {
+    return T(0.5) * x * (T(1) + m_tanh(m_sqrt(T(2) / T(3.141592653589793)) * (x + T(0.044715) * x * x * x)));
 }
-__device__ __forceinline__ double act_relu2(double x) {
-    const double r = fmax(0.0, x);
+template <typename T>
+__device__ __forceinline__ T act_relu2(T x) {
+    const T r = m_max(T(0), x);
     return r * r;
 }
 
 // Activation.plain
-__device__ __forceinline__ double act_plain(int kind, double x) {
+template <typename T>
+__device__ __forceinline__ T act_plain(int kind, T x) {
     switch (kind) {
         case ACT_SILU: return x * act_sigmoid(x);
         case ACT_GELU: return act_gelu(x);
@@ -241,12 +261,13 @@ __device__ __forceinline__ double act_plain(int kind, double x) {
 }
 
 // Activation.gated; alpha is the float constant OAI_ALPHA widened, as the Java double arithmetic has it.
-__device__ __forceinline__ double act_gated(int kind, double g, double u, double limit, double alpha) {
+template <typename T>
+__device__ __forceinline__ T act_gated(int kind, T g, T u, T limit, T alpha) {
     switch (kind) {
         case ACT_SWIGLU_OAI: {
-            const double gc = fmin(g, limit);
-            const double uc = fmax(-limit, fmin(u, limit));
-            return gc * act_sigmoid(alpha * gc) * (uc + 1.0);
+            const T gc = m_min(g, limit);
+            const T uc = m_max(-limit, m_min(u, limit));
+            return gc * act_sigmoid(alpha * gc) * (uc + T(1));
         }
         case ACT_GELU_AND_MUL: return act_gelu(g) * u;
         case ACT_GELU_TANH_AND_MUL: return act_gelu_tanh(g) * u;

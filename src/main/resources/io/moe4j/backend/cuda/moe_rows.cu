@@ -53,8 +53,25 @@ extern "C" __global__ void moe_prepare_rows(const float* __restrict__ x, int H, 
     const size_t p = blockIdx.x;
     const int e = pairExpert[p];
     const float* xr = x + (size_t)pairToken[p] * H;
-    const float w = pairWeight[p];
-    for (int k = threadIdx.x; k < H; k += blockDim.x) s[k] = weightOnInput ? xr[k] * w : xr[k];
+    const float w = weightOnInput ? pairWeight[p] : 1.0f;
+    if ((H & 3) == 0) {
+        // 16-byte loads: the row is copied in a quarter of the round trips (rows of a multiple of 4 floats stay
+        // 16-byte aligned).
+        const float4* x4 = reinterpret_cast<const float4*>(xr);
+        float4* s4 = reinterpret_cast<float4*>(s);
+        for (int k = threadIdx.x; k < (H >> 2); k += blockDim.x) {
+            float4 v = x4[k];
+            if (weightOnInput) {
+                v.x *= w;
+                v.y *= w;
+                v.z *= w;
+                v.w *= w;
+            }
+            s4[k] = v;
+        }
+    } else {
+        for (int k = threadIdx.x; k < H; k += blockDim.x) s[k] = weightOnInput ? xr[k] * w : xr[k];
+    }
     __syncthreads();
     const Qdq q = {qKind, qElem, qGroup, qScale, qZero};
     qdq_row(s, H, q, e, scratch);
@@ -62,9 +79,44 @@ extern "C" __global__ void moe_prepare_rows(const float* __restrict__ x, int H, 
               scratch);
 }
 
+// s[j] = activation of (GEMM1 row + bias) for j < I, in T arithmetic. Interleaved gate/up pairs are read as one
+// 8-byte load.
+template <typename T>
+__device__ __forceinline__ void activate(const float* hr, const float* br, int I, int gateMode, int act, float limit,
+                                         float alpha, float* s) {
+    for (int j = threadIdx.x; j < I; j += blockDim.x) {
+        if (gateMode == 0) {
+            const T v = (T)hr[j] + (br != nullptr ? (T)br[j] : T(0));
+            s[j] = (float)act_plain(act, v);
+        } else {
+            float hg, hu, bg = 0.0f, bu = 0.0f;
+            if (gateMode == 2) {
+                const float2 h2 = reinterpret_cast<const float2*>(hr)[j];
+                hg = h2.x;
+                hu = h2.y;
+                if (br != nullptr) {
+                    const float2 b2 = reinterpret_cast<const float2*>(br)[j];
+                    bg = b2.x;
+                    bu = b2.y;
+                }
+            } else {
+                hg = hr[j];
+                hu = hr[I + j];
+                if (br != nullptr) {
+                    bg = br[j];
+                    bu = br[I + j];
+                }
+            }
+            const T g = (T)hg + (br != nullptr ? (T)bg : T(0));
+            const T u = (T)hu + (br != nullptr ? (T)bu : T(0));
+            s[j] = (float)act_gated(act, g, u, (T)limit, (T)alpha);
+        }
+    }
+}
+
 // gateMode: 0 not gated (rows13 = I, the activation applies to each row), 1 concatenated (gate j = row j, up j =
 // row I + j), 2 interleaved (gate j = row 2j, up j = row 2j + 1). The sums and the activation are float64, as
-// the reference computes them.
+// the reference computes them, except for rows the f16 tile GEMM reads unquantized (float: see act_gated).
 extern "C" __global__ void moe_activate_rows(const float* __restrict__ h, const int* __restrict__ pairExpert,
                                              const float* __restrict__ bias13, int rows13, int I, int gateMode,
                                              int act, float limit, float alpha, int qKind, int qElem, int qGroup,
@@ -77,17 +129,10 @@ extern "C" __global__ void moe_activate_rows(const float* __restrict__ h, const 
     const int e = pairExpert[p];
     const float* hr = h + p * rows13;
     const float* br = bias13 != nullptr ? bias13 + (size_t)e * rows13 : nullptr;
-    for (int j = threadIdx.x; j < I; j += blockDim.x) {
-        if (gateMode == 0) {
-            const double v = (double)hr[j] + (br != nullptr ? (double)br[j] : 0.0);
-            s[j] = (float)act_plain(act, v);
-        } else {
-            const int gr = gateMode == 2 ? 2 * j : j;
-            const int ur = gateMode == 2 ? 2 * j + 1 : I + j;
-            const double g = (double)hr[gr] + (br != nullptr ? (double)br[gr] : 0.0);
-            const double u = (double)hr[ur] + (br != nullptr ? (double)br[ur] : 0.0);
-            s[j] = (float)act_gated(act, g, u, (double)limit, (double)alpha);
-        }
+    if (qKind == QDQ_NONE && outMode == OUT_F16_SCALED) {
+        activate<float>(hr, br, I, gateMode, act, limit, alpha, s); // rounded to f16 next: see act_gated
+    } else {
+        activate<double>(hr, br, I, gateMode, act, limit, alpha, s);
     }
     __syncthreads();
     const Qdq q = {qKind, qElem, qGroup, qScale, qZero};
@@ -121,47 +166,93 @@ extern "C" __global__ void moe_activate_elements(const float* __restrict__ h, co
     out[p * I + j] = (float)v;
 }
 
-// Grid (tokens, ceil(H / blockDim)). tokenPair[t * topK + j] is the pair row of the token's j-th choice in y, or
+// Grid (tokens, ceil(H / (COLS * blockDim))), COLS = 4 when H is a multiple of 4 (16-byte loads and stores, and
+// the choices' indices, weights and address arithmetic shared by four columns: with one column a thread the kernel
+// was issue-bound at prefill), else 1. tokenPair[t * topK + j] is the pair row of the token's j-th choice in y, or
 // -1 for an expert held elsewhere. Summed in float64 like the reference's accumulator, in choice order. Up to
 // COMBINE_BATCH choices are read in three rounds (pair rows; their y values and experts; the biases) instead of a
 // chain of dependent loads per choice: at decode the kernel is a handful of memory round trips and nothing else.
 #define COMBINE_BATCH 8
-extern "C" __global__ void moe_combine(const float* __restrict__ y, int H, const int* __restrict__ tokenPair,
-                                       const float* __restrict__ tokenWeight, int topK,
-                                       const int* __restrict__ pairExpert, const float* __restrict__ bias2,
-                                       int weightOnInput, float* __restrict__ out) {
-    const int c = blockIdx.y * blockDim.x + threadIdx.x;
+
+template <int COLS>
+struct Cols {
+    float v[COLS];
+};
+
+template <int COLS>
+__device__ __forceinline__ Cols<COLS> load_cols(const float* p) {
+    Cols<COLS> r;
+    if constexpr (COLS == 4) {
+        const float4 v = *reinterpret_cast<const float4*>(p);
+        r.v[0] = v.x;
+        r.v[1] = v.y;
+        r.v[2] = v.z;
+        r.v[3] = v.w;
+    } else {
+        r.v[0] = *p;
+    }
+    return r;
+}
+
+template <int COLS>
+__device__ __forceinline__ void combine_cols(const float* __restrict__ y, int H, const int* __restrict__ tokenPair,
+                                             const float* __restrict__ tokenWeight, int topK,
+                                             const int* __restrict__ pairExpert, const float* __restrict__ bias2,
+                                             int weightOnInput, float* __restrict__ out) {
+    const int c = (blockIdx.y * blockDim.x + threadIdx.x) * COLS;
     const size_t t = blockIdx.x;
     if (c >= H) return;
-    double acc = 0.0;
+    double acc[COLS];
+#pragma unroll
+    for (int i = 0; i < COLS; ++i) acc[i] = 0.0;
     for (int j0 = 0; j0 < topK; j0 += COMBINE_BATCH) {
         const int n = min(COMBINE_BATCH, topK - j0);
         int pair[COMBINE_BATCH];
-        float v[COMBINE_BATCH];
-        float b[COMBINE_BATCH];
         float w[COMBINE_BATCH];
 #pragma unroll
         for (int j = 0; j < COMBINE_BATCH; ++j) {
             pair[j] = j < n ? tokenPair[t * topK + j0 + j] : -1;
             w[j] = j < n && !weightOnInput ? tokenWeight[t * topK + j0 + j] : 1.0f;
         }
+        Cols<COLS> v[COMBINE_BATCH];
         int expert[COMBINE_BATCH];
 #pragma unroll
         for (int j = 0; j < COMBINE_BATCH; ++j) {
-            v[j] = pair[j] >= 0 ? y[(size_t)pair[j] * H + c] : 0.0f;
+            if (pair[j] >= 0) v[j] = load_cols<COLS>(y + (size_t)pair[j] * H + c);
             expert[j] = pair[j] >= 0 && bias2 != nullptr ? pairExpert[pair[j]] : -1;
         }
+        Cols<COLS> b[COMBINE_BATCH];
 #pragma unroll
         for (int j = 0; j < COMBINE_BATCH; ++j) {
-            b[j] = expert[j] >= 0 ? bias2[(size_t)expert[j] * H + c] : 0.0f;
+            if (expert[j] >= 0) b[j] = load_cols<COLS>(bias2 + (size_t)expert[j] * H + c);
         }
 #pragma unroll
         for (int j = 0; j < COMBINE_BATCH; ++j) {
             if (pair[j] < 0) continue;
-            double x = (double)v[j];
-            if (bias2 != nullptr) x += (double)b[j];
-            acc += (double)w[j] * x;
+            const double wj = (double)w[j];
+#pragma unroll
+            for (int i = 0; i < COLS; ++i) {
+                double x = (double)v[j].v[i];
+                if (bias2 != nullptr) x += (double)b[j].v[i];
+                acc[i] += wj * x;
+            }
         }
     }
-    out[t * H + c] = (float)acc;
+    if constexpr (COLS == 4) {
+        *reinterpret_cast<float4*>(out + t * H + c) =
+            make_float4((float)acc[0], (float)acc[1], (float)acc[2], (float)acc[3]);
+    } else {
+        out[t * H + c] = (float)acc[0];
+    }
+}
+
+extern "C" __global__ void moe_combine(const float* __restrict__ y, int H, const int* __restrict__ tokenPair,
+                                       const float* __restrict__ tokenWeight, int topK,
+                                       const int* __restrict__ pairExpert, const float* __restrict__ bias2,
+                                       int weightOnInput, float* __restrict__ out) {
+    if ((H & 3) == 0) {
+        combine_cols<4>(y, H, tokenPair, tokenWeight, topK, pairExpert, bias2, weightOnInput, out);
+    } else {
+        combine_cols<1>(y, H, tokenPair, tokenWeight, topK, pairExpert, bias2, weightOnInput, out);
+    }
 }
