@@ -9,9 +9,10 @@ import java.util.SplittableRandom;
 import java.util.function.IntConsumer;
 
 /**
- * Times a layer's experts on batches of one size: untimed warm-up calls, then timed ones. Random routing gives every call a fresh draw of top-k distinct experts per token, so each call streams weights it
- * did not just read, from DRAM, as real decoding does; fixed routing repeats one draw, so the same experts stay as
- * warm in cache as they can. Routings are drawn before timing.
+ * Times a layer's experts on batches of one size: untimed warm-up calls, then timed ones. Random routing gives every
+ * call a fresh draw of top-k distinct experts per token, so each call streams weights it did not just read, from
+ * DRAM, as real decoding does; fixed routing repeats one draw, so the same experts stay as warm in cache as they can.
+ * Each call's routing is drawn before its clock starts.
  */
 public final class LayerBench {
     private final ExpertWeights weights;

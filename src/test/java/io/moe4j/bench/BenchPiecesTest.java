@@ -39,11 +39,8 @@ class BenchPiecesTest {
 
     @Test
     void timingCountsTheDistinctExpertsOfEachCall() {
-        SyntheticWeights.Shape shape = new SyntheticWeights.Shape(6, 64, 32, GateLayout.INTERLEAVED,
-                Activation.SWIGLU_OAI, true);
         try (Arena arena = Arena.ofShared()) {
-            ExpertWeights w = SyntheticWeights.generate(SyntheticScheme.MXFP4, shape, 1, arena, b -> {
-            });
+            ExpertWeights w = smallMxfp4Layer(6, arena);
             LayerBench bench = new LayerBench(w, 2, 3);
             try (Experts e = new EmulationBackend().prepare(w, new ExecutionOptions(1))) {
                 int[] calls = new int[1];
@@ -65,11 +62,8 @@ class BenchPiecesTest {
 
     @Test
     void fixedRoutingWarmsUpOnTheDrawItTimes() {
-        SyntheticWeights.Shape shape = new SyntheticWeights.Shape(8, 64, 32, GateLayout.INTERLEAVED,
-                Activation.SWIGLU_OAI, true);
         try (Arena arena = Arena.ofShared()) {
-            ExpertWeights w = SyntheticWeights.generate(SyntheticScheme.MXFP4, shape, 1, arena, b -> {
-            });
+            ExpertWeights w = smallMxfp4Layer(8, arena);
             LayerBench bench = new LayerBench(w, 2, 3);
             List<List<Integer>> seen = new ArrayList<>();
             Experts recorder = new Experts() {
@@ -94,6 +88,14 @@ class BenchPiecesTest {
             });
             assertThat(seen.stream().distinct().count()).isGreaterThan(1); // random routing draws anew each call
         }
+    }
+
+    /** An MXFP4 layer of {@code experts} experts, H 64, I 32, SwiGLU-OAI on interleaved rows, with biases. */
+    private static ExpertWeights smallMxfp4Layer(int experts, Arena arena) {
+        SyntheticWeights.Shape shape = new SyntheticWeights.Shape(experts, 64, 32, GateLayout.INTERLEAVED,
+                Activation.SWIGLU_OAI, true);
+        return SyntheticWeights.generate(SyntheticScheme.MXFP4, shape, 1, arena, b -> {
+        });
     }
 
     @Test

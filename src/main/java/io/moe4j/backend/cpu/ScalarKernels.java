@@ -23,7 +23,6 @@ final class ScalarKernels implements CpuKernels {
         return "scalar";
     }
 
-
     @Override
     public Inputs prepare(PanelMatrix m, int expert, float[] x, int xOff, int n) {
         return Inputs.gather(m, expert, x, xOff, n);

@@ -44,6 +44,8 @@ final class CudaExperts implements Experts {
     private final DeviceBuffer bias2;
     private final DeviceQuant a13;
     private final DeviceQuant a2;
+    /** Whether MXFP4 tile GEMMs run on the wgmma kernel: fixed by the device, the tuning and the weights. */
+    private final boolean wgmmaTiles;
     private final ConcurrentLinkedDeque<Workspace> pool = new ConcurrentLinkedDeque<>();
 
     CudaExperts(ExpertWeights w, CudaEngine engine, CudaTuning tuning, DeviceMatrix w13, DeviceMatrix w2,
@@ -57,6 +59,9 @@ final class CudaExperts implements Experts {
         this.bias2 = bias2;
         this.a13 = a13;
         this.a2 = a2;
+        this.wgmmaTiles = tuning.wgmma() != null && engine.context().device().hasWgmma()
+                && !(w13 instanceof Mxfp4Matrix m1 && m1.experts().specialScales())
+                && !(w2 instanceof Mxfp4Matrix m2 && m2.experts().specialScales());
     }
 
     @Override
@@ -91,9 +96,7 @@ final class CudaExperts implements Experts {
      * stacks with E8M0 0 or 255, whose exact per-block scaling only the mma.sync kernel has.
      */
     boolean wgmmaTiles() {
-        return tuning.wgmma() != null && engine.context().device().hasWgmma()
-                && !(w13 instanceof Mxfp4Matrix m1 && m1.experts().specialScales())
-                && !(w2 instanceof Mxfp4Matrix m2 && m2.experts().specialScales());
+        return wgmmaTiles;
     }
 
     /**
@@ -101,7 +104,7 @@ final class CudaExperts implements Experts {
      * down to 64 while they exceed the experts' average group (the kernel multiplies whole blocks of pairs).
      */
     int tileTokens(RoutePlan plan) {
-        if (!wgmmaTiles()) {
+        if (!wgmmaTiles) {
             return tuning.tileTokens();
         }
         int n = tuning.wgmma().tokens();
@@ -406,7 +409,7 @@ final class CudaExperts implements Experts {
             int batchCount, int tb, DeviceBuffer routes, long firstRoute, long mtiles, int mtileCount, int tileTokens,
             int pairs, DeviceBuffer out, CudaStream stream) {
         switch (matrix) {
-            case Mxfp4Matrix mx when tile && wgmmaTiles() -> {
+            case Mxfp4Matrix mx when tile && wgmmaTiles -> {
                 CudaTuning.WgmmaTile wt = tuning.wgmma();
                 KernelCache.Kernel k = engine.kernels().get("gemm_mxfp4_wgmma.cu", "moe_gemm_mxfp4_wgmma",
                         wt.defines(tileTokens));

@@ -71,7 +71,6 @@ final class ExpertTensors {
         return ids;
     }
 
-    /** Global → local map (−1 where the expert lives elsewhere), or null when every expert is held. */
     /** A stack whose shards (gate, up, down of each expert) each have one per-tensor scale, kept exact per shard. */
     static ExpertMatrix perTensorScaled(int experts, int rows, int shardRows, int cols, CodeType codes,
                                         MemorySegment data, List<Tensor> scales) {
@@ -96,6 +95,7 @@ final class ExpertTensors {
                 layer.gateLayout(), layer.activation(), layer.swigluLimit(), a13, a2, expertMap(layer, options, ids));
     }
 
+    /** Global → local map (−1 where the expert lives elsewhere), or null when every expert is held. */
     static int[] expertMap(MoeLayerConfig layer, LoadOptions options, int[] ids) {
         if (options == null || options.holdsAll()) {
             return null;

@@ -49,8 +49,10 @@
 #error "WG_N must be 64, 128 or 256"
 #endif
 
-// wgmma m64nNk16 f32 += f16 * f16, A from registers, B from a shared-memory descriptor (K-major, no transpose).
-__device__ __forceinline__ void wgmma_n64(float (&d)[32], const u32 (&a)[4], u64 desc) {
+// wgmma m64nNk16 f32 += f16 * f16 for N = WG_N, A from registers, B from a shared-memory descriptor (K-major, no
+// transpose); d is the warp's share of the 64 x N accumulator.
+#if WG_N == 64
+__device__ __forceinline__ void wgmma_k16(float (&d)[32], const u32 (&a)[4], u64 desc) {
     asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %37, 0;\n\t"
                  "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
                  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
@@ -63,7 +65,8 @@ __device__ __forceinline__ void wgmma_n64(float (&d)[32], const u32 (&a)[4], u64
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
 }
 
-__device__ __forceinline__ void wgmma_n128(float (&d)[64], const u32 (&a)[4], u64 desc) {
+#elif WG_N == 128
+__device__ __forceinline__ void wgmma_k16(float (&d)[64], const u32 (&a)[4], u64 desc) {
     asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %69, 0;\n\t"
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
                  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
@@ -82,7 +85,8 @@ __device__ __forceinline__ void wgmma_n128(float (&d)[64], const u32 (&a)[4], u6
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
 }
 
-__device__ __forceinline__ void wgmma_n256(float (&d)[128], const u32 (&a)[4], u64 desc) {
+#else
+__device__ __forceinline__ void wgmma_k16(float (&d)[128], const u32 (&a)[4], u64 desc) {
     asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %133, 0;\n\t"
                  "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {"
                  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
@@ -112,13 +116,15 @@ __device__ __forceinline__ void wgmma_n256(float (&d)[128], const u32 (&a)[4], u
                    "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
 }
+#endif
 
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
 
-// Keeps the compiler from moving other reads or writes of the accumulators across the asynchronous MMAs.
+// After the last wait: keeps the compiler from moving the epilogue's reads of the accumulators above it (the
+// MMAs write them asynchronously, which the compiler does not know).
 __device__ __forceinline__ void pin(float (&d)[WG_ACC]) {
 #pragma unroll
     for (int i = 0; i < WG_ACC; ++i) asm volatile("" : "+f"(d[i])::"memory");
@@ -129,16 +135,6 @@ __device__ __forceinline__ void pin(float (&d)[WG_ACC]) {
 // byte offset 1024 (between 8-row groups) in 32-45, swizzle mode 1 (128 bytes) in 62-63.
 __device__ __forceinline__ u64 b_desc(u32 address) {
     return (u64)((address & 0x3FFFFu) >> 4) | ((u64)(16 >> 4) << 16) | ((u64)(1024 >> 4) << 32) | (1ull << 62);
-}
-
-__device__ __forceinline__ void wgmma_k16(float (&d)[WG_ACC], const u32 (&a)[4], u64 desc) {
-#if WG_N == 64
-    wgmma_n64(d, a, desc);
-#elif WG_N == 128
-    wgmma_n128(d, a, desc);
-#else
-    wgmma_n256(d, a, desc);
-#endif
 }
 
 extern "C" __global__ void __launch_bounds__(WG_WARPS * 32)

@@ -50,17 +50,17 @@ public record CudaDevice(int ordinal, String name, int major, int minor, int mul
         return major * 10 + minor;
     }
 
-    /**
-     * The NVRTC target for this device: {@code sm_90a} on Hopper (the arch-specific target unlocks wgmma and
-     * setmaxnreg, and a CUBIN for it runs only on 9.0 — which is the device in hand), {@code sm_XY} elsewhere.
-     */
     /** Whether kernels compiled for this device may use wgmma (sm_90a: Hopper's warpgroup MMA). */
     public boolean hasWgmma() {
         return major == 9 && minor == 0;
     }
 
+    /**
+     * The NVRTC target for this device: {@code sm_90a} on Hopper (the arch-specific target unlocks wgmma and
+     * setmaxnreg, and a CUBIN for it runs only on 9.0 — which is the device in hand), {@code sm_XY} elsewhere.
+     */
     public String nvrtcArchitecture() {
-        return "sm_" + computeCapability() + (major == 9 && minor == 0 ? "a" : "");
+        return "sm_" + computeCapability() + (hasWgmma() ? "a" : "");
     }
 
     public String summary() {
