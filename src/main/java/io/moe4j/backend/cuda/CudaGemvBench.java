@@ -31,7 +31,8 @@ import java.util.SplittableRandom;
  *
  * <p>Usage: {@code CudaGemvBench [quick | profile | variants k4t2d3,k1t8d6,...]}: quick times only MXFP4 with the
  * default tuning; profile runs a few plain launches of the default MXFP4 kernel for a profiler to capture;
- * variants times the listed tensor-core tunings (K split, tiles per block, depth) at T = 1.
+ * variants times the listed tensor-core tunings (K split, tiles per block, depth) at T = 1. With {@link #HOT} every
+ * call reads the same experts instead (from L2 where they fit).
  */
 public final class CudaGemvBench {
     private static final int EXPERTS = 32;
@@ -40,6 +41,11 @@ public final class CudaGemvBench {
     /** Calls per captured graph; consecutive calls rotate through disjoint expert sets. */
     private static final int CALLS_PER_GRAPH = 64;
     private static final int REPLAYS = 7;
+    /**
+     * {@code -Dmoe4j.gemvBench.hot=true}: every call routes to the same experts, so that weights small enough stay in
+     * L2; the time is then the kernel's floor apart from DRAM (fixed costs: launch, x preparation, ramp, tail).
+     */
+    private static final boolean HOT = Boolean.getBoolean("moe4j.gemvBench.hot");
 
     private CudaGemvBench() {
     }
@@ -203,8 +209,9 @@ public final class CudaGemvBench {
             }
             x.copyFrom(arena.allocateFrom(JAVA_FLOAT, xs));
             // Call s, token t takes experts 4(sT + t) .. +3 (mod 32): consecutive calls never share an expert at
-            // T = 1, and at T = 8 each call reads all 32.
+            // T = 1, and at T = 8 each call reads all 32. HOT: every call takes experts 4t .. 4t + 3.
             double distinctBytes = 0;
+            int xRows = matrix.equals("gate_up") ? tokens : pairs;
             for (int s = 0; s < sets; s++) {
                 int[] experts = new int[pairs];
                 int[] rows = new int[pairs];
@@ -212,12 +219,11 @@ public final class CudaGemvBench {
                 for (int t = 0; t < tokens; t++) {
                     for (int j = 0; j < TOP_K; j++) {
                         int p = t * TOP_K + j;
-                        experts[p] = (TOP_K * (s * tokens + t) + j) % EXPERTS;
+                        experts[p] = HOT ? (TOP_K * t + j) % EXPERTS : (TOP_K * (s * tokens + t) + j) % EXPERTS;
                         rows[p] = matrix.equals("gate_up") ? t : p;
                         distinct.add(experts[p]);
                     }
                 }
-                int xRows = matrix.equals("gate_up") ? tokens : pairs;
                 routes.copyFrom(Routes.pack(arena, experts, rows, EXPERTS, xRows), Routes.bytes(pairs) * s);
                 distinctBytes += (double) distinct.size() * w.bytesPerExpert();
             }
