@@ -24,7 +24,8 @@ import java.util.concurrent.ConcurrentLinkedDeque;
  *   <li>host: the routing plan (pairs sorted by expert); x and the plan go to the device in two copies</li>
  *   <li>{@code moe_prepare_rows}: each pair's GEMM1 input, quantize-dequantized per scheme (skipped when the
  *       GEMV can read the tokens as they are)</li>
- *   <li>GEMM1: the MXFP4 tensor-core GEMV or tile GEMM, or the CUDA-core GEMM for the other formats</li>
+ *   <li>GEMM1: the MXFP4 tensor-core GEMV (up to four pairs of one expert a block) or tile GEMM, or the CUDA-core
+ *       GEMM for the other formats</li>
  *   <li>{@code moe_activate_rows}: + bias, activation, the scheme's quantize-dequantize of GEMM2's input</li>
  *   <li>GEMM2, then {@code moe_combine}: + bias, router weights, sum over each token's experts</li>
  *   <li>the output back to the host</li>
@@ -112,6 +113,16 @@ final class CudaExperts implements Experts {
             n /= 2;
         }
         return n;
+    }
+
+    /**
+     * The MXFP4 GEMV's pieces (up to four pairs of one expert a block, {@link CudaGroupedGemm#forwardPieces}) when
+     * they average at least the tuning's {@code gemvPiecePairs}, else none (one pair a block): pieces of about one
+     * pair lose to single pairs (the block's larger x area and per-row preparation), fuller ones win (NOTES).
+     */
+    int[] gemvPieces(RoutePlan plan) {
+        int[] pieces = plan.pieces(CudaGroupedGemm.PAIRS_PER_PIECE);
+        return plan.pairs() >= tuning.gemvPiecePairs() * (pieces.length / 4) ? pieces : new int[0];
     }
 
     /** Which path a call with this plan takes (exposed so tests can tell which kernels they exercised). */
@@ -203,6 +214,8 @@ final class CudaExperts implements Experts {
         int[] batches2 = plan.pieces(tb2);
         long offBatches1 = meta.add(batches1);
         long offBatches2 = meta.add(batches2);
+        int[] gemvPieces = gemvPieces(plan);
+        long offPieces = meta.add(gemvPieces);
         int tileTokens = tiles ? tileTokens(plan) : tuning.tileTokens();
         int[] mtiles = plan.pieces(tileTokens);
         long offTiles = meta.add(mtiles);
@@ -240,7 +253,8 @@ final class CudaExperts implements Experts {
         Launch launch = new Launch(tokens, pairs, plan.topK(), weightOnInput, direct1, tile1, tile2, dx, in1, exp1,
                 pitch1, hbuf, act, exp2, pitch2, y, dout, droutes, m + offToken, m + offExpert, m + offWeight,
                 m + offTokenPair, m + offTokenWeight, m + offIdentity, m + offBatches1, batches1.length / 4, tb1,
-                m + offBatches2, batches2.length / 4, tb2, m + offTiles, mtiles.length / 4, tileTokens);
+                m + offBatches2, batches2.length / 4, tb2, m + offTiles, mtiles.length / 4, tileTokens,
+                m + offPieces, gemvPieces.length / 4);
 
         if (timing != null) {
             if (timing.lead() != null) {
@@ -284,7 +298,7 @@ final class CudaExperts implements Experts {
             DeviceBuffer act, DeviceBuffer exp2, int pitch2, DeviceBuffer y, DeviceBuffer out, DeviceBuffer routes,
             long pairToken, long pairExpert, long pairWeight, long tokenPair, long tokenWeight, long identity,
             long batches1, int batchCount1, int tb1, long batches2, int batchCount2, int tb2, long mtiles,
-            int mtileCount, int tileTokens) {
+            int mtileCount, int tileTokens, long pieces, int pieceCount) {
     }
 
     /** Enqueues the call's kernels; records an event after each of the five stages when {@code stages} is given. */
@@ -304,8 +318,8 @@ final class CudaExperts implements Experts {
         }
         stage(stages, 0, stream);
         gemm(w13, l.tile1(), l.in1(), l.exp1(), l.direct1() ? l.pairToken() : l.identity(), l.batches1(),
-                l.batchCount1(), l.tb1(), l.routes(), 0, l.mtiles(), l.mtileCount(), l.tileTokens(), l.pairs(), l.h(),
-                stream);
+                l.batchCount1(), l.tb1(), l.routes(), 0, l.mtiles(), l.mtileCount(), l.tileTokens(), l.pieces(),
+                l.pieceCount(), l.pairs(), l.h(), stream);
         stage(stages, 1, stream);
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(l.h()).pointer(l.pairExpert()).pointer(pointerOf(bias13))
@@ -323,7 +337,8 @@ final class CudaExperts implements Experts {
         }
         stage(stages, 2, stream);
         gemm(w2, l.tile2(), l.act(), l.exp2(), l.identity(), l.batches2(), l.batchCount2(), l.tb2(), l.routes(),
-                l.pairs(), l.mtiles(), l.mtileCount(), l.tileTokens(), l.pairs(), l.y(), stream);
+                l.pairs(), l.mtiles(), l.mtileCount(), l.tileTokens(), l.pieces(), l.pieceCount(), l.pairs(), l.y(),
+                stream);
         stage(stages, 3, stream);
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(l.y()).i32(h).pointer(l.tokenPair())
@@ -407,7 +422,7 @@ final class CudaExperts implements Experts {
 
     private void gemm(DeviceMatrix matrix, boolean tile, DeviceBuffer in, DeviceBuffer exps, long xRows, long batches,
             int batchCount, int tb, DeviceBuffer routes, long firstRoute, long mtiles, int mtileCount, int tileTokens,
-            int pairs, DeviceBuffer out, CudaStream stream) {
+            long pieces, int pieceCount, int pairs, DeviceBuffer out, CudaStream stream) {
         switch (matrix) {
             case Mxfp4Matrix mx when tile && wgmmaTiles -> {
                 CudaTuning.WgmmaTile wt = tuning.wgmma();
@@ -431,6 +446,8 @@ final class CudaExperts implements Experts {
                 launchTiles(k, mx, tuning.tileRowTilesPerBlock(), tuning.tileWarps(), 0, in, exps, mtiles, mtileCount,
                         out, stream);
             }
+            case Mxfp4Matrix mx when pieceCount > 0 -> engine.mxfp4().forwardPieces(mx.experts(), in, routes,
+                    firstRoute, pairs, pieces, pieceCount, out, stream);
             case Mxfp4Matrix mx -> engine.mxfp4().forward(mx.experts(), in, routes, firstRoute, pairs, out, stream);
             case UnitMatrix u -> {
                 KernelCache.Kernel k = units(u, tb);

@@ -168,19 +168,19 @@ public final class CudaGroupedGemm implements AutoCloseable {
                 "routes buffer holds fewer than " + (firstRoute + pairs) + " pairs");
         require(out.byteSize() >= 4L * pairs * n, "out buffer smaller than " + pairs + " x " + n + " floats");
         require(x.byteSize() >= 4L * k, "x buffer smaller than one row of " + k + " floats");
-        boolean tiles = w.layout() == DeviceExperts.Layout.MXFP4_MMA_TILES;
-        GemvTuning t = tiles ? tuning.resolve(tuning.kSplit() > 0 ? tuning.kSplit()
-                : GemvTuning.autoKSplit(w.rowTiles(), pairs, context.device().multiprocessors())) : tuning;
-        Kernel kernel = tiles ? mmaKernel(w, t) : simtKernel(w.format());
-        // Tensor cores: two fp16 parts of x per k16 step (64 bytes x 4 steps a block pair), a zero area, and each
-        // warp's ring of `depth` stages of 640 bytes.
-        long shared = tiles ? 256L * (w.blockPairs() + 1) + 640L * t.depth() * t.kSplit() * t.tilesPerBlock()
-                : 4L * w.chunksPerRow() * w.format().elementsPerChunk();
+        if (w.layout() == DeviceExperts.Layout.MXFP4_MMA_TILES) {
+            for (int first = 0; first < pairs; first += MAX_PAIRS_PER_LAUNCH) {
+                int count = Math.min(MAX_PAIRS_PER_LAUNCH, pairs - first);
+                launchMma(w, x, routes.pointer() + 8 * (firstRoute + first), 0L, count,
+                        out.pointer() + 4L * first * n, 1, stream);
+            }
+            return;
+        }
+        Kernel kernel = simtKernel(w.format());
+        long shared = 4L * w.chunksPerRow() * w.format().elementsPerChunk();
         require(shared <= kernel.sharedLimit(), "K = " + k + " needs " + shared + " bytes of shared memory;"
                 + " this device allows " + kernel.sharedLimit());
-        int gridX = tiles ? Math.ceilDiv(w.rowTiles(), t.tilesPerBlock())
-                : Math.ceilDiv(n, t.rowsPerWarp() * t.warpsPerBlock());
-        int block = 32 * (tiles ? t.kSplit() * t.tilesPerBlock() : t.warpsPerBlock());
+        int gridX = Math.ceilDiv(n, tuning.rowsPerWarp() * tuning.warpsPerBlock());
         for (int first = 0; first < pairs; first += MAX_PAIRS_PER_LAUNCH) {
             int count = Math.min(MAX_PAIRS_PER_LAUNCH, pairs - first);
             try (Arena arena = Arena.ofConfined()) {
@@ -190,14 +190,64 @@ public final class CudaGroupedGemm implements AutoCloseable {
                 }
                 args.pointer(x).pointer(routes.pointer() + 8 * (firstRoute + first))
                         .pointer(out.pointer() + 4L * first * n).i32(n).i32(k);
-                if (tiles) {
-                    args.i32(w.rowTiles()).i32(w.blockPairs());
-                } else if (w.format() == WeightFormat.INT4) {
+                if (w.format() == WeightFormat.INT4) {
                     int groupChunks = w.group() % 32 == 0 ? w.group() / 32 : w.chunksPerRow(); // group == K
                     args.i32(k / w.group()).i32(groupChunks);
                 }
-                kernel.function().launch(gridX, count, 1, block, 1, 1, (int) shared, stream, args);
+                kernel.function().launch(gridX, count, 1, 32 * tuning.warpsPerBlock(), 1, 1, (int) shared, stream,
+                        args);
             }
+        }
+    }
+
+    /** Pairs of one expert the tensor-core GEMV multiplies together when given pieces ({@link #forwardPieces}). */
+    public static final int PAIRS_PER_PIECE = 4;
+
+    /**
+     * As {@link #forward(DeviceExperts, DeviceBuffer, DeviceBuffer, long, int, DeviceBuffer, CudaStream)} for an
+     * MXFP4 stack in the tensor-core layout, with the pairs (sorted by expert) cut into pieces of at most
+     * {@link #PAIRS_PER_PIECE} pairs of one expert, int4 (expert, first pair, count, 0) at {@code pieces}: each block
+     * decodes its weights once for a piece's pairs, in the MMA columns a single pair leaves empty. Pair indices are
+     * relative to {@code firstRoute}; {@code out} rows follow the pairs.
+     */
+    public void forwardPieces(DeviceExperts w, DeviceBuffer x, DeviceBuffer routes, long firstRoute, int pairs,
+            long pieces, int pieceCount, DeviceBuffer out, CudaStream stream) {
+        require(w.layout() == DeviceExperts.Layout.MXFP4_MMA_TILES,
+                "pieces of pairs need an MXFP4 stack in the tensor-core layout, got " + w.layout());
+        require(firstRoute >= 0 && routes.byteSize() >= Routes.bytes(pairs) + 8 * firstRoute,
+                "routes buffer holds fewer than " + (firstRoute + pairs) + " pairs");
+        require(out.byteSize() >= 4L * pairs * w.rows(), "out buffer smaller than " + pairs + " x " + w.rows()
+                + " floats");
+        require(pieceCount <= pairs, pieceCount + " pieces for " + pairs + " pairs");
+        for (int first = 0; first < pieceCount; first += MAX_PAIRS_PER_LAUNCH) {
+            int count = Math.min(MAX_PAIRS_PER_LAUNCH, pieceCount - first);
+            launchMma(w, x, routes.pointer() + 8 * firstRoute, pieces + 16L * first, count, out.pointer(),
+                    PAIRS_PER_PIECE, stream);
+        }
+    }
+
+    /**
+     * One launch over {@code blocksY} pairs (moe_gemv_mxfp4_mma, {@code pairsPerBlock} 1) or pieces
+     * (moe_gemv_mxfp4_mma_pieces), the K split chosen for that many blocks.
+     */
+    private void launchMma(DeviceExperts w, DeviceBuffer x, long routes, long pieces, int blocksY, long out,
+            int pairsPerBlock, CudaStream stream) {
+        GemvTuning t = tuning.resolve(tuning.kSplit() > 0 ? tuning.kSplit()
+                : GemvTuning.autoKSplit(w.rowTiles(), blocksY, context.device().multiprocessors()));
+        Kernel kernel = mmaKernel(w, t, pairsPerBlock > 1 ? "moe_gemv_mxfp4_mma_pieces" : "moe_gemv_mxfp4_mma");
+        // Two fp16 parts of each pair's x per k16 step (64 bytes x 4 steps a block pair), a zero area, and each
+        // warp's ring of `depth` stages of 640 bytes.
+        long shared = 256L * pairsPerBlock * (w.blockPairs() + 1) + 640L * t.depth() * t.kSplit() * t.tilesPerBlock();
+        require(shared <= kernel.sharedLimit(), "K = " + w.cols() + " needs " + shared
+                + " bytes of shared memory; this device allows " + kernel.sharedLimit());
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena).pointer(w.codes()).pointer(w.scales()).pointer(x).pointer(routes);
+            if (pairsPerBlock > 1) {
+                args.pointer(pieces);
+            }
+            args.pointer(out).i32(w.rows()).i32(w.cols()).i32(w.rowTiles()).i32(w.blockPairs());
+            kernel.function().launch(Math.ceilDiv(w.rowTiles(), t.tilesPerBlock()), blocksY, 1,
+                    32 * t.kSplit() * t.tilesPerBlock(), 1, 1, (int) shared, stream, args);
         }
     }
 
@@ -208,19 +258,19 @@ public final class CudaGroupedGemm implements AutoCloseable {
         }
         int split = tuning.kSplit() > 0 ? tuning.kSplit()
                 : GemvTuning.autoKSplit(w.rowTiles(), pairs, context.device().multiprocessors());
-        return "k" + split + " " + mmaKernel(w, tuning.resolve(split)).function().resources();
+        return "k" + split + " " + mmaKernel(w, tuning.resolve(split), "moe_gemv_mxfp4_mma").function().resources();
     }
 
     private Kernel simtKernel(WeightFormat format) {
         return kernel(format.kernelFile(), format.kernelName(), tuning.simtDefines());
     }
 
-    private Kernel mmaKernel(DeviceExperts w, GemvTuning resolved) {
+    private Kernel mmaKernel(DeviceExperts w, GemvTuning resolved, String name) {
         List<String> defines = new ArrayList<>(resolved.mmaDefines());
         if (w.specialScales()) {
             defines.add("-DMOE4J_EXACT_E8M0=1");
         }
-        return kernel(MMA_FILE, "moe_gemv_mxfp4_mma", defines);
+        return kernel(MMA_FILE, name, defines);
     }
 
     private synchronized Kernel kernel(String file, String name, List<String> defines) {

@@ -17,9 +17,11 @@ import java.util.regex.Pattern;
  * @param wgmma                 the wgmma tile GEMM's shape, used instead of mma.sync on sm_90a devices; null never
  * @param unitsRows             CUDA-core GEMM: rows per warp
  * @param unitsWarps            CUDA-core GEMM: warps per block
+ * @param gemvPiecePairs        MXFP4 GEMV: blocks take up to four pairs of one expert (one decode of its weights)
+ *                              when the pieces average at least this many pairs; infinity never
  */
 public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTilesPerWarp, int tileTokens,
-        WgmmaTile wgmma, int unitsRows, int unitsWarps) {
+        WgmmaTile wgmma, int unitsRows, int unitsWarps, double gemvPiecePairs) {
 
     /**
      * Shape of gemm_mxfp4_wgmma.cu's blocks.
@@ -72,19 +74,19 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
     public CudaTuning {
         if (tileMinPairsPerExpert < 1 || tileWarps < 1 || tileWarps > 16 || tileRowTilesPerWarp < 1
                 || tileRowTilesPerWarp > 4 || tileTokens < 8 || tileTokens > 128 || tileTokens % 8 != 0
-                || unitsRows < 1 || unitsRows > 8 || unitsWarps < 1 || unitsWarps > 32) {
+                || unitsRows < 1 || unitsRows > 8 || unitsWarps < 1 || unitsWarps > 32 || !(gemvPiecePairs >= 1)) {
             throw new IllegalArgumentException("tuning out of range: " + this);
         }
     }
 
     public static CudaTuning defaults() {
-        return new CudaTuning(4, 4, 2, 64, new WgmmaTile(2, 128, 1, 4), 2, 8);
+        return new CudaTuning(4, 4, 2, 64, new WgmmaTile(2, 128, 1, 4), 2, 8, 2.0);
     }
 
     /**
      * The defaults with overrides from {@code -Dmoe4j.cuda.tileMinPairs=N}, {@code -Dmoe4j.cuda.tile=...} (see
      * {@link #withTile}) and {@code -Dmoe4j.cuda.units=RxW} (CUDA-core GEMM rows per warp x warps per block), e.g.
-     * {@code 2x8}.
+     * {@code 2x8}, and {@code -Dmoe4j.cuda.gemvPiecePairs=F} (see {@link #gemvPiecePairs}; "Infinity" turns pieces off).
      */
     public static CudaTuning fromSystemProperties() {
         CudaTuning t = defaults();
@@ -100,11 +102,16 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
         if (units != null && !units.isBlank()) {
             t = t.withUnits(units.trim());
         }
+        String pieces = System.getProperty("moe4j.cuda.gemvPiecePairs");
+        if (pieces != null && !pieces.isBlank()) {
+            t = t.withGemvPiecePairs(Double.parseDouble(pieces.trim()));
+        }
         return t;
     }
 
     public CudaTuning withTileMinPairsPerExpert(int pairs) {
-        return new CudaTuning(pairs, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows, unitsWarps);
+        return new CudaTuning(pairs, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows, unitsWarps,
+                gemvPiecePairs);
     }
 
     /**
@@ -116,16 +123,21 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
         Matcher m = MMA_SYNC.matcher(spec);
         if (m.matches()) {
             return new CudaTuning(tileMinPairsPerExpert, Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
-                    Integer.parseInt(m.group(3)), null, unitsRows, unitsWarps);
+                    Integer.parseInt(m.group(3)), null, unitsRows, unitsWarps, gemvPiecePairs);
         }
         m = WGMMA.matcher(spec);
         if (m.matches()) {
             WgmmaTile w = new WgmmaTile(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
                     m.group(3) == null ? 1 : Integer.parseInt(m.group(3)), m.group(4) == null ? 4 : Integer.parseInt(m.group(4)));
             return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, w, unitsRows,
-                    unitsWarps);
+                    unitsWarps, gemvPiecePairs);
         }
         throw new IllegalArgumentException("tile variant " + spec + " is neither wNtNnN (mma.sync) nor gNnN[mN][sN] (wgmma)");
+    }
+
+    public CudaTuning withGemvPiecePairs(double pairs) {
+        return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows,
+                unitsWarps, pairs);
     }
 
     /** "2x8": 2 rows per warp, 8 warps per block. */
@@ -138,7 +150,8 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
     }
 
     public CudaTuning withUnits(int rows, int warps) {
-        return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, rows, warps);
+        return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, rows, warps,
+                gemvPiecePairs);
     }
 
     /** The prefill kernel's spec as {@link #withTile} reads it: the wgmma one where set. */

@@ -232,6 +232,27 @@ class CudaBackendTest {
     }
 
     @Test
+    void gemvPiecesAtGptOssShapeAgreeWithSinglePairs() {
+        // gpt-oss-20b's experts, 16 tokens on 8 experts: the GEMV multiplies pieces of four pairs of one expert in
+        // one block; the same layer with one pair a block is the reference (float32 sums in another order).
+        try (Arena arena = Arena.ofShared()) {
+            SplittableRandom rnd = new SplittableRandom(16);
+            Layout mxfp4 = Layout.scaled("mxfp4", WeightFormat.MXFP4, CodeType.FP4_E2M1, ScaleType.E8M0, 1, 32);
+            ExpertWeights w = RandomWeights.layer(arena, rnd, mxfp4, 8, 2880, 2880, Activation.SWIGLU_OAI,
+                    GateLayout.INTERLEAVED, true, ActivationQuant.NONE, ActivationQuant.NONE);
+            Routing r = RandomWeights.routing(rnd, 16, 4, 8, false);
+            float[] x = RandomWeights.gaussian(rnd, 16 * 2880, 1.0);
+            try (CudaExperts e = (CudaExperts) new CudaBackend(GEMV).prepare(w, new ExecutionOptions(2))) {
+                assertThat(e.gemvPieces(RoutePlan.of(r, w))).as("pieces in use").isNotEmpty();
+            }
+            float[] pieces = run(new CudaBackend(GEMV), w, x, r);
+            float[] single = run(new CudaBackend(GEMV.withGemvPiecePairs(Double.POSITIVE_INFINITY)), w, x, r);
+            assertThat(single).doesNotContain(Float.NaN);
+            assertThat(relL2(pieces, single)).isLessThan(1e-5);
+        }
+    }
+
+    @Test
     void mxfp4ScalesOfEveryRangeOnBothPaths() {
         // Rows whose block scales span 2^40 (the tile GEMM's f16 pre-scaling flushes blocks under 2^-23 of the
         // row's largest), and stacks with E8M0 0 (2^-127) that take the exactly scaled variants.

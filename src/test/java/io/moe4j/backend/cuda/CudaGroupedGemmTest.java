@@ -154,6 +154,48 @@ class CudaGroupedGemmTest {
         }
     }
 
+    @Test
+    void mxfp4PiecesOfPairsOfOneExpertMatchTheReference() {
+        // Pairs sorted by expert in pieces of 1..4 (expert 0 has five: a piece of four and one of one), x rows of
+        // very different magnitudes (each pair of a piece has its own power-of-two scale).
+        try (Arena arena = Arena.ofConfined()) {
+            PackedExperts w = RandomExperts.mxfp4(arena, new SplittableRandom(21), 4, 77, 32 * 45, 118, 136);
+            SplittableRandom rnd = new SplittableRandom(22);
+            int xRows = 5;
+            float[] x = RandomExperts.activations(rnd, xRows, w.cols());
+            float[] magnitude = {1f, 1e-20f, 1e20f, 3e-3f, 7f};
+            for (int i = 0; i < x.length; i++) {
+                x[i] *= magnitude[i / w.cols()];
+            }
+            int[] experts = {0, 0, 0, 0, 0, 1, 1, 2, 3, 3, 3};
+            int[] rows = RandomExperts.ints(rnd, experts.length, xRows);
+            int[] pieces = {0, 0, 4, 0, 0, 4, 1, 0, 1, 5, 2, 0, 2, 7, 1, 0, 3, 8, 3, 0};
+            int pairs = experts.length;
+            try (DeviceExperts dw = gemm.upload(w);
+                    DeviceBuffer dx = context.allocate(4L * x.length);
+                    DeviceBuffer routes = context.allocate(Routes.bytes(pairs));
+                    DeviceBuffer dpieces = context.allocate(4L * pieces.length);
+                    DeviceBuffer out = context.allocate(4L * pairs * w.rows())) {
+                dx.copyFrom(arena.allocateFrom(JAVA_FLOAT, x));
+                routes.copyFrom(Routes.pack(arena, experts, rows, w.experts(), xRows));
+                dpieces.copyFrom(arena.allocateFrom(java.lang.foreign.ValueLayout.JAVA_INT, pieces));
+                out.fillWords(NAN_BITS, 0, (long) pairs * w.rows());
+                gemm.forwardPieces(dw, dx, routes, 0, pairs, dpieces.pointer(), pieces.length / 4, out, stream);
+                stream.synchronize();
+                MemorySegment host = arena.allocate(out.byteSize());
+                out.copyTo(host);
+                float[] got = host.toArray(JAVA_FLOAT);
+                double[] want = ReferenceDecoders.groupedGemv(w, x, experts, rows);
+                assertThat(got).as("every output written").doesNotContain(Float.NaN);
+                for (int p = 0; p < pairs; p++) {
+                    float[] g = java.util.Arrays.copyOfRange(got, p * w.rows(), (p + 1) * w.rows());
+                    double[] r = java.util.Arrays.copyOfRange(want, p * w.rows(), (p + 1) * w.rows());
+                    assertThat(ReferenceDecoders.relativeL2(g, r)).as("pair %d", p).isLessThan(TOLERANCE);
+                }
+            }
+        }
+    }
+
     @ParameterizedTest(name = "tensorCores={0}")
     @ValueSource(booleans = {true, false})
     void mxfp4ScaleByte255IsNaNForItsRowOnly(boolean tensorCores) {
