@@ -214,9 +214,7 @@ class CudaBackendTest {
         CudaTuning tuning = TILES.withTile(tile);
         try (Arena arena = Arena.ofShared()) {
             SplittableRandom rnd = new SplittableRandom(20);
-            Layout mxfp4 = Layout.scaled("mxfp4", WeightFormat.MXFP4, CodeType.FP4_E2M1, ScaleType.E8M0, 1, 32);
-            ExpertWeights w = RandomWeights.layer(arena, rnd, mxfp4, 3, 2880, 2880, Activation.SWIGLU_OAI,
-                    GateLayout.INTERLEAVED, true, ActivationQuant.NONE, ActivationQuant.NONE);
+            ExpertWeights w = gptOssExperts(arena, rnd, 3);
             Routing r = RandomWeights.routing(rnd, 400, 2, 3, false);
             float[] x = RandomWeights.gaussian(rnd, 400 * 2880, 1.0);
             float[] gemv = run(new CudaBackend(GEMV), w, x, r);
@@ -237,9 +235,7 @@ class CudaBackendTest {
         // one block; the same layer with one pair a block is the reference (float32 sums in another order).
         try (Arena arena = Arena.ofShared()) {
             SplittableRandom rnd = new SplittableRandom(16);
-            Layout mxfp4 = Layout.scaled("mxfp4", WeightFormat.MXFP4, CodeType.FP4_E2M1, ScaleType.E8M0, 1, 32);
-            ExpertWeights w = RandomWeights.layer(arena, rnd, mxfp4, 8, 2880, 2880, Activation.SWIGLU_OAI,
-                    GateLayout.INTERLEAVED, true, ActivationQuant.NONE, ActivationQuant.NONE);
+            ExpertWeights w = gptOssExperts(arena, rnd, 8);
             Routing r = RandomWeights.routing(rnd, 16, 4, 8, false);
             float[] x = RandomWeights.gaussian(rnd, 16 * 2880, 1.0);
             try (CudaExperts e = (CudaExperts) new CudaBackend(GEMV).prepare(w, new ExecutionOptions(2))) {
@@ -342,6 +338,13 @@ class CudaBackendTest {
                 }
             }
         }
+    }
+
+    /** {@code experts} random experts of gpt-oss-20b's shape and format (MXFP4, H = I = 2880, SwiGLU-OAI, biases). */
+    private static ExpertWeights gptOssExperts(Arena arena, SplittableRandom rnd, int experts) {
+        Layout mxfp4 = Layout.scaled("mxfp4", WeightFormat.MXFP4, CodeType.FP4_E2M1, ScaleType.E8M0, 1, 32);
+        return RandomWeights.layer(arena, rnd, mxfp4, experts, 2880, 2880, Activation.SWIGLU_OAI,
+                GateLayout.INTERLEAVED, true, ActivationQuant.NONE, ActivationQuant.NONE);
     }
 
     private static void assertMatches(ExpertWeights w, Routing r, SplittableRandom rnd, CudaTuning tuning,
