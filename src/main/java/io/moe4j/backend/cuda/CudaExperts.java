@@ -446,8 +446,9 @@ final class CudaExperts implements Experts {
                 launchTiles(k, mx, tuning.tileRowTilesPerBlock(), tuning.tileWarps(), 0, in, exps, mtiles, mtileCount,
                         out, stream);
             }
-            case Mxfp4Matrix mx when pieceCount > 0 -> engine.mxfp4().forwardPieces(mx.experts(), in, routes,
-                    firstRoute, pairs, pieces, pieceCount, out, stream);
+            case Mxfp4Matrix mx when pieceCount > 0 && engine.mxfp4().piecesFit(mx.experts()) ->
+                    engine.mxfp4().forwardPieces(mx.experts(), in, routes, firstRoute, pairs, pieces, pieceCount, out,
+                            stream);
             case Mxfp4Matrix mx -> engine.mxfp4().forward(mx.experts(), in, routes, firstRoute, pairs, out, stream);
             case UnitMatrix u -> {
                 KernelCache.Kernel k = units(u, tb);

@@ -227,6 +227,23 @@ public final class CudaGroupedGemm implements AutoCloseable {
     }
 
     /**
+     * Whether {@link #forwardPieces} can run on {@code w} here: its blocks hold four pairs' x rows in shared memory
+     * (256 bytes per 64 columns each), so very long rows (Mixtral's down projection, K = 14336) do not fit; those
+     * take one pair a block. Counts the largest ring any K split resolves to and 4 KiB for static shared memory.
+     */
+    public boolean piecesFit(DeviceExperts w) {
+        if (w.layout() != DeviceExperts.Layout.MXFP4_MMA_TILES) {
+            return false;
+        }
+        long ring = 0;
+        for (int split = 1; split <= 8; split *= 2) {
+            GemvTuning t = tuning.resolve(tuning.kSplit() > 0 ? tuning.kSplit() : split);
+            ring = Math.max(ring, 640L * t.depth() * t.kSplit() * t.tilesPerBlock());
+        }
+        return 256L * PAIRS_PER_PIECE * (w.blockPairs() + 1) + ring + 4096 <= context.device().maxSharedPerBlockOptIn();
+    }
+
+    /**
      * One launch over {@code blocksY} pairs (moe_gemv_mxfp4_mma, {@code pairsPerBlock} 1) or pieces
      * (moe_gemv_mxfp4_mma_pieces), the K split chosen for that many blocks.
      */

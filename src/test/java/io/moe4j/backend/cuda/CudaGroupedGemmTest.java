@@ -196,6 +196,18 @@ class CudaGroupedGemmTest {
         }
     }
 
+    @Test
+    void piecesTakeRowsThatFitInSharedMemoryOnly() {
+        try (Arena arena = Arena.ofConfined();
+                DeviceExperts gptOss = gemm.upload(RandomExperts.mxfp4(arena, new SplittableRandom(23), 1, 16, 2880,
+                        120, 130));
+                DeviceExperts mixtralDown = gemm.upload(RandomExperts.mxfp4(arena, new SplittableRandom(24), 1, 16,
+                        14336, 120, 130))) {
+            assertThat(gemm.piecesFit(gptOss)).isTrue();
+            assertThat(gemm.piecesFit(mixtralDown)).isFalse();
+        }
+    }
+
     @ParameterizedTest(name = "tensorCores={0}")
     @ValueSource(booleans = {true, false})
     void mxfp4ScaleByte255IsNaNForItsRowOnly(boolean tensorCores) {
