@@ -121,6 +121,9 @@ final class CudaExperts implements Experts {
      * pair lose to single pairs (the block's larger x area and per-row preparation), fuller ones win (NOTES).
      */
     int[] gemvPieces(RoutePlan plan) {
+        if (!(w13 instanceof Mxfp4Matrix) && !(w2 instanceof Mxfp4Matrix)) {
+            return new int[0]; // only the MXFP4 GEMV takes pieces
+        }
         int[] pieces = plan.pieces(CudaGroupedGemm.PAIRS_PER_PIECE);
         return plan.pairs() >= tuning.gemvPiecePairs() * (pieces.length / 4) ? pieces : new int[0];
     }
@@ -214,7 +217,7 @@ final class CudaExperts implements Experts {
         int[] batches2 = plan.pieces(tb2);
         long offBatches1 = meta.add(batches1);
         long offBatches2 = meta.add(batches2);
-        int[] gemvPieces = gemvPieces(plan);
+        int[] gemvPieces = tiles ? new int[0] : gemvPieces(plan); // with tiles no MXFP4 matrix is on the GEMV
         long offPieces = meta.add(gemvPieces);
         int tileTokens = tiles ? tileTokens(plan) : tuning.tileTokens();
         int[] mtiles = plan.pieces(tileTokens);
