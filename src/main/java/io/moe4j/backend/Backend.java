@@ -1,6 +1,8 @@
 package io.moe4j.backend;
 
 import io.moe4j.quant.ExpertWeights;
+import io.moe4j.routing.Router;
+import io.moe4j.routing.TokenRouter;
 
 /**
  * A way to run the experts of a layer. Backends are data for the oracle: each says for a problem and platform
@@ -18,4 +20,12 @@ public interface Backend {
 
     /** Converts the weights into this backend's layout (once, at load). */
     Experts prepare(ExpertWeights weights, ExecutionOptions options);
+
+    /**
+     * The layer's router as this backend runs it: by default the host router itself; a device backend may copy it
+     * to its device so that routing does not cost a host pass over the router weights (same rules and ties).
+     */
+    default TokenRouter prepareRouter(Router router) {
+        return router;
+    }
 }

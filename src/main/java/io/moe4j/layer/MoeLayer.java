@@ -19,6 +19,7 @@ import io.moe4j.quant.config.QuantizationConfig;
 import io.moe4j.quant.method.SharedExpertLoader;
 import io.moe4j.routing.Router;
 import io.moe4j.routing.Routing;
+import io.moe4j.routing.TokenRouter;
 import io.moe4j.safetensors.Checkpoint;
 import io.moe4j.safetensors.Tensor;
 
@@ -36,13 +37,13 @@ public final class MoeLayer implements AutoCloseable {
     private final QuantMethod method;
     private final Checkpoint checkpoint;
     private final Arena arena;
-    private final Router router;
+    private final TokenRouter router;
     private final ExpertWeights weights;
     private final Experts experts;
     private final Experts shared;
     private final Selection selection;
 
-    private MoeLayer(MoeLayerConfig config, QuantMethod method, Checkpoint checkpoint, Arena arena, Router router,
+    private MoeLayer(MoeLayerConfig config, QuantMethod method, Checkpoint checkpoint, Arena arena, TokenRouter router,
                      ExpertWeights weights, Experts experts, Experts shared, Selection selection) {
         this.config = config;
         this.method = method;
@@ -63,6 +64,8 @@ public final class MoeLayer implements AutoCloseable {
         Checkpoint checkpoint = Checkpoint.open(dir);
         Arena arena = Arena.ofShared();
         Experts experts = null;
+        Experts shared = null;
+        TokenRouter tokenRouter = null;
         try {
             Router router = loadRouter(checkpoint, config);
             ExpertWeights weights = method.load(checkpoint, config,
@@ -74,13 +77,22 @@ public final class MoeLayer implements AutoCloseable {
             weights = ActivationOverride.apply(weights, selection.problem().scheme());
             ExecutionOptions exec = new ExecutionOptions(options.threads());
             experts = selection.chosen().prepare(weights, exec);
-            Experts shared = null;
             if (config.shared() != null) {
                 ExpertWeights sharedWeights = SharedExpertLoader.load(checkpoint, config, arena);
                 shared = selection.chosen().prepare(sharedWeights, exec);
             }
-            return new MoeLayer(config, method, checkpoint, arena, router, weights, experts, shared, selection);
+            tokenRouter = selection.chosen().prepareRouter(router);
+            if (tokenRouter != router) {
+                LOG.log(System.Logger.Level.INFO, "layer {0}: router on {1}", layer, tokenRouter.where());
+            }
+            return new MoeLayer(config, method, checkpoint, arena, tokenRouter, weights, experts, shared, selection);
         } catch (RuntimeException e) {
+            if (tokenRouter != null) {
+                tokenRouter.close();
+            }
+            if (shared != null) {
+                shared.close();
+            }
             if (experts != null) {
                 experts.close();
             }
@@ -154,6 +166,7 @@ public final class MoeLayer implements AutoCloseable {
 
     @Override
     public void close() {
+        router.close();
         experts.close();
         if (shared != null) {
             shared.close();

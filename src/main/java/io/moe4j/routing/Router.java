@@ -9,7 +9,7 @@ import java.util.Arrays;
  * float weights (the reference computes routers in float64), so near-ties resolve as the reference resolves them.
  * Immutable and thread-safe.
  */
-public final class Router {
+public final class Router implements TokenRouter {
     private final RouterSpec spec;
     private final int hidden;
     private final float[] weight;      // [E, H]
@@ -46,7 +46,32 @@ public final class Router {
         return spec;
     }
 
+    public int hidden() {
+        return hidden;
+    }
+
+    /** A copy of the router's weight, [E, H] row-major (for backends that route on their device). */
+    public float[] weight() {
+        return weight.clone();
+    }
+
+    /** A copy of the bias added to the logits, or null. */
+    public float[] bias() {
+        return bias == null ? null : bias.clone();
+    }
+
+    /** A copy of DeepSeek's selection-only correction bias, or null. */
+    public float[] correction() {
+        return correction == null ? null : correction.clone();
+    }
+
+    @Override
+    public String where() {
+        return "host";
+    }
+
     /** Routes {@code tokens} rows of {@code x} ([T, H], row-major). */
+    @Override
     public Routing route(float[] x, int tokens) {
         int e = spec.numExperts();
         int k = spec.topK();

@@ -18,6 +18,8 @@ import io.moe4j.backend.oracle.BackendTraits;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ExpertWeights;
 import io.moe4j.quant.WeightFormat;
+import io.moe4j.routing.Router;
+import io.moe4j.routing.TokenRouter;
 import java.lang.foreign.Arena;
 
 /**
@@ -141,6 +143,34 @@ public final class CudaBackend implements Backend, BackendTraits.Provider {
             throw e;
         }
     }
+
+    /**
+     * The router on the device ({@link CudaRouter}) where its kernels take it; a router beyond their limits (over
+     * 512 experts, top-k over 32), or any router with {@code -Dmoe4j.cuda.router=host}, stays on the host, and the
+     * log says so.
+     */
+    @Override
+    public TokenRouter prepareRouter(Router router) {
+        CudaProbe probe = CudaRuntime.probe();
+        if (!probe.available()) {
+            throw new MoeException("backend cuda cannot run here: " + probe.reason());
+        }
+        String where = System.getProperty(ROUTER_PROPERTY, "device");
+        if (!where.equals("device") && !where.equals("host")) {
+            throw new MoeException("-D" + ROUTER_PROPERTY + "=" + where + ": expected device or host");
+        }
+        String reason = where.equals("host") ? "-D" + ROUTER_PROPERTY + "=host"
+                : CudaRouter.unsupportedReason(router.spec());
+        if (reason != null) {
+            System.getLogger(CudaBackend.class.getName()).log(System.Logger.Level.INFO,
+                    "routing on the host: " + reason);
+            return router;
+        }
+        return CudaRouter.upload(CudaEngine.shared(), router);
+    }
+
+    /** Where the cuda backend routes tokens: {@code device} (default) or {@code host}. */
+    static final String ROUTER_PROPERTY = "moe4j.cuda.router";
 
     private static DeviceMatrix upload(CudaEngine engine, ExpertMatrix m) {
         boolean tensorCores = engine.context().device().major() >= 8;

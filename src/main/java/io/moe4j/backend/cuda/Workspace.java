@@ -31,7 +31,11 @@ final class Workspace implements AutoCloseable {
         /** GEMM2 output per pair. */
         Y,
         /** tokens x H output. */
-        OUT
+        OUT,
+        /** the router's float64 logits, tokens x E. */
+        LOGITS,
+        /** the router's choices: tokens x k expert ids, then tokens x k weights. */
+        CHOICES
     }
 
     private final CudaContext context;

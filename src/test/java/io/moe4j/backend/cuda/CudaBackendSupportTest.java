@@ -8,6 +8,8 @@ import io.moe4j.backend.Support;
 import io.moe4j.kernel.Activation;
 import io.moe4j.quant.QuantScheme;
 import io.moe4j.quant.WeightFormat;
+import io.moe4j.routing.RouterKind;
+import io.moe4j.routing.RouterSpec;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -41,5 +43,19 @@ class CudaBackendSupportTest {
         assertThat(fp8OnAmpere.supported()).isFalse();
         assertThat(fp8OnAmpere.reason()).contains("8.9+");
         assertThat(CudaBackend.support(WeightFormat.MXFP4, 80, "NVIDIA A100").supported()).isTrue();
+    }
+
+    /** The device router's limits (router.cu), checked without a GPU: beyond them the layer routes on the host. */
+    @Test
+    void deviceRouterLimitsAreNamed() {
+        assertThat(CudaRouter.unsupportedReason(new RouterSpec(RouterKind.SIGMOID_GROUPED_TOPK, 256, 8, true, 8, 4,
+                2.5))).isNull();
+        assertThat(CudaRouter.unsupportedReason(RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 512, 32, true))).isNull();
+        assertThat(CudaRouter.unsupportedReason(RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 1024, 8, true)))
+                .contains("512 experts, not 1024");
+        assertThat(CudaRouter.unsupportedReason(RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 64, 33, true)))
+                .contains("top-k up to 32, not 33");
+        assertThat(CudaRouter.unsupportedReason(new RouterSpec(RouterKind.SIGMOID_GROUPED_TOPK, 128, 4, true, 64, 2,
+                1.0))).contains("32 expert groups, not 64");
     }
 }

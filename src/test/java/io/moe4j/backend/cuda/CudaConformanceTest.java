@@ -46,6 +46,10 @@ class CudaConformanceTest {
         try (SafetensorsFile expected = SafetensorsFile.open(io); SafetensorsFile actual = SafetensorsFile.open(out)) {
             assertThat(actual.tensor("topk_ids").toIntArray()).as("topk_ids of %s", name)
                     .containsExactly(expected.tensor("topk_ids").toIntArray());
+            // the router runs on the device too (CudaRouter): its weights as the reference's
+            assertThat(relL2(actual.tensor("topk_weights").toFloatArray(),
+                    expected.tensor("topk_weights").toFloatArray())).as("topk_weights rel L2 of %s", name)
+                    .isLessThan(1e-5);
             float[] want = expected.tensor("expected").toFloatArray();
             float[] got = actual.tensor("output").toFloatArray();
             double err = relL2(got, want);

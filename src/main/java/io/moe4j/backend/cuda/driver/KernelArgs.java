@@ -1,6 +1,7 @@
 package io.moe4j.backend.cuda.driver;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_DOUBLE;
 import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -56,6 +57,11 @@ public final class KernelArgs {
 
     public KernelArgs f32(float value) {
         next().set(JAVA_FLOAT, 0, value);
+        return this;
+    }
+
+    public KernelArgs f64(double value) {
+        next().set(JAVA_DOUBLE, 0, value);
         return this;
     }
 

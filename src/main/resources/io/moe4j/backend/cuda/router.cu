@@ -1,0 +1,310 @@
+// moe4j: the layer's router on the device, with io.moe4j.routing.Router's rules.
+//   moe_router_logits_rows  decode batches: one block per expert, every token of the batch (at most ROUTER_TOKENS)
+//   moe_router_logits_tile  larger batches: 64 tokens x 64 experts x a slice of the columns a block
+//   moe_router_select       one warp per token: scores, DeepSeek's group mask, top-k, weights, sorted by expert
+// Logits are float64 sums of float x times float weights (exact products), like the host router: routers sit close
+// to ties, and the reference computes them in float64. Only the order of the sums differs from the host.
+#include "moe4j_common.cuh"
+
+#define ROUTER_TOKENS 8      // the most tokens moe_router_logits_warp takes (its accumulators per lane)
+#define ROUTER_PER_LANE 16   // experts per lane in moe_router_select: at most 512 experts
+#define ROUTER_MAX_K 32      // the most choices per token
+
+// -infinity without math headers (NVRTC)
+#define NEG_INF __longlong_as_double(0xfff0000000000000LL)
+
+#define KIND_SOFTMAX_TOPK 0
+#define KIND_TOPK_SOFTMAX 1
+#define KIND_SIGMOID_GROUPED 2
+#define KIND_SIGMOID_TOP1 3
+
+__device__ __forceinline__ double warp_sum_d(double v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ double warp_max_d(double v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// Decode batches (T <= ROUTER_TOKENS): one block per expert, its 256 threads striding over the router row with
+// one partial sum per token, then a fixed-order reduction (warps, then the block's 8 warp sums): logits[t * E + e]
+// without the bias, which moe_router_select adds.
+extern "C" __global__ void __launch_bounds__(256)
+moe_router_logits_rows(const float* __restrict__ x, const float* __restrict__ w, double* __restrict__ logits, int T,
+                       int E, int H) {
+    __shared__ double sums[8][ROUTER_TOKENS];
+    const int e = blockIdx.x;
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    double acc[ROUTER_TOKENS];
+#pragma unroll
+    for (int t = 0; t < ROUTER_TOKENS; t++) acc[t] = 0.0;
+    const float* row = w + (size_t)e * H;
+    if ((H & 3) == 0) {
+        const float4* row4 = reinterpret_cast<const float4*>(row);
+#pragma unroll 4
+        for (int c = threadIdx.x; c < H / 4; c += 256) {
+            const float4 wv = row4[c];
+#pragma unroll
+            for (int t = 0; t < ROUTER_TOKENS; t++) {
+                if (t < T) {
+                    const float4 xv = reinterpret_cast<const float4*>(x + (size_t)t * H)[c];
+                    acc[t] = fma((double)wv.x, (double)xv.x, acc[t]);
+                    acc[t] = fma((double)wv.y, (double)xv.y, acc[t]);
+                    acc[t] = fma((double)wv.z, (double)xv.z, acc[t]);
+                    acc[t] = fma((double)wv.w, (double)xv.w, acc[t]);
+                }
+            }
+        }
+    } else {
+#pragma unroll 4
+        for (int c = threadIdx.x; c < H; c += 256) {
+            const double wv = row[c];
+#pragma unroll
+            for (int t = 0; t < ROUTER_TOKENS; t++) {
+                if (t < T) acc[t] = fma(wv, (double)x[(size_t)t * H + c], acc[t]);
+            }
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < ROUTER_TOKENS; t++) {
+        if (t < T) {
+            const double v = warp_sum_d(acc[t]);
+            if (lane == 0) sums[warp][t] = v;
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x < T) {
+        double v = 0.0;
+#pragma unroll
+        for (int i = 0; i < 8; i++) v += sums[i][threadIdx.x];
+        logits[(size_t)threadIdx.x * E + e] = v;
+    }
+}
+
+// Any T: a block multiplies 64 tokens by 64 router rows over one slice of the columns (blockIdx.z of gridDim.z,
+// so that small grids still fill the GPU), in chunks of 16 columns staged in shared memory as doubles; thread
+// (tx, ty) accumulates tokens ty + 16 i and experts tx + 16 j. Partial sums go to logits[z][t][e]; the select
+// kernel adds the slices in order.
+#define RT_TILE 64
+#define RT_CHUNK 16
+extern "C" __global__ void __launch_bounds__(256)
+moe_router_logits_tile(const float* __restrict__ x, const float* __restrict__ w, double* __restrict__ logits, int T,
+                       int E, int H) {
+    __shared__ double xs[RT_CHUNK][RT_TILE];
+    __shared__ double ws[RT_CHUNK][RT_TILE];
+    const int t0 = blockIdx.y * RT_TILE;
+    const int e0 = blockIdx.x * RT_TILE;
+    const int tx = threadIdx.x & 15;
+    const int ty = threadIdx.x >> 4;
+    const int chunks = (H + RT_CHUNK - 1) / RT_CHUNK;
+    const int per = (chunks + gridDim.z - 1) / gridDim.z;
+    const int cBegin = blockIdx.z * per * RT_CHUNK;
+    const int cEnd = min(H, cBegin + per * RT_CHUNK);
+    double acc[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) acc[i][j] = 0.0;
+    for (int c0 = cBegin; c0 < cEnd; c0 += RT_CHUNK) {
+        // 64 rows x 16 columns of each operand, four elements a thread, stored column-major as doubles
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            const int idx = threadIdx.x + 256 * r;
+            const int row = idx >> 4;
+            const int col = idx & 15;
+            const int c = c0 + col;
+            const int t = t0 + row;
+            const int e = e0 + row;
+            xs[col][row] = t < T && c < cEnd ? (double)x[(size_t)t * H + c] : 0.0;
+            ws[col][row] = e < E && c < cEnd ? (double)w[(size_t)e * H + c] : 0.0;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < RT_CHUNK; k++) {
+            double a[4], b[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) a[i] = xs[k][ty + 16 * i];
+#pragma unroll
+            for (int j = 0; j < 4; j++) b[j] = ws[k][tx + 16 * j];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+    double* out = logits + (size_t)blockIdx.z * T * E;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int t = t0 + ty + 16 * i;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int e = e0 + tx + 16 * j;
+            if (t < T && e < E) out[(size_t)t * E + e] = acc[i][j];
+        }
+    }
+}
+
+__device__ __forceinline__ double sigmoid_d(double v) {
+    return 1.0 / (1.0 + exp(-v));
+}
+
+// The warp's best (value, expert) among experts e = lane + 32 j not yet taken (bit j of `taken`): the larger value
+// wins, ties go to the lower expert, like Router.topK. Every lane gets the answer.
+__device__ __forceinline__ int warp_argmax(const double* v, int E, u32 taken, int lane) {
+    int best = -1;
+    double bestV = 0.0;
+    for (int j = 0; j < ROUTER_PER_LANE; j++) {
+        const int e = lane + 32 * j;
+        if (e < E && !(taken >> j & 1u) && (best < 0 || v[e] > bestV)) {
+            best = e;
+            bestV = v[e];
+        }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const int other = __shfl_xor_sync(0xffffffffu, best, o);
+        const double otherV = __shfl_xor_sync(0xffffffffu, bestV, o);
+        const bool take = other >= 0
+                && (best < 0 || otherV > bestV || (!(bestV > otherV) && other < best));
+        if (take) {
+            best = other;
+            bestV = otherV;
+        }
+    }
+    return best;
+}
+
+// One warp per token. `l` holds its logits, `choice` what top-k ranks (scores, or logits, or DeepSeek's corrected
+// scores with the groups outside the best ones at -inf) and `score` what the weights come from; all three in shared
+// memory, E each.
+extern "C" __global__ void __launch_bounds__(128)
+moe_router_select(const double* __restrict__ logits, int slices, const float* __restrict__ bias,
+                  const float* __restrict__ correction, int* __restrict__ ids, float* __restrict__ weights, int T,
+                  int E, int K, int kind, int renormalize, int groups, int topkGroups, double scaling) {
+    extern __shared__ double smem[];
+    const int warp = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31;
+    const int t = blockIdx.x * (blockDim.x >> 5) + warp;
+    if (t >= T) return; // the whole warp
+    double* choice = smem + (size_t)warp * 3 * E;
+    double* score = choice + E;
+    double* l = score + E; // the token's logits: column slices summed in order, + bias
+    for (int e = lane; e < E; e += 32) {
+        double v = 0.0;
+        for (int z = 0; z < slices; z++) v += logits[((size_t)z * T + t) * E + e];
+        l[e] = v + (bias == nullptr ? 0.0 : (double)bias[e]);
+    }
+    __syncwarp();
+
+    if (kind == KIND_SOFTMAX_TOPK) {
+        double m = NEG_INF;
+        for (int e = lane; e < E; e += 32) m = fmax(m, l[e]);
+        m = warp_max_d(m);
+        double s = 0.0;
+        for (int e = lane; e < E; e += 32) {
+            score[e] = exp(l[e] - m);
+            s += score[e];
+        }
+        s = warp_sum_d(s);
+        for (int e = lane; e < E; e += 32) {
+            score[e] /= s;
+            choice[e] = score[e];
+        }
+    } else if (kind == KIND_SIGMOID_GROUPED) {
+        for (int e = lane; e < E; e += 32) {
+            score[e] = sigmoid_d(l[e]);
+            choice[e] = score[e] + (correction == nullptr ? 0.0 : (double)correction[e]);
+        }
+    } else {
+        for (int e = lane; e < E; e += 32) choice[e] = l[e];
+    }
+    __syncwarp();
+
+    if (kind == KIND_SIGMOID_GROUPED && groups > 1) {
+        // lane g ranks group g by the sum of its two best choices; the topkGroups best groups stay
+        const int perGroup = E / groups;
+        double groupScore = NEG_INF;
+        if (lane < groups) {
+            double best = NEG_INF, second = NEG_INF;
+            for (int e = lane * perGroup; e < (lane + 1) * perGroup; e++) {
+                const double v = choice[e];
+                if (v > best) {
+                    second = best;
+                    best = v;
+                } else if (v > second) {
+                    second = v;
+                }
+            }
+            groupScore = best + second;
+        }
+        u32 kept = 0;
+        for (int r = 0; r < topkGroups; r++) {
+            int g = lane < groups && !(kept >> lane & 1u) ? lane : -1;
+            double gv = groupScore;
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) {
+                const int other = __shfl_xor_sync(0xffffffffu, g, o);
+                const double otherV = __shfl_xor_sync(0xffffffffu, gv, o);
+                if (other >= 0 && (g < 0 || otherV > gv || (!(gv > otherV) && other < g))) {
+                    g = other;
+                    gv = otherV;
+                }
+            }
+            kept |= 1u << g;
+        }
+        for (int e = lane; e < E; e += 32) {
+            if (!(kept >> (e / perGroup) & 1u)) choice[e] = NEG_INF;
+        }
+        __syncwarp();
+    }
+
+    u32 taken = 0;
+    int chosen[ROUTER_MAX_K];
+    for (int j = 0; j < K; j++) {
+        const int best = warp_argmax(choice, E, taken, lane);
+        chosen[j] = best;
+        if ((best & 31) == lane) taken |= 1u << (best >> 5);
+    }
+
+    if (lane == 0) {
+        double wt[ROUTER_MAX_K];
+        if (kind == KIND_TOPK_SOFTMAX) {
+            double m = NEG_INF;
+            for (int j = 0; j < K; j++) m = fmax(m, l[chosen[j]]);
+            for (int j = 0; j < K; j++) wt[j] = exp(l[chosen[j]] - m);
+        } else if (kind == KIND_SIGMOID_TOP1) {
+            for (int j = 0; j < K; j++) wt[j] = sigmoid_d(l[chosen[j]]);
+        } else {
+            for (int j = 0; j < K; j++) wt[j] = score[chosen[j]];
+        }
+        if (kind == KIND_TOPK_SOFTMAX || renormalize && kind != KIND_SIGMOID_TOP1) {
+            double sum = kind == KIND_SIGMOID_GROUPED ? 1e-20 : 0.0;
+            for (int j = 0; j < K; j++) sum += wt[j];
+            for (int j = 0; j < K; j++) wt[j] /= sum;
+        }
+        if (kind == KIND_SIGMOID_GROUPED) {
+            for (int j = 0; j < K; j++) wt[j] *= scaling;
+        }
+        // each token's choices sorted by expert id (insertion sort: K is small)
+        for (int i = 1; i < K; i++) {
+            for (int j = i; j > 0 && chosen[j - 1] > chosen[j]; j--) {
+                const int ti = chosen[j];
+                chosen[j] = chosen[j - 1];
+                chosen[j - 1] = ti;
+                const double tw = wt[j];
+                wt[j] = wt[j - 1];
+                wt[j - 1] = tw;
+            }
+        }
+        for (int j = 0; j < K; j++) {
+            ids[(size_t)t * K + j] = chosen[j];
+            weights[(size_t)t * K + j] = (float)wt[j];
+        }
+    }
+}

@@ -1,0 +1,147 @@
+package io.moe4j.backend.cuda;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.moe4j.backend.cuda.driver.CudaProbe;
+import io.moe4j.backend.cuda.driver.CudaRuntime;
+import io.moe4j.routing.Router;
+import io.moe4j.routing.RouterKind;
+import io.moe4j.routing.RouterSpec;
+import io.moe4j.routing.Routing;
+import io.moe4j.routing.TokenRouter;
+import java.util.SplittableRandom;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/** The device router against the host {@link Router} it copies: same experts, same weights, for every kind. */
+class CudaRouterTest {
+
+    @BeforeEach
+    void requireGpu() {
+        CudaProbe probe = CudaRuntime.probe();
+        assumeTrue(probe.available(), () -> "no usable CUDA device: " + probe.reason());
+    }
+
+    /** Router shapes of the families, plus odd ones (H not a multiple of 4, E not of 64), at decode and prefill. */
+    static Stream<Arguments> routers() {
+        return Stream.of(
+                Arguments.of("gpt-oss", new RouterSpec(RouterKind.TOPK_SOFTMAX, 32, 4, true, 1, 1, 1.0), 2880, true,
+                        false),
+                Arguments.of("qwen3", RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 128, 8, true), 2048, false, false),
+                Arguments.of("mixtral", RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 8, 2, true), 4096, false, false),
+                Arguments.of("no renormalization", RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 40, 6, false), 1001,
+                        false, false),
+                Arguments.of("deepseek", new RouterSpec(RouterKind.SIGMOID_GROUPED_TOPK, 256, 8, true, 8, 4, 2.5),
+                        1024, false, true),
+                Arguments.of("grouped, no renormalization",
+                        new RouterSpec(RouterKind.SIGMOID_GROUPED_TOPK, 64, 6, false, 4, 2, 1.5), 515, true, true),
+                Arguments.of("sigmoid, one group", new RouterSpec(RouterKind.SIGMOID_GROUPED_TOPK, 20, 3, true, 1, 1,
+                        1.0), 96, false, false),
+                Arguments.of("llama-4", RouterSpec.simple(RouterKind.SIGMOID_TOP1_ON_INPUT, 16, 1, false), 5120, false,
+                        false),
+                Arguments.of("512 experts, top-32", RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 512, 32, true), 256,
+                        false, false));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("routers")
+    void matchesTheHostRouter(String name, RouterSpec spec, int hidden, boolean bias, boolean correction) {
+        SplittableRandom rnd = new SplittableRandom(name.hashCode());
+        Router host = new Router(spec, hidden, gaussian(rnd, spec.numExperts() * hidden, 0.05),
+                bias ? gaussian(rnd, spec.numExperts(), 0.5) : null,
+                correction ? gaussian(rnd, spec.numExperts(), 0.1) : null);
+        try (TokenRouter device = new CudaBackend().prepareRouter(host)) {
+            assertThat(device).isInstanceOf(CudaRouter.class);
+            assertThat(device.where()).startsWith("cuda");
+            for (int tokens : new int[] {1, 3, 8, 9, 130}) { // both logits kernels, partial tiles
+                float[] x = gaussian(rnd, tokens * hidden, 1.0);
+                assertSameRouting(device.route(x, tokens), host.route(x, tokens), name + ", " + tokens + " tokens");
+            }
+        }
+    }
+
+    /** Equal logits (duplicated router rows) go to the lower expert, as on the host; so do equal DeepSeek groups. */
+    @Test
+    void tiesGoToTheLowerExpertAndGroup() {
+        int hidden = 64;
+        SplittableRandom rnd = new SplittableRandom(7);
+        for (RouterSpec spec : new RouterSpec[] {
+                RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 16, 2, true),
+                new RouterSpec(RouterKind.TOPK_SOFTMAX, 16, 2, true, 1, 1, 1.0),
+                RouterSpec.simple(RouterKind.SIGMOID_TOP1_ON_INPUT, 16, 1, false),
+                new RouterSpec(RouterKind.SIGMOID_GROUPED_TOPK, 16, 2, true, 4, 1, 1.0)}) {
+            float[] w = gaussian(rnd, 16 * hidden, 0.05);
+            // experts 5, 9 and 13 share one large row (three tied for two places); groups 1 (experts 4..7, with
+            // 5 and a second large row, 6) and 3 (12..15) are equal and the best
+            for (int c = 0; c < hidden; c++) {
+                float big = 1f + c % 3;
+                for (int e : new int[] {5, 9}) {
+                    w[e * hidden + c] = big;
+                }
+                w[6 * hidden + c] = 0.5f;
+                for (int j = 0; j < 4; j++) {
+                    w[(12 + j) * hidden + c] = w[(4 + j) * hidden + c];
+                }
+            }
+            Router host = new Router(spec, hidden, w, null, null);
+            float[] x = new float[2 * hidden];
+            java.util.Arrays.fill(x, 1f);
+            for (int c = 0; c < hidden; c++) {
+                x[hidden + c] = (float) rnd.nextDouble(0.5, 1.5);
+            }
+            try (TokenRouter device = new CudaBackend().prepareRouter(host)) {
+                Routing want = host.route(x, 2);
+                assertThat(want.ids()).as("the host picks the lower of equal experts").contains(5);
+                assertSameRouting(device.route(x, 2), want, spec.kind().toString());
+            }
+        }
+    }
+
+    @Test
+    void emptyBatchesAndShortInputs() {
+        RouterSpec spec = RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 8, 2, true);
+        Router host = new Router(spec, 32, gaussian(new SplittableRandom(1), 8 * 32, 0.1), null, null);
+        try (TokenRouter device = new CudaBackend().prepareRouter(host)) {
+            Routing none = device.route(new float[0], 0);
+            assertThat(none.tokens()).isZero();
+            assertThat(none.ids()).isEmpty();
+            assertThatThrownBy(() -> device.route(new float[40], 2))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("2 x 32");
+        }
+    }
+
+    @Test
+    void routersBeyondTheKernelsLimitsStayOnTheHost() {
+        RouterSpec wide = RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 1024, 8, true);
+        assertThat(CudaRouter.unsupportedReason(wide)).contains("not 1024");
+        Router host = new Router(wide, 4, new float[1024 * 4], null, null);
+        assertThat(new CudaBackend().prepareRouter(host)).isSameAs(host);
+    }
+
+    private static void assertSameRouting(Routing got, Routing want, String what) {
+        assertThat(got.tokens()).isEqualTo(want.tokens());
+        assertThat(got.topK()).isEqualTo(want.topK());
+        assertThat(got.weightOnInput()).isEqualTo(want.weightOnInput());
+        assertThat(got.ids()).as("expert ids, %s", what).containsExactly(want.ids());
+        for (int i = 0; i < want.weights().length; i++) {
+            // float64 sums in another order and the device's exp: a few ulps of a double, none of a float mostly
+            assertThat((double) got.weights()[i]).as("weight %d, %s", i, what)
+                    .isCloseTo(want.weights()[i], org.assertj.core.data.Offset.offset(2e-7 * Math.abs(want.weights()[i])
+                            + 1e-30));
+        }
+    }
+
+    private static float[] gaussian(SplittableRandom rnd, int n, double scale) {
+        float[] v = new float[n];
+        for (int i = 0; i < n; i++) {
+            v[i] = (float) (rnd.nextGaussian() * scale);
+        }
+        return v;
+    }
+}
