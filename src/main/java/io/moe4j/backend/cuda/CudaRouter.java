@@ -4,6 +4,7 @@ import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import io.moe4j.backend.cuda.Workspace.Slot;
+import io.moe4j.backend.cuda.driver.CudaEvent;
 import io.moe4j.backend.cuda.driver.CudaStream;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
 import io.moe4j.backend.cuda.driver.KernelArgs;
@@ -30,11 +31,11 @@ final class CudaRouter implements TokenRouter {
     static final int MAX_TOP_K = 32;
     static final int MAX_GROUPS = 32;
     /** Batches up to this size take the block-per-expert logits kernel (router.cu ROUTER_TOKENS). */
-    static final int ROW_TOKENS = 8;
+    static final int ROW_TOKENS = 16;
     private static final int SELECT_WARPS = 4;
     private static final int TILE = 64;
     /** Column slices of the tile kernel are at least this many columns (the slices' partial sums cost a pass). */
-    private static final int MIN_SLICE = 256;
+    private static final int MIN_SLICE = 128;
 
     private final RouterSpec spec;
     private final int hidden;
@@ -116,6 +117,16 @@ final class CudaRouter implements TokenRouter {
 
     @Override
     public Routing route(float[] x, int tokens) {
+        return route(x, tokens, null, null, null);
+    }
+
+    /**
+     * {@link #route(float[], int)}, with {@code start} and {@code end} (both or neither) recorded around the two
+     * kernels on the call's stream (for benchmarks). With a {@code lead} buffer, a memset of it goes on the stream
+     * before the start event, keeping the GPU busy while the host submits the kernels: start..end is then the
+     * kernels' GPU time alone, without the copies or the submission.
+     */
+    Routing route(float[] x, int tokens, CudaEvent start, CudaEvent end, DeviceBuffer lead) {
         int k = spec.topK();
         if (tokens < 0 || x.length < (long) tokens * hidden) {
             throw new IllegalArgumentException("x must hold " + tokens + " x " + hidden + " values, has " + x.length);
@@ -129,7 +140,7 @@ final class CudaRouter implements TokenRouter {
             ws = new Workspace(engine.context());
         }
         try {
-            Routing r = run(ws, x, tokens);
+            Routing r = run(ws, x, tokens, start, end, lead);
             pool.addFirst(ws);
             return r;
         } catch (RuntimeException e) {
@@ -138,7 +149,7 @@ final class CudaRouter implements TokenRouter {
         }
     }
 
-    private Routing run(Workspace ws, float[] x, int tokens) {
+    private Routing run(Workspace ws, float[] x, int tokens, CudaEvent start, CudaEvent end, DeviceBuffer lead) {
         int e = spec.numExperts();
         int k = spec.topK();
         long xBytes = 4L * tokens * hidden;
@@ -151,6 +162,12 @@ final class CudaRouter implements TokenRouter {
         DeviceBuffer logits = ws.buffer(Slot.LOGITS, 8L * slices * tokens * e);
         DeviceBuffer choices = ws.buffer(Slot.CHOICES, 2 * choiceBytes);
         dx.copyFromAsync(staging.asSlice(0, xBytes), 0, stream);
+        if (lead != null) {
+            lead.fillAsync((byte) 0, stream);
+        }
+        if (start != null) {
+            start.record(stream);
+        }
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(dx).pointer(weight).pointer(logits).i32(tokens).i32(e)
                     .i32(hidden);
@@ -169,6 +186,9 @@ final class CudaRouter implements TokenRouter {
             int shared = SELECT_WARPS * 3 * 8 * e;
             select.function().launch(Math.ceilDiv(tokens, SELECT_WARPS), 1, 1, 32 * SELECT_WARPS, 1, 1, shared,
                     stream, args);
+        }
+        if (end != null) {
+            end.record(stream);
         }
         MemorySegment out = staging.asSlice(xBytes, 2 * choiceBytes);
         choices.copyToAsync(out, 0, stream);

@@ -1,7 +1,9 @@
 package io.moe4j.backend.cuda;
 
+import io.moe4j.backend.cuda.driver.CudaEvent;
 import io.moe4j.backend.cuda.driver.CudaProbe;
 import io.moe4j.backend.cuda.driver.CudaRuntime;
+import io.moe4j.backend.cuda.driver.DeviceBuffer;
 import io.moe4j.routing.Router;
 import io.moe4j.routing.RouterKind;
 import io.moe4j.routing.RouterSpec;
@@ -13,7 +15,8 @@ import java.util.SplittableRandom;
  * Times one routing call, the host {@link Router} against {@link CudaRouter}, on the routers of gpt-oss-20b
  * (32 experts, H 2880, top-4), qwen3-30b-a3b (128, H 2048, top-8) and DeepSeek-V3 (256 in 8 groups, H 7168, top-8):
  * wall time per call with float[] in and the Routing out (the device's copies and synchronization included), median
- * of rounds, and whether both chose the same experts. The host is skipped where one call would take over a second.
+ * of rounds, the GPU time of the device's two kernels alone, and whether both chose the same experts. The host is
+ * skipped where one call would take over a second.
  *
  * <p>Usage: {@code CudaRouterBench [tokens,...]}, default {@code 1,16,256,4096}.
  */
@@ -38,7 +41,8 @@ public final class CudaRouterBench {
             new Shape("qwen3-30b-a3b", RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 128, 8, true), 2048),
             new Shape("deepseek-v3", new RouterSpec(RouterKind.SIGMOID_GROUPED_TOPK, 256, 8, true, 8, 4, 2.5), 7168),
         };
-        System.out.printf("%-14s %6s %12s %12s %8s %s%n", "router", "T", "host us", "cuda us", "ratio", "same experts");
+        System.out.printf("%-14s %6s %12s %12s %8s %12s %s%n", "router", "T", "host us", "cuda us", "ratio",
+                "kernels us", "same experts");
         CudaEngine engine = CudaEngine.shared();
         for (Shape s : shapes) {
             SplittableRandom rnd = new SplittableRandom(2026);
@@ -58,11 +62,29 @@ public final class CudaRouterBench {
                     }
                     Routing got = device.route(x, tokens);
                     double deviceUs = median(() -> device.route(x, tokens), 1e-4);
+                    double kernelsUs = kernelMicros(engine, device, x, tokens);
                     String same = want == null ? "-" : String.valueOf(Arrays.equals(got.ids(), want.ids()));
-                    System.out.printf("%-14s %6d %12.1f %12.1f %8.1f %s%n", s.name(), tokens, hostUs, deviceUs,
-                            hostUs / deviceUs, same);
+                    System.out.printf("%-14s %6d %12.1f %12.1f %8.1f %12.1f %s%n", s.name(), tokens, hostUs,
+                            deviceUs, hostUs / deviceUs, kernelsUs, same);
                 }
             }
+        }
+    }
+
+    /**
+     * Median GPU time of the two routing kernels, microseconds: events around them, behind a 256 MiB memset so that
+     * the host's submission is not in the span.
+     */
+    private static double kernelMicros(CudaEngine engine, CudaRouter device, float[] x, int tokens) {
+        try (CudaEvent start = engine.context().createEvent(); CudaEvent end = engine.context().createEvent();
+                DeviceBuffer lead = engine.context().allocate(256L << 20)) {
+            double[] us = new double[21];
+            for (int i = 0; i < us.length; i++) {
+                device.route(x, tokens, start, end, lead);
+                us[i] = end.elapsedMillisSince(start) * 1e3;
+            }
+            Arrays.sort(us);
+            return us[us.length / 2];
         }
     }
 

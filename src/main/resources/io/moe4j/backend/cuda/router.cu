@@ -6,7 +6,7 @@
 // to ties, and the reference computes them in float64. Only the order of the sums differs from the host.
 #include "moe4j_common.cuh"
 
-#define ROUTER_TOKENS 8      // the most tokens moe_router_logits_warp takes (its accumulators per lane)
+#define ROUTER_TOKENS 16     // the most tokens moe_router_logits_rows takes (its partial sums per thread)
 #define ROUTER_PER_LANE 16   // experts per lane in moe_router_select: at most 512 experts
 #define ROUTER_MAX_K 32      // the most choices per token
 
