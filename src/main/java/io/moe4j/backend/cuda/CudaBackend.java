@@ -178,7 +178,8 @@ public final class CudaBackend implements Backend, BackendTraits.Provider {
                 : UnitMatrix.upload(engine.context(), m);
     }
 
-    private static DeviceBuffer floats(CudaContext ctx, float[] v) {
+    /** A float array on the device (at least one element, so that an empty array still has an address), or null. */
+    static DeviceBuffer floats(CudaContext ctx, float[] v) {
         if (v == null) {
             return null;
         }

@@ -85,9 +85,9 @@ final class CudaRouter implements TokenRouter {
         DeviceBuffer w = null;
         DeviceBuffer b = null;
         try {
-            w = floats(engine, router.weight());
-            b = floats(engine, router.bias());
-            DeviceBuffer c = floats(engine, router.correction());
+            w = CudaBackend.floats(engine.context(), router.weight());
+            b = CudaBackend.floats(engine.context(), router.bias());
+            DeviceBuffer c = CudaBackend.floats(engine.context(), router.correction());
             return new CudaRouter(router.spec(), router.hidden(), engine, w, b, c);
         } catch (RuntimeException e) {
             for (DeviceBuffer d : new DeviceBuffer[] {w, b}) {
@@ -97,17 +97,6 @@ final class CudaRouter implements TokenRouter {
             }
             throw e;
         }
-    }
-
-    private static DeviceBuffer floats(CudaEngine engine, float[] v) {
-        if (v == null) {
-            return null;
-        }
-        DeviceBuffer d = engine.context().allocate(4L * Math.max(1, v.length));
-        try (Arena a = Arena.ofConfined()) {
-            d.copyFrom(a.allocateFrom(JAVA_FLOAT, v));
-        }
-        return d;
     }
 
     @Override
