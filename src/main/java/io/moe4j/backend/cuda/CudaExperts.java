@@ -16,7 +16,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ConcurrentLinkedDeque;
 
 /**
  * A layer's experts on the GPU. One forward call, all on the call's own stream:
@@ -30,7 +29,7 @@ import java.util.concurrent.ConcurrentLinkedDeque;
  *   <li>GEMM2, then {@code moe_combine}: + bias, router weights, sum over each token's experts</li>
  *   <li>the output back to the host</li>
  * </ol>
- * Thread-safe: a call's state lives in a {@link Workspace} taken from a pool and in locals.
+ * Thread-safe: a call's state lives in a {@link Workspace} taken from a {@link WorkspacePool} and in locals.
  */
 final class CudaExperts implements Experts {
     private static final int ROW_THREADS = 256;
@@ -47,7 +46,7 @@ final class CudaExperts implements Experts {
     private final DeviceQuant a2;
     /** Whether MXFP4 tile GEMMs run on the wgmma kernel: fixed by the device, the tuning and the weights. */
     private final boolean wgmmaTiles;
-    private final ConcurrentLinkedDeque<Workspace> pool = new ConcurrentLinkedDeque<>();
+    private final WorkspacePool pool;
 
     CudaExperts(ExpertWeights w, CudaEngine engine, CudaTuning tuning, DeviceMatrix w13, DeviceMatrix w2,
             DeviceBuffer bias13, DeviceBuffer bias2, DeviceQuant a13, DeviceQuant a2) {
@@ -60,6 +59,7 @@ final class CudaExperts implements Experts {
         this.bias2 = bias2;
         this.a13 = a13;
         this.a2 = a2;
+        this.pool = new WorkspacePool(engine.context());
         this.wgmmaTiles = tuning.wgmma() != null && engine.context().device().hasWgmma()
                 && !(w13 instanceof Mxfp4Matrix m1 && m1.experts().specialScales())
                 && !(w2 instanceof Mxfp4Matrix m2 && m2.experts().specialScales());
@@ -148,21 +148,10 @@ final class CudaExperts implements Experts {
             return;
         }
         engine.context().makeCurrent();
-        Workspace ws = pool.pollFirst();
-        if (ws == null) {
-            ws = new Workspace(engine.context());
-        }
-        try {
+        pool.call(ws -> {
             run(ws, x, tokens, plan, routing.weightOnInput(), out, timing);
-        } catch (RuntimeException e) {
-            ws.close(); // its stream may hold a failed launch: not reused
-            ws = null;
-            throw e;
-        } finally {
-            if (ws != null) {
-                pool.addFirst(ws);
-            }
-        }
+            return null;
+        });
     }
 
     /** Int arrays packed one after another (16-byte aligned) into one upload. */
@@ -491,7 +480,8 @@ final class CudaExperts implements Experts {
         }
     }
 
-    private static long pointerOf(DeviceBuffer b) {
+    /** A buffer's device address, or 0 (a kernel's null pointer) for none. */
+    static long pointerOf(DeviceBuffer b) {
         return b == null ? 0L : b.pointer();
     }
 
@@ -522,10 +512,7 @@ final class CudaExperts implements Experts {
     @Override
     public void close() {
         engine.context().makeCurrent();
-        Workspace ws;
-        while ((ws = pool.pollFirst()) != null) {
-            ws.close();
-        }
+        pool.close();
         w13.close();
         w2.close();
         for (AutoCloseable c : new AutoCloseable[] {bias13, bias2, a13, a2}) {

@@ -16,7 +16,6 @@ import io.moe4j.routing.TokenRouter;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
-import java.util.concurrent.ConcurrentLinkedDeque;
 
 /**
  * A layer's {@link Router} on the GPU (router.cu): float64 logits from the router weights uploaded once, then each
@@ -46,7 +45,7 @@ final class CudaRouter implements TokenRouter {
     private final KernelCache.Kernel rows;
     private final KernelCache.Kernel tile;
     private final KernelCache.Kernel select;
-    private final ConcurrentLinkedDeque<Workspace> pool = new ConcurrentLinkedDeque<>();
+    private final WorkspacePool pool;
 
     private CudaRouter(RouterSpec spec, int hidden, CudaEngine engine, DeviceBuffer weight, DeviceBuffer bias,
             DeviceBuffer correction) {
@@ -56,6 +55,7 @@ final class CudaRouter implements TokenRouter {
         this.weight = weight;
         this.bias = bias;
         this.correction = correction;
+        this.pool = new WorkspacePool(engine.context());
         // compiled and loaded now, not on the first call
         this.rows = engine.kernels().get("router.cu", "moe_router_logits_rows", List.of());
         this.tile = engine.kernels().get("router.cu", "moe_router_logits_tile", List.of());
@@ -84,13 +84,14 @@ final class CudaRouter implements TokenRouter {
         }
         DeviceBuffer w = null;
         DeviceBuffer b = null;
+        DeviceBuffer c = null;
         try {
             w = CudaBackend.floats(engine.context(), router.weight());
             b = CudaBackend.floats(engine.context(), router.bias());
-            DeviceBuffer c = CudaBackend.floats(engine.context(), router.correction());
-            return new CudaRouter(router.spec(), router.hidden(), engine, w, b, c);
+            c = CudaBackend.floats(engine.context(), router.correction());
+            return new CudaRouter(router.spec(), router.hidden(), engine, w, b, c); // compiles the kernels
         } catch (RuntimeException e) {
-            for (DeviceBuffer d : new DeviceBuffer[] {w, b}) {
+            for (DeviceBuffer d : new DeviceBuffer[] {w, b, c}) {
                 if (d != null) {
                     d.close();
                 }
@@ -124,18 +125,7 @@ final class CudaRouter implements TokenRouter {
             return new Routing(0, k, new int[0], new float[0], spec.weightOnInput());
         }
         engine.context().makeCurrent();
-        Workspace ws = pool.pollFirst();
-        if (ws == null) {
-            ws = new Workspace(engine.context());
-        }
-        try {
-            Routing r = run(ws, x, tokens, start, end, lead);
-            pool.addFirst(ws);
-            return r;
-        } catch (RuntimeException e) {
-            ws.close(); // its stream may hold a failed launch: not reused
-            throw e;
-        }
+        return pool.call(ws -> run(ws, x, tokens, start, end, lead));
     }
 
     private Routing run(Workspace ws, float[] x, int tokens, CudaEvent start, CudaEvent end, DeviceBuffer lead) {
@@ -158,23 +148,22 @@ final class CudaRouter implements TokenRouter {
             start.record(stream);
         }
         try (Arena arena = Arena.ofConfined()) {
-            KernelArgs args = new KernelArgs(arena).pointer(dx).pointer(weight).pointer(logits).i32(tokens).i32(e)
-                    .i32(hidden);
+            KernelArgs logitArgs = new KernelArgs(arena).pointer(dx).pointer(weight).pointer(logits).i32(tokens)
+                    .i32(e).i32(hidden);
             if (tokens <= ROW_TOKENS) {
-                rows.function().launch(e, 1, 1, 256, 1, 1, 0, stream, args);
+                rows.function().launch(e, 1, 1, 256, 1, 1, 0, stream, logitArgs);
             } else {
                 tile.function().launch(Math.ceilDiv(e, TILE), Math.ceilDiv(tokens, TILE), slices, 256, 1, 1, 0,
-                        stream, args);
+                        stream, logitArgs);
             }
-        }
-        try (Arena arena = Arena.ofConfined()) {
-            KernelArgs args = new KernelArgs(arena).pointer(logits).i32(slices).pointer(pointerOf(bias))
-                    .pointer(pointerOf(correction)).pointer(choices).pointer(choices.pointer() + choiceBytes)
-                    .i32(tokens).i32(e).i32(k).i32(kindCode(spec.kind())).i32(spec.renormalize() ? 1 : 0)
-                    .i32(spec.groups()).i32(spec.topkGroups()).f64(spec.routedScalingFactor());
+            KernelArgs selectArgs = new KernelArgs(arena).pointer(logits).i32(slices)
+                    .pointer(CudaExperts.pointerOf(bias)).pointer(CudaExperts.pointerOf(correction)).pointer(choices)
+                    .pointer(choices.pointer() + choiceBytes).i32(tokens).i32(e).i32(k).i32(kindCode(spec.kind()))
+                    .i32(spec.renormalize() ? 1 : 0).i32(spec.groups()).i32(spec.topkGroups())
+                    .f64(spec.routedScalingFactor());
             int shared = SELECT_WARPS * 3 * 8 * e;
             select.function().launch(Math.ceilDiv(tokens, SELECT_WARPS), 1, 1, 32 * SELECT_WARPS, 1, 1, shared,
-                    stream, args);
+                    stream, selectArgs);
         }
         if (end != null) {
             end.record(stream);
@@ -209,17 +198,10 @@ final class CudaRouter implements TokenRouter {
         };
     }
 
-    private static long pointerOf(DeviceBuffer b) {
-        return b == null ? 0L : b.pointer();
-    }
-
     @Override
     public void close() {
         engine.context().makeCurrent();
-        Workspace ws;
-        while ((ws = pool.pollFirst()) != null) {
-            ws.close();
-        }
+        pool.close();
         for (DeviceBuffer d : new DeviceBuffer[] {weight, bias, correction}) {
             if (d != null) {
                 d.close();

@@ -9,9 +9,10 @@ import java.util.EnumMap;
 import java.util.Map;
 
 /**
- * The device memory and stream one forward call works in. A call takes a workspace from its experts' pool and
- * gives it back, so concurrent calls never share one and consecutive calls reuse the memory; buffers grow to the
- * largest batch seen (half again, so that slowly growing batches do not reallocate every call).
+ * The device memory and stream one forward call works in. A call takes a workspace from its owner's
+ * {@link WorkspacePool} and gives it back, so concurrent calls never share one and consecutive calls reuse the
+ * memory; buffers grow to the largest batch seen (half again, so that slowly growing batches do not reallocate every
+ * call).
  */
 final class Workspace implements AutoCloseable {
     /** The per-call arrays. */
