@@ -83,10 +83,10 @@ final class CudaExperts implements Experts {
     /**
      * Device-side start and end of a call's work, between the copy in and the copy out (for benchmarks); with five
      * stage events, also the ends of prepare, GEMM1, activation, GEMM2 and combine (then no graph replay). With a
-     * {@code lead} buffer, a memset of it goes on the stream before the start event: the GPU is still busy with it
-     * while the host submits the kernels, so start..end is GPU time alone, without the submission latency.
+     * {@code lead}, its busy wait goes on the stream before the start event: the GPU is still busy with it while the
+     * host submits the kernels, so start..end is GPU time alone, without the submission latency.
      */
-    record Timing(CudaEvent start, CudaEvent end, List<CudaEvent> stages, DeviceBuffer lead) {
+    record Timing(CudaEvent start, CudaEvent end, List<CudaEvent> stages, BusyLead lead) {
         Timing(CudaEvent start, CudaEvent end, List<CudaEvent> stages) {
             this(start, end, stages, null);
         }
@@ -250,7 +250,7 @@ final class CudaExperts implements Experts {
 
         if (timing != null) {
             if (timing.lead() != null) {
-                timing.lead().fillAsync((byte) 0, stream);
+                timing.lead().enqueue(stream);
             }
             timing.start().record(stream);
         }

@@ -119,11 +119,10 @@ public final class CudaExpertsBench {
                 }
             }
         }
-        // GPU time alone: a 256 MiB memset ahead of the start event keeps the GPU busy while the host submits.
+        // GPU time alone: a busy wait ahead of the start event keeps the GPU busy while the host submits.
         double[] gpu = new double[calls];
-        try (CudaEvent start = engine.context().createEvent(); CudaEvent end = engine.context().createEvent();
-                io.moe4j.backend.cuda.driver.DeviceBuffer lead = engine.context().allocate(256L << 20)) {
-            CudaExperts.Timing timing = new CudaExperts.Timing(start, end, List.of(), lead);
+        try (CudaEvent start = engine.context().createEvent(); CudaEvent end = engine.context().createEvent()) {
+            CudaExperts.Timing timing = new CudaExperts.Timing(start, end, List.of(), new BusyLead(engine));
             for (int i = -warm; i < calls; i++) {
                 experts.forward(x, tokens, routings[Math.floorMod(i, variants)], out, timing);
                 if (i >= 0) {

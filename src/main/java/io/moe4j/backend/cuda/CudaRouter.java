@@ -112,11 +112,11 @@ final class CudaRouter implements TokenRouter {
 
     /**
      * {@link #route(float[], int)}, with {@code start} and {@code end} (both or neither) recorded around the two
-     * kernels on the call's stream (for benchmarks). With a {@code lead} buffer, a memset of it goes on the stream
-     * before the start event, keeping the GPU busy while the host submits the kernels: start..end is then the
+     * kernels on the call's stream (for benchmarks). With a {@code lead}, its busy wait goes on the stream before
+     * the start event, keeping the GPU busy while the host submits the kernels: start..end is then the
      * kernels' GPU time alone, without the copies or the submission.
      */
-    Routing route(float[] x, int tokens, CudaEvent start, CudaEvent end, DeviceBuffer lead) {
+    Routing route(float[] x, int tokens, CudaEvent start, CudaEvent end, BusyLead lead) {
         int k = spec.topK();
         if (tokens < 0 || x.length < (long) tokens * hidden) {
             throw new IllegalArgumentException("x must hold " + tokens + " x " + hidden + " values, has " + x.length);
@@ -128,7 +128,7 @@ final class CudaRouter implements TokenRouter {
         return pool.call(ws -> run(ws, x, tokens, start, end, lead));
     }
 
-    private Routing run(Workspace ws, float[] x, int tokens, CudaEvent start, CudaEvent end, DeviceBuffer lead) {
+    private Routing run(Workspace ws, float[] x, int tokens, CudaEvent start, CudaEvent end, BusyLead lead) {
         int e = spec.numExperts();
         int k = spec.topK();
         long xBytes = 4L * tokens * hidden;
@@ -142,7 +142,7 @@ final class CudaRouter implements TokenRouter {
         DeviceBuffer choices = ws.buffer(Slot.CHOICES, 2 * choiceBytes);
         dx.copyFromAsync(staging.asSlice(0, xBytes), 0, stream);
         if (lead != null) {
-            lead.fillAsync((byte) 0, stream);
+            lead.enqueue(stream);
         }
         if (start != null) {
             start.record(stream);

@@ -3,7 +3,6 @@ package io.moe4j.backend.cuda;
 import io.moe4j.backend.cuda.driver.CudaEvent;
 import io.moe4j.backend.cuda.driver.CudaProbe;
 import io.moe4j.backend.cuda.driver.CudaRuntime;
-import io.moe4j.backend.cuda.driver.DeviceBuffer;
 import io.moe4j.routing.Router;
 import io.moe4j.routing.RouterKind;
 import io.moe4j.routing.RouterSpec;
@@ -72,12 +71,12 @@ public final class CudaRouterBench {
     }
 
     /**
-     * Median GPU time of the two routing kernels, microseconds: events around them, behind a 256 MiB memset so that
-     * the host's submission is not in the span.
+     * Median GPU time of the two routing kernels, microseconds: events around them, behind a busy wait so that the
+     * host's submission is not in the span.
      */
     private static double kernelMicros(CudaEngine engine, CudaRouter device, float[] x, int tokens) {
-        try (CudaEvent start = engine.context().createEvent(); CudaEvent end = engine.context().createEvent();
-                DeviceBuffer lead = engine.context().allocate(256L << 20)) {
+        BusyLead lead = new BusyLead(engine);
+        try (CudaEvent start = engine.context().createEvent(); CudaEvent end = engine.context().createEvent()) {
             double[] us = new double[21];
             for (int i = 0; i < us.length; i++) {
                 device.route(x, tokens, start, end, lead);
