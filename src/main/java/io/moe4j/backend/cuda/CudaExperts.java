@@ -34,6 +34,8 @@ import java.util.List;
 final class CudaExperts implements Experts {
     private static final int ROW_THREADS = 256;
     private static final int MAX_GRID_Y = 65535;
+    /** Blocks of the copy-in kernel: enough loads in flight to cover the bus latency for a few hundred KB. */
+    private static final int COPY_IN_BLOCKS = 128;
 
     private final ExpertWeights w;
     private final CudaEngine engine;
@@ -216,22 +218,31 @@ final class CudaExperts implements Experts {
         System.arraycopy(plan.routes(false), 0, routes, 2 * pairs, 2 * pairs);
 
         long xBytes = 4L * tokens * h;
+        long xPadded = (xBytes + 15) & ~15L; // the staged spans stay 16-byte aligned (float4 rows, int4 metadata)
         long outBytes = xBytes;
         long metaBytes = meta.bytes();
         long routeBytes = 4L * routes.length;
-        MemorySegment staging = ws.pinned(xBytes + metaBytes + routeBytes + outBytes);
+        long inBytes = xPadded + metaBytes + routeBytes;
+        MemorySegment staging = ws.pinned(inBytes + outBytes);
         HostCopy.toSegment(x, staging, tokens * h);
-        meta.write(staging.asSlice(xBytes, metaBytes));
-        MemorySegment.copy(routes, 0, staging, JAVA_INT, xBytes + metaBytes, routes.length);
-        MemorySegment outHost = staging.asSlice(xBytes + metaBytes + routeBytes, outBytes);
+        meta.write(staging.asSlice(xPadded, metaBytes));
+        MemorySegment.copy(routes, 0, staging, JAVA_INT, xPadded + metaBytes, routes.length);
+        MemorySegment outHost = staging.asSlice(inBytes, outBytes);
 
+        boolean stages = timing != null && !timing.stages().isEmpty();
+        boolean graphed = pairs <= GRAPH_MAX_PAIRS && !stages;
+        // Small batches move their inputs and output through the bus from the kernels themselves (mapped pinned
+        // memory): copy-engine transfers each took a few microseconds to start, longer than the bytes take.
+        boolean mapped = graphed && tuning.mappedTransfers();
         CudaStream stream = ws.stream();
-        DeviceBuffer dx = ws.buffer(Slot.X, xBytes);
+        DeviceBuffer dx = ws.buffer(Slot.X, xPadded);
         DeviceBuffer dmeta = ws.buffer(Slot.META, metaBytes);
         DeviceBuffer droutes = ws.buffer(Slot.ROUTES, routeBytes);
-        dx.copyFromAsync(staging.asSlice(0, xBytes), 0, stream);
-        dmeta.copyFromAsync(staging.asSlice(xBytes, metaBytes), 0, stream);
-        droutes.copyFromAsync(staging.asSlice(xBytes + metaBytes, routeBytes), 0, stream);
+        if (!mapped) {
+            dx.copyFromAsync(staging.asSlice(0, xBytes), 0, stream);
+            dmeta.copyFromAsync(staging.asSlice(xPadded, metaBytes), 0, stream);
+            droutes.copyFromAsync(staging.asSlice(xPadded + metaBytes, routeBytes), 0, stream);
+        }
         long m = dmeta.pointer();
         int pitch1 = tile1 ? 64 * ((Mxfp4Matrix) w13).blockPairs() : h;
         int pitch2 = tile2 ? 64 * ((Mxfp4Matrix) w2).blockPairs() : w.intermediate();
@@ -242,11 +253,13 @@ final class CudaExperts implements Experts {
         DeviceBuffer exp2 = tile2 ? ws.buffer(Slot.EXP2, 4L * pairs) : null;
         DeviceBuffer y = ws.buffer(Slot.Y, 4L * pairs * h);
         DeviceBuffer dout = ws.buffer(Slot.OUT, outBytes);
-        Launch launch = new Launch(tokens, pairs, plan.topK(), weightOnInput, direct1, tile1, tile2, dx, in1, exp1,
-                pitch1, hbuf, act, exp2, pitch2, y, dout, droutes, m + offToken, m + offExpert, m + offWeight,
-                m + offTokenPair, m + offTokenWeight, m + offIdentity, m + offBatches1, batches1.length / 4, tb1,
-                m + offBatches2, batches2.length / 4, tb2, m + offTiles, mtiles.length / 4, tileTokens,
-                m + offPieces, gemvPieces.length / 4);
+        Transfers transfers = mapped ? new Transfers(staging.address(), (int) (xPadded / 4), (int) (metaBytes / 4),
+                (int) (routeBytes / 4), outHost.address()) : null;
+        Launch launch = new Launch(transfers, tokens, pairs, plan.topK(), weightOnInput, direct1, tile1, tile2, dx, in1,
+                exp1, pitch1, hbuf, act, exp2, pitch2, y, dout, droutes, dmeta, m + offToken, m + offExpert,
+                m + offWeight, m + offTokenPair, m + offTokenWeight, m + offIdentity, m + offBatches1,
+                batches1.length / 4, tb1, m + offBatches2, batches2.length / 4, tb2, m + offTiles, mtiles.length / 4,
+                tileTokens, m + offPieces, gemvPieces.length / 4);
 
         if (timing != null) {
             if (timing.lead() != null) {
@@ -254,8 +267,7 @@ final class CudaExperts implements Experts {
             }
             timing.start().record(stream);
         }
-        boolean stages = timing != null && !timing.stages().isEmpty();
-        if (pairs <= GRAPH_MAX_PAIRS && !stages) {
+        if (graphed) {
             // Small batches are launch-bound: the same launch sequence (same shapes and buffers) is recorded once
             // into a graph and replayed, one launch instead of five. Only the data the sequence reads changes.
             Workspace.Replay replay = ws.replay(launch);
@@ -273,7 +285,9 @@ final class CudaExperts implements Experts {
         if (timing != null) {
             timing.end().record(stream);
         }
-        dout.copyToAsync(outHost, 0, stream);
+        if (!mapped) {
+            dout.copyToAsync(outHost, 0, stream);
+        }
         stream.synchronize();
         HostCopy.fromSegment(outHost, out, tokens * h);
     }
@@ -282,15 +296,22 @@ final class CudaExperts implements Experts {
     static final int GRAPH_MAX_PAIRS = 256;
 
     /**
+     * A small batch's transfers through mapped pinned memory: the staged inputs at {@code hostIn} (x padded to 16
+     * bytes, the plan's arrays, the routes; lengths in 32-bit words) and the output at {@code hostOut}.
+     */
+    record Transfers(long hostIn, int xWords, int metaWords, int routeWords, long hostOut) {
+    }
+
+    /**
      * Everything one call's kernels read: shapes, paths and device addresses. Two calls with equal launches
      * enqueue identical kernels, which is what makes a recorded graph replayable.
      */
-    record Launch(int tokens, int pairs, int topK, boolean weightOnInput, boolean direct1, boolean tile1,
-            boolean tile2, DeviceBuffer x, DeviceBuffer in1, DeviceBuffer exp1, int pitch1, DeviceBuffer h,
-            DeviceBuffer act, DeviceBuffer exp2, int pitch2, DeviceBuffer y, DeviceBuffer out, DeviceBuffer routes,
-            long pairToken, long pairExpert, long pairWeight, long tokenPair, long tokenWeight, long identity,
-            long batches1, int batchCount1, int tb1, long batches2, int batchCount2, int tb2, long mtiles,
-            int mtileCount, int tileTokens, long pieces, int pieceCount) {
+    record Launch(Transfers transfers, int tokens, int pairs, int topK, boolean weightOnInput, boolean direct1,
+            boolean tile1, boolean tile2, DeviceBuffer x, DeviceBuffer in1, DeviceBuffer exp1, int pitch1,
+            DeviceBuffer h, DeviceBuffer act, DeviceBuffer exp2, int pitch2, DeviceBuffer y, DeviceBuffer out,
+            DeviceBuffer routes, DeviceBuffer meta, long pairToken, long pairExpert, long pairWeight, long tokenPair,
+            long tokenWeight, long identity, long batches1, int batchCount1, int tb1, long batches2, int batchCount2,
+            int tb2, long mtiles, int mtileCount, int tileTokens, long pieces, int pieceCount) {
     }
 
     /** Enqueues the call's kernels; records an event after each of the five stages when {@code stages} is given. */
@@ -298,6 +319,17 @@ final class CudaExperts implements Experts {
         int h = w.hidden();
         int inter = w.intermediate();
         int rows13 = w.w13().rows();
+        Transfers mapped = l.transfers();
+        if (mapped != null) {
+            int words = mapped.xWords() + mapped.metaWords() + mapped.routeWords();
+            try (Arena arena = Arena.ofConfined()) {
+                KernelArgs args = new KernelArgs(arena).pointer(mapped.hostIn()).pointer(l.x())
+                        .i32(mapped.xWords()).pointer(l.meta()).i32(mapped.metaWords()).pointer(l.routes())
+                        .i32(mapped.routeWords());
+                int blocks = Math.min(COPY_IN_BLOCKS, Math.ceilDiv(words, ROW_THREADS));
+                rows("moe_copy_in").function().launch(blocks, 1, 1, ROW_THREADS, 1, 1, 0, stream, args);
+            }
+        }
         if (!l.direct1()) {
             KernelCache.Kernel k = rows("moe_prepare_rows");
             try (Arena arena = Arena.ofConfined()) {
@@ -335,7 +367,7 @@ final class CudaExperts implements Experts {
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(l.y()).i32(h).pointer(l.tokenPair())
                     .pointer(l.tokenWeight()).i32(l.topK()).pointer(l.pairExpert()).pointer(pointerOf(bias2))
-                    .i32(l.weightOnInput() ? 1 : 0).pointer(l.out());
+                    .i32(l.weightOnInput() ? 1 : 0).pointer(mapped != null ? mapped.hostOut() : l.out().pointer());
             int columnsPerThread = h % 4 == 0 ? 4 : 1; // as moe_combine picks
             rows("moe_combine").function().launch(l.tokens(), Math.ceilDiv(h, columnsPerThread * ROW_THREADS), 1,
                     ROW_THREADS, 1, 1, 0, stream, args);

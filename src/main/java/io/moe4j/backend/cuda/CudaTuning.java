@@ -19,9 +19,11 @@ import java.util.regex.Pattern;
  * @param unitsWarps            CUDA-core GEMM: warps per block
  * @param gemvPiecePairs        MXFP4 GEMV: blocks take up to four pairs of one expert (one decode of its weights)
  *                              when the pieces average at least this many pairs; infinity never
+ * @param mappedTransfers       graph-replayed (small) batches read their staged inputs and write their output
+ *                              through mapped pinned memory from kernels, instead of copy-engine transfers
  */
 public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTilesPerWarp, int tileTokens,
-        WgmmaTile wgmma, int unitsRows, int unitsWarps, double gemvPiecePairs) {
+        WgmmaTile wgmma, int unitsRows, int unitsWarps, double gemvPiecePairs, boolean mappedTransfers) {
 
     /**
      * Shape of gemm_mxfp4_wgmma.cu's blocks.
@@ -80,13 +82,14 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
     }
 
     public static CudaTuning defaults() {
-        return new CudaTuning(4, 4, 2, 64, new WgmmaTile(2, 128, 1, 4), 2, 8, 2.0);
+        return new CudaTuning(4, 4, 2, 64, new WgmmaTile(2, 128, 1, 4), 2, 8, 2.0, true);
     }
 
     /**
      * The defaults with overrides from {@code -Dmoe4j.cuda.tileMinPairs=N}, {@code -Dmoe4j.cuda.tile=...} (see
      * {@link #withTile}) and {@code -Dmoe4j.cuda.units=RxW} (CUDA-core GEMM rows per warp x warps per block), e.g.
-     * {@code 2x8}, and {@code -Dmoe4j.cuda.gemvPiecePairs=F} (see {@link #gemvPiecePairs}; "Infinity" turns pieces off).
+     * {@code 2x8}, {@code -Dmoe4j.cuda.gemvPiecePairs=F} (see {@link #gemvPiecePairs}; "Infinity" turns pieces off)
+     * and {@code -Dmoe4j.cuda.transfers=copy|mapped} (see {@link #mappedTransfers}).
      */
     public static CudaTuning fromSystemProperties() {
         CudaTuning t = defaults();
@@ -106,12 +109,21 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
         if (pieces != null && !pieces.isBlank()) {
             t = t.withGemvPiecePairs(Double.parseDouble(pieces.trim()));
         }
+        String transfers = System.getProperty("moe4j.cuda.transfers");
+        if (transfers != null && !transfers.isBlank()) {
+            t = switch (transfers.trim()) {
+                case "mapped" -> t.withMappedTransfers(true);
+                case "copy" -> t.withMappedTransfers(false);
+                default -> throw new IllegalArgumentException("-Dmoe4j.cuda.transfers=" + transfers
+                        + ": expected mapped or copy");
+            };
+        }
         return t;
     }
 
     public CudaTuning withTileMinPairsPerExpert(int pairs) {
         return new CudaTuning(pairs, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows, unitsWarps,
-                gemvPiecePairs);
+                gemvPiecePairs, mappedTransfers);
     }
 
     /**
@@ -123,21 +135,21 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
         Matcher m = MMA_SYNC.matcher(spec);
         if (m.matches()) {
             return new CudaTuning(tileMinPairsPerExpert, Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
-                    Integer.parseInt(m.group(3)), null, unitsRows, unitsWarps, gemvPiecePairs);
+                    Integer.parseInt(m.group(3)), null, unitsRows, unitsWarps, gemvPiecePairs, mappedTransfers);
         }
         m = WGMMA.matcher(spec);
         if (m.matches()) {
             WgmmaTile w = new WgmmaTile(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
                     m.group(3) == null ? 1 : Integer.parseInt(m.group(3)), m.group(4) == null ? 4 : Integer.parseInt(m.group(4)));
             return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, w, unitsRows,
-                    unitsWarps, gemvPiecePairs);
+                    unitsWarps, gemvPiecePairs, mappedTransfers);
         }
         throw new IllegalArgumentException("tile variant " + spec + " is neither wNtNnN (mma.sync) nor gNnN[mN][sN] (wgmma)");
     }
 
     public CudaTuning withGemvPiecePairs(double pairs) {
         return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows,
-                unitsWarps, pairs);
+                unitsWarps, pairs, mappedTransfers);
     }
 
     /** "2x8": 2 rows per warp, 8 warps per block. */
@@ -151,7 +163,12 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
 
     public CudaTuning withUnits(int rows, int warps) {
         return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, rows, warps,
-                gemvPiecePairs);
+                gemvPiecePairs, mappedTransfers);
+    }
+
+    public CudaTuning withMappedTransfers(boolean mapped) {
+        return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows,
+                unitsWarps, gemvPiecePairs, mapped);
     }
 
     /** The prefill kernel's spec as {@link #withTile} reads it: the wgmma one where set. */

@@ -273,6 +273,39 @@ class CudaBackendTest {
     }
 
     @Test
+    void mappedTransfersMatchCopyEngineTransfers() {
+        // Small batches read their inputs and write their output through mapped pinned memory from kernels; the
+        // copy-engine path must give the same bits. H = 77 leaves x unaligned to 16 bytes (the staging pads it); the
+        // router weight on the input takes the row-preparation path; each backend is called several times, so the
+        // graph of the call is recorded and replayed, and the last call is larger than the graph limit.
+        try (Arena arena = Arena.ofShared()) {
+            SplittableRandom rnd = new SplittableRandom(2026);
+            Layout bf16 = Layout.dense(WeightFormat.BF16, CodeType.BF16);
+            Layout mxfp4 = Layout.scaled("mxfp4", WeightFormat.MXFP4, CodeType.FP4_E2M1, ScaleType.E8M0, 1, 32);
+            for (Layout layout : List.of(bf16, mxfp4)) {
+                int[] size = sizes(layout);
+                ExpertWeights w = RandomWeights.layer(arena, rnd, layout, 6, size[0], size[1], Activation.SWIGLU_OAI,
+                        GateLayout.INTERLEAVED, true, ActivationQuant.NONE, ActivationQuant.NONE);
+                try (Experts mapped = new CudaBackend(GEMV).prepare(w, new ExecutionOptions(1));
+                        Experts copied = new CudaBackend(GEMV.withMappedTransfers(false)).prepare(w,
+                                new ExecutionOptions(1))) {
+                    int[] tokens = {1, 1, 1, 3, 3, 3, 1, CudaExperts.GRAPH_MAX_PAIRS};
+                    for (int call = 0; call < tokens.length; call++) {
+                        Routing r = RandomWeights.routing(rnd, tokens[call], 2, 6, call % 2 == 1);
+                        float[] x = RandomWeights.gaussian(rnd, r.tokens() * w.hidden(), 1.0);
+                        float[] a = new float[x.length];
+                        float[] b = new float[x.length];
+                        Arrays.fill(a, Float.NaN);
+                        mapped.forward(x, r.tokens(), r, a);
+                        copied.forward(x, r.tokens(), r, b);
+                        assertThat(a).as("%s call %d", layout.name(), call).doesNotContain(Float.NaN).isEqualTo(b);
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
     void replayedGraphsFollowEachCallsRouting() {
         // One backend called again and again with batches of one size and different routings (graph recording and
         // replay in its workspace): each call must match a fresh backend's answer for its routing.
