@@ -166,7 +166,7 @@ public final class CudaBackend implements Backend, BackendTraits.Provider {
                     "routing on the host: " + reason);
             return router;
         }
-        return CudaRouter.upload(CudaEngine.shared(), router);
+        return CudaRouter.upload(CudaEngine.shared(), router, tuning.mappedTransfers());
     }
 
     /** Where the cuda backend routes tokens: {@code device} (default) or {@code host}. */

@@ -35,6 +35,8 @@ final class CudaRouter implements TokenRouter {
     private static final int TILE = 64;
     /** Column slices of the tile kernel are at least this many columns (the slices' partial sums cost a pass). */
     private static final int MIN_SLICE = 128;
+    /** Blocks of the copy-in kernel (x of up to 16 tokens: a few hundred KB at most). */
+    private static final int COPY_IN_BLOCKS = 64;
 
     private final RouterSpec spec;
     private final int hidden;
@@ -45,10 +47,12 @@ final class CudaRouter implements TokenRouter {
     private final KernelCache.Kernel rows;
     private final KernelCache.Kernel tile;
     private final KernelCache.Kernel select;
+    /** Decode batches' copy of x through mapped pinned memory (CudaTuning.mappedTransfers), or null. */
+    private final KernelCache.Kernel copyIn;
     private final WorkspacePool pool;
 
     private CudaRouter(RouterSpec spec, int hidden, CudaEngine engine, DeviceBuffer weight, DeviceBuffer bias,
-            DeviceBuffer correction) {
+            DeviceBuffer correction, boolean mappedTransfers) {
         this.spec = spec;
         this.hidden = hidden;
         this.engine = engine;
@@ -60,6 +64,7 @@ final class CudaRouter implements TokenRouter {
         this.rows = engine.kernels().get("router.cu", "moe_router_logits_rows", List.of());
         this.tile = engine.kernels().get("router.cu", "moe_router_logits_tile", List.of());
         this.select = engine.kernels().get("router.cu", "moe_router_select", List.of());
+        this.copyIn = mappedTransfers ? engine.kernels().get("moe_rows.cu", "moe_copy_in", List.of()) : null;
     }
 
     /** Why the device router cannot take this router, or null when it can. */
@@ -76,8 +81,12 @@ final class CudaRouter implements TokenRouter {
         return null;
     }
 
-    /** Uploads the router's weights; the caller checked {@link #unsupportedReason}. */
-    static CudaRouter upload(CudaEngine engine, Router router) {
+    /**
+     * Uploads the router's weights; the caller checked {@link #unsupportedReason}. With {@code mappedTransfers},
+     * decode batches (up to {@link #ROW_TOKENS} tokens) copy x in with a kernel and write their choices straight
+     * to pinned host memory, as the experts' small batches do, instead of two copy-engine transfers.
+     */
+    static CudaRouter upload(CudaEngine engine, Router router, boolean mappedTransfers) {
         String reason = unsupportedReason(router.spec());
         if (reason != null) {
             throw new IllegalArgumentException(reason);
@@ -89,7 +98,7 @@ final class CudaRouter implements TokenRouter {
             w = CudaBackend.floats(engine.context(), router.weight());
             b = CudaBackend.floats(engine.context(), router.bias());
             c = CudaBackend.floats(engine.context(), router.correction());
-            return new CudaRouter(router.spec(), router.hidden(), engine, w, b, c); // compiles the kernels
+            return new CudaRouter(router.spec(), router.hidden(), engine, w, b, c, mappedTransfers); // compiles them
         } catch (RuntimeException e) {
             for (DeviceBuffer d : new DeviceBuffer[] {w, b, c}) {
                 if (d != null) {
@@ -140,14 +149,26 @@ final class CudaRouter implements TokenRouter {
         int slices = tokens <= ROW_TOKENS ? 1 : slices(tokens);
         DeviceBuffer logits = ws.buffer(Slot.LOGITS, 8L * slices * tokens * e);
         DeviceBuffer choices = ws.buffer(Slot.CHOICES, 2 * choiceBytes);
-        dx.copyFromAsync(staging.asSlice(0, xBytes), 0, stream);
+        MemorySegment out = staging.asSlice(xBytes, 2 * choiceBytes);
+        boolean mapped = copyIn != null && tokens <= ROW_TOKENS;
+        if (!mapped) {
+            dx.copyFromAsync(staging.asSlice(0, xBytes), 0, stream);
+        }
         if (lead != null) {
             lead.enqueue(stream);
         }
         if (start != null) {
             start.record(stream);
         }
+        long choiceOut = mapped ? out.address() : choices.pointer();
         try (Arena arena = Arena.ofConfined()) {
+            if (mapped) {
+                int words = tokens * hidden;
+                KernelArgs copyArgs = new KernelArgs(arena).pointer(staging.address()).pointer(dx).i32(words)
+                        .pointer(0L).i32(0).pointer(0L).i32(0);
+                copyIn.function().launch(Math.min(COPY_IN_BLOCKS, Math.ceilDiv(words, 256)), 1, 1, 256, 1, 1, 0,
+                        stream, copyArgs);
+            }
             KernelArgs logitArgs = new KernelArgs(arena).pointer(dx).pointer(weight).pointer(logits).i32(tokens)
                     .i32(e).i32(hidden);
             if (tokens <= ROW_TOKENS) {
@@ -157,8 +178,8 @@ final class CudaRouter implements TokenRouter {
                         stream, logitArgs);
             }
             KernelArgs selectArgs = new KernelArgs(arena).pointer(logits).i32(slices)
-                    .pointer(CudaExperts.pointerOf(bias)).pointer(CudaExperts.pointerOf(correction)).pointer(choices)
-                    .pointer(choices.pointer() + choiceBytes).i32(tokens).i32(e).i32(k).i32(kindCode(spec.kind()))
+                    .pointer(CudaExperts.pointerOf(bias)).pointer(CudaExperts.pointerOf(correction)).pointer(choiceOut)
+                    .pointer(choiceOut + choiceBytes).i32(tokens).i32(e).i32(k).i32(kindCode(spec.kind()))
                     .i32(spec.renormalize() ? 1 : 0).i32(spec.groups()).i32(spec.topkGroups())
                     .f64(spec.routedScalingFactor());
             int shared = SELECT_WARPS * 3 * 8 * e;
@@ -168,8 +189,9 @@ final class CudaRouter implements TokenRouter {
         if (end != null) {
             end.record(stream);
         }
-        MemorySegment out = staging.asSlice(xBytes, 2 * choiceBytes);
-        choices.copyToAsync(out, 0, stream);
+        if (!mapped) {
+            choices.copyToAsync(out, 0, stream);
+        }
         stream.synchronize();
         int[] ids = new int[tokens * k];
         float[] weights = new float[tokens * k];

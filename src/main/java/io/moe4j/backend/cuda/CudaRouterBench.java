@@ -49,7 +49,7 @@ public final class CudaRouterBench {
             Router host = new Router(s.spec(), s.hidden(), gaussian(rnd, e * s.hidden(), 0.02),
                     s.spec().kind() == RouterKind.TOPK_SOFTMAX ? gaussian(rnd, e, 0.5) : null,
                     s.spec().kind() == RouterKind.SIGMOID_GROUPED_TOPK ? gaussian(rnd, e, 0.01) : null);
-            try (CudaRouter device = CudaRouter.upload(engine, host)) {
+            try (CudaRouter device = CudaRouter.upload(engine, host, CudaTuning.fromSystemProperties().mappedTransfers())) {
                 for (int tokens : tokenCounts) {
                     float[] x = gaussian(rnd, tokens * s.hidden(), 1.0);
                     double hostUs = Double.NaN;

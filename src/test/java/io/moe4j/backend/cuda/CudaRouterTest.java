@@ -56,12 +56,17 @@ class CudaRouterTest {
         Router host = new Router(spec, hidden, gaussian(rnd, spec.numExperts() * hidden, 0.05),
                 bias ? gaussian(rnd, spec.numExperts(), 0.5) : null,
                 correction ? gaussian(rnd, spec.numExperts(), 0.1) : null);
-        try (TokenRouter device = new CudaBackend().prepareRouter(host)) {
-            assertThat(device).isInstanceOf(CudaRouter.class);
-            assertThat(device.where()).startsWith("cuda");
-            for (int tokens : new int[] {1, 3, 16, 17, 130}) { // both logits kernels, partial tiles
-                float[] x = gaussian(rnd, tokens * hidden, 1.0);
-                assertSameRouting(device.route(x, tokens), host.route(x, tokens), name + ", " + tokens + " tokens");
+        // decode batches with x and the choices through mapped pinned memory (default) and through copies
+        for (boolean mapped : new boolean[] {true, false}) {
+            CudaBackend backend = new CudaBackend(CudaTuning.defaults().withMappedTransfers(mapped));
+            try (TokenRouter device = backend.prepareRouter(host)) {
+                assertThat(device).isInstanceOf(CudaRouter.class);
+                assertThat(device.where()).startsWith("cuda");
+                for (int tokens : new int[] {1, 3, 16, 17, 130}) { // both logits kernels, partial tiles
+                    float[] x = gaussian(rnd, tokens * hidden, 1.0);
+                    assertSameRouting(device.route(x, tokens), host.route(x, tokens),
+                            name + ", " + tokens + " tokens" + (mapped ? "" : ", copies"));
+                }
             }
         }
     }
