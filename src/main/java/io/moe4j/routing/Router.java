@@ -73,8 +73,45 @@ public final class Router implements TokenRouter {
     /** Routes {@code tokens} rows of {@code x} ([T, H], row-major). */
     @Override
     public Routing route(float[] x, int tokens) {
+        return select(logits(x, tokens), tokens);
+    }
+
+    /**
+     * The router's logits for {@code tokens} rows of {@code x}: [T, E] row-major, bias added; each a float64 sum
+     * over the columns in order. What {@link #select} takes.
+     */
+    public double[] logits(float[] x, int tokens) {
+        checkInput(x, tokens);
+        int e = spec.numExperts();
+        double[] out = new double[tokens * e];
+        for (int t = 0; t < tokens; t++) {
+            logits(x, t, out, t * e);
+        }
+        return out;
+    }
+
+    /**
+     * Refuses a batch that {@code x} cannot hold (a longer x is fine: its first T rows are routed). Routers that
+     * compute the logits their own way call it so that a bad call fails the same way everywhere.
+     */
+    public void checkInput(float[] x, int tokens) {
+        if (tokens < 0 || x.length < (long) tokens * hidden) {
+            throw new IllegalArgumentException("x must hold " + tokens + " x " + hidden + " values, has " + x.length);
+        }
+    }
+
+    /**
+     * Chooses each token's experts from its logits ([T, E] row-major, bias added, as {@link #logits} computes
+     * them): scores, DeepSeek's group mask, top-k with ties to the lower expert, weights, choices sorted by expert.
+     * Routers that compute the logits elsewhere share this selection, so the rules exist once.
+     */
+    public Routing select(double[] allLogits, int tokens) {
         int e = spec.numExperts();
         int k = spec.topK();
+        if (tokens < 0 || allLogits.length < (long) tokens * e) {
+            throw new IllegalArgumentException("logits must hold " + tokens + " x " + e + " values, has "
+                    + allLogits.length);
+        }
         int[] ids = new int[tokens * k];
         float[] weights = new float[tokens * k];
         double[] logits = new double[e];
@@ -83,7 +120,7 @@ public final class Router implements TokenRouter {
         int[] chosen = new int[k];
         double[] w = new double[k];
         for (int t = 0; t < tokens; t++) {
-            logits(x, t, logits);
+            System.arraycopy(allLogits, t * e, logits, 0, e);
             switch (spec.kind()) {
                 case SOFTMAX_TOPK -> {
                     softmax(logits, scores);
@@ -139,15 +176,15 @@ public final class Router implements TokenRouter {
         return new Routing(tokens, k, ids, weights, spec.weightOnInput());
     }
 
-    private void logits(float[] x, int t, double[] out) {
+    private void logits(float[] x, int t, double[] out, int outOff) {
         int base = t * hidden;
-        for (int i = 0; i < out.length; i++) {
+        for (int i = 0; i < spec.numExperts(); i++) {
             double acc = 0;
             int row = i * hidden;
             for (int c = 0; c < hidden; c++) {
                 acc += (double) weight[row + c] * x[base + c];
             }
-            out[i] = acc + (bias == null ? 0 : bias[i]);
+            out[outOff + i] = acc + (bias == null ? 0 : bias[i]);
         }
     }
 

@@ -2,6 +2,8 @@ package io.moe4j.routing;
 
 import org.junit.jupiter.api.Test;
 
+import java.util.SplittableRandom;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
@@ -102,5 +104,57 @@ class RouterTest {
         assertThatThrownBy(() -> RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 4, 5, true)).hasMessageContaining("top-k 5");
         assertThatThrownBy(() -> new RouterSpec(RouterKind.SIGMOID_GROUPED_TOPK, 6, 2, true, 4, 1, 1.0))
                 .hasMessageContaining("groups");
+    }
+
+    @Test
+    void logitsAreTheTokensTimesTheWeightPlusTheBias() {
+        float[] bias = {0.5f, -1f, 2f};
+        Router r = new Router(RouterSpec.simple(RouterKind.TOPK_SOFTMAX, 3, 2, false), 3, identity(3), bias, null);
+        float[] x = {0.25f, 3f, -1f, 7f, 0f, -2.5f};
+        double[] logits = r.logits(x, 2);
+        assertThat(logits).hasSize(6);
+        for (int i = 0; i < logits.length; i++) {
+            assertThat(logits[i]).isEqualTo((double) x[i] + bias[i % 3]);
+        }
+    }
+
+    /** route() is logits() then select(): a backend that computes the logits itself gets the same choices. */
+    @Test
+    void selectOnTheLogitsIsWhatRouteChooses() {
+        SplittableRandom rnd = new SplittableRandom(11);
+        int hidden = 24;
+        for (RouterSpec spec : new RouterSpec[] {
+                RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 16, 4, true),
+                RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 16, 4, false),
+                new RouterSpec(RouterKind.TOPK_SOFTMAX, 16, 3, true, 1, 1, 1.0),
+                new RouterSpec(RouterKind.SIGMOID_GROUPED_TOPK, 16, 4, true, 4, 2, 2.5),
+                RouterSpec.simple(RouterKind.SIGMOID_TOP1_ON_INPUT, 16, 1, false)}) {
+            Router r = new Router(spec, hidden, random(rnd, 16 * hidden), random(rnd, 16), random(rnd, 16));
+            float[] x = random(rnd, 5 * hidden);
+            Routing routed = r.route(x, 5);
+            Routing selected = r.select(r.logits(x, 5), 5);
+            assertThat(selected.ids()).as(spec.kind().toString()).containsExactly(routed.ids());
+            assertThat(selected.weights()).as(spec.kind().toString()).containsExactly(routed.weights());
+            assertThat(selected.weightOnInput()).isEqualTo(routed.weightOnInput());
+        }
+    }
+
+    @Test
+    void shortInputsAndLogitsAreRefused() {
+        Router r = new Router(RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 3, 2, true), 3, identity(3), null, null);
+        assertThatThrownBy(() -> r.route(new float[5], 2)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("x must hold 2 x 3 values, has 5");
+        assertThatThrownBy(() -> r.route(new float[3], -1)).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> r.select(new double[5], 2)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("logits must hold 2 x 3 values, has 5");
+        assertThat(r.route(new float[7], 2).tokens()).as("a longer x routes its first rows").isEqualTo(2);
+    }
+
+    private static float[] random(SplittableRandom rnd, int n) {
+        float[] v = new float[n];
+        for (int i = 0; i < n; i++) {
+            v[i] = (float) rnd.nextGaussian();
+        }
+        return v;
     }
 }
