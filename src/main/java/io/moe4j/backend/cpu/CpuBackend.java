@@ -9,6 +9,8 @@ import io.moe4j.backend.Support;
 import io.moe4j.backend.oracle.BackendTraits;
 import io.moe4j.quant.ExpertWeights;
 import io.moe4j.quant.WeightFormat;
+import io.moe4j.routing.Router;
+import io.moe4j.routing.TokenRouter;
 
 import java.util.Optional;
 
@@ -66,5 +68,14 @@ public final class CpuBackend implements Backend, BackendTraits.Provider {
     @Override
     public Experts prepare(ExpertWeights weights, ExecutionOptions options) {
         return new CpuExperts(weights, KernelSelection.select(), options.threads());
+    }
+
+    /**
+     * The router on the kernels the experts use ({@link CpuRouter}): the same choices as the host router, its logits
+     * summed in another order with the Vector API, or in plain Java where the experts run scalar.
+     */
+    @Override
+    public TokenRouter prepareRouter(Router router) {
+        return new CpuRouter(router, KernelSelection.select().routerLogits(router));
     }
 }

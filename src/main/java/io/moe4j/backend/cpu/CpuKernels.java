@@ -2,6 +2,7 @@ package io.moe4j.backend.cpu;
 
 import io.moe4j.kernel.Activation;
 import io.moe4j.kernel.GateLayout;
+import io.moe4j.routing.Router;
 
 /**
  * The numerical work of the CPU experts, in one implementation per instruction set: {@link ScalarKernels} in plain
@@ -33,4 +34,7 @@ interface CpuKernels {
      */
     void activate(Activation activation, GateLayout layout, float limit, int intermediate, float[] h, int hOff,
                   float[] out, int outOff);
+
+    /** The router's logits on these instructions, for {@link CpuRouter} (a copy of its weights, made once). */
+    RouterLogits routerLogits(Router router);
 }

@@ -4,6 +4,7 @@ import io.moe4j.format.E8m0;
 import io.moe4j.format.ElementFormat;
 import io.moe4j.kernel.Activation;
 import io.moe4j.kernel.GateLayout;
+import io.moe4j.routing.Router;
 
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -17,6 +18,11 @@ final class ScalarKernels implements CpuKernels {
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final int LANES = PanelMatrix.LANES;
+
+    @Override
+    public RouterLogits routerLogits(Router router) {
+        return new ScalarRouterLogits(router);
+    }
 
     @Override
     public String name() {

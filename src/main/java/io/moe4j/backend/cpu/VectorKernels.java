@@ -2,6 +2,7 @@ package io.moe4j.backend.cpu;
 
 import io.moe4j.kernel.Activation;
 import io.moe4j.kernel.GateLayout;
+import io.moe4j.routing.Router;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
@@ -26,6 +27,11 @@ final class VectorKernels implements CpuKernels {
      */
     static final int FUSED_TOKENS = 4;
     private final ScalarKernels scalar = new ScalarKernels();
+
+    @Override
+    public RouterLogits routerLogits(Router router) {
+        return new VectorRouterLogits(router);
+    }
 
     @Override
     public String name() {

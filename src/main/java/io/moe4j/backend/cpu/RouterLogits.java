@@ -1,0 +1,63 @@
+package io.moe4j.backend.cpu;
+
+import io.moe4j.routing.Router;
+
+/**
+ * A router's float64 logits for {@link CpuRouter}, one implementation per instruction set as for {@link CpuKernels}.
+ *
+ * <p>Every product of two floats is exact in double, so these sums differ from the host router's only in the order
+ * of the additions. Each token-expert dot product is summed in the <em>lane order</em>: four partial sums, sum j
+ * over the columns c = j (mod 4) below the last whole group of four, each in column order; folded as
+ * ((s0 + s1) + s2) + s3; then the last H mod 4 columns in order; then the bias. The order depends on nothing but H:
+ * not on the batch, the tile a pair falls in, the thread, or the instruction set, so the scalar and vector logits
+ * are bit-identical and a token routes the same alone or in a batch.
+ */
+abstract class RouterLogits {
+    /** The lanes of the lane order: four float64 lanes, one 256-bit vector. */
+    static final int LANES = 4;
+
+    final int experts;
+    final int hidden;
+    final float[] weight;
+    final float[] bias;
+
+    RouterLogits(Router router) {
+        this.experts = router.spec().numExperts();
+        this.hidden = router.hidden();
+        this.weight = router.weight();
+        this.bias = router.bias();
+    }
+
+    /** "vector" or "scalar". */
+    abstract String name();
+
+    /** out[t·E + e] = the logit of expert e for row t of x, for t < tokens (the caller checked x's length). */
+    abstract void compute(float[] x, int tokens, double[] out);
+
+    /** One logit in the lane order, in plain Java: the definition, and the vector kernels' odd expert. */
+    final double dot(float[] x, int xOff, int e) {
+        int row = e * hidden;
+        int whole = hidden & -LANES;
+        double s0 = 0;
+        double s1 = 0;
+        double s2 = 0;
+        double s3 = 0;
+        for (int c = 0; c < whole; c += LANES) {
+            s0 += (double) weight[row + c] * x[xOff + c];
+            s1 += (double) weight[row + c + 1] * x[xOff + c + 1];
+            s2 += (double) weight[row + c + 2] * x[xOff + c + 2];
+            s3 += (double) weight[row + c + 3] * x[xOff + c + 3];
+        }
+        return finish(s0, s1, s2, s3, x, xOff, e);
+    }
+
+    /** The end of a dot product in the lane order: the four lanes folded, the last columns, the bias. */
+    final double finish(double s0, double s1, double s2, double s3, float[] x, int xOff, int e) {
+        int row = e * hidden;
+        double acc = ((s0 + s1) + s2) + s3;
+        for (int c = hidden & -LANES; c < hidden; c++) {
+            acc += (double) weight[row + c] * x[xOff + c];
+        }
+        return acc + (bias == null ? 0 : bias[e]);
+    }
+}
