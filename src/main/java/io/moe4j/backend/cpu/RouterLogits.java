@@ -34,7 +34,7 @@ abstract class RouterLogits {
     /** out[t·E + e] = the logit of expert e for row t of x, for t < tokens (the caller checked x's length). */
     abstract void compute(float[] x, int tokens, double[] out);
 
-    /** One logit in the lane order, in plain Java: the definition, and the vector kernels' odd expert. */
+    /** One logit in the lane order, in plain Java: the definition, and both kernels' odd expert. */
     final double dot(float[] x, int xOff, int e) {
         int row = e * hidden;
         int whole = hidden & -LANES;
