@@ -3,6 +3,7 @@ package io.moe4j.layer;
 import io.moe4j.MoeException;
 import io.moe4j.cli.ForwardJob;
 import io.moe4j.conformance.ConformanceCases;
+import io.moe4j.routing.Routing;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -10,6 +11,12 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+import java.util.logging.SimpleFormatter;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
 
@@ -164,6 +171,49 @@ class MoeLayerTest {
             } else {
                 System.setProperty("moe4j.mxfp4.activation", old);
             }
+        }
+    }
+
+    /** A cpu layer routes on its backend's router, says so in the log, and chooses what the host router chooses. */
+    @Test
+    void cpuLayerRoutesOnTheBackendsRouter() {
+        List<String> log = new CopyOnWriteArrayList<>();
+        Handler capture = new Handler() {
+            @Override
+            public void publish(LogRecord r) {
+                log.add(new SimpleFormatter().formatMessage(r));
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        Logger jul = Logger.getLogger(MoeLayer.class.getName());
+        jul.addHandler(capture);
+        try {
+            for (String name : List.of("deepseek_bf16_grouped", "gptoss_bf16", "llama4_bf16_top1")) {
+                float[] x = input(name);
+                Path dir = ConformanceCases.dir(name);
+                log.clear();
+                try (MoeLayer cpu = MoeLayer.load(dir, 0, EMU.withBackend("cpu"));
+                     MoeLayer host = MoeLayer.load(dir, 0, EMU)) {
+                    int t = x.length / cpu.config().hidden();
+                    Routing got = cpu.forward(x, t).routing();
+                    Routing want = host.forward(x, t).routing();
+                    assertThat(got.ids()).as(name).containsExactly(want.ids());
+                    for (int i = 0; i < want.weights().length; i++) {
+                        assertThat(got.weights()[i]).as(name).isCloseTo(want.weights()[i],
+                                within(2e-7f * Math.abs(want.weights()[i]) + 1e-30f));
+                    }
+                }
+                assertThat(log).as(name).anyMatch(l -> l.startsWith("layer 0: router on cpu ("));
+            }
+        } finally {
+            jul.removeHandler(capture);
         }
     }
 }
