@@ -32,8 +32,6 @@ public final class CpuRouterBench {
             new Shape("qwen3-30b-a3b", RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 128, 8, true), 2048),
             new Shape("deepseek-v3", new RouterSpec(RouterKind.SIGMOID_GROUPED_TOPK, 256, 8, true, 8, 4, 2.5), 7168),
         };
-        System.out.printf("%-14s %6s %12s %12s %12s %8s %10s %s%n", "router", "T", "host us", "scalar us", "cpu us",
-                "ratio", "cpu GMAC/s", "same experts");
         for (Shape s : shapes) {
             SplittableRandom rnd = new SplittableRandom(2026);
             int e = s.spec().numExperts();
@@ -44,6 +42,8 @@ public final class CpuRouterBench {
                     TokenRouter scalar = new CpuRouter(host, new ScalarRouterLogits(host))) {
                 if (s == shapes[0]) {
                     System.out.println("cpu router: " + cpu.where());
+                    System.out.printf("%-14s %6s %12s %12s %12s %8s %10s %s%n", "router", "T", "host us", "scalar us",
+                            "cpu us", "ratio", "cpu GMAC/s", "same experts");
                 }
                 for (int tokens : tokenCounts) {
                     float[] x = gaussian(rnd, tokens * s.hidden(), 1.0);
