@@ -7,7 +7,7 @@ import io.moe4j.routing.TokenRouter;
 /**
  * A layer's {@link Router} for the cpu backend: the float64 logits from {@link RouterLogits} (Vector API or plain
  * Java, chosen like the experts' kernels), then the host router's own selection. The host computes each logit as
- * one serial chain of adds over H (gpt-oss ~90 us a token, DeepSeek-V3 ~3 ms), longer than the experts in some
+ * one serial chain of adds over H (gpt-oss ~90 us a token, DeepSeek-V3 ~1.8 ms), longer than the experts in some
  * cases. Single-threaded, so the logits cannot depend on a thread count: at ~8 GMAC/s, DeepSeek-V3's router at 256
  * tokens (470 M multiply-adds, ~60 ms) is a few percent of its experts' ~90 G, and router threads would compete with
  * the experts' pool for the same cores. Thread-safe and immutable.
