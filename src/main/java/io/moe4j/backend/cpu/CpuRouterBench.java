@@ -1,11 +1,11 @@
 package io.moe4j.backend.cpu;
 
+import io.moe4j.bench.RouterPreset;
 import io.moe4j.routing.Router;
-import io.moe4j.routing.RouterKind;
-import io.moe4j.routing.RouterSpec;
 import io.moe4j.routing.Routing;
 import io.moe4j.routing.TokenRouter;
 import java.util.Arrays;
+import java.util.List;
 import java.util.SplittableRandom;
 
 /**
@@ -18,8 +18,6 @@ import java.util.SplittableRandom;
  * <p>Usage: {@code CpuRouterBench [tokens,...]}, default {@code 1,16,256}.
  */
 public final class CpuRouterBench {
-    private record Shape(String name, RouterSpec spec, int hidden) {
-    }
 
     private CpuRouterBench() {
     }
@@ -27,26 +25,20 @@ public final class CpuRouterBench {
     public static void main(String[] args) {
         int[] tokenCounts = args.length > 0 ? Arrays.stream(args[0].split(",")).mapToInt(Integer::parseInt).toArray()
                 : new int[] {1, 16, 256};
-        Shape[] shapes = {
-            new Shape("gpt-oss-20b", new RouterSpec(RouterKind.TOPK_SOFTMAX, 32, 4, true, 1, 1, 1.0), 2880),
-            new Shape("qwen3-30b-a3b", RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 128, 8, true), 2048),
-            new Shape("deepseek-v3", new RouterSpec(RouterKind.SIGMOID_GROUPED_TOPK, 256, 8, true, 8, 4, 2.5), 7168),
-        };
-        for (Shape s : shapes) {
+        List<RouterPreset> shapes = RouterPreset.families();
+        for (RouterPreset s : shapes) {
             SplittableRandom rnd = new SplittableRandom(2026);
             int e = s.spec().numExperts();
-            Router host = new Router(s.spec(), s.hidden(), gaussian(rnd, e * s.hidden(), 0.02),
-                    s.spec().kind() == RouterKind.TOPK_SOFTMAX ? gaussian(rnd, e, 0.5) : null,
-                    s.spec().kind() == RouterKind.SIGMOID_GROUPED_TOPK ? gaussian(rnd, e, 0.01) : null);
+            Router host = s.randomRouter(rnd);
             try (TokenRouter cpu = new CpuBackend().prepareRouter(host);
                     TokenRouter scalar = new CpuRouter(host, new ScalarRouterLogits(host))) {
-                if (s == shapes[0]) {
+                if (s == shapes.get(0)) {
                     System.out.println("cpu router: " + cpu.where());
                     System.out.printf("%-14s %6s %12s %12s %12s %8s %10s %s%n", "router", "T", "host us", "scalar us",
                             "cpu us", "ratio", "cpu GMAC/s", "same experts");
                 }
                 for (int tokens : tokenCounts) {
-                    float[] x = gaussian(rnd, tokens * s.hidden(), 1.0);
+                    float[] x = RouterPreset.gaussian(rnd, tokens * s.hidden(), 1.0);
                     double macs = (double) tokens * e * s.hidden();
                     boolean runHost = macs / 1e9 < 1; // ~1 GMAC/s scalar float64
                     Routing want = runHost ? host.route(x, tokens) : null;
@@ -100,11 +92,4 @@ public final class CpuRouterBench {
         return out;
     }
 
-    private static float[] gaussian(SplittableRandom rnd, int n, double scale) {
-        float[] v = new float[n];
-        for (int i = 0; i < n; i++) {
-            v[i] = (float) (rnd.nextGaussian() * scale);
-        }
-        return v;
-    }
 }

@@ -3,11 +3,11 @@ package io.moe4j.backend.cuda;
 import io.moe4j.backend.cuda.driver.CudaEvent;
 import io.moe4j.backend.cuda.driver.CudaProbe;
 import io.moe4j.backend.cuda.driver.CudaRuntime;
+import io.moe4j.bench.RouterPreset;
 import io.moe4j.routing.Router;
-import io.moe4j.routing.RouterKind;
-import io.moe4j.routing.RouterSpec;
 import io.moe4j.routing.Routing;
 import java.util.Arrays;
+import java.util.List;
 import java.util.SplittableRandom;
 
 /**
@@ -20,8 +20,6 @@ import java.util.SplittableRandom;
  * <p>Usage: {@code CudaRouterBench [tokens,...]}, default {@code 1,16,256,4096}.
  */
 public final class CudaRouterBench {
-    private record Shape(String name, RouterSpec spec, int hidden) {
-    }
 
     private CudaRouterBench() {
     }
@@ -35,23 +33,18 @@ public final class CudaRouterBench {
             System.exit(2);
         }
         System.out.println("device: " + probe.reason());
-        Shape[] shapes = {
-            new Shape("gpt-oss-20b", new RouterSpec(RouterKind.TOPK_SOFTMAX, 32, 4, true, 1, 1, 1.0), 2880),
-            new Shape("qwen3-30b-a3b", RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 128, 8, true), 2048),
-            new Shape("deepseek-v3", new RouterSpec(RouterKind.SIGMOID_GROUPED_TOPK, 256, 8, true, 8, 4, 2.5), 7168),
-        };
+        List<RouterPreset> shapes = RouterPreset.families();
         System.out.printf("%-14s %6s %12s %12s %8s %12s %s%n", "router", "T", "host us", "cuda us", "ratio",
                 "kernels us", "same experts");
         CudaEngine engine = CudaEngine.shared();
-        for (Shape s : shapes) {
+        for (RouterPreset s : shapes) {
             SplittableRandom rnd = new SplittableRandom(2026);
             int e = s.spec().numExperts();
-            Router host = new Router(s.spec(), s.hidden(), gaussian(rnd, e * s.hidden(), 0.02),
-                    s.spec().kind() == RouterKind.TOPK_SOFTMAX ? gaussian(rnd, e, 0.5) : null,
-                    s.spec().kind() == RouterKind.SIGMOID_GROUPED_TOPK ? gaussian(rnd, e, 0.01) : null);
-            try (CudaRouter device = CudaRouter.upload(engine, host, CudaTuning.fromSystemProperties().mappedTransfers())) {
+            Router host = s.randomRouter(rnd);
+            boolean mapped = CudaTuning.fromSystemProperties().mappedTransfers();
+            try (CudaRouter device = CudaRouter.upload(engine, host, mapped)) {
                 for (int tokens : tokenCounts) {
-                    float[] x = gaussian(rnd, tokens * s.hidden(), 1.0);
+                    float[] x = RouterPreset.gaussian(rnd, tokens * s.hidden(), 1.0);
                     double hostUs = Double.NaN;
                     Routing want = null;
                     double hostCallSeconds = (double) tokens * e * s.hidden() / 1e9; // ~1 GMAC/s scalar float64
@@ -105,11 +98,4 @@ public final class CudaRouterBench {
         return rounds[rounds.length / 2];
     }
 
-    private static float[] gaussian(SplittableRandom rnd, int n, double scale) {
-        float[] v = new float[n];
-        for (int i = 0; i < n; i++) {
-            v[i] = (float) (rnd.nextGaussian() * scale);
-        }
-        return v;
-    }
 }
