@@ -1,6 +1,7 @@
 package io.moe4j.backend.cpu;
 
 import io.moe4j.routing.Router;
+import io.moe4j.routing.RouterFixtures;
 import io.moe4j.routing.RouterKind;
 import io.moe4j.routing.RouterSpec;
 import io.moe4j.routing.Routing;
@@ -15,6 +16,8 @@ import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.stream.Stream;
 
+import static io.moe4j.routing.RouterFixtures.assertSameRouting;
+import static io.moe4j.routing.RouterFixtures.gaussian;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 import static org.assertj.core.api.Assertions.offset;
@@ -100,24 +103,8 @@ class CpuRouterTest {
     void tiesGoToTheLowerExpertAndGroup() {
         int hidden = 66;
         SplittableRandom rnd = new SplittableRandom(7);
-        for (RouterSpec spec : new RouterSpec[] {
-                RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 16, 2, true),
-                new RouterSpec(RouterKind.TOPK_SOFTMAX, 16, 2, true, 1, 1, 1.0),
-                RouterSpec.simple(RouterKind.SIGMOID_TOP1_ON_INPUT, 16, 1, false),
-                new RouterSpec(RouterKind.SIGMOID_GROUPED_TOPK, 16, 2, true, 4, 1, 1.0)}) {
-            float[] w = gaussian(rnd, 16 * hidden, 0.05);
-            // experts 5, 9 and 13 share one large row (three tied for two places); groups 1 (experts 4..7, with
-            // 5 and a second large row, 6) and 3 (12..15) are equal and the best
-            for (int c = 0; c < hidden; c++) {
-                float big = 1f + c % 3;
-                for (int e : new int[] {5, 9}) {
-                    w[e * hidden + c] = big;
-                }
-                w[6 * hidden + c] = 0.5f;
-                for (int j = 0; j < 4; j++) {
-                    w[(12 + j) * hidden + c] = w[(4 + j) * hidden + c];
-                }
-            }
+        for (RouterSpec spec : RouterFixtures.tieSpecs()) {
+            float[] w = RouterFixtures.tiedWeights(rnd, hidden);
             Router host = new Router(spec, hidden, w, null, null);
             float[] x = new float[5 * hidden]; // 5 tokens: one 4-token tile and a lone token
             Arrays.fill(x, 1f);
@@ -193,22 +180,5 @@ class CpuRouterTest {
         }
     }
 
-    private static void assertSameRouting(Routing got, Routing want, String what) {
-        assertThat(got.tokens()).isEqualTo(want.tokens());
-        assertThat(got.topK()).isEqualTo(want.topK());
-        assertThat(got.weightOnInput()).isEqualTo(want.weightOnInput());
-        assertThat(got.ids()).as("expert ids, %s", what).containsExactly(want.ids());
-        for (int i = 0; i < want.weights().length; i++) {
-            assertThat((double) got.weights()[i]).as("weight %d, %s", i, what)
-                    .isCloseTo(want.weights()[i], offset(2e-7 * Math.abs(want.weights()[i]) + 1e-30));
-        }
-    }
 
-    private static float[] gaussian(SplittableRandom rnd, int n, double scale) {
-        float[] v = new float[n];
-        for (int i = 0; i < n; i++) {
-            v[i] = (float) (rnd.nextGaussian() * scale);
-        }
-        return v;
-    }
 }
