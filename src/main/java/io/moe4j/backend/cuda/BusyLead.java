@@ -10,7 +10,7 @@ import java.util.List;
  * Work queued ahead of a benchmark's start event so that start..end measures GPU time alone: one thread spinning
  * on the GPU's clock keeps the stream busy while the host submits the timed kernels. It touches no memory: the
  * 256 MiB memset used before left L2 full of dirty lines, and their write-backs added ~6 us to the first timed
- * kernel at T = 1 (the stage measured 42.6 us behind the memset, ~33 us by the difference of device spans).
+ * kernel at T = 1 (the same experts stage measured 42.6 us behind the memset, 35.7 us behind this).
  */
 final class BusyLead {
     /** Longer than the host takes to submit a decode call's work (~20 us), short against a benchmark's run. */
