@@ -15,7 +15,8 @@ import java.lang.foreign.MemorySegment;
  * no state between calls (one arena per call, or per thread).
  */
 public final class KernelArgs {
-    private static final int MAX_ARGS = 32;
+    /** The persistent decode kernel (decode_mxfp4.cu) takes 33. */
+    private static final int MAX_ARGS = 48;
 
     private final MemorySegment values;
     private final MemorySegment pointers;
