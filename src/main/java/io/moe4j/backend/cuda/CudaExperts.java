@@ -48,8 +48,6 @@ final class CudaExperts implements Experts {
     private final DeviceQuant a2;
     /** Whether MXFP4 tile GEMMs run on the wgmma kernel: fixed by the device, the tuning and the weights. */
     private final boolean wgmmaTiles;
-    /** The persistent decode kernel, where both matrices are plain MXFP4 and the tuning has it; else null. */
-    private final PersistentDecode decode;
     private final WorkspacePool pool;
 
     CudaExperts(ExpertWeights w, CudaEngine engine, CudaTuning tuning, DeviceMatrix w13, DeviceMatrix w2,
@@ -67,9 +65,6 @@ final class CudaExperts implements Experts {
         this.wgmmaTiles = tuning.wgmma() != null && engine.context().device().hasWgmma()
                 && !(w13 instanceof Mxfp4Matrix m1 && m1.experts().specialScales())
                 && !(w2 instanceof Mxfp4Matrix m2 && m2.experts().specialScales());
-        this.decode = tuning.decode() != null && w13 instanceof Mxfp4Matrix m1 && w2 instanceof Mxfp4Matrix m2
-                && a2.none() ? new PersistentDecode(engine.kernels(), tuning.decode(), m1, m2,
-                engine.context().device().multiprocessors()) : null;
     }
 
     @Override
@@ -133,22 +128,6 @@ final class CudaExperts implements Experts {
         }
         int[] pieces = plan.pieces(CudaGroupedGemm.PAIRS_PER_PIECE);
         return plan.pairs() >= tuning.gemvPiecePairs() * (pieces.length / 4) ? pieces : new int[0];
-    }
-
-    /**
-     * Whether a call with this plan runs as one persistent kernel (decode_mxfp4.cu): a graph-replayed batch of at
-     * most {@link PersistentDecode#MAX_PAIRS} pairs on two plain MXFP4 matrices whose GEMM1 reads the tokens as
-     * they are (no activation quantization, no router weight on the input) and whose kernel fits the device.
-     */
-    boolean usesPersistentDecode(RoutePlan plan, boolean weightOnInput) {
-        return decodeShape(plan, weightOnInput, usesTiles(plan)) != null;
-    }
-
-    private PersistentDecode.Shape decodeShape(RoutePlan plan, boolean weightOnInput, boolean tiles) {
-        if (decode == null || tiles || weightOnInput || !a13.none() || plan.pairs() > GRAPH_MAX_PAIRS) {
-            return null;
-        }
-        return decode.shape(plan.pairs());
     }
 
     /** Which path a call with this plan takes (exposed so tests can tell which kernels they exercised). */
@@ -252,7 +231,6 @@ final class CudaExperts implements Experts {
 
         boolean stages = timing != null && !timing.stages().isEmpty();
         boolean graphed = pairs <= GRAPH_MAX_PAIRS && !stages;
-        PersistentDecode.Shape persistent = graphed ? decodeShape(plan, weightOnInput, tiles) : null;
         // Small batches move their inputs and output through the bus from the kernels themselves (mapped pinned
         // memory): copy-engine transfers each took a few microseconds to start, longer than the bytes take.
         boolean mapped = graphed && tuning.mappedTransfers();
@@ -270,22 +248,14 @@ final class CudaExperts implements Experts {
         int pitch2 = tile2 ? 64 * ((Mxfp4Matrix) w2).blockPairs() : w.intermediate();
         DeviceBuffer in1 = direct1 ? dx : ws.buffer(Slot.IN1, (long) pairs * pitch1 * (tile1 ? 2 : 4));
         DeviceBuffer exp1 = tile1 ? ws.buffer(Slot.EXP1, 4L * pairs) : null;
-        // The persistent kernel keeps GEMM partial sums in H and Y (up to PersistentDecode.SEGMENTS a row).
-        DeviceBuffer hbuf = ws.buffer(Slot.H, Math.max(4L * pairs * w.w13().rows(),
-                persistent != null ? 4 * persistent.part1Floats() : 0));
+        DeviceBuffer hbuf = ws.buffer(Slot.H, 4L * pairs * w.w13().rows());
         DeviceBuffer act = ws.buffer(Slot.ACT, (long) pairs * pitch2 * (tile2 ? 2 : 4));
         DeviceBuffer exp2 = tile2 ? ws.buffer(Slot.EXP2, 4L * pairs) : null;
-        DeviceBuffer y = ws.buffer(Slot.Y, Math.max(4L * pairs * h, persistent != null ? 4 * persistent.part2Floats() : 0));
+        DeviceBuffer y = ws.buffer(Slot.Y, 4L * pairs * h);
         DeviceBuffer dout = ws.buffer(Slot.OUT, outBytes);
         Transfers transfers = mapped ? new Transfers(staging.address(), (int) (xPadded / 4), (int) (metaBytes / 4),
                 (int) (routeBytes / 4), outHost.address()) : null;
-        PersistentDecode.Launch persistentLaunch = persistent == null ? null : new PersistentDecode.Launch(persistent,
-                dx, h, w.intermediate(), w.w13().rows(), pairs, m + offToken, m + offExpert, bias13,
-                gateMode(w.gateLayout()), activationCode(w.activation()), w.swigluLimit(),
-                io.moe4j.kernel.Activation.OAI_ALPHA, m + offTokenPair, m + offTokenWeight, plan.topK(), tokens, bias2,
-                weightOnInput, hbuf, act, y, ws.barrierCounter(),
-                mapped ? outHost.address() : dout.pointer());
-        Launch launch = new Launch(persistentLaunch, transfers, tokens, pairs, plan.topK(), weightOnInput, direct1, tile1, tile2, dx, in1,
+        Launch launch = new Launch(transfers, tokens, pairs, plan.topK(), weightOnInput, direct1, tile1, tile2, dx, in1,
                 exp1, pitch1, hbuf, act, exp2, pitch2, y, dout, droutes, dmeta, m + offToken, m + offExpert,
                 m + offWeight, m + offTokenPair, m + offTokenWeight, m + offIdentity, m + offBatches1,
                 batches1.length / 4, tb1, m + offBatches2, batches2.length / 4, tb2, m + offTiles, mtiles.length / 4,
@@ -336,7 +306,7 @@ final class CudaExperts implements Experts {
      * Everything one call's kernels read: shapes, paths and device addresses. Two calls with equal launches
      * enqueue identical kernels, which is what makes a recorded graph replayable.
      */
-    record Launch(PersistentDecode.Launch persistent, Transfers transfers, int tokens, int pairs, int topK, boolean weightOnInput, boolean direct1,
+    record Launch(Transfers transfers, int tokens, int pairs, int topK, boolean weightOnInput, boolean direct1,
             boolean tile1, boolean tile2, DeviceBuffer x, DeviceBuffer in1, DeviceBuffer exp1, int pitch1,
             DeviceBuffer h, DeviceBuffer act, DeviceBuffer exp2, int pitch2, DeviceBuffer y, DeviceBuffer out,
             DeviceBuffer routes, DeviceBuffer meta, long pairToken, long pairExpert, long pairWeight, long tokenPair,
@@ -359,10 +329,6 @@ final class CudaExperts implements Experts {
                 int blocks = Math.min(COPY_IN_BLOCKS, Math.ceilDiv(words, ROW_THREADS));
                 rows("moe_copy_in").function().launch(blocks, 1, 1, ROW_THREADS, 1, 1, 0, stream, args);
             }
-        }
-        if (l.persistent() != null) {
-            decode.enqueue(l.persistent(), stream);
-            return;
         }
         if (!l.direct1()) {
             KernelCache.Kernel k = rows("moe_prepare_rows");

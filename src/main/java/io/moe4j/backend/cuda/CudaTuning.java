@@ -21,45 +21,9 @@ import java.util.regex.Pattern;
  *                              when the pieces average at least this many pairs; infinity never
  * @param mappedTransfers       graph-replayed (small) batches read their staged inputs and write their output
  *                              through mapped pinned memory from kernels, instead of copy-engine transfers
- * @param decode                the persistent decode kernel's shape (decode_mxfp4.cu: the whole stage of a small
- *                              MXFP4 batch in one launch), used where it applies; null never
  */
 public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTilesPerWarp, int tileTokens,
-        WgmmaTile wgmma, int unitsRows, int unitsWarps, double gemvPiecePairs, boolean mappedTransfers,
-        PersistentDecode decode) {
-
-    /**
-     * Shape of decode_mxfp4.cu's blocks (one per SM).
-     *
-     * @param warps warps per block (DEC_WARPS)
-     * @param depth stages of each warp's cp.async ring (DEC_DEPTH)
-     */
-    public record PersistentDecode(int warps, int depth) {
-        private static final Pattern SPEC = Pattern.compile("w(\\d+)d(\\d+)");
-
-        public PersistentDecode {
-            if (warps < 1 || warps > 32 || depth < 2 || depth > 16) {
-                throw new IllegalArgumentException("persistent decode shape out of range: " + this);
-            }
-        }
-
-        /** "w16d4": 16 warps a block, rings of 4 stages. */
-        static PersistentDecode parse(String spec) {
-            Matcher m = SPEC.matcher(spec);
-            if (!m.matches()) {
-                throw new IllegalArgumentException("persistent decode shape " + spec + " is not wNdN (warps, ring depth)");
-            }
-            return new PersistentDecode(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)));
-        }
-
-        List<String> defines() {
-            return List.of("-DDEC_WARPS=" + warps, "-DDEC_DEPTH=" + depth);
-        }
-
-        String name() {
-            return "w" + warps + "d" + depth;
-        }
-    }
+        WgmmaTile wgmma, int unitsRows, int unitsWarps, double gemvPiecePairs, boolean mappedTransfers) {
 
     /**
      * Shape of gemm_mxfp4_wgmma.cu's blocks.
@@ -118,16 +82,14 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
     }
 
     public static CudaTuning defaults() {
-        return new CudaTuning(4, 4, 2, 64, new WgmmaTile(2, 128, 1, 4), 2, 8, 2.0, true,
-                new PersistentDecode(16, 4));
+        return new CudaTuning(4, 4, 2, 64, new WgmmaTile(2, 128, 1, 4), 2, 8, 2.0, true);
     }
 
     /**
      * The defaults with overrides from {@code -Dmoe4j.cuda.tileMinPairs=N}, {@code -Dmoe4j.cuda.tile=...} (see
-     * {@link #withTile}), {@code -Dmoe4j.cuda.units=RxW} (CUDA-core GEMM rows per warp x warps per block, e.g.
-     * {@code 2x8}), {@code -Dmoe4j.cuda.gemvPiecePairs=F} (see {@link #gemvPiecePairs}; "Infinity" turns pieces
-     * off), {@code -Dmoe4j.cuda.transfers=copy|mapped} (see {@link #mappedTransfers}) and
-     * {@code -Dmoe4j.cuda.decode=kernels|wNdN} (see {@link #decode}; "kernels" turns the persistent kernel off).
+     * {@link #withTile}) and {@code -Dmoe4j.cuda.units=RxW} (CUDA-core GEMM rows per warp x warps per block), e.g.
+     * {@code 2x8}, {@code -Dmoe4j.cuda.gemvPiecePairs=F} (see {@link #gemvPiecePairs}; "Infinity" turns pieces off)
+     * and {@code -Dmoe4j.cuda.transfers=copy|mapped} (see {@link #mappedTransfers}).
      */
     public static CudaTuning fromSystemProperties() {
         CudaTuning t = defaults();
@@ -156,21 +118,12 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
                         + ": expected mapped or copy");
             };
         }
-        String decode = System.getProperty("moe4j.cuda.decode");
-        if (decode != null && !decode.isBlank()) {
-            t = t.withDecode(decode.trim().equals("kernels") ? null : PersistentDecode.parse(decode.trim()));
-        }
         return t;
-    }
-
-    public CudaTuning withDecode(PersistentDecode shape) {
-        return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows,
-                unitsWarps, gemvPiecePairs, mappedTransfers, shape);
     }
 
     public CudaTuning withTileMinPairsPerExpert(int pairs) {
         return new CudaTuning(pairs, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows, unitsWarps,
-                gemvPiecePairs, mappedTransfers, decode);
+                gemvPiecePairs, mappedTransfers);
     }
 
     /**
@@ -182,21 +135,21 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
         Matcher m = MMA_SYNC.matcher(spec);
         if (m.matches()) {
             return new CudaTuning(tileMinPairsPerExpert, Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
-                    Integer.parseInt(m.group(3)), null, unitsRows, unitsWarps, gemvPiecePairs, mappedTransfers, decode);
+                    Integer.parseInt(m.group(3)), null, unitsRows, unitsWarps, gemvPiecePairs, mappedTransfers);
         }
         m = WGMMA.matcher(spec);
         if (m.matches()) {
             WgmmaTile w = new WgmmaTile(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
                     m.group(3) == null ? 1 : Integer.parseInt(m.group(3)), m.group(4) == null ? 4 : Integer.parseInt(m.group(4)));
             return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, w, unitsRows,
-                    unitsWarps, gemvPiecePairs, mappedTransfers, decode);
+                    unitsWarps, gemvPiecePairs, mappedTransfers);
         }
         throw new IllegalArgumentException("tile variant " + spec + " is neither wNtNnN (mma.sync) nor gNnN[mN][sN] (wgmma)");
     }
 
     public CudaTuning withGemvPiecePairs(double pairs) {
         return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows,
-                unitsWarps, pairs, mappedTransfers, decode);
+                unitsWarps, pairs, mappedTransfers);
     }
 
     /** "2x8": 2 rows per warp, 8 warps per block. */
@@ -210,12 +163,12 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
 
     public CudaTuning withUnits(int rows, int warps) {
         return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, rows, warps,
-                gemvPiecePairs, mappedTransfers, decode);
+                gemvPiecePairs, mappedTransfers);
     }
 
     public CudaTuning withMappedTransfers(boolean mapped) {
         return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows,
-                unitsWarps, gemvPiecePairs, mapped, decode);
+                unitsWarps, gemvPiecePairs, mapped);
     }
 
     /** The prefill kernel's spec as {@link #withTile} reads it: the wgmma one where set. */

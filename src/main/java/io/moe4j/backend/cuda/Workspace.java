@@ -36,9 +36,7 @@ final class Workspace implements AutoCloseable {
         /** the router's float64 logits, tokens x E. */
         LOGITS,
         /** the router's choices: tokens x k expert ids, then tokens x k weights. */
-        CHOICES,
-        /** the persistent decode kernel's grid-barrier counter. */
-        BARRIER
+        CHOICES
     }
 
     private final CudaContext context;
@@ -78,19 +76,6 @@ final class Workspace implements AutoCloseable {
             b = context.allocate(size);
             buffers.put(slot, b);
             generation++;
-        }
-        return b;
-    }
-
-    /**
-     * A zeroed 16-byte counter for the persistent decode kernel's grid barriers, allocated and zeroed once: the
-     * kernel leaves it at zero when it ends, so calls need no memset.
-     */
-    DeviceBuffer barrierCounter() {
-        DeviceBuffer b = buffers.get(Slot.BARRIER);
-        if (b == null) {
-            b = buffer(Slot.BARRIER, 16);
-            b.fill((byte) 0);
         }
         return b;
     }

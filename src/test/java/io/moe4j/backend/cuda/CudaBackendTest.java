@@ -306,53 +306,6 @@ class CudaBackendTest {
     }
 
     @Test
-    void persistentDecodeMatchesTheStageKernels() {
-        // decode_mxfp4.cu runs a small MXFP4 batch's whole stage in one persistent launch; the stage's separate kernels
-        // (same float32 GEMV arithmetic, partial sums added in another order) are the comparison, and the exact
-        // reference bounds both. Gate layouts interleaved, concatenated and none; sizes whose warp ranges cut tiles
-        // and span pairs (H = 96 is 1.5 block pairs, I = 160 2.5); 1 to 32 pairs, repeated experts at T > 1; the
-        // graph recorded and replayed; 36 pairs, past the kernel's limit, take the stage kernels.
-        try (Arena arena = Arena.ofShared()) {
-            SplittableRandom rnd = new SplittableRandom(31);
-            Layout mxfp4 = Layout.scaled("mxfp4", WeightFormat.MXFP4, CodeType.FP4_E2M1, ScaleType.E8M0, 1, 32);
-            record Case(int experts, int hidden, int inter, Activation act, GateLayout gate, int topK) {
-            }
-            List<Case> cases = List.of(new Case(8, 96, 160, Activation.SWIGLU_OAI, GateLayout.INTERLEAVED, 4),
-                    new Case(6, 256, 96, Activation.SILU_AND_MUL, GateLayout.CONCATENATED, 2),
-                    new Case(5, 128, 64, Activation.GELU, GateLayout.NONE, 4),
-                    new Case(8, 2880, 2880, Activation.SWIGLU_OAI, GateLayout.INTERLEAVED, 4));
-            for (Case c : cases) {
-                ExpertWeights w = RandomWeights.layer(arena, rnd, mxfp4, c.experts(), c.hidden(), c.inter(), c.act(),
-                        c.gate(), true, ActivationQuant.NONE, ActivationQuant.NONE);
-                try (CudaExperts fused = (CudaExperts) new CudaBackend(GEMV).prepare(w, new ExecutionOptions(1));
-                        Experts kernels = new CudaBackend(GEMV.withDecode(null)).prepare(w, new ExecutionOptions(1))) {
-                    int[] tokens = {1, 1, 1, 2, 3, 8, 8, 9};
-                    for (int call = 0; call < tokens.length; call++) {
-                        Routing r = RandomWeights.routing(rnd, tokens[call], c.topK(), c.experts(), false);
-                        int pairs = tokens[call] * c.topK();
-                        assertThat(fused.usesPersistentDecode(RoutePlan.of(r, w), false)).as("%s call %d", c, call)
-                                .isEqualTo(pairs <= PersistentDecode.MAX_PAIRS);
-                        float[] x = RandomWeights.gaussian(rnd, r.tokens() * w.hidden(), 1.0);
-                        float[] got = new float[x.length];
-                        float[] want = new float[x.length];
-                        Arrays.fill(got, Float.NaN);
-                        fused.forward(x, r.tokens(), r, got);
-                        kernels.forward(x, r.tokens(), r, want);
-                        assertThat(got).as("%s call %d", c, call).doesNotContain(Float.NaN);
-                        assertThat(relL2(got, want)).as("%s call %d", c, call).isLessThan(1e-6);
-                        if (call == 0 && c.hidden() < 1024) {
-                            float[] exact = run(new EmulationBackend(), w, x, r);
-                            assertThat(relL2(got, exact)).as("%s vs reference", c).isLessThan(GEMV_TOLERANCE);
-                        }
-                    }
-                    assertThat(fused.usesPersistentDecode(RoutePlan.of(RandomWeights.routing(rnd, 1, c.topK(),
-                            c.experts(), true), w), true)).as("router weight on the input").isFalse();
-                }
-            }
-        }
-    }
-
-    @Test
     void replayedGraphsFollowEachCallsRouting() {
         // One backend called again and again with batches of one size and different routings (graph recording and
         // replay in its workspace): each call must match a fresh backend's answer for its routing.

@@ -74,7 +74,6 @@ public final class CudaDriver {
     private final MethodHandle cuMemsetD8Async;
     private final MethodHandle cuMemsetD32;
     private final MethodHandle cuLaunchKernel;
-    private final MethodHandle cuLaunchCooperativeKernel;
     private final MethodHandle cuStreamCreate;
     private final MethodHandle cuStreamDestroy;
     private final MethodHandle cuStreamSynchronize;
@@ -140,8 +139,6 @@ public final class CudaDriver {
         cuMemsetD32 = lib.function(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG), "cuMemsetD32_v2");
         cuLaunchKernel = lib.function(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT,
                 JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS), "cuLaunchKernel");
-        cuLaunchCooperativeKernel = lib.function(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT,
-                JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS), "cuLaunchCooperativeKernel");
         cuStreamCreate = lib.function(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), "cuStreamCreate");
         cuStreamDestroy = lib.function(I_A, "cuStreamDestroy_v2");
         cuStreamSynchronize = lib.function(I_A, "cuStreamSynchronize");
@@ -353,14 +350,6 @@ public final class CudaDriver {
         try {
             return (int) cuLaunchKernel.invokeExact(function, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
                     stream, params, extra);
-        } catch (Throwable t) { throw NativeLibrary.rethrow(t); }
-    }
-
-    public int cuLaunchCooperativeKernel(MemorySegment function, int gridX, int gridY, int gridZ, int blockX,
-            int blockY, int blockZ, int sharedBytes, MemorySegment stream, MemorySegment params) {
-        try {
-            return (int) cuLaunchCooperativeKernel.invokeExact(function, gridX, gridY, gridZ, blockX, blockY, blockZ,
-                    sharedBytes, stream, params);
         } catch (Throwable t) { throw NativeLibrary.rethrow(t); }
     }
 

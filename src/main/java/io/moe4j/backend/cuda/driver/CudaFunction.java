@@ -63,17 +63,4 @@ public final class CudaFunction {
                     + ") failed: " + cu.describe(r));
         }
     }
-
-    /**
-     * Enqueues a cooperative launch: the driver starts it only with every block resident at once, which a kernel
-     * that waits on a grid barrier needs (two such grids sharing the SMs could otherwise wait on each other forever).
-     */
-    public void launchCooperative(int gridX, int blockX, int dynamicSharedBytes, CudaStream stream, KernelArgs args) {
-        int r = cu.cuLaunchCooperativeKernel(handle, gridX, 1, 1, blockX, 1, 1, dynamicSharedBytes, stream.handle(),
-                args.pointers());
-        if (r != 0) {
-            throw new CudaException("cuLaunchCooperativeKernel", r, "cuLaunchCooperativeKernel(" + name + ", grid "
-                    + gridX + ", block " + blockX + ", shared " + dynamicSharedBytes + ") failed: " + cu.describe(r));
-        }
-    }
 }

@@ -15,8 +15,7 @@ import java.lang.foreign.MemorySegment;
  * no state between calls (one arena per call, or per thread).
  */
 public final class KernelArgs {
-    /** The persistent decode kernel (decode_mxfp4.cu) takes 33. */
-    private static final int MAX_ARGS = 48;
+    private static final int MAX_ARGS = 32;
 
     private final MemorySegment values;
     private final MemorySegment pointers;
