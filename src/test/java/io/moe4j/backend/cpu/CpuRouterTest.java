@@ -36,26 +36,10 @@ class CpuRouterTest {
 
     /** Router shapes of the families, plus odd ones: H not a multiple of 4 or under 4, E not a multiple of 4. */
     static Stream<Arguments> routers() {
-        Stream<Arguments> shapes = Stream.of(
-                Arguments.of("gpt-oss", new RouterSpec(RouterKind.TOPK_SOFTMAX, 32, 4, true, 1, 1, 1.0), 2880, true,
-                        false),
-                Arguments.of("qwen3", RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 128, 8, true), 2048, false, false),
-                Arguments.of("mixtral", RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 8, 2, true), 4096, false, false),
-                Arguments.of("no renormalization", RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 40, 6, false), 1001,
-                        false, false),
+        Stream<Arguments> shapes = Stream.concat(RouterFixtures.routerShapes(), Stream.of(
                 Arguments.of("top-k softmax, 7 experts", new RouterSpec(RouterKind.TOPK_SOFTMAX, 7, 3, false, 1, 1,
                         1.0), 1001, true, false),
-                Arguments.of("deepseek", new RouterSpec(RouterKind.SIGMOID_GROUPED_TOPK, 256, 8, true, 8, 4, 2.5),
-                        1024, false, true),
-                Arguments.of("grouped, no renormalization",
-                        new RouterSpec(RouterKind.SIGMOID_GROUPED_TOPK, 64, 6, false, 4, 2, 1.5), 515, true, true),
-                Arguments.of("sigmoid, one group", new RouterSpec(RouterKind.SIGMOID_GROUPED_TOPK, 20, 3, true, 1, 1,
-                        1.0), 96, false, false),
-                Arguments.of("llama-4", RouterSpec.simple(RouterKind.SIGMOID_TOP1_ON_INPUT, 16, 1, false), 5120, false,
-                        false),
-                Arguments.of("512 experts, top-32", RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 512, 32, true), 256,
-                        false, false),
-                Arguments.of("H 3", RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 6, 2, true), 3, true, false));
+                Arguments.of("H 3", RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 6, 2, true), 3, true, false)));
         return shapes.flatMap(a -> KernelsUnderTest.names().stream().map(k -> Arguments.of(k, a.get()[0], a.get()[1],
                 a.get()[2], a.get()[3], a.get()[4])));
     }

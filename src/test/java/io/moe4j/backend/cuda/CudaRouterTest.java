@@ -33,23 +33,7 @@ class CudaRouterTest {
 
     /** Router shapes of the families, plus odd ones (H not a multiple of 4, E not of 64), at decode and prefill. */
     static Stream<Arguments> routers() {
-        return Stream.of(
-                Arguments.of("gpt-oss", new RouterSpec(RouterKind.TOPK_SOFTMAX, 32, 4, true, 1, 1, 1.0), 2880, true,
-                        false),
-                Arguments.of("qwen3", RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 128, 8, true), 2048, false, false),
-                Arguments.of("mixtral", RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 8, 2, true), 4096, false, false),
-                Arguments.of("no renormalization", RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 40, 6, false), 1001,
-                        false, false),
-                Arguments.of("deepseek", new RouterSpec(RouterKind.SIGMOID_GROUPED_TOPK, 256, 8, true, 8, 4, 2.5),
-                        1024, false, true),
-                Arguments.of("grouped, no renormalization",
-                        new RouterSpec(RouterKind.SIGMOID_GROUPED_TOPK, 64, 6, false, 4, 2, 1.5), 515, true, true),
-                Arguments.of("sigmoid, one group", new RouterSpec(RouterKind.SIGMOID_GROUPED_TOPK, 20, 3, true, 1, 1,
-                        1.0), 96, false, false),
-                Arguments.of("llama-4", RouterSpec.simple(RouterKind.SIGMOID_TOP1_ON_INPUT, 16, 1, false), 5120, false,
-                        false),
-                Arguments.of("512 experts, top-32", RouterSpec.simple(RouterKind.SOFTMAX_TOPK, 512, 32, true), 256,
-                        false, false));
+        return RouterFixtures.routerShapes();
     }
 
     @ParameterizedTest(name = "{0}")
