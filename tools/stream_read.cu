@@ -26,8 +26,9 @@ int main() {
     const size_t perExpert = 8808960; // gate_up MXFP4 expert bytes (codes + scales), ~8.8 MB
     const int E = 32;
     uint4* buf; cudaMalloc(&buf, perExpert * E); cudaMemset(buf, 1, perExpert * E);
-    int* ex; cudaMalloc(&ex, 64 * 4 * sizeof(int));
-    int h[64 * 4]; for (int c = 0; c < 64; ++c) for (int j = 0; j < 4; ++j) h[c * 4 + j] = (c * 4 + j) % E;
+    // Eight sets of four experts, 0-3, 4-7, ...: call c reads set c % 8, so a set comes back after 282 MB of others.
+    int* ex; cudaMalloc(&ex, E * sizeof(int));
+    int h[E]; for (int e = 0; e < E; ++e) h[e] = e;
     cudaMemcpy(ex, h, sizeof(h), cudaMemcpyHostToDevice);
     unsigned* sink; cudaMalloc(&sink, 4);
     cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b);
