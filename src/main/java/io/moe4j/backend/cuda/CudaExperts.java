@@ -49,6 +49,8 @@ final class CudaExperts implements Experts {
     /** Whether MXFP4 tile GEMMs run on the wgmma kernel: fixed by the device, the tuning and the weights. */
     private final boolean wgmmaTiles;
     private final WorkspacePool pool;
+    /** Whether recorded graphs launch their kernels overlapped (programmatic dependent launch, sm_90+). */
+    private final boolean overlapped;
 
     CudaExperts(ExpertWeights w, CudaEngine engine, CudaTuning tuning, DeviceMatrix w13, DeviceMatrix w2,
             DeviceBuffer bias13, DeviceBuffer bias2, DeviceQuant a13, DeviceQuant a2) {
@@ -62,6 +64,7 @@ final class CudaExperts implements Experts {
         this.a13 = a13;
         this.a2 = a2;
         this.pool = new WorkspacePool(engine.context());
+        this.overlapped = tuning.overlappedLaunches() && engine.context().device().computeCapability() >= 90;
         this.wgmmaTiles = tuning.wgmma() != null && engine.context().device().hasWgmma()
                 && !(w13 instanceof Mxfp4Matrix m1 && m1.experts().specialScales())
                 && !(w2 instanceof Mxfp4Matrix m2 && m2.experts().specialScales());
@@ -274,7 +277,7 @@ final class CudaExperts implements Experts {
             if (replay.graph() != null) {
                 replay.graph().launch(stream);
             } else if (replay.seenBefore()) {
-                ws.keep(launch, stream.capture(() -> enqueue(launch, stream, null)));
+                ws.keep(launch, stream.capture(() -> enqueue(launch, stream, null), overlapped));
                 ws.replay(launch).graph().launch(stream);
             } else {
                 enqueue(launch, stream, null);
@@ -470,10 +473,12 @@ final class CudaExperts implements Experts {
                 launchTiles(k, mx, tuning.tileRowTilesPerBlock(), tuning.tileWarps(), 0, in, exps, mtiles, mtileCount,
                         out, stream);
             }
+            // The second GEMM's routes were written by moe_copy_in (or a copy) at least two kernels earlier.
             case Mxfp4Matrix mx when pieceCount > 0 && engine.mxfp4().piecesFit(mx.experts()) ->
                     engine.mxfp4().forwardPieces(mx.experts(), in, routes, firstRoute, pairs, pieces, pieceCount, out,
-                            stream);
-            case Mxfp4Matrix mx -> engine.mxfp4().forward(mx.experts(), in, routes, firstRoute, pairs, out, stream);
+                            firstRoute > 0, stream);
+            case Mxfp4Matrix mx -> engine.mxfp4().forward(mx.experts(), in, routes, firstRoute, pairs, out,
+                    firstRoute > 0, stream);
             case UnitMatrix u -> {
                 KernelCache.Kernel k = units(u, tb);
                 long shared = 128L * tb * u.units();

@@ -159,6 +159,16 @@ public final class CudaGroupedGemm implements AutoCloseable {
      */
     public void forward(DeviceExperts w, DeviceBuffer x, DeviceBuffer routes, long firstRoute, int pairs,
             DeviceBuffer out, CudaStream stream) {
+        forward(w, x, routes, firstRoute, pairs, out, false, stream);
+    }
+
+    /**
+     * As above; {@code routesReady} tells an overlapped launch (see {@link CudaStream#capture(Runnable, boolean)})
+     * that the routes were written at least two kernels before this one, so the tensor-core GEMV may read them, and
+     * start streaming its weights, before the kernel just before it has finished.
+     */
+    public void forward(DeviceExperts w, DeviceBuffer x, DeviceBuffer routes, long firstRoute, int pairs,
+            DeviceBuffer out, boolean routesReady, CudaStream stream) {
         if (pairs <= 0) {
             return;
         }
@@ -172,7 +182,7 @@ public final class CudaGroupedGemm implements AutoCloseable {
             for (int first = 0; first < pairs; first += MAX_PAIRS_PER_LAUNCH) {
                 int count = Math.min(MAX_PAIRS_PER_LAUNCH, pairs - first);
                 launchMma(w, x, routes.pointer() + 8 * (firstRoute + first), 0L, count,
-                        out.pointer() + 4L * first * n, 1, stream);
+                        out.pointer() + 4L * first * n, 1, routesReady, stream);
             }
             return;
         }
@@ -212,6 +222,13 @@ public final class CudaGroupedGemm implements AutoCloseable {
      */
     public void forwardPieces(DeviceExperts w, DeviceBuffer x, DeviceBuffer routes, long firstRoute, int pairs,
             long pieces, int pieceCount, DeviceBuffer out, CudaStream stream) {
+        forwardPieces(w, x, routes, firstRoute, pairs, pieces, pieceCount, out, false, stream);
+    }
+
+    /** As above, with {@code routesReady} as in {@link #forward(DeviceExperts, DeviceBuffer, DeviceBuffer, long, int,
+     * DeviceBuffer, boolean, CudaStream)} (the pieces come with the routes). */
+    public void forwardPieces(DeviceExperts w, DeviceBuffer x, DeviceBuffer routes, long firstRoute, int pairs,
+            long pieces, int pieceCount, DeviceBuffer out, boolean routesReady, CudaStream stream) {
         require(w.layout() == DeviceExperts.Layout.MXFP4_MMA_TILES,
                 "pieces of pairs need an MXFP4 stack in the tensor-core layout, got " + w.layout());
         require(firstRoute >= 0 && routes.byteSize() >= Routes.bytes(pairs) + 8 * firstRoute,
@@ -222,7 +239,7 @@ public final class CudaGroupedGemm implements AutoCloseable {
         for (int first = 0; first < pieceCount; first += MAX_PAIRS_PER_LAUNCH) {
             int count = Math.min(MAX_PAIRS_PER_LAUNCH, pieceCount - first);
             launchMma(w, x, routes.pointer() + 8 * firstRoute, pieces + 16L * first, count, out.pointer(),
-                    PAIRS_PER_PIECE, stream);
+                    PAIRS_PER_PIECE, routesReady, stream);
         }
     }
 
@@ -248,7 +265,7 @@ public final class CudaGroupedGemm implements AutoCloseable {
      * (moe_gemv_mxfp4_mma_pieces), the K split chosen for that many blocks.
      */
     private void launchMma(DeviceExperts w, DeviceBuffer x, long routes, long pieces, int blocksY, long out,
-            int pairsPerBlock, CudaStream stream) {
+            int pairsPerBlock, boolean routesReady, CudaStream stream) {
         GemvTuning t = tuning.resolve(tuning.kSplit() > 0 ? tuning.kSplit()
                 : GemvTuning.autoKSplit(w.rowTiles(), blocksY, context.device().multiprocessors()));
         Kernel kernel = mmaKernel(w, t, pairsPerBlock > 1 ? "moe_gemv_mxfp4_mma_pieces" : "moe_gemv_mxfp4_mma");
@@ -262,7 +279,7 @@ public final class CudaGroupedGemm implements AutoCloseable {
             if (pairsPerBlock > 1) {
                 args.pointer(pieces);
             }
-            args.pointer(out).i32(w.rows()).i32(w.cols()).i32(w.rowTiles()).i32(w.blockPairs());
+            args.pointer(out).i32(w.rows()).i32(w.cols()).i32(w.rowTiles()).i32(w.blockPairs()).i32(routesReady ? 1 : 0);
             kernel.function().launch(Math.ceilDiv(w.rowTiles(), t.tilesPerBlock()), blocksY, 1,
                     32 * t.kSplit() * t.tilesPerBlock(), 1, 1, (int) shared, stream, args);
         }
@@ -297,7 +314,7 @@ public final class CudaGroupedGemm implements AutoCloseable {
             byte[] cubin = compiler.compile(KernelSource.resource(file, defines));
             CudaModule module = context.loadModule(cubin);
             try {
-                CudaFunction function = module.function(name);
+                CudaFunction function = module.function(name, KernelSource.overlapReady(name));
                 // Let x take all the shared memory the device allows a block beyond the kernel's static use.
                 int limit = context.device().maxSharedPerBlockOptIn()
                         - function.attribute(CudaDriver.FUNC_SHARED_SIZE_BYTES);

@@ -21,9 +21,13 @@ import java.util.regex.Pattern;
  *                              when the pieces average at least this many pairs; infinity never
  * @param mappedTransfers       graph-replayed (small) batches read their staged inputs and write their output
  *                              through mapped pinned memory from kernels, instead of copy-engine transfers
+ * @param overlappedLaunches    the kernels of a graph-replayed batch are recorded as overlapped launches (programmatic
+ *                              dependent launch, sm_90+): each may start while the one before it finishes, the
+ *                              second GEMM streaming its first weights meanwhile; see moe4j_common.cuh
  */
 public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTilesPerWarp, int tileTokens,
-        WgmmaTile wgmma, int unitsRows, int unitsWarps, double gemvPiecePairs, boolean mappedTransfers) {
+        WgmmaTile wgmma, int unitsRows, int unitsWarps, double gemvPiecePairs, boolean mappedTransfers,
+        boolean overlappedLaunches) {
 
     /**
      * Shape of gemm_mxfp4_wgmma.cu's blocks.
@@ -82,14 +86,15 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
     }
 
     public static CudaTuning defaults() {
-        return new CudaTuning(4, 4, 2, 64, new WgmmaTile(2, 128, 1, 4), 2, 8, 2.0, true);
+        return new CudaTuning(4, 4, 2, 64, new WgmmaTile(2, 128, 1, 4), 2, 8, 2.0, true, true);
     }
 
     /**
      * The defaults with overrides from {@code -Dmoe4j.cuda.tileMinPairs=N}, {@code -Dmoe4j.cuda.tile=...} (see
      * {@link #withTile}) and {@code -Dmoe4j.cuda.units=RxW} (CUDA-core GEMM rows per warp x warps per block), e.g.
      * {@code 2x8}, {@code -Dmoe4j.cuda.gemvPiecePairs=F} (see {@link #gemvPiecePairs}; "Infinity" turns pieces off)
-     * and {@code -Dmoe4j.cuda.transfers=copy|mapped} (see {@link #mappedTransfers}).
+     * {@code -Dmoe4j.cuda.transfers=copy|mapped} (see {@link #mappedTransfers}) and
+     * {@code -Dmoe4j.cuda.overlap=true|false} (see {@link #overlappedLaunches}).
      */
     public static CudaTuning fromSystemProperties() {
         CudaTuning t = defaults();
@@ -118,12 +123,21 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
                         + ": expected mapped or copy");
             };
         }
+        String overlap = System.getProperty("moe4j.cuda.overlap");
+        if (overlap != null && !overlap.isBlank()) {
+            t = switch (overlap.trim()) {
+                case "true" -> t.withOverlappedLaunches(true);
+                case "false" -> t.withOverlappedLaunches(false);
+                default -> throw new IllegalArgumentException("-Dmoe4j.cuda.overlap=" + overlap
+                        + ": expected true or false");
+            };
+        }
         return t;
     }
 
     public CudaTuning withTileMinPairsPerExpert(int pairs) {
         return new CudaTuning(pairs, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows, unitsWarps,
-                gemvPiecePairs, mappedTransfers);
+                gemvPiecePairs, mappedTransfers, overlappedLaunches);
     }
 
     /**
@@ -135,21 +149,22 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
         Matcher m = MMA_SYNC.matcher(spec);
         if (m.matches()) {
             return new CudaTuning(tileMinPairsPerExpert, Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
-                    Integer.parseInt(m.group(3)), null, unitsRows, unitsWarps, gemvPiecePairs, mappedTransfers);
+                    Integer.parseInt(m.group(3)), null, unitsRows, unitsWarps, gemvPiecePairs, mappedTransfers,
+                    overlappedLaunches);
         }
         m = WGMMA.matcher(spec);
         if (m.matches()) {
             WgmmaTile w = new WgmmaTile(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
                     m.group(3) == null ? 1 : Integer.parseInt(m.group(3)), m.group(4) == null ? 4 : Integer.parseInt(m.group(4)));
             return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, w, unitsRows,
-                    unitsWarps, gemvPiecePairs, mappedTransfers);
+                    unitsWarps, gemvPiecePairs, mappedTransfers, overlappedLaunches);
         }
         throw new IllegalArgumentException("tile variant " + spec + " is neither wNtNnN (mma.sync) nor gNnN[mN][sN] (wgmma)");
     }
 
     public CudaTuning withGemvPiecePairs(double pairs) {
         return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows,
-                unitsWarps, pairs, mappedTransfers);
+                unitsWarps, pairs, mappedTransfers, overlappedLaunches);
     }
 
     /** "2x8": 2 rows per warp, 8 warps per block. */
@@ -163,12 +178,17 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
 
     public CudaTuning withUnits(int rows, int warps) {
         return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, rows, warps,
-                gemvPiecePairs, mappedTransfers);
+                gemvPiecePairs, mappedTransfers, overlappedLaunches);
     }
 
     public CudaTuning withMappedTransfers(boolean mapped) {
         return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows,
-                unitsWarps, gemvPiecePairs, mapped);
+                unitsWarps, gemvPiecePairs, mapped, overlappedLaunches);
+    }
+
+    public CudaTuning withOverlappedLaunches(boolean overlapped) {
+        return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows,
+                unitsWarps, gemvPiecePairs, mappedTransfers, overlapped);
     }
 
     /** The prefill kernel's spec as {@link #withTile} reads it: the wgmma one where set. */

@@ -42,7 +42,7 @@ final class KernelCache implements AutoCloseable {
         }
         Kernel k = l.functions().get(name);
         if (k == null) {
-            CudaFunction f = l.module().function(name);
+            CudaFunction f = l.module().function(name, KernelSource.overlapReady(name));
             // Rows staged in shared memory may pass the default 48 KiB: allow what the device allows a block.
             int limit = context.device().maxSharedPerBlockOptIn() - f.attribute(CudaDriver.FUNC_SHARED_SIZE_BYTES);
             f.setMaxDynamicSharedBytes(limit);

@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -18,6 +19,20 @@ import java.util.regex.Pattern;
 public record KernelSource(String name, String text, Map<String, String> headers, List<String> options) {
     private static final String RESOURCE_DIR = "/io/moe4j/backend/cuda/";
     private static final Pattern INCLUDE = Pattern.compile("^\\s*#\\s*include\\s+\"([^\"]+)\"", Pattern.MULTILINE);
+
+    /**
+     * The kernels that follow the overlapped launch protocol of moe4j_common.cuh (wait_prior_grid before touching
+     * what an earlier kernel of the call wrote, allow_next_grid after it): the experts pipeline's graph-replayed
+     * kernels. Only these are recorded as overlapped launches; adding a name here is a claim about its source.
+     */
+    private static final Set<String> OVERLAP_READY = Set.of("moe_copy_in", "moe_prepare_rows", "moe_activate_rows",
+            "moe_activate_elements", "moe_combine", "moe_gemv_mxfp4_mma", "moe_gemv_mxfp4_mma_pieces",
+            "moe_gemm_units", "moe_gemm_mxfp4_tile", "moe_gemm_mxfp4_wgmma");
+
+    /** Whether the kernel {@code name} follows the overlapped launch protocol (see {@link #OVERLAP_READY}). */
+    static boolean overlapReady(String kernel) {
+        return OVERLAP_READY.contains(kernel);
+    }
 
     public KernelSource {
         headers = Map.copyOf(headers);

@@ -47,7 +47,8 @@ __device__ __forceinline__ void split2(float v, u16& hi, u16& lo) {
 
 extern "C" __global__ void __launch_bounds__(MMA_WARPS * 32)
 moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scales, const float* __restrict__ x,
-                   const int2* __restrict__ routes, float* __restrict__ out, int N, int K, int NT, int BP) {
+                   const int2* __restrict__ routes, float* __restrict__ out, int N, int K, int NT, int BP,
+                   int routesReady) {
     constexpr int S = MOE4J_DEPTH;
     // Dynamic shared memory: x as B fragments [BP * 4 k-steps][2 parts][4 t] then a zero area of 4 steps; after
     // it, each warp's ring: S code slots of 512 bytes (32 lanes x 16), then S scale slots of 128 (32 lanes x 4).
@@ -55,7 +56,11 @@ moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scal
     __shared__ float partial[MMA_WARPS][16];
     __shared__ float warpMax[MMA_WARPS];
 
-    const int2 route = routes[blockIdx.y];
+    // Overlapped launch (moe4j_common.cuh): the weights never change, so the ring's first stages may go out before
+    // the prior kernel ends, once the route is known; routesReady says the routes were written at least two kernels
+    // earlier (the second GEMM's), else they are read after the wait. Either way through L2 (see load_l2).
+    if (!routesReady) wait_prior_grid();
+    const int2 route = load_l2(routes + blockIdx.y);
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     const int g = lane >> 2;
@@ -83,6 +88,9 @@ moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scal
         }
         commit_stage();
     }
+
+    wait_prior_grid(); // x (and out) belong to the call's earlier kernels
+    allow_next_grid();
 
     // x row -> power-of-two scale 2^e putting max|x| in [2^14, 2^15) -> two fp16 parts in B-fragment order.
     // Loads go out X_BATCH at a time before any is used: issue is in order, so a loop that uses each load right
@@ -218,7 +226,7 @@ moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scal
 extern "C" __global__ void __launch_bounds__(MMA_WARPS * 32)
 moe_gemv_mxfp4_mma_pieces(const uint4* __restrict__ codes, const u32* __restrict__ scales, const float* __restrict__ x,
                           const int2* __restrict__ routes, const int4* __restrict__ pieces, float* __restrict__ out,
-                          int N, int K, int NT, int BP) {
+                          int N, int K, int NT, int BP, int routesReady) {
     constexpr int S = MOE4J_DEPTH;
     constexpr int P = PIECE_PAIRS;
     // Dynamic shared memory: x as B fragments [BP * 4 k-steps][2P columns][4 t] then a zero area of 4 steps; after
@@ -228,7 +236,8 @@ moe_gemv_mxfp4_mma_pieces(const uint4* __restrict__ codes, const u32* __restrict
     __shared__ float warpMax[MMA_WARPS];
     __shared__ int rowExp[P];
 
-    const int4 piece = pieces[blockIdx.y];
+    if (!routesReady) wait_prior_grid(); // as in moe_gemv_mxfp4_mma: pieces and routes come with the routes
+    const int4 piece = load_l2(pieces + blockIdx.y);
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     const int g = lane >> 2;
@@ -256,6 +265,9 @@ moe_gemv_mxfp4_mma_pieces(const uint4* __restrict__ codes, const u32* __restrict
         }
         commit_stage();
     }
+
+    wait_prior_grid();
+    allow_next_grid();
 
     // Each x row -> power-of-two scale 2^e putting max|x| in [2^14, 2^15) -> two fp16 parts in B-fragment order.
     // Loads go out X_BATCH at a time before any is used: issue is in order, so a loop that uses each load right

@@ -17,6 +17,40 @@ typedef unsigned long long u64;
 #define MOE4J_WARPS 8
 #endif
 
+// Overlapped launches (programmatic dependent launch, sm_90+). Kernels of a call's graph may be launched so that
+// they start while the kernel before them is still running; such a kernel must call wait_prior_grid() before it
+// reads anything an earlier kernel of the call wrote (or writes anything one reads), and calls allow_next_grid()
+// after that wait, so the next kernel can launch early in turn. Triggering only after the wait keeps the chain
+// transitive: when a kernel's blocks start, the kernel two places before it has completed, so data written there
+// (the call's routes, by moe_copy_in) may be read before the wait. Without an overlapped launch, or before sm_90,
+// both are no-ops. CudaFunction launches a kernel overlapped only if its source is listed as following this.
+__device__ __forceinline__ void wait_prior_grid() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void allow_next_grid() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Loads for data read before wait_prior_grid(): through L2 only. Until the wait, an SM's L1 may still hold lines an
+// earlier call's kernels read at the same address (a replayed graph reuses its buffers), and those would be stale.
+__device__ __forceinline__ int2 load_l2(const int2* p) {
+    int2 v;
+    asm volatile("ld.global.cg.v2.s32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ int4 load_l2(const int4* p) {
+    int4 v;
+    asm volatile("ld.global.cg.v4.s32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p)
+                 : "memory");
+    return v;
+}
+
 // Two fp16 (low half, high half) to two floats. Exact for every fp16, subnormals included, which the 4-bit
 // decoders below rely on.
 __device__ __forceinline__ void half2_to_float2(u32 h, float& lo, float& hi) {

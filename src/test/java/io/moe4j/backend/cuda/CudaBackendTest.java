@@ -306,6 +306,51 @@ class CudaBackendTest {
     }
 
     @Test
+    void overlappedLaunchesMatchSerialLaunches() {
+        // Graph-replayed batches record their kernels as overlapped launches (sm_90+): each may start while the one
+        // before it runs and waits inside for its data. A kernel that read too early would give other bits, now and
+        // then: many replays with changing routings, on every kernel the graphs hold (copy-in, row preparation with
+        // the router weight on the input, the tensor-core GEMV one pair a block and in pieces, the tile GEMM, the
+        // CUDA-core GEMM, both activation kernels, the combine), each compared bit for bit with serial launches.
+        try (Arena arena = Arena.ofShared()) {
+            SplittableRandom rnd = new SplittableRandom(2027);
+            Layout mxfp4 = Layout.scaled("mxfp4", WeightFormat.MXFP4, CodeType.FP4_E2M1, ScaleType.E8M0, 1, 32);
+            Layout int4 = Layout.scaled("int4_g32", WeightFormat.INT4_GROUP, CodeType.INT4, ScaleType.F32, 1, 32);
+            ActivationQuant mx = new ActivationQuant.Mx(ElementFormat.E2M1);
+            record Case(Layout layout, ActivationQuant a2, CudaTuning tuning, int[] tokens) {
+            }
+            List<Case> cases = List.of(
+                    new Case(mxfp4, ActivationQuant.NONE, GEMV, new int[] {1, 1, 1, 4, 4, 4, 16, 16, 16}),
+                    new Case(mxfp4, mx, GEMV.withGemvPiecePairs(1), new int[] {8, 8, 8, 16, 16, 16}),
+                    new Case(mxfp4, ActivationQuant.NONE, TILES, new int[] {40, 40, 40}),
+                    new Case(int4, mx, GEMV, new int[] {1, 1, 1, 5, 5, 5}));
+            for (Case c : cases) {
+                int[] size = sizes(c.layout());
+                ExpertWeights w = RandomWeights.layer(arena, rnd, c.layout(), 6, size[0], size[1],
+                        Activation.SWIGLU_OAI, GateLayout.INTERLEAVED, true, ActivationQuant.NONE, c.a2());
+                try (Experts overlapped = new CudaBackend(c.tuning().withOverlappedLaunches(true)).prepare(w,
+                        new ExecutionOptions(1));
+                        Experts serial = new CudaBackend(c.tuning().withOverlappedLaunches(false)).prepare(w,
+                                new ExecutionOptions(1))) {
+                    for (int round = 0; round < 4; round++) {
+                        for (int call = 0; call < c.tokens().length; call++) {
+                            Routing r = RandomWeights.routing(rnd, c.tokens()[call], 2, 6, (call + round) % 2 == 1);
+                            float[] x = RandomWeights.gaussian(rnd, r.tokens() * w.hidden(), 1.0);
+                            float[] a = new float[x.length];
+                            float[] b = new float[x.length];
+                            Arrays.fill(a, Float.NaN);
+                            overlapped.forward(x, r.tokens(), r, a);
+                            serial.forward(x, r.tokens(), r, b);
+                            assertThat(a).as("%s %s round %d call %d", c.layout().name(), c.a2(), round, call)
+                                    .doesNotContain(Float.NaN).isEqualTo(b);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
     void replayedGraphsFollowEachCallsRouting() {
         // One backend called again and again with batches of one size and different routings (graph recording and
         // replay in its workspace): each call must match a fresh backend's answer for its routing.

@@ -74,6 +74,7 @@ public final class CudaDriver {
     private final MethodHandle cuMemsetD8Async;
     private final MethodHandle cuMemsetD32;
     private final MethodHandle cuLaunchKernel;
+    private final MethodHandle cuLaunchKernelEx;
     private final MethodHandle cuStreamCreate;
     private final MethodHandle cuStreamDestroy;
     private final MethodHandle cuStreamSynchronize;
@@ -139,6 +140,8 @@ public final class CudaDriver {
         cuMemsetD32 = lib.function(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG), "cuMemsetD32_v2");
         cuLaunchKernel = lib.function(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT,
                 JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS), "cuLaunchKernel");
+        cuLaunchKernelEx = lib.function(FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS),
+                "cuLaunchKernelEx");
         cuStreamCreate = lib.function(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), "cuStreamCreate");
         cuStreamDestroy = lib.function(I_A, "cuStreamDestroy_v2");
         cuStreamSynchronize = lib.function(I_A, "cuStreamSynchronize");
@@ -350,6 +353,14 @@ public final class CudaDriver {
         try {
             return (int) cuLaunchKernel.invokeExact(function, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
                     stream, params, extra);
+        } catch (Throwable t) { throw NativeLibrary.rethrow(t); }
+    }
+
+    /** {@code config} is a CUlaunchConfig (see {@link CudaFunction#launch}). */
+    public int cuLaunchKernelEx(MemorySegment config, MemorySegment function, MemorySegment params,
+            MemorySegment extra) {
+        try {
+            return (int) cuLaunchKernelEx.invokeExact(config, function, params, extra);
         } catch (Throwable t) { throw NativeLibrary.rethrow(t); }
     }
 

@@ -1,5 +1,6 @@
 package io.moe4j.backend.cuda.driver;
 
+import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import java.lang.foreign.Arena;
@@ -10,11 +11,18 @@ public final class CudaFunction {
     private final CudaDriver cu;
     private final String name;
     private final MemorySegment handle;
+    private final boolean overlapReady;
 
-    CudaFunction(CudaDriver cu, String name, MemorySegment handle) {
+    CudaFunction(CudaDriver cu, String name, MemorySegment handle, boolean overlapReady) {
         this.cu = cu;
         this.name = name;
         this.handle = handle;
+        this.overlapReady = overlapReady;
+    }
+
+    /** Whether this kernel follows the overlapped launch protocol (declared by whoever loaded it). */
+    public boolean overlapReady() {
+        return overlapReady;
     }
 
     public String name() {
@@ -52,15 +60,46 @@ public final class CudaFunction {
                 attribute(CudaDriver.FUNC_LOCAL_SIZE_BYTES), attribute(CudaDriver.FUNC_SHARED_SIZE_BYTES));
     }
 
-    /** Enqueues one launch on {@code stream}; the arguments are copied by the driver before this returns. */
+    // CUlaunchConfig and CUlaunchAttribute (cuda.h, CUDA 12+): grid and block dims and dynamic shared bytes as seven
+    // u32, the stream at 32, the attribute array at 40, their count at 48 (56 bytes); an attribute is an id (u32) at
+    // 0 and a 64-byte value union at 8 (72 bytes).
+    private static final long CONFIG_BYTES = 56;
+    private static final long ATTRIBUTE_BYTES = 72;
+    private static final int PROGRAMMATIC_STREAM_SERIALIZATION = 6;
+
+    /**
+     * Enqueues one launch on {@code stream}; the arguments are copied by the driver before this returns. While the
+     * stream records overlapped launches and this kernel is {@link #overlapReady()}, the launch allows programmatic
+     * stream serialization: the kernel may start before the previous one on the stream has finished.
+     */
     public void launch(int gridX, int gridY, int gridZ, int blockX, int blockY, int blockZ, int dynamicSharedBytes,
             CudaStream stream, KernelArgs args) {
-        int r = cu.cuLaunchKernel(handle, gridX, gridY, gridZ, blockX, blockY, blockZ, dynamicSharedBytes,
-                stream.handle(), args.pointers(), MemorySegment.NULL);
+        boolean overlapped = overlapReady && stream.overlapping();
+        int r;
+        if (overlapped) {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment attribute = arena.allocate(ATTRIBUTE_BYTES, 8);
+                attribute.set(JAVA_INT, 0, PROGRAMMATIC_STREAM_SERIALIZATION);
+                attribute.set(JAVA_INT, 8, 1);
+                MemorySegment config = arena.allocate(CONFIG_BYTES, 8);
+                int[] dims = {gridX, gridY, gridZ, blockX, blockY, blockZ, dynamicSharedBytes};
+                for (int i = 0; i < dims.length; i++) {
+                    config.set(JAVA_INT, 4L * i, dims[i]);
+                }
+                config.set(ADDRESS, 32, stream.handle());
+                config.set(ADDRESS, 40, attribute);
+                config.set(JAVA_INT, 48, 1);
+                r = cu.cuLaunchKernelEx(config, handle, args.pointers(), MemorySegment.NULL);
+            }
+        } else {
+            r = cu.cuLaunchKernel(handle, gridX, gridY, gridZ, blockX, blockY, blockZ, dynamicSharedBytes,
+                    stream.handle(), args.pointers(), MemorySegment.NULL);
+        }
         if (r != 0) {
-            throw new CudaException("cuLaunchKernel", r, "cuLaunchKernel(" + name + ", grid " + gridX + "x" + gridY
-                    + "x" + gridZ + ", block " + blockX + "x" + blockY + "x" + blockZ + ", shared " + dynamicSharedBytes
-                    + ") failed: " + cu.describe(r));
+            String call = overlapped ? "cuLaunchKernelEx" : "cuLaunchKernel";
+            throw new CudaException(call, r, call + "(" + name + ", grid " + gridX + "x" + gridY + "x" + gridZ
+                    + ", block " + blockX + "x" + blockY + "x" + blockZ + ", shared " + dynamicSharedBytes
+                    + (overlapped ? ", overlapped" : "") + ") failed: " + cu.describe(r));
         }
     }
 }

@@ -29,6 +29,14 @@ public final class CudaModule implements AutoCloseable {
 
     /** The {@code extern "C"} kernel called {@code name}. */
     public CudaFunction function(String name) {
+        return function(name, false);
+    }
+
+    /**
+     * The {@code extern "C"} kernel called {@code name}; {@code overlapReady} declares that it follows the overlapped
+     * launch protocol (it waits for the prior kernel before touching data it wrote), see {@link CudaFunction#launch}.
+     */
+    public CudaFunction function(String name, boolean overlapReady) {
         if (closed) {
             throw new IllegalStateException("module already unloaded");
         }
@@ -39,7 +47,7 @@ public final class CudaModule implements AutoCloseable {
                 throw new CudaException("cuModuleGetFunction", r, "cuModuleGetFunction(" + name + ") failed: "
                         + cu.describe(r));
             }
-            return new CudaFunction(cu, name, out.get(ADDRESS, 0));
+            return new CudaFunction(cu, name, out.get(ADDRESS, 0), overlapReady);
         }
     }
 

@@ -13,6 +13,7 @@ public final class CudaStream implements AutoCloseable {
     private final CudaDriver cu;
     private final MemorySegment handle;
     private boolean closed;
+    private boolean overlapping;
 
     private CudaStream(CudaDriver cu, MemorySegment handle) {
         this.cu = cu;
@@ -34,6 +35,11 @@ public final class CudaStream implements AutoCloseable {
         return handle;
     }
 
+    /** Whether launches on this stream are being recorded as overlapped launches (inside such a capture). */
+    boolean overlapping() {
+        return overlapping;
+    }
+
     public void synchronize() {
         cu.check("cuStreamSynchronize", cu.cuStreamSynchronize(handle()));
     }
@@ -43,12 +49,25 @@ public final class CudaStream implements AutoCloseable {
      * instantiated graph: replaying it launches the same kernels with far less host overhead per launch.
      */
     public CudaGraph capture(Runnable work) {
+        return capture(work, false);
+    }
+
+    /**
+     * As {@link #capture(Runnable)}; with {@code overlapKernels}, the kernels whose functions follow the overlapped
+     * launch protocol ({@link CudaFunction#overlapReady()}) are recorded with programmatic dependent launch: in the
+     * graph each may start while the kernel before it is still running, and waits for it inside (griddepcontrol).
+     * Only devices of compute capability 9.0 and later take it.
+     */
+    public CudaGraph capture(Runnable work, boolean overlapKernels) {
         cu.check("cuStreamBeginCapture_v2", cu.cuStreamBeginCapture(handle(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
         RuntimeException failure = null;
+        overlapping = overlapKernels;
         try {
             work.run();
         } catch (RuntimeException e) {
             failure = e;
+        } finally {
+            overlapping = false;
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment graph = arena.allocate(ADDRESS);
