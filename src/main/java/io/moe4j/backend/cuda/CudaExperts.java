@@ -258,14 +258,7 @@ final class CudaExperts implements Experts {
         DeviceBuffer dout = ws.buffer(Slot.OUT, outBytes);
         Transfers transfers = mapped ? new Transfers(staging.address(), (int) (xPadded / 4), (int) (metaBytes / 4),
                 (int) (routeBytes / 4), outHost.address()) : null;
-        // The activation in GEMM1's epilogue where GEMM1 runs one pair a block on the tensor-core GEMV, gate and up
-        // rows are interleaved (both in one tile) and GEMM2 takes the activation as it is (moe_activate_elements'
-        // case): one kernel fewer in the call.
-        boolean fusedActivation = tuning.fusedActivation() && w13 instanceof Mxfp4Matrix m13 && !tile1 && !tile2
-                && (gemvPieces.length == 0 || !engine.mxfp4().piecesFit(m13.experts()))
-                && w.gateLayout() == GateLayout.INTERLEAVED && a2.none() && w2.columnOrder() == null;
-        Launch launch = new Launch(transfers, tokens, pairs, plan.topK(), weightOnInput, direct1, tile1, tile2,
-                fusedActivation, dx, in1,
+        Launch launch = new Launch(transfers, tokens, pairs, plan.topK(), weightOnInput, direct1, tile1, tile2, dx, in1,
                 exp1, pitch1, hbuf, act, exp2, pitch2, y, dout, droutes, dmeta, m + offToken, m + offExpert,
                 m + offWeight, m + offTokenPair, m + offTokenWeight, m + offIdentity, m + offBatches1,
                 batches1.length / 4, tb1, m + offBatches2, batches2.length / 4, tb2, m + offTiles, mtiles.length / 4,
@@ -317,7 +310,7 @@ final class CudaExperts implements Experts {
      * enqueue identical kernels, which is what makes a recorded graph replayable.
      */
     record Launch(Transfers transfers, int tokens, int pairs, int topK, boolean weightOnInput, boolean direct1,
-            boolean tile1, boolean tile2, boolean fusedActivation, DeviceBuffer x, DeviceBuffer in1, DeviceBuffer exp1, int pitch1,
+            boolean tile1, boolean tile2, DeviceBuffer x, DeviceBuffer in1, DeviceBuffer exp1, int pitch1,
             DeviceBuffer h, DeviceBuffer act, DeviceBuffer exp2, int pitch2, DeviceBuffer y, DeviceBuffer out,
             DeviceBuffer routes, DeviceBuffer meta, long pairToken, long pairExpert, long pairWeight, long tokenPair,
             long tokenWeight, long identity, long batches1, int batchCount1, int tb1, long batches2, int batchCount2,
@@ -351,18 +344,23 @@ final class CudaExperts implements Experts {
             }
         }
         stage(stages, 0, stream);
-        if (l.fusedActivation()) {
-            engine.mxfp4().forward(((Mxfp4Matrix) w13).experts(), l.in1(), l.routes(), 0, l.pairs(), l.act(), false,
-                    new CudaGroupedGemm.GatedEpilogue(activationCode(w.activation()), pointerOf(bias13),
-                            w.swigluLimit(), io.moe4j.kernel.Activation.OAI_ALPHA), stream);
-        } else {
-            gemm(w13, l.tile1(), l.in1(), l.exp1(), l.direct1() ? l.pairToken() : l.identity(), l.batches1(),
-                    l.batchCount1(), l.tb1(), l.routes(), 0, l.mtiles(), l.mtileCount(), l.tileTokens(), l.pieces(),
-                    l.pieceCount(), l.pairs(), l.h(), stream);
-        }
+        gemm(w13, l.tile1(), l.in1(), l.exp1(), l.direct1() ? l.pairToken() : l.identity(), l.batches1(),
+                l.batchCount1(), l.tb1(), l.routes(), 0, l.mtiles(), l.mtileCount(), l.tileTokens(), l.pieces(),
+                l.pieceCount(), l.pairs(), l.h(), stream);
         stage(stages, 1, stream);
-        if (!l.fusedActivation()) {
-            activate(l, rows13, inter, stream);
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena).pointer(l.h()).pointer(l.pairExpert()).pointer(pointerOf(bias13))
+                    .i32(rows13).i32(inter).i32(gateMode(w.gateLayout())).i32(activationCode(w.activation()))
+                    .f32(w.swigluLimit()).f32(io.moe4j.kernel.Activation.OAI_ALPHA);
+            if (a2.none() && !l.tile2() && w2.columnOrder() == null) {
+                args.pointer(l.act());
+                rows("moe_activate_elements").function().launch(l.pairs(), Math.ceilDiv(inter, ROW_THREADS), 1,
+                        ROW_THREADS, 1, 1, 0, stream, args);
+            } else {
+                a2.append(args);
+                rowOutput(args.pointer(pointerOf(w2.columnOrder())), l.tile2(), l.act(), l.exp2(), l.pitch2());
+                launchRows(rows("moe_activate_rows"), l.pairs(), inter, stream, args);
+            }
         }
         stage(stages, 2, stream);
         gemm(w2, l.tile2(), l.act(), l.exp2(), l.identity(), l.batches2(), l.batchCount2(), l.tb2(), l.routes(),
@@ -378,24 +376,6 @@ final class CudaExperts implements Experts {
                     ROW_THREADS, 1, 1, 0, stream, args);
         }
         stage(stages, 4, stream);
-    }
-
-    /** GEMM1's rows (+ bias) through the activation into GEMM2's input: per element, or per row with a2. */
-    private void activate(Launch l, int rows13, int inter, CudaStream stream) {
-        try (Arena arena = Arena.ofConfined()) {
-            KernelArgs args = new KernelArgs(arena).pointer(l.h()).pointer(l.pairExpert()).pointer(pointerOf(bias13))
-                    .i32(rows13).i32(inter).i32(gateMode(w.gateLayout())).i32(activationCode(w.activation()))
-                    .f32(w.swigluLimit()).f32(io.moe4j.kernel.Activation.OAI_ALPHA);
-            if (a2.none() && !l.tile2() && w2.columnOrder() == null) {
-                args.pointer(l.act());
-                rows("moe_activate_elements").function().launch(l.pairs(), Math.ceilDiv(inter, ROW_THREADS), 1,
-                        ROW_THREADS, 1, 1, 0, stream, args);
-            } else {
-                a2.append(args);
-                rowOutput(args.pointer(pointerOf(w2.columnOrder())), l.tile2(), l.act(), l.exp2(), l.pitch2());
-                launchRows(rows("moe_activate_rows"), l.pairs(), inter, stream, args);
-            }
-        }
     }
 
     private static void stage(List<CudaEvent> stages, int i, CudaStream stream) {

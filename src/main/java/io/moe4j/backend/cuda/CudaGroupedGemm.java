@@ -169,26 +169,6 @@ public final class CudaGroupedGemm implements AutoCloseable {
      */
     public void forward(DeviceExperts w, DeviceBuffer x, DeviceBuffer routes, long firstRoute, int pairs,
             DeviceBuffer out, boolean routesReady, CudaStream stream) {
-        forward(w, x, routes, firstRoute, pairs, out, routesReady, GatedEpilogue.NONE, stream);
-    }
-
-    /**
-     * A gated activation applied in the tensor-core GEMV's epilogue: for rows interleaved gate (2j) and up (2j + 1),
-     * out[p, j] = act(row 2j + bias, row 2j + 1 + bias) in float64, as moe_activate_elements computes it.
-     *
-     * @param kind  ACT_* of moe4j_quant.cuh (a gated one), or -1 for none (out holds the rows)
-     * @param bias  device address of the experts' biases [E][N], or 0
-     */
-    record GatedEpilogue(int kind, long bias, float limit, float alpha) {
-        static final GatedEpilogue NONE = new GatedEpilogue(-1, 0L, 0f, 0f);
-    }
-
-    /**
-     * As above with {@code epilogue} fused (MXFP4 in the tensor-core layout, N even): {@code out} is then
-     * [pairs, N / 2].
-     */
-    void forward(DeviceExperts w, DeviceBuffer x, DeviceBuffer routes, long firstRoute, int pairs, DeviceBuffer out,
-            boolean routesReady, GatedEpilogue epilogue, CudaStream stream) {
         if (pairs <= 0) {
             return;
         }
@@ -196,18 +176,13 @@ public final class CudaGroupedGemm implements AutoCloseable {
         int k = w.cols();
         require(firstRoute >= 0 && routes.byteSize() >= Routes.bytes(pairs) + 8 * firstRoute,
                 "routes buffer holds fewer than " + (firstRoute + pairs) + " pairs");
-        boolean fused = epilogue.kind() >= 0;
-        require(!fused || (w.layout() == DeviceExperts.Layout.MXFP4_MMA_TILES && n % 2 == 0),
-                "a fused activation needs an MXFP4 stack in the tensor-core layout with an even row count");
-        int outRow = fused ? n / 2 : n;
-        require(out.byteSize() >= 4L * pairs * outRow, "out buffer smaller than " + pairs + " x " + outRow
-                + " floats");
+        require(out.byteSize() >= 4L * pairs * n, "out buffer smaller than " + pairs + " x " + n + " floats");
         require(x.byteSize() >= 4L * k, "x buffer smaller than one row of " + k + " floats");
         if (w.layout() == DeviceExperts.Layout.MXFP4_MMA_TILES) {
             for (int first = 0; first < pairs; first += MAX_PAIRS_PER_LAUNCH) {
                 int count = Math.min(MAX_PAIRS_PER_LAUNCH, pairs - first);
                 launchMma(w, x, routes.pointer() + 8 * (firstRoute + first), 0L, count,
-                        out.pointer() + 4L * first * outRow, 1, routesReady, epilogue, stream);
+                        out.pointer() + 4L * first * n, 1, routesReady, stream);
             }
             return;
         }
@@ -264,7 +239,7 @@ public final class CudaGroupedGemm implements AutoCloseable {
         for (int first = 0; first < pieceCount; first += MAX_PAIRS_PER_LAUNCH) {
             int count = Math.min(MAX_PAIRS_PER_LAUNCH, pieceCount - first);
             launchMma(w, x, routes.pointer() + 8 * firstRoute, pieces + 16L * first, count, out.pointer(),
-                    PAIRS_PER_PIECE, routesReady, GatedEpilogue.NONE, stream);
+                    PAIRS_PER_PIECE, routesReady, stream);
         }
     }
 
@@ -290,7 +265,7 @@ public final class CudaGroupedGemm implements AutoCloseable {
      * (moe_gemv_mxfp4_mma_pieces), the K split chosen for that many blocks.
      */
     private void launchMma(DeviceExperts w, DeviceBuffer x, long routes, long pieces, int blocksY, long out,
-            int pairsPerBlock, boolean routesReady, GatedEpilogue epilogue, CudaStream stream) {
+            int pairsPerBlock, boolean routesReady, CudaStream stream) {
         GemvTuning t = tuning.resolve(tuning.kSplit() > 0 ? tuning.kSplit()
                 : GemvTuning.autoKSplit(w.rowTiles(), blocksY, context.device().multiprocessors()));
         Kernel kernel = mmaKernel(w, t, pairsPerBlock > 1 ? "moe_gemv_mxfp4_mma_pieces" : "moe_gemv_mxfp4_mma");
@@ -305,9 +280,6 @@ public final class CudaGroupedGemm implements AutoCloseable {
                 args.pointer(pieces);
             }
             args.pointer(out).i32(w.rows()).i32(w.cols()).i32(w.rowTiles()).i32(w.blockPairs()).i32(routesReady ? 1 : 0);
-            if (pairsPerBlock == 1) {
-                args.i32(epilogue.kind()).pointer(epilogue.bias()).f32(epilogue.limit()).f32(epilogue.alpha());
-            }
             kernel.function().launch(Math.ceilDiv(w.rowTiles(), t.tilesPerBlock()), blocksY, 1,
                     32 * t.kSplit() * t.tilesPerBlock(), 1, 1, (int) shared, stream, args);
         }

@@ -24,12 +24,10 @@ import java.util.regex.Pattern;
  * @param overlappedLaunches    the kernels of a graph-replayed batch are recorded as overlapped launches (programmatic
  *                              dependent launch, sm_90+): each may start while the one before it finishes, the
  *                              second GEMM streaming its first weights meanwhile; see moe4j_common.cuh
- * @param fusedActivation       MXFP4 decode GEMVs with interleaved gate/up rows apply the activation in their
- *                              epilogue (no activation kernel) when the second GEMM takes its input unchanged
  */
 public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTilesPerWarp, int tileTokens,
         WgmmaTile wgmma, int unitsRows, int unitsWarps, double gemvPiecePairs, boolean mappedTransfers,
-        boolean overlappedLaunches, boolean fusedActivation) {
+        boolean overlappedLaunches) {
 
     /**
      * Shape of gemm_mxfp4_wgmma.cu's blocks.
@@ -88,7 +86,7 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
     }
 
     public static CudaTuning defaults() {
-        return new CudaTuning(4, 4, 2, 64, new WgmmaTile(2, 128, 1, 4), 2, 8, 2.0, true, true, true);
+        return new CudaTuning(4, 4, 2, 64, new WgmmaTile(2, 128, 1, 4), 2, 8, 2.0, true, true);
     }
 
     /**
@@ -96,8 +94,7 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
      * {@link #withTile}) and {@code -Dmoe4j.cuda.units=RxW} (CUDA-core GEMM rows per warp x warps per block), e.g.
      * {@code 2x8}, {@code -Dmoe4j.cuda.gemvPiecePairs=F} (see {@link #gemvPiecePairs}; "Infinity" turns pieces off)
      * {@code -Dmoe4j.cuda.transfers=copy|mapped} (see {@link #mappedTransfers}) and
-     * {@code -Dmoe4j.cuda.overlap=true|false} (see {@link #overlappedLaunches}) and
-     * {@code -Dmoe4j.cuda.fuseActivation=true|false} (see {@link #fusedActivation}).
+     * {@code -Dmoe4j.cuda.overlap=true|false} (see {@link #overlappedLaunches}).
      */
     public static CudaTuning fromSystemProperties() {
         CudaTuning t = defaults();
@@ -135,21 +132,12 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
                         + ": expected true or false");
             };
         }
-        String fuse = System.getProperty("moe4j.cuda.fuseActivation");
-        if (fuse != null && !fuse.isBlank()) {
-            t = switch (fuse.trim()) {
-                case "true" -> t.withFusedActivation(true);
-                case "false" -> t.withFusedActivation(false);
-                default -> throw new IllegalArgumentException("-Dmoe4j.cuda.fuseActivation=" + fuse
-                        + ": expected true or false");
-            };
-        }
         return t;
     }
 
     public CudaTuning withTileMinPairsPerExpert(int pairs) {
         return new CudaTuning(pairs, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows, unitsWarps,
-                gemvPiecePairs, mappedTransfers, overlappedLaunches, fusedActivation);
+                gemvPiecePairs, mappedTransfers, overlappedLaunches);
     }
 
     /**
@@ -162,21 +150,21 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
         if (m.matches()) {
             return new CudaTuning(tileMinPairsPerExpert, Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
                     Integer.parseInt(m.group(3)), null, unitsRows, unitsWarps, gemvPiecePairs, mappedTransfers,
-                    overlappedLaunches, fusedActivation);
+                    overlappedLaunches);
         }
         m = WGMMA.matcher(spec);
         if (m.matches()) {
             WgmmaTile w = new WgmmaTile(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
                     m.group(3) == null ? 1 : Integer.parseInt(m.group(3)), m.group(4) == null ? 4 : Integer.parseInt(m.group(4)));
             return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, w, unitsRows,
-                    unitsWarps, gemvPiecePairs, mappedTransfers, overlappedLaunches, fusedActivation);
+                    unitsWarps, gemvPiecePairs, mappedTransfers, overlappedLaunches);
         }
         throw new IllegalArgumentException("tile variant " + spec + " is neither wNtNnN (mma.sync) nor gNnN[mN][sN] (wgmma)");
     }
 
     public CudaTuning withGemvPiecePairs(double pairs) {
         return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows,
-                unitsWarps, pairs, mappedTransfers, overlappedLaunches, fusedActivation);
+                unitsWarps, pairs, mappedTransfers, overlappedLaunches);
     }
 
     /** "2x8": 2 rows per warp, 8 warps per block. */
@@ -190,22 +178,17 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
 
     public CudaTuning withUnits(int rows, int warps) {
         return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, rows, warps,
-                gemvPiecePairs, mappedTransfers, overlappedLaunches, fusedActivation);
+                gemvPiecePairs, mappedTransfers, overlappedLaunches);
     }
 
     public CudaTuning withMappedTransfers(boolean mapped) {
         return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows,
-                unitsWarps, gemvPiecePairs, mapped, overlappedLaunches, fusedActivation);
+                unitsWarps, gemvPiecePairs, mapped, overlappedLaunches);
     }
 
     public CudaTuning withOverlappedLaunches(boolean overlapped) {
         return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows,
-                unitsWarps, gemvPiecePairs, mappedTransfers, overlapped, fusedActivation);
-    }
-
-    public CudaTuning withFusedActivation(boolean fused) {
-        return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows,
-                unitsWarps, gemvPiecePairs, mappedTransfers, overlappedLaunches, fused);
+                unitsWarps, gemvPiecePairs, mappedTransfers, overlapped);
     }
 
     /** The prefill kernel's spec as {@link #withTile} reads it: the wgmma one where set. */

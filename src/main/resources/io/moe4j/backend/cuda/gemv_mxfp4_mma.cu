@@ -20,7 +20,6 @@
 // on fp16 bits 9-11 (magnitude) and 15 (sign): exactly e2m1 * 2^-14, code 1 being the fp16 subnormal 2^-15.
 // Scale word g holds the E8M0 bytes of (row g, block 2bp), (row g+8, block 2bp), (row g, 2bp+1), (row g+8, 2bp+1).
 #include "mxfp4_mma.cuh"
-#include "moe4j_quant.cuh"
 
 // Warps splitting one row tile's K range (block pairs ks, ks + KSPLIT, ...), and row tiles per block.
 #ifndef MOE4J_KSPLIT
@@ -49,7 +48,7 @@ __device__ __forceinline__ void split2(float v, u16& hi, u16& lo) {
 extern "C" __global__ void __launch_bounds__(MMA_WARPS * 32)
 moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scales, const float* __restrict__ x,
                    const int2* __restrict__ routes, float* __restrict__ out, int N, int K, int NT, int BP,
-                   int routesReady, int actKind, const float* __restrict__ bias, float limit, float alpha) {
+                   int routesReady) {
     constexpr int S = MOE4J_DEPTH;
     // Dynamic shared memory: x as B fragments [BP * 4 k-steps][2 parts][4 t] then a zero area of 4 steps; after
     // it, each warp's ring: S code slots of 512 bytes (32 lanes x 16), then S scale slots of 128 (32 lanes x 4).
@@ -200,29 +199,14 @@ moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scal
         partial[warp][g + 8] = accHi;
     }
     __syncthreads();
-    if (active && ks == 0) {
-        const int row = tile * 16 + (lane & 15);
-        float v = 0.0f;
-        if (lane < 16 && row < N) {
+    if (active && ks == 0 && lane < 16) {
+        const int row = tile * 16 + lane;
+        if (row < N) {
+            float sum = 0.0f;
 #pragma unroll
-            for (int k = 0; k < MOE4J_KSPLIT; ++k) v += partial[warp + k][lane];
+            for (int k = 0; k < MOE4J_KSPLIT; ++k) sum += partial[warp + k][lane];
             // Undo the weights' 2^-14 and x's 2^e (exact powers of two; 14 - e stays within float's exponents).
-            v *= __uint_as_float((u32)(127 + 14 - e) << 23);
-        }
-        if (actKind < 0) {
-            if (lane < 16 && row < N) out[(size_t)blockIdx.y * N + row] = v;
-        } else {
-            // Fused activation (gate rows 2j and up rows 2j + 1 interleaved, so both are in this tile): out is the
-            // second GEMM's input [pairs][N / 2], the same float64 arithmetic as moe_activate_elements on the float
-            // row this kernel would otherwise have written.
-            const float up = __shfl_down_sync(0xffffffffu, v, 1);
-            if (lane < 16 && (lane & 1) == 0 && row < N) {
-                const float* br = bias != nullptr ? bias + (size_t)route.x * N : nullptr;
-                const double g = (double)v + (br != nullptr ? (double)br[row] : 0.0);
-                const double u = (double)up + (br != nullptr ? (double)br[row + 1] : 0.0);
-                out[(size_t)blockIdx.y * (N / 2) + row / 2] = (float)act_gated(actKind, g, u, (double)limit,
-                                                                               (double)alpha);
-            }
+            out[(size_t)blockIdx.y * N + row] = sum * __uint_as_float((u32)(127 + 14 - e) << 23);
         }
     }
 }
