@@ -114,25 +114,27 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
         if (pieces != null && !pieces.isBlank()) {
             t = t.withGemvPiecePairs(Double.parseDouble(pieces.trim()));
         }
-        String transfers = System.getProperty("moe4j.cuda.transfers");
-        if (transfers != null && !transfers.isBlank()) {
-            t = switch (transfers.trim()) {
-                case "mapped" -> t.withMappedTransfers(true);
-                case "copy" -> t.withMappedTransfers(false);
-                default -> throw new IllegalArgumentException("-Dmoe4j.cuda.transfers=" + transfers
-                        + ": expected mapped or copy");
-            };
+        Boolean mapped = choice("moe4j.cuda.transfers", "mapped", "copy");
+        if (mapped != null) {
+            t = t.withMappedTransfers(mapped);
         }
-        String overlap = System.getProperty("moe4j.cuda.overlap");
-        if (overlap != null && !overlap.isBlank()) {
-            t = switch (overlap.trim()) {
-                case "true" -> t.withOverlappedLaunches(true);
-                case "false" -> t.withOverlappedLaunches(false);
-                default -> throw new IllegalArgumentException("-Dmoe4j.cuda.overlap=" + overlap
-                        + ": expected true or false");
-            };
+        Boolean overlap = choice("moe4j.cuda.overlap", "true", "false");
+        if (overlap != null) {
+            t = t.withOverlappedLaunches(overlap);
         }
         return t;
+    }
+
+    /** A two-way system property: true for {@code yes}, false for {@code no}, null when unset; else an error. */
+    private static Boolean choice(String property, String yes, String no) {
+        String value = System.getProperty(property);
+        if (value == null || value.isBlank()) {
+            return null;
+        }
+        if (value.trim().equals(yes) || value.trim().equals(no)) {
+            return value.trim().equals(yes);
+        }
+        throw new IllegalArgumentException("-D" + property + "=" + value + ": expected " + yes + " or " + no);
     }
 
     public CudaTuning withTileMinPairsPerExpert(int pairs) {

@@ -292,13 +292,7 @@ class CudaBackendTest {
                     int[] tokens = {1, 1, 1, 3, 3, 3, 1, CudaExperts.GRAPH_MAX_PAIRS};
                     for (int call = 0; call < tokens.length; call++) {
                         Routing r = RandomWeights.routing(rnd, tokens[call], 2, 6, call % 2 == 1);
-                        float[] x = RandomWeights.gaussian(rnd, r.tokens() * w.hidden(), 1.0);
-                        float[] a = new float[x.length];
-                        float[] b = new float[x.length];
-                        Arrays.fill(a, Float.NaN);
-                        mapped.forward(x, r.tokens(), r, a);
-                        copied.forward(x, r.tokens(), r, b);
-                        assertThat(a).as("%s call %d", layout.name(), call).doesNotContain(Float.NaN).isEqualTo(b);
+                        assertSameBits(mapped, copied, w, r, rnd, layout.name() + " call " + call);
                     }
                 }
             }
@@ -335,19 +329,25 @@ class CudaBackendTest {
                     for (int round = 0; round < 4; round++) {
                         for (int call = 0; call < c.tokens().length; call++) {
                             Routing r = RandomWeights.routing(rnd, c.tokens()[call], 2, 6, (call + round) % 2 == 1);
-                            float[] x = RandomWeights.gaussian(rnd, r.tokens() * w.hidden(), 1.0);
-                            float[] a = new float[x.length];
-                            float[] b = new float[x.length];
-                            Arrays.fill(a, Float.NaN);
-                            overlapped.forward(x, r.tokens(), r, a);
-                            serial.forward(x, r.tokens(), r, b);
-                            assertThat(a).as("%s %s round %d call %d", c.layout().name(), c.a2(), round, call)
-                                    .doesNotContain(Float.NaN).isEqualTo(b);
+                            assertSameBits(overlapped, serial, w, r, rnd,
+                                    c.layout().name() + " " + c.a2() + " round " + round + " call " + call);
                         }
                     }
                 }
             }
         }
+    }
+
+    /** Both layers on one random batch routed by {@code r}: every output bit equal, none NaN. */
+    private static void assertSameBits(Experts first, Experts second, ExpertWeights w, Routing r, SplittableRandom rnd,
+            String what) {
+        float[] x = RandomWeights.gaussian(rnd, r.tokens() * w.hidden(), 1.0);
+        float[] a = new float[x.length];
+        float[] b = new float[x.length];
+        Arrays.fill(a, Float.NaN);
+        first.forward(x, r.tokens(), r, a);
+        second.forward(x, r.tokens(), r, b);
+        assertThat(a).as(what).doesNotContain(Float.NaN).isEqualTo(b);
     }
 
     @Test

@@ -42,4 +42,25 @@ class CudaTuningTest {
         assertThatThrownBy(() -> CudaTuning.defaults().withUnits("9x8"))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("out of range");
     }
+
+    @Test
+    void twoWaySwitchesReadTheirPropertiesAndNameABadValue() {
+        String[] keys = {"moe4j.cuda.transfers", "moe4j.cuda.overlap"};
+        try {
+            assertThat(CudaTuning.fromSystemProperties().overlappedLaunches()).isTrue();
+            assertThat(CudaTuning.fromSystemProperties().mappedTransfers()).isTrue();
+            System.setProperty("moe4j.cuda.overlap", "false");
+            System.setProperty("moe4j.cuda.transfers", " copy ");
+            CudaTuning t = CudaTuning.fromSystemProperties();
+            assertThat(t.overlappedLaunches()).isFalse();
+            assertThat(t.mappedTransfers()).isFalse();
+            System.setProperty("moe4j.cuda.overlap", "yes");
+            assertThatThrownBy(CudaTuning::fromSystemProperties).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("-Dmoe4j.cuda.overlap=yes").hasMessageContaining("true or false");
+        } finally {
+            for (String k : keys) {
+                System.clearProperty(k);
+            }
+        }
+    }
 }
