@@ -52,6 +52,11 @@ class CudaBackendTest {
      */
     private static final double TILE_QUANTIZED_TOLERANCE = 2e-2;
 
+    private static final Layout MXFP4 = Layout.scaled("mxfp4", WeightFormat.MXFP4, CodeType.FP4_E2M1, ScaleType.E8M0, 1,
+            32);
+    private static final Layout INT4_G32 = Layout.scaled("int4_g32", WeightFormat.INT4_GROUP, CodeType.INT4,
+            ScaleType.F32, 1, 32);
+
     private static final CudaTuning GEMV = CudaTuning.defaults().withTileMinPairsPerExpert(Integer.MAX_VALUE);
     /** The tile GEMM for every MXFP4 call: on sm_90a the wgmma kernel, elsewhere mma.sync. */
     private static final CudaTuning TILES = CudaTuning.defaults().withTileMinPairsPerExpert(1);
@@ -141,8 +146,7 @@ class CudaBackendTest {
             ExpertWeights w = RandomWeights.layer(arena, rnd, bf16, 5, 288, 160, Activation.SILU_AND_MUL,
                     GateLayout.CONCATENATED, false, q, q);
             assertMatches(w, RandomWeights.routing(rnd, 7, 2, 5, false), rnd, GEMV, GEMV_TOLERANCE);
-            Layout mxfp4 = Layout.scaled("mxfp4", WeightFormat.MXFP4, CodeType.FP4_E2M1, ScaleType.E8M0, 1, 32);
-            ExpertWeights m = RandomWeights.layer(arena, rnd, mxfp4, 5, 288, 160, Activation.SWIGLU_OAI,
+            ExpertWeights m = RandomWeights.layer(arena, rnd, MXFP4, 5, 288, 160, Activation.SWIGLU_OAI,
                     GateLayout.INTERLEAVED, true, q, q);
             assertMatches(m, RandomWeights.routing(rnd, 7, 2, 5, false), rnd, GEMV, GEMV_TOLERANCE);
             assertMatches(m, RandomWeights.routing(rnd, 40, 2, 5, false), rnd, TILES, TILE_QUANTIZED_TOLERANCE);
@@ -181,8 +185,7 @@ class CudaBackendTest {
         }
         try (Arena arena = Arena.ofShared()) {
             SplittableRandom rnd = new SplittableRandom(act.ordinal() * 31L + gate.ordinal());
-            Layout mxfp4 = Layout.scaled("mxfp4", WeightFormat.MXFP4, CodeType.FP4_E2M1, ScaleType.E8M0, 1, 32);
-            ExpertWeights w = RandomWeights.layer(arena, rnd, mxfp4, 4, 128, 96, act, gate, true,
+            ExpertWeights w = RandomWeights.layer(arena, rnd, MXFP4, 4, 128, 96, act, gate, true,
                     ActivationQuant.NONE, ActivationQuant.NONE);
             assertMatches(w, RandomWeights.routing(rnd, 5, 2, 4, false), rnd, GEMV, GEMV_TOLERANCE);
             assertMatches(w, RandomWeights.routing(rnd, 70, 2, 4, false), rnd, TILES, TILE_TOLERANCE);
@@ -194,8 +197,7 @@ class CudaBackendTest {
     void routerWeightOnTheInputAndExpertsHeldElsewhere() {
         try (Arena arena = Arena.ofShared()) {
             SplittableRandom rnd = new SplittableRandom(77);
-            Layout int4 = Layout.scaled("int4_g32", WeightFormat.INT4_GROUP, CodeType.INT4, ScaleType.F32, 1, 32);
-            ExpertWeights all = RandomWeights.layer(arena, rnd, int4, 4, 96, 64, Activation.SILU_AND_MUL,
+            ExpertWeights all = RandomWeights.layer(arena, rnd, INT4_G32, 4, 96, 64, Activation.SILU_AND_MUL,
                     GateLayout.CONCATENATED, false, new ActivationQuant.Int8PerToken(), ActivationQuant.NONE);
             // Llama-4 style: the router weight scales the input
             assertMatches(all, RandomWeights.routing(rnd, 9, 1, 4, true), rnd, GEMV, GEMV_TOLERANCE);
@@ -254,9 +256,8 @@ class CudaBackendTest {
         // row's largest), and stacks with E8M0 0 (2^-127) that take the exactly scaled variants.
         try (Arena arena = Arena.ofShared()) {
             SplittableRandom rnd = new SplittableRandom(41);
-            Layout mxfp4 = Layout.scaled("mxfp4", WeightFormat.MXFP4, CodeType.FP4_E2M1, ScaleType.E8M0, 1, 32);
             for (int variant = 0; variant < 2; variant++) {
-                ExpertWeights w = RandomWeights.layer(arena, rnd, mxfp4, 3, 192, 128, Activation.SWIGLU_OAI,
+                ExpertWeights w = RandomWeights.layer(arena, rnd, MXFP4, 3, 192, 128, Activation.SWIGLU_OAI,
                         GateLayout.INTERLEAVED, true, ActivationQuant.NONE, ActivationQuant.NONE);
                 for (io.moe4j.quant.ExpertMatrix m : new io.moe4j.quant.ExpertMatrix[] {w.w13(), w.w2()}) {
                     java.lang.foreign.MemorySegment s = m.blockScales().data();
@@ -281,8 +282,7 @@ class CudaBackendTest {
         try (Arena arena = Arena.ofShared()) {
             SplittableRandom rnd = new SplittableRandom(2026);
             Layout bf16 = Layout.dense(WeightFormat.BF16, CodeType.BF16);
-            Layout mxfp4 = Layout.scaled("mxfp4", WeightFormat.MXFP4, CodeType.FP4_E2M1, ScaleType.E8M0, 1, 32);
-            for (Layout layout : List.of(bf16, mxfp4)) {
+            for (Layout layout : List.of(bf16, MXFP4)) {
                 int[] size = sizes(layout);
                 ExpertWeights w = RandomWeights.layer(arena, rnd, layout, 6, size[0], size[1], Activation.SWIGLU_OAI,
                         GateLayout.INTERLEAVED, true, ActivationQuant.NONE, ActivationQuant.NONE);
@@ -308,16 +308,14 @@ class CudaBackendTest {
         // CUDA-core GEMM, both activation kernels, the combine), each compared bit for bit with serial launches.
         try (Arena arena = Arena.ofShared()) {
             SplittableRandom rnd = new SplittableRandom(2027);
-            Layout mxfp4 = Layout.scaled("mxfp4", WeightFormat.MXFP4, CodeType.FP4_E2M1, ScaleType.E8M0, 1, 32);
-            Layout int4 = Layout.scaled("int4_g32", WeightFormat.INT4_GROUP, CodeType.INT4, ScaleType.F32, 1, 32);
             ActivationQuant mx = new ActivationQuant.Mx(ElementFormat.E2M1);
             record Case(Layout layout, ActivationQuant a2, CudaTuning tuning, int[] tokens) {
             }
             List<Case> cases = List.of(
-                    new Case(mxfp4, ActivationQuant.NONE, GEMV, new int[] {1, 1, 1, 4, 4, 4, 16, 16, 16}),
-                    new Case(mxfp4, mx, GEMV.withGemvPiecePairs(1), new int[] {8, 8, 8, 16, 16, 16}),
-                    new Case(mxfp4, ActivationQuant.NONE, TILES, new int[] {40, 40, 40}),
-                    new Case(int4, mx, GEMV, new int[] {1, 1, 1, 5, 5, 5}));
+                    new Case(MXFP4, ActivationQuant.NONE, GEMV, new int[] {1, 1, 1, 4, 4, 4, 16, 16, 16}),
+                    new Case(MXFP4, mx, GEMV.withGemvPiecePairs(1), new int[] {8, 8, 8, 16, 16, 16}),
+                    new Case(MXFP4, ActivationQuant.NONE, TILES, new int[] {40, 40, 40}),
+                    new Case(INT4_G32, mx, GEMV, new int[] {1, 1, 1, 5, 5, 5}));
             for (Case c : cases) {
                 int[] size = sizes(c.layout());
                 ExpertWeights w = RandomWeights.layer(arena, rnd, c.layout(), 6, size[0], size[1],
@@ -356,9 +354,7 @@ class CudaBackendTest {
         // replay in its workspace): each call must match a fresh backend's answer for its routing.
         try (Arena arena = Arena.ofShared()) {
             SplittableRandom rnd = new SplittableRandom(99);
-            Layout mxfp4 = Layout.scaled("mxfp4", WeightFormat.MXFP4, CodeType.FP4_E2M1, ScaleType.E8M0, 1, 32);
-            Layout int4 = Layout.scaled("int4_g32", WeightFormat.INT4_GROUP, CodeType.INT4, ScaleType.F32, 1, 32);
-            for (Layout layout : List.of(mxfp4, int4)) {
+            for (Layout layout : List.of(MXFP4, INT4_G32)) {
                 ExpertWeights w = RandomWeights.layer(arena, rnd, layout, 8, 128, 96, Activation.SWIGLU_OAI,
                         GateLayout.INTERLEAVED, true, ActivationQuant.NONE, ActivationQuant.NONE);
                 int tokens = 4;
@@ -380,8 +376,7 @@ class CudaBackendTest {
     void concurrentCallsKeepTheirOwnResults() throws Exception {
         try (Arena arena = Arena.ofShared()) {
             SplittableRandom rnd = new SplittableRandom(5);
-            Layout mxfp4 = Layout.scaled("mxfp4", WeightFormat.MXFP4, CodeType.FP4_E2M1, ScaleType.E8M0, 1, 32);
-            ExpertWeights w = RandomWeights.layer(arena, rnd, mxfp4, 6, 256, 128, Activation.SWIGLU_OAI,
+            ExpertWeights w = RandomWeights.layer(arena, rnd, MXFP4, 6, 256, 128, Activation.SWIGLU_OAI,
                     GateLayout.INTERLEAVED, true, ActivationQuant.NONE, ActivationQuant.NONE);
             int threads = 4;
             float[][] xs = new float[threads][];
@@ -420,8 +415,7 @@ class CudaBackendTest {
 
     /** {@code experts} random experts of gpt-oss-20b's shape and format (MXFP4, H = I = 2880, SwiGLU-OAI, biases). */
     private static ExpertWeights gptOssExperts(Arena arena, SplittableRandom rnd, int experts) {
-        Layout mxfp4 = Layout.scaled("mxfp4", WeightFormat.MXFP4, CodeType.FP4_E2M1, ScaleType.E8M0, 1, 32);
-        return RandomWeights.layer(arena, rnd, mxfp4, experts, 2880, 2880, Activation.SWIGLU_OAI,
+        return RandomWeights.layer(arena, rnd, MXFP4, experts, 2880, 2880, Activation.SWIGLU_OAI,
                 GateLayout.INTERLEAVED, true, ActivationQuant.NONE, ActivationQuant.NONE);
     }
 
