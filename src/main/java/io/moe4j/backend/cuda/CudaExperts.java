@@ -64,7 +64,8 @@ final class CudaExperts implements Experts {
         this.a13 = a13;
         this.a2 = a2;
         this.pool = new WorkspacePool(engine.context());
-        this.overlapped = tuning.overlappedLaunches() && engine.context().device().computeCapability() >= 90;
+        this.overlapped = tuning.overlappedLaunches() && engine.context().device().computeCapability() >= 90
+                && engine.context().driver().hasLaunchKernelEx();
         this.wgmmaTiles = tuning.wgmma() != null && engine.context().device().hasWgmma()
                 && !(w13 instanceof Mxfp4Matrix m1 && m1.experts().specialScales())
                 && !(w2 instanceof Mxfp4Matrix m2 && m2.experts().specialScales());
@@ -345,7 +346,7 @@ final class CudaExperts implements Experts {
         }
         stage(stages, 0, stream);
         gemm(w13, l.tile1(), l.in1(), l.exp1(), l.direct1() ? l.pairToken() : l.identity(), l.batches1(),
-                l.batchCount1(), l.tb1(), l.routes(), 0, l.mtiles(), l.mtileCount(), l.tileTokens(), l.pieces(),
+                l.batchCount1(), l.tb1(), l.routes(), 0, false, l.mtiles(), l.mtileCount(), l.tileTokens(), l.pieces(),
                 l.pieceCount(), l.pairs(), l.h(), stream);
         stage(stages, 1, stream);
         try (Arena arena = Arena.ofConfined()) {
@@ -363,9 +364,10 @@ final class CudaExperts implements Experts {
             }
         }
         stage(stages, 2, stream);
+        // GEMM2's routes were written by moe_copy_in (or a copy) at least two kernels earlier.
         gemm(w2, l.tile2(), l.act(), l.exp2(), l.identity(), l.batches2(), l.batchCount2(), l.tb2(), l.routes(),
-                l.pairs(), l.mtiles(), l.mtileCount(), l.tileTokens(), l.pieces(), l.pieceCount(), l.pairs(), l.y(),
-                stream);
+                l.pairs(), true, l.mtiles(), l.mtileCount(), l.tileTokens(), l.pieces(), l.pieceCount(), l.pairs(),
+                l.y(), stream);
         stage(stages, 3, stream);
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(l.y()).i32(h).pointer(l.tokenPair())
@@ -447,9 +449,15 @@ final class CudaExperts implements Experts {
         return engine.kernels().get("gemm_units.cu", "moe_gemm_units", defines);
     }
 
+    /**
+     * One grouped GEMM of the call on the path its matrix and the plan pick. {@code routesReady}: the routes were
+     * written at least two kernels before this one, so the tensor-core GEMV may read them before its overlapped
+     * launch's wait (see {@link CudaGroupedGemm#forward}).
+     */
     private void gemm(DeviceMatrix matrix, boolean tile, DeviceBuffer in, DeviceBuffer exps, long xRows, long batches,
-            int batchCount, int tb, DeviceBuffer routes, long firstRoute, long mtiles, int mtileCount, int tileTokens,
-            long pieces, int pieceCount, int pairs, DeviceBuffer out, CudaStream stream) {
+            int batchCount, int tb, DeviceBuffer routes, long firstRoute, boolean routesReady, long mtiles,
+            int mtileCount, int tileTokens, long pieces, int pieceCount, int pairs, DeviceBuffer out,
+            CudaStream stream) {
         switch (matrix) {
             case Mxfp4Matrix mx when tile && wgmmaTiles -> {
                 CudaTuning.WgmmaTile wt = tuning.wgmma();
@@ -473,12 +481,11 @@ final class CudaExperts implements Experts {
                 launchTiles(k, mx, tuning.tileRowTilesPerBlock(), tuning.tileWarps(), 0, in, exps, mtiles, mtileCount,
                         out, stream);
             }
-            // The second GEMM's routes were written by moe_copy_in (or a copy) at least two kernels earlier.
             case Mxfp4Matrix mx when pieceCount > 0 && engine.mxfp4().piecesFit(mx.experts()) ->
                     engine.mxfp4().forwardPieces(mx.experts(), in, routes, firstRoute, pairs, pieces, pieceCount, out,
-                            firstRoute > 0, stream);
+                            routesReady, stream);
             case Mxfp4Matrix mx -> engine.mxfp4().forward(mx.experts(), in, routes, firstRoute, pairs, out,
-                    firstRoute > 0, stream);
+                    routesReady, stream);
             case UnitMatrix u -> {
                 KernelCache.Kernel k = units(u, tb);
                 long shared = 128L * tb * u.units();

@@ -279,7 +279,8 @@ public final class CudaGroupedGemm implements AutoCloseable {
             if (pairsPerBlock > 1) {
                 args.pointer(pieces);
             }
-            args.pointer(out).i32(w.rows()).i32(w.cols()).i32(w.rowTiles()).i32(w.blockPairs()).i32(routesReady ? 1 : 0);
+            args.pointer(out).i32(w.rows()).i32(w.cols()).i32(w.rowTiles()).i32(w.blockPairs())
+                    .i32(routesReady ? 1 : 0);
             kernel.function().launch(Math.ceilDiv(w.rowTiles(), t.tilesPerBlock()), blocksY, 1,
                     32 * t.kSplit() * t.tilesPerBlock(), 1, 1, (int) shared, stream, args);
         }

@@ -140,7 +140,8 @@ public final class CudaDriver {
         cuMemsetD32 = lib.function(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG), "cuMemsetD32_v2");
         cuLaunchKernel = lib.function(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT,
                 JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS), "cuLaunchKernel");
-        cuLaunchKernelEx = lib.function(FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS),
+        // CUDA 12.0+: only overlapped launches need it, so an older driver keeps the rest of the binding.
+        cuLaunchKernelEx = lib.optionalFunction(FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS),
                 "cuLaunchKernelEx");
         cuStreamCreate = lib.function(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), "cuStreamCreate");
         cuStreamDestroy = lib.function(I_A, "cuStreamDestroy_v2");
@@ -356,7 +357,12 @@ public final class CudaDriver {
         } catch (Throwable t) { throw NativeLibrary.rethrow(t); }
     }
 
-    /** {@code config} is a CUlaunchConfig (see {@link CudaFunction#launch}). */
+    /** Whether this driver has cuLaunchKernelEx (CUDA 12.0 and later), which overlapped launches go through. */
+    public boolean hasLaunchKernelEx() {
+        return cuLaunchKernelEx != null;
+    }
+
+    /** {@code config} is a CUlaunchConfig (see {@link CudaFunction#launch}); see {@link #hasLaunchKernelEx()}. */
     public int cuLaunchKernelEx(MemorySegment config, MemorySegment function, MemorySegment params,
             MemorySegment extra) {
         try {

@@ -56,9 +56,14 @@ public final class CudaStream implements AutoCloseable {
      * As {@link #capture(Runnable)}; with {@code overlapKernels}, the kernels whose functions follow the overlapped
      * launch protocol ({@link CudaFunction#overlapReady()}) are recorded with programmatic dependent launch: in the
      * graph each may start while the kernel before it is still running, and waits for it inside (griddepcontrol).
-     * Only devices of compute capability 9.0 and later take it.
+     * Only devices of compute capability 9.0 and later take it, and only a CUDA 12.0+ driver records it (an older
+     * one is refused here with an {@link IllegalStateException}).
      */
     public CudaGraph capture(Runnable work, boolean overlapKernels) {
+        if (overlapKernels && !cu.hasLaunchKernelEx()) {
+            throw new IllegalStateException("overlapped launches need cuLaunchKernelEx, which this CUDA driver (before"
+                    + " 12.0) does not export");
+        }
         cu.check("cuStreamBeginCapture_v2", cu.cuStreamBeginCapture(handle(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
         RuntimeException failure = null;
         overlapping = overlapKernels;

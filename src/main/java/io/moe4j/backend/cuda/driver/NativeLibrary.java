@@ -53,6 +53,11 @@ final class NativeLibrary {
         throw new CudaException(symbols[0], -1, name + " exports none of " + String.join(", ", symbols));
     }
 
+    /** A downcall for {@code symbol}, or null where the library does not export it (an older driver). */
+    MethodHandle optionalFunction(FunctionDescriptor descriptor, String symbol) {
+        return lookup.find(symbol).map(a -> LINKER.downcallHandle(a, descriptor)).orElse(null);
+    }
+
     /** Turns what a downcall threw into an unchecked exception without wrapping errors twice. */
     static RuntimeException rethrow(Throwable t) {
         if (t instanceof RuntimeException r) {
