@@ -21,9 +21,8 @@ public record KernelSource(String name, String text, Map<String, String> headers
     private static final Pattern INCLUDE = Pattern.compile("^\\s*#\\s*include\\s+\"([^\"]+)\"", Pattern.MULTILINE);
 
     /**
-     * The kernels that follow the overlapped launch protocol of moe4j_common.cuh (wait_prior_grid before touching
-     * what an earlier kernel of the call wrote, allow_next_grid after it): the experts pipeline's graph-replayed
-     * kernels. Only these are recorded as overlapped launches; adding a name here is a claim about its source.
+     * The kernels that follow the overlapped launch protocol of moe4j_common.cuh (enter_after_prior_grid before
+     * touching what an earlier kernel of the call wrote): the experts pipeline's graph-replayed kernels. Only these are recorded as overlapped launches; adding a name here is a claim about its source.
      */
     private static final Set<String> OVERLAP_READY = Set.of("moe_copy_in", "moe_prepare_rows", "moe_activate_rows",
             "moe_activate_elements", "moe_combine", "moe_gemv_mxfp4_mma", "moe_gemv_mxfp4_mma_pieces",

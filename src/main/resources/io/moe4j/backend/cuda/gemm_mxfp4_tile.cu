@@ -60,8 +60,7 @@ moe_gemm_mxfp4_tile(const uint4* __restrict__ codes, const u32* __restrict__ sca
                     const int* __restrict__ xexp, const int4* __restrict__ mtiles, float* __restrict__ out, int N,
                     int NT, int BP, const u8* __restrict__ rowExp) {
     __shared__ __align__(16) u16 xs[TILE_STAGES][TILE_BN][XPITCH];
-    wait_prior_grid();
-    allow_next_grid();
+    enter_after_prior_grid();
     const int4 mt = mtiles[blockIdx.y];
     const int e = mt.x;
     const int first = mt.y;

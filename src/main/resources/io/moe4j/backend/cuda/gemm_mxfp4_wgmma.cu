@@ -143,8 +143,7 @@ moe_gemm_mxfp4_wgmma(const uint4* __restrict__ codes, const u32* __restrict__ sc
                      int NT, int BP, const u8* __restrict__ rowExp) {
     extern __shared__ __align__(1024) u8 smem[];
     const u32 base = (smem_address(smem) + 1023u) & ~1023u;
-    wait_prior_grid();
-    allow_next_grid();
+    enter_after_prior_grid();
     const int4 mt = mtiles[blockIdx.y];
     const int e = mt.x;
     const int first = mt.y;

@@ -186,8 +186,7 @@ moe_gemm_units(const u8* __restrict__ codes, const u8* __restrict__ scales, cons
     constexpr int R = MOE4J_ROWS;
     constexpr int TB = MOE4J_TB;
     extern __shared__ float4 xs[]; // [TB][U * 8] float4
-    wait_prior_grid();
-    allow_next_grid();
+    enter_after_prior_grid();
     const int4 batch = batches[blockIdx.y];
     const int e = batch.x;
     const int first = batch.y;

@@ -89,8 +89,7 @@ moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scal
         commit_stage();
     }
 
-    wait_prior_grid(); // x (and out) belong to the call's earlier kernels
-    allow_next_grid();
+    enter_after_prior_grid(); // x (and out) belong to the call's earlier kernels
 
     // x row -> power-of-two scale 2^e putting max|x| in [2^14, 2^15) -> two fp16 parts in B-fragment order.
     // Loads go out X_BATCH at a time before any is used: issue is in order, so a loop that uses each load right
@@ -266,8 +265,7 @@ moe_gemv_mxfp4_mma_pieces(const uint4* __restrict__ codes, const u32* __restrict
         commit_stage();
     }
 
-    wait_prior_grid();
-    allow_next_grid();
+    enter_after_prior_grid();
 
     // Each x row -> power-of-two scale 2^e putting max|x| in [2^14, 2^15) -> two fp16 parts in B-fragment order.
     // Loads go out X_BATCH at a time before any is used: issue is in order, so a loop that uses each load right

@@ -18,12 +18,12 @@ typedef unsigned long long u64;
 #endif
 
 // Overlapped launches (programmatic dependent launch, sm_90+). Kernels of a call's graph may be launched so that
-// they start while the kernel before them is still running; such a kernel must call wait_prior_grid() before it
-// reads anything an earlier kernel of the call wrote (or writes anything one reads), and calls allow_next_grid()
-// after that wait, so the next kernel can launch early in turn. Triggering only after the wait keeps the chain
+// they start while the kernel before them is still running; such a kernel must call enter_after_prior_grid()
+// before it reads anything an earlier kernel of the call wrote (or writes anything one reads): it waits for the
+// kernel before, then lets the next one launch early in turn. Triggering only after the wait keeps the chain
 // transitive: when a kernel's blocks start, the kernel two places before it has completed, so data written there
-// (the call's routes, by moe_copy_in) may be read before the wait. Without an overlapped launch, or before sm_90,
-// both are no-ops. CudaFunction launches a kernel overlapped only if its source is listed as following this.
+// (the call's routes, by moe_copy_in) may be read before the wait, through load_l2. Without an overlapped launch, or
+// before sm_90, these are no-ops. Only kernels named in KernelSource.OVERLAP_READY are launched overlapped.
 __device__ __forceinline__ void wait_prior_grid() {
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -34,6 +34,11 @@ __device__ __forceinline__ void allow_next_grid() {
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+
+__device__ __forceinline__ void enter_after_prior_grid() {
+    wait_prior_grid();
+    allow_next_grid();
 }
 
 // Loads for data read before wait_prior_grid(): through L2 only. Until the wait, an SM's L1 may still hold lines an

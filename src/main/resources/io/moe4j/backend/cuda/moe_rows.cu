@@ -6,7 +6,7 @@
 // A row is staged in shared memory because the quantizers need it whole (per-token scales) or in blocks.
 // The GEMMs read their input rows either as float32 (the GEMV kernels) or as f16 scaled by a power of two per row
 // (the MXFP4 tile kernel, which multiplies the 2^-e back in its epilogue), so a row is written in either form.
-// Every kernel here follows the overlapped-launch protocol of moe4j_common.cuh (it waits before touching any data).
+// Every kernel here follows the overlapped-launch protocol of moe4j_common.cuh (enter_after_prior_grid before touching any data).
 #include "moe4j_quant.cuh"
 
 #define OUT_F32 0
@@ -49,8 +49,7 @@ extern "C" __global__ void moe_prepare_rows(const float* __restrict__ x, int H, 
                                             const float* __restrict__ qScale, const int* __restrict__ qZero,
                                             const int* __restrict__ perm, int outMode, float* __restrict__ outF,
                                             u16* __restrict__ outH, int* __restrict__ outExp, int outPitch) {
-    wait_prior_grid();
-    allow_next_grid();
+    enter_after_prior_grid();
     extern __shared__ float s[]; // H values, then 32 floats of scratch
     float* scratch = s + H;
     const size_t p = blockIdx.x;
@@ -126,8 +125,7 @@ extern "C" __global__ void moe_activate_rows(const float* __restrict__ h, const 
                                              const float* __restrict__ qScale, const int* __restrict__ qZero,
                                              const int* __restrict__ perm, int outMode, float* __restrict__ outF,
                                              u16* __restrict__ outH, int* __restrict__ outExp, int outPitch) {
-    wait_prior_grid();
-    allow_next_grid();
+    enter_after_prior_grid();
     extern __shared__ float s[]; // I values, then 32 floats of scratch
     float* scratch = s + I;
     const size_t p = blockIdx.x;
@@ -152,8 +150,7 @@ extern "C" __global__ void moe_activate_rows(const float* __restrict__ h, const 
 extern "C" __global__ void moe_activate_elements(const float* __restrict__ h, const int* __restrict__ pairExpert,
                                                  const float* __restrict__ bias13, int rows13, int I, int gateMode,
                                                  int act, float limit, float alpha, float* __restrict__ out) {
-    wait_prior_grid();
-    allow_next_grid();
+    enter_after_prior_grid();
     const size_t p = blockIdx.x;
     const int j = blockIdx.y * blockDim.x + threadIdx.x;
     if (j >= I) return;
@@ -257,8 +254,7 @@ extern "C" __global__ void moe_combine(const float* __restrict__ y, int H, const
                                        const float* __restrict__ tokenWeight, int topK,
                                        const int* __restrict__ pairExpert, const float* __restrict__ bias2,
                                        int weightOnInput, float* __restrict__ out) {
-    wait_prior_grid();
-    allow_next_grid();
+    enter_after_prior_grid();
     if ((H & 3) == 0) {
         combine_cols<4>(y, H, tokenPair, tokenWeight, topK, pairExpert, bias2, weightOnInput, out);
     } else {
@@ -272,8 +268,7 @@ extern "C" __global__ void moe_combine(const float* __restrict__ y, int H, const
 extern "C" __global__ void moe_copy_in(const u32* __restrict__ src, u32* __restrict__ x, int xWords,
                                        u32* __restrict__ meta, int metaWords, u32* __restrict__ routes,
                                        int routeWords) {
-    wait_prior_grid();
-    allow_next_grid();
+    enter_after_prior_grid();
     const int total = xWords + metaWords + routeWords;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
         const u32 v = src[i];

@@ -306,6 +306,9 @@ class CudaBackendTest {
         // then: many replays with changing routings, on every kernel the graphs hold (copy-in, row preparation with
         // the router weight on the input, the tensor-core GEMV one pair a block and in pieces, the tile GEMM, the
         // CUDA-core GEMM, both activation kernels, the combine), each compared bit for bit with serial launches.
+        // Older devices launch both serially, where the comparison would prove nothing.
+        assumeTrue(CudaRuntime.probe().device().map(d -> d.computeCapability() >= 90).orElse(false),
+                "overlapped launches need compute capability 9.0");
         try (Arena arena = Arena.ofShared()) {
             SplittableRandom rnd = new SplittableRandom(2027);
             ActivationQuant mx = new ActivationQuant.Mx(ElementFormat.E2M1);

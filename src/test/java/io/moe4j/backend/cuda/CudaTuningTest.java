@@ -46,6 +46,10 @@ class CudaTuningTest {
     @Test
     void twoWaySwitchesReadTheirPropertiesAndNameABadValue() {
         String[] keys = {"moe4j.cuda.transfers", "moe4j.cuda.overlap"};
+        String[] saved = new String[keys.length];
+        for (int i = 0; i < keys.length; i++) {
+            saved[i] = System.clearProperty(keys[i]);
+        }
         try {
             assertThat(CudaTuning.fromSystemProperties().overlappedLaunches()).isTrue();
             assertThat(CudaTuning.fromSystemProperties().mappedTransfers()).isTrue();
@@ -58,8 +62,12 @@ class CudaTuningTest {
             assertThatThrownBy(CudaTuning::fromSystemProperties).isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("-Dmoe4j.cuda.overlap=yes").hasMessageContaining("true or false");
         } finally {
-            for (String k : keys) {
-                System.clearProperty(k);
+            for (int i = 0; i < keys.length; i++) {
+                if (saved[i] == null) {
+                    System.clearProperty(keys[i]);
+                } else {
+                    System.setProperty(keys[i], saved[i]);
+                }
             }
         }
     }
