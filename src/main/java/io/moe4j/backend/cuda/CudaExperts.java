@@ -257,14 +257,10 @@ final class CudaExperts implements Experts {
         DeviceBuffer exp2 = tile2 ? ws.buffer(Slot.EXP2, 4L * pairs) : null;
         DeviceBuffer y = ws.buffer(Slot.Y, 4L * pairs * h);
         DeviceBuffer dout = ws.buffer(Slot.OUT, outBytes);
-        // The combine in GEMM2's blocks when GEMM2 is the one-pair MXFP4 GEMV (decode): one kernel less to wait for.
-        boolean fused = fusesCombine(plan, tile2, gemvPieces);
-        DeviceBuffer arrivals = fused ? ws.zeroedBuffer(Slot.ARRIVALS,
-                4L * tokens * engine.mxfp4().combineGroups(((Mxfp4Matrix) w2).experts(), pairs)) : null;
         Transfers transfers = mapped ? new Transfers(staging.address(), (int) (xPadded / 4), (int) (metaBytes / 4),
                 (int) (routeBytes / 4), outHost.address()) : null;
         Launch launch = new Launch(transfers, tokens, pairs, plan.topK(), weightOnInput, direct1, tile1, tile2, dx, in1,
-                exp1, pitch1, hbuf, act, exp2, pitch2, y, dout, arrivals, droutes, dmeta, m + offToken, m + offExpert,
+                exp1, pitch1, hbuf, act, exp2, pitch2, y, dout, droutes, dmeta, m + offToken, m + offExpert,
                 m + offWeight, m + offTokenPair, m + offTokenWeight, m + offIdentity, m + offBatches1,
                 batches1.length / 4, tb1, m + offBatches2, batches2.length / 4, tb2, m + offTiles, mtiles.length / 4,
                 tileTokens, m + offPieces, gemvPieces.length / 4);
@@ -298,14 +294,6 @@ final class CudaExperts implements Experts {
         }
         stream.synchronize();
         HostCopy.fromSegment(outHost, out, tokens * h);
-        if (fused) {
-            // moe_combine writes zeros for a token with no local expert; the fused combine has no block for it.
-            for (int t = 0; t < tokens; t++) {
-                if (!plan.hasLocalPair(t)) {
-                    java.util.Arrays.fill(out, t * h, (t + 1) * h, 0f);
-                }
-            }
-        }
     }
 
     /** Batches of at most this many routed pairs replay their kernels from a graph. */
@@ -325,7 +313,7 @@ final class CudaExperts implements Experts {
     record Launch(Transfers transfers, int tokens, int pairs, int topK, boolean weightOnInput, boolean direct1,
             boolean tile1, boolean tile2, DeviceBuffer x, DeviceBuffer in1, DeviceBuffer exp1, int pitch1,
             DeviceBuffer h, DeviceBuffer act, DeviceBuffer exp2, int pitch2, DeviceBuffer y, DeviceBuffer out,
-            DeviceBuffer arrivals, DeviceBuffer routes, DeviceBuffer meta, long pairToken, long pairExpert, long pairWeight, long tokenPair,
+            DeviceBuffer routes, DeviceBuffer meta, long pairToken, long pairExpert, long pairWeight, long tokenPair,
             long tokenWeight, long identity, long batches1, int batchCount1, int tb1, long batches2, int batchCount2,
             int tb2, long mtiles, int mtileCount, int tileTokens, long pieces, int pieceCount) {
     }
@@ -359,7 +347,7 @@ final class CudaExperts implements Experts {
         stage(stages, 0, stream);
         gemm(w13, l.tile1(), l.in1(), l.exp1(), l.direct1() ? l.pairToken() : l.identity(), l.batches1(),
                 l.batchCount1(), l.tb1(), l.routes(), 0, false, l.mtiles(), l.mtileCount(), l.tileTokens(), l.pieces(),
-                l.pieceCount(), l.pairs(), l.h(), null, stream);
+                l.pieceCount(), l.pairs(), l.h(), stream);
         stage(stages, 1, stream);
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(l.h()).pointer(l.pairExpert()).pointer(pointerOf(bias13))
@@ -377,22 +365,14 @@ final class CudaExperts implements Experts {
         }
         stage(stages, 2, stream);
         // GEMM2's routes were written by moe_copy_in (or a copy) at least two kernels earlier.
-        long combinedOut = mapped != null ? mapped.hostOut() : l.out().pointer();
-        CudaGroupedGemm.FusedCombine combine = l.arrivals() == null ? null : new CudaGroupedGemm.FusedCombine(
-                l.pairToken(), l.tokenPair(), l.tokenWeight(), l.topK(), l.pairExpert(), pointerOf(bias2),
-                l.weightOnInput(), combinedOut, l.arrivals().pointer());
         gemm(w2, l.tile2(), l.act(), l.exp2(), l.identity(), l.batches2(), l.batchCount2(), l.tb2(), l.routes(),
                 l.pairs(), true, l.mtiles(), l.mtileCount(), l.tileTokens(), l.pieces(), l.pieceCount(), l.pairs(),
-                l.y(), combine, stream);
+                l.y(), stream);
         stage(stages, 3, stream);
-        if (combine != null) {
-            stage(stages, 4, stream);
-            return;
-        }
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(l.y()).i32(h).pointer(l.tokenPair())
                     .pointer(l.tokenWeight()).i32(l.topK()).pointer(l.pairExpert()).pointer(pointerOf(bias2))
-                    .i32(l.weightOnInput() ? 1 : 0).pointer(combinedOut);
+                    .i32(l.weightOnInput() ? 1 : 0).pointer(mapped != null ? mapped.hostOut() : l.out().pointer());
             int columnsPerThread = h % 4 == 0 ? 4 : 1; // as moe_combine picks
             rows("moe_combine").function().launch(l.tokens(), Math.ceilDiv(h, columnsPerThread * ROW_THREADS), 1,
                     ROW_THREADS, 1, 1, 0, stream, args);
@@ -477,10 +457,7 @@ final class CudaExperts implements Experts {
     private void gemm(DeviceMatrix matrix, boolean tile, DeviceBuffer in, DeviceBuffer exps, long xRows, long batches,
             int batchCount, int tb, DeviceBuffer routes, long firstRoute, boolean routesReady, long mtiles,
             int mtileCount, int tileTokens, long pieces, int pieceCount, int pairs, DeviceBuffer out,
-            CudaGroupedGemm.FusedCombine combine, CudaStream stream) {
-        if (combine != null && !onePairGemv(matrix, tile, pieceCount, pairs)) {
-            throw new IllegalStateException("a fused combine needs the one-pair MXFP4 GEMV, not " + matrix.kernels());
-        }
+            CudaStream stream) {
         switch (matrix) {
             case Mxfp4Matrix mx when tile && wgmmaTiles -> {
                 CudaTuning.WgmmaTile wt = tuning.wgmma();
@@ -508,7 +485,7 @@ final class CudaExperts implements Experts {
                     engine.mxfp4().forwardPieces(mx.experts(), in, routes, firstRoute, pairs, pieces, pieceCount, out,
                             routesReady, stream);
             case Mxfp4Matrix mx -> engine.mxfp4().forward(mx.experts(), in, routes, firstRoute, pairs, out,
-                    routesReady, combine, stream);
+                    routesReady, stream);
             case UnitMatrix u -> {
                 KernelCache.Kernel k = units(u, tb);
                 long shared = 128L * tb * u.units();
@@ -527,22 +504,6 @@ final class CudaExperts implements Experts {
                 }
             }
         }
-    }
-
-    /** Whether a call with this plan does its combine in the second GEMV's blocks (for tests). */
-    boolean fusesCombine(RoutePlan plan) {
-        boolean tiles = usesTiles(plan);
-        return fusesCombine(plan, tiles && w2 instanceof Mxfp4Matrix, tiles ? new int[0] : gemvPieces(plan));
-    }
-
-    private boolean fusesCombine(RoutePlan plan, boolean tile2, int[] gemvPieces) {
-        return tuning.fusedCombine() && onePairGemv(w2, tile2, gemvPieces.length / 4, plan.pairs());
-    }
-
-    /** Whether {@link #gemm} runs {@code matrix} on the one-pair MXFP4 GEMV, the kernel that can fuse the combine. */
-    private boolean onePairGemv(DeviceMatrix matrix, boolean tile, int pieceCount, int pairs) {
-        return !tile && matrix instanceof Mxfp4Matrix mx && !(pieceCount > 0 && engine.mxfp4().piecesFit(mx.experts()))
-                && CudaGroupedGemm.fusesCombine(mx.experts(), pairs);
     }
 
     /**

@@ -169,39 +169,9 @@ public final class CudaGroupedGemm implements AutoCloseable {
      */
     public void forward(DeviceExperts w, DeviceBuffer x, DeviceBuffer routes, long firstRoute, int pairs,
             DeviceBuffer out, boolean routesReady, CudaStream stream) {
-        forward(w, x, routes, firstRoute, pairs, out, routesReady, null, stream);
-    }
-
-    /**
-     * The layer's combine done by the tensor-core GEMV's blocks (gemv_mxfp4_mma.cu, combine_row_group): device
-     * addresses of the plan's arrays as moe_combine reads them, the combined output ({@code tokens x rows}) and
-     * {@code tokens x} {@link #combineGroups} arrival counters, zero before the call and left zero after it.
-     */
-    public record FusedCombine(long pairToken, long tokenPair, long tokenWeight, int topK, long pairExpert, long bias,
-            boolean weightOnInput, long out, long arrivals) {
-    }
-
-    /** Whether {@code w} can take a {@link FusedCombine} for {@code pairs} pairs: the one-pair tensor-core GEMV. */
-    public static boolean fusesCombine(DeviceExperts w, int pairs) {
-        return w.layout() == DeviceExperts.Layout.MXFP4_MMA_TILES && pairs <= MAX_PAIRS_PER_LAUNCH;
-    }
-
-    /** Row groups (grid x) of the tensor-core GEMV on {@code w} for {@code pairs} pairs: arrival counters per token. */
-    public int combineGroups(DeviceExperts w, int pairs) {
-        return Math.ceilDiv(w.rowTiles(), resolved(w, pairs).tilesPerBlock());
-    }
-
-    /**
-     * As above, and with a {@code combine} (see {@link FusedCombine}; {@link #fusesCombine} must hold) the GEMV's
-     * blocks also sum each token's outputs into its {@code out}.
-     */
-    public void forward(DeviceExperts w, DeviceBuffer x, DeviceBuffer routes, long firstRoute, int pairs,
-            DeviceBuffer out, boolean routesReady, FusedCombine combine, CudaStream stream) {
         if (pairs <= 0) {
             return;
         }
-        require(combine == null || fusesCombine(w, pairs), "a fused combine needs the one-pair tensor-core GEMV and"
-                + " at most " + MAX_PAIRS_PER_LAUNCH + " pairs, got " + w.layout() + " and " + pairs + " pairs");
         int n = w.rows();
         int k = w.cols();
         require(firstRoute >= 0 && routes.byteSize() >= Routes.bytes(pairs) + 8 * firstRoute,
@@ -212,7 +182,7 @@ public final class CudaGroupedGemm implements AutoCloseable {
             for (int first = 0; first < pairs; first += MAX_PAIRS_PER_LAUNCH) {
                 int count = Math.min(MAX_PAIRS_PER_LAUNCH, pairs - first);
                 launchMma(w, x, routes.pointer() + 8 * (firstRoute + first), 0L, count,
-                        out.pointer() + 4L * first * n, 1, routesReady, combine, stream);
+                        out.pointer() + 4L * first * n, 1, routesReady, stream);
             }
             return;
         }
@@ -269,7 +239,7 @@ public final class CudaGroupedGemm implements AutoCloseable {
         for (int first = 0; first < pieceCount; first += MAX_PAIRS_PER_LAUNCH) {
             int count = Math.min(MAX_PAIRS_PER_LAUNCH, pieceCount - first);
             launchMma(w, x, routes.pointer() + 8 * firstRoute, pieces + 16L * first, count, out.pointer(),
-                    PAIRS_PER_PIECE, routesReady, null, stream);
+                    PAIRS_PER_PIECE, routesReady, stream);
         }
     }
 
@@ -295,13 +265,13 @@ public final class CudaGroupedGemm implements AutoCloseable {
      * (moe_gemv_mxfp4_mma_pieces), the K split chosen for that many blocks.
      */
     private void launchMma(DeviceExperts w, DeviceBuffer x, long routes, long pieces, int blocksY, long out,
-            int pairsPerBlock, boolean routesReady, FusedCombine combine, CudaStream stream) {
-        GemvTuning t = resolved(w, blocksY);
+            int pairsPerBlock, boolean routesReady, CudaStream stream) {
+        GemvTuning t = tuning.resolve(tuning.kSplit() > 0 ? tuning.kSplit()
+                : GemvTuning.autoKSplit(w.rowTiles(), blocksY, context.device().multiprocessors()));
         Kernel kernel = mmaKernel(w, t, pairsPerBlock > 1 ? "moe_gemv_mxfp4_mma_pieces" : "moe_gemv_mxfp4_mma");
-        // Two fp16 parts of each pair's x per k16 step (64 bytes x 4 steps a block pair), a zero area, each warp's
-        // ring of `depth` stages of 640 bytes, and for one pair a block x's scale per MX block (8 bytes a block pair).
-        long shared = 256L * pairsPerBlock * (w.blockPairs() + 1) + 640L * t.depth() * t.kSplit() * t.tilesPerBlock()
-                + (pairsPerBlock == 1 ? 8L * w.blockPairs() : 0);
+        // Two fp16 parts of each pair's x per k16 step (64 bytes x 4 steps a block pair), a zero area, and each
+        // warp's ring of `depth` stages of 640 bytes.
+        long shared = 256L * pairsPerBlock * (w.blockPairs() + 1) + 640L * t.depth() * t.kSplit() * t.tilesPerBlock();
         require(shared <= kernel.sharedLimit(), "K = " + w.cols() + " needs " + shared
                 + " bytes of shared memory; this device allows " + kernel.sharedLimit());
         try (Arena arena = Arena.ofConfined()) {
@@ -311,21 +281,9 @@ public final class CudaGroupedGemm implements AutoCloseable {
             }
             args.pointer(out).i32(w.rows()).i32(w.cols()).i32(w.rowTiles()).i32(w.blockPairs())
                     .i32(routesReady ? 1 : 0);
-            if (pairsPerBlock == 1) {
-                FusedCombine c = combine != null ? combine : new FusedCombine(0, 0, 0, 0, 0, 0, false, 0, 0);
-                args.pointer(c.pairToken()).pointer(c.tokenPair()).pointer(c.tokenWeight()).i32(c.topK())
-                        .pointer(c.pairExpert()).pointer(c.bias()).i32(c.weightOnInput() ? 1 : 0).pointer(c.out())
-                        .pointer(c.arrivals());
-            }
             kernel.function().launch(Math.ceilDiv(w.rowTiles(), t.tilesPerBlock()), blocksY, 1,
                     32 * t.kSplit() * t.tilesPerBlock(), 1, 1, (int) shared, stream, args);
         }
-    }
-
-    /** The GEMV shape (K split, row tiles per block) a launch of {@code blocksY} pairs or pieces on {@code w} takes. */
-    private GemvTuning resolved(DeviceExperts w, int blocksY) {
-        return tuning.resolve(tuning.kSplit() > 0 ? tuning.kSplit()
-                : GemvTuning.autoKSplit(w.rowTiles(), blocksY, context.device().multiprocessors()));
     }
 
     /** Resource use of the kernel that runs {@code w} for {@code pairs} pairs (registers, spills), for logs. */

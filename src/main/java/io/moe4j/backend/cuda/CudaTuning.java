@@ -24,13 +24,10 @@ import java.util.regex.Pattern;
  * @param overlappedLaunches    the kernels of a graph-replayed batch are recorded as overlapped launches (programmatic
  *                              dependent launch, sm_90+): each may start while the one before it finishes, the
  *                              second GEMM streaming its first weights meanwhile; see moe4j_common.cuh
- * @param fusedCombine          when the second GEMM runs on the one-pair MXFP4 GEMV, its blocks also do the combine
- *                              (the last block of a token's pairs to finish a row group sums them), instead of a
- *                              moe_combine kernel after it; see gemv_mxfp4_mma.cu
  */
 public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTilesPerWarp, int tileTokens,
         WgmmaTile wgmma, int unitsRows, int unitsWarps, double gemvPiecePairs, boolean mappedTransfers,
-        boolean overlappedLaunches, boolean fusedCombine) {
+        boolean overlappedLaunches) {
 
     /**
      * Shape of gemm_mxfp4_wgmma.cu's blocks.
@@ -89,16 +86,15 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
     }
 
     public static CudaTuning defaults() {
-        return new CudaTuning(4, 4, 2, 64, new WgmmaTile(2, 128, 1, 4), 2, 8, 2.0, true, true, true);
+        return new CudaTuning(4, 4, 2, 64, new WgmmaTile(2, 128, 1, 4), 2, 8, 2.0, true, true);
     }
 
     /**
      * The defaults with overrides from {@code -Dmoe4j.cuda.tileMinPairs=N}, {@code -Dmoe4j.cuda.tile=...} (see
      * {@link #withTile}) and {@code -Dmoe4j.cuda.units=RxW} (CUDA-core GEMM rows per warp x warps per block), e.g.
      * {@code 2x8}, {@code -Dmoe4j.cuda.gemvPiecePairs=F} (see {@link #gemvPiecePairs}; "Infinity" turns pieces off)
-     * {@code -Dmoe4j.cuda.transfers=copy|mapped} (see {@link #mappedTransfers}),
-     * {@code -Dmoe4j.cuda.overlap=true|false} (see {@link #overlappedLaunches}) and
-     * {@code -Dmoe4j.cuda.combine=fused|kernel} (see {@link #fusedCombine}).
+     * {@code -Dmoe4j.cuda.transfers=copy|mapped} (see {@link #mappedTransfers}) and
+     * {@code -Dmoe4j.cuda.overlap=true|false} (see {@link #overlappedLaunches}).
      */
     public static CudaTuning fromSystemProperties() {
         CudaTuning t = defaults();
@@ -126,10 +122,6 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
         if (overlap != null) {
             t = t.withOverlappedLaunches(overlap);
         }
-        Boolean fused = choice("moe4j.cuda.combine", "fused", "kernel");
-        if (fused != null) {
-            t = t.withFusedCombine(fused);
-        }
         return t;
     }
 
@@ -147,7 +139,7 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
 
     public CudaTuning withTileMinPairsPerExpert(int pairs) {
         return new CudaTuning(pairs, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows, unitsWarps,
-                gemvPiecePairs, mappedTransfers, overlappedLaunches, fusedCombine);
+                gemvPiecePairs, mappedTransfers, overlappedLaunches);
     }
 
     /**
@@ -160,21 +152,21 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
         if (m.matches()) {
             return new CudaTuning(tileMinPairsPerExpert, Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
                     Integer.parseInt(m.group(3)), null, unitsRows, unitsWarps, gemvPiecePairs, mappedTransfers,
-                    overlappedLaunches, fusedCombine);
+                    overlappedLaunches);
         }
         m = WGMMA.matcher(spec);
         if (m.matches()) {
             WgmmaTile w = new WgmmaTile(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
                     m.group(3) == null ? 1 : Integer.parseInt(m.group(3)), m.group(4) == null ? 4 : Integer.parseInt(m.group(4)));
             return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, w, unitsRows,
-                    unitsWarps, gemvPiecePairs, mappedTransfers, overlappedLaunches, fusedCombine);
+                    unitsWarps, gemvPiecePairs, mappedTransfers, overlappedLaunches);
         }
         throw new IllegalArgumentException("tile variant " + spec + " is neither wNtNnN (mma.sync) nor gNnN[mN][sN] (wgmma)");
     }
 
     public CudaTuning withGemvPiecePairs(double pairs) {
         return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows,
-                unitsWarps, pairs, mappedTransfers, overlappedLaunches, fusedCombine);
+                unitsWarps, pairs, mappedTransfers, overlappedLaunches);
     }
 
     /** "2x8": 2 rows per warp, 8 warps per block. */
@@ -188,22 +180,17 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
 
     public CudaTuning withUnits(int rows, int warps) {
         return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, rows, warps,
-                gemvPiecePairs, mappedTransfers, overlappedLaunches, fusedCombine);
+                gemvPiecePairs, mappedTransfers, overlappedLaunches);
     }
 
     public CudaTuning withMappedTransfers(boolean mapped) {
         return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows,
-                unitsWarps, gemvPiecePairs, mapped, overlappedLaunches, fusedCombine);
+                unitsWarps, gemvPiecePairs, mapped, overlappedLaunches);
     }
 
     public CudaTuning withOverlappedLaunches(boolean overlapped) {
         return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows,
-                unitsWarps, gemvPiecePairs, mappedTransfers, overlapped, fusedCombine);
-    }
-
-    public CudaTuning withFusedCombine(boolean fused) {
-        return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows,
-                unitsWarps, gemvPiecePairs, mappedTransfers, overlappedLaunches, fused);
+                unitsWarps, gemvPiecePairs, mappedTransfers, overlapped);
     }
 
     /** The prefill kernel's spec as {@link #withTile} reads it: the wgmma one where set. */

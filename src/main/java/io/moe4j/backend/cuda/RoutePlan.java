@@ -37,16 +37,6 @@ record RoutePlan(int tokens, int topK, int[] pairToken, int[] pairExpert, float[
         return groupExpert.length;
     }
 
-    /** Whether any of the token's choices landed on a local expert. */
-    boolean hasLocalPair(int token) {
-        for (int j = 0; j < topK; j++) {
-            if (tokenPair[token * topK + j] >= 0) {
-                return true;
-            }
-        }
-        return false;
-    }
-
     int largestGroup() {
         int m = 0;
         for (int g = 0; g < groups(); g++) {

@@ -33,8 +33,6 @@ final class Workspace implements AutoCloseable {
         Y,
         /** tokens x H output. */
         OUT,
-        /** the fused combine's arrival counters (tokens x row groups), zero between calls. */
-        ARRIVALS,
         /** the router's float64 logits, tokens x E. */
         LOGITS,
         /** the router's choices: tokens x k expert ids, then tokens x k weights. */
@@ -78,19 +76,6 @@ final class Workspace implements AutoCloseable {
             b = context.allocate(size);
             buffers.put(slot, b);
             generation++;
-        }
-        return b;
-    }
-
-    /**
-     * As {@link #buffer}, zero-filled whenever it is (re)allocated: for counters that each call leaves zero (the
-     * fused combine's arrivals), so no call has to clear them.
-     */
-    DeviceBuffer zeroedBuffer(Slot slot, long bytes) {
-        long before = generation;
-        DeviceBuffer b = buffer(slot, bytes);
-        if (generation != before) {
-            b.fill((byte) 0);
         }
         return b;
     }

@@ -4,9 +4,8 @@
 // each element then also needs a conversion and an FFMA; that instruction count, not memory, bounded the SIMT
 // kernel (gemv_mxfp4.cu). Here the conversions and multiply-adds go to the tensor cores and the CUDA cores only
 // decode. x (float32) enters as two fp16 parts hi + lo (B columns 0 and 2; the others are zero, so each lane's
-// result sits in one accumulator register per row), after scaling by a power of two so that the largest element is
-// near 2^14 (per 32-element MX block in the one-pair kernel, per row in the pieces kernel): the parts carry 22 bits
-// of x, and the products are summed in float32.
+// result sits in one accumulator register per row), after scaling the row by a power of two so that its largest
+// element is near 2^14: the parts carry 22 bits of x, and the products are summed in float32.
 //
 // Weight layout, made by moe_repack_mxfp4_mma from the checkpoint's (see the repack kernel below):
 //   codes  [E][NT = ceil(N/16) row tiles][BP = ceil(K/64) block pairs][32 lanes] uint4
@@ -46,60 +45,16 @@ __device__ __forceinline__ void split2(float v, u16& hi, u16& lo) {
 // 2t+1 | k 2t+8, 2t+9). Lanes whose column is zero read a zero area instead, with stride 0.
 #define XB_STEP 8
 
-// The combine folded into the second GEMM (decode, one pair a block, pairs < 65536 so that blockIdx.y is the pair):
-// once a block has written its rows of `out` (y) for pair blockIdx.y, the last of the token's local pairs' blocks
-// to reach the same row group (blockIdx.x) sums the token's outputs for those rows as moe_combine does (float64, in
-// choice order: the same bits), so no kernel has to wait for the whole GEMV and then start. arrivals
-// [tokens][gridDim.x] are zero between calls: the last block resets its own counter. Grid-wide ordering is the
-// usual fence / atomic / fence handshake; y rows of other blocks are read through L2.
-__device__ __noinline__ void combine_row_group(const float* out, int N, const int* pairToken, const int* tokenPair,
-                                               const float* tokenWeight, int topK, const int* pairExpert,
-                                               const float* bias, int weightOnInput, float* combined, int* arrivals) {
-    __shared__ int last;
-    const int token = __ldcg(pairToken + blockIdx.y);
-    __threadfence(); // this thread's rows of y are visible to the whole device before the block counts itself
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        int local = 0;
-        for (int j = 0; j < topK; ++j) local += __ldcg(tokenPair + (size_t)token * topK + j) >= 0;
-        int* counter = arrivals + (size_t)token * gridDim.x + blockIdx.x;
-        const int arrived = atomicAdd(counter, 1) + 1;
-        last = arrived == local;
-        if (arrived == local) *counter = 0; // every pair of the token has arrived: nobody counts here again this call
-    }
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    const int rows = MOE4J_TILES * 16;
-    for (int r = threadIdx.x; r < rows; r += blockDim.x) {
-        const int row = blockIdx.x * rows + r;
-        if (row >= N) break;
-        double acc = 0.0;
-        for (int j = 0; j < topK; ++j) {
-            const int pair = __ldcg(tokenPair + (size_t)token * topK + j);
-            if (pair < 0) continue;
-            double v = (double)__ldcg(out + (size_t)pair * N + row);
-            if (bias != nullptr) v += (double)bias[(size_t)__ldcg(pairExpert + pair) * N + row];
-            const double w = weightOnInput ? 1.0 : (double)__ldcg(tokenWeight + (size_t)token * topK + j);
-            acc = fma(w, v, acc);
-        }
-        combined[(size_t)token * N + row] = (float)acc;
-    }
-}
-
 extern "C" __global__ void __launch_bounds__(MMA_WARPS * 32)
 moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scales, const float* __restrict__ x,
                    const int2* __restrict__ routes, float* __restrict__ out, int N, int K, int NT, int BP,
-                   int routesReady, const int* __restrict__ pairToken, const int* __restrict__ tokenPair,
-                   const float* __restrict__ tokenWeight, int topK, const int* __restrict__ pairExpert,
-                   const float* __restrict__ bias, int weightOnInput, float* __restrict__ combined,
-                   int* __restrict__ arrivals) {
+                   int routesReady) {
     constexpr int S = MOE4J_DEPTH;
     // Dynamic shared memory: x as B fragments [BP * 4 k-steps][2 parts][4 t] then a zero area of 4 steps; after
-    // it, each warp's ring: S code slots of 512 bytes (32 lanes x 16), then S scale slots of 128 (32 lanes x 4);
-    // after the rings, x's per-block scales [2 * BP] floats.
+    // it, each warp's ring: S code slots of 512 bytes (32 lanes x 16), then S scale slots of 128 (32 lanes x 4).
     extern __shared__ uint2 xb[];
     __shared__ float partial[MMA_WARPS][16];
+    __shared__ float warpMax[MMA_WARPS];
 
     // Overlapped launch (moe4j_common.cuh): the weights never change, so the ring's first stages may go out before
     // the prior kernel ends, once the route is known; routesReady says the routes were written at least two kernels
@@ -136,39 +91,49 @@ moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scal
 
     enter_after_prior_grid(); // x (and out) belong to the call's earlier kernels
 
-    // x row -> for each 32-element MX block b a power of two 2^e_b putting the block's largest |x| in [2^14, 2^15)
-    // -> two fp16 parts in B-fragment order, and xs[b] = 2^(14 - e_b), which the loop multiplies into the block's
-    // MMA sum (undoing the weights' 2^-14 and x's 2^e_b). One pass: a block's eight float4 sit in eight consecutive
-    // lanes, whose shuffles give its maximum, so there is no block-wide reduction, barrier or second read of x
-    // (a per-row scale cost both, at the start of every block: NOTES, tenth session).
+    // x row -> power-of-two scale 2^e putting max|x| in [2^14, 2^15) -> two fp16 parts in B-fragment order.
     // Loads go out X_BATCH at a time before any is used: issue is in order, so a loop that uses each load right
     // away pays one L2 round trip per iteration, which made this preparation the largest cost of a decode call.
-    // K is a multiple of 32 for MXFP4, so x rows are whole float4s; the row is zero-padded to BP * 64 elements.
+    // K is a multiple of 32 for MXFP4, so x rows are whole float4s.
     constexpr int X_BATCH = 3; // 3 x 256 threads cover K = 3072 in one batch; more would cost registers
     const float4* xv = reinterpret_cast<const float4*>(x + (size_t)route.y * K);
     const int nv = K >> 2;
-    u16* xh = reinterpret_cast<u16*>(xb);
-    float* xs = reinterpret_cast<float*>(xb + BP * 4 * XB_STEP + 4 * XB_STEP) + MMA_WARPS * S * 160;
-    // The trip count is the same for every lane (the shuffles need the whole warp); the bounds are predicates.
-    for (int base = 0; base < BP * 16; base += X_BATCH * blockDim.x) {
+    float m = 0.0f;
+    for (int b = threadIdx.x; b < nv; b += X_BATCH * blockDim.x) {
         float4 v[X_BATCH];
 #pragma unroll
         for (int u = 0; u < X_BATCH; ++u) {
-            const int i = base + u * blockDim.x + threadIdx.x;
+            const int i = b + u * blockDim.x;
             v[u] = i < nv ? __ldg(xv + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         }
 #pragma unroll
         for (int u = 0; u < X_BATCH; ++u) {
-            const int i = base + u * blockDim.x + threadIdx.x;
-            float m = fmaxf(fmaxf(fabsf(v[u].x), fabsf(v[u].y)), fmaxf(fabsf(v[u].z), fabsf(v[u].w)));
+            m = fmaxf(m, fmaxf(fmaxf(fabsf(v[u].x), fabsf(v[u].y)), fmaxf(fabsf(v[u].z), fabsf(v[u].w))));
+        }
+    }
 #pragma unroll
-            for (int o = 1; o < 8; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if (lane == 0) warpMax[warp] = m;
+    __syncthreads();
+    m = warpMax[0];
+#pragma unroll
+    for (int w = 1; w < MMA_WARPS; ++w) m = fmaxf(m, warpMax[w]);
+    const int biased = (int)((__float_as_uint(m) >> 23) & 0xFF);
+    const int e = m == 0.0f ? 0 : max(-100, min(100, 141 - biased));
+    const float up = __uint_as_float((u32)(127 + e) << 23);
+    // Element k lands in k-step k/16 at B-fragment word (part, t = (k%8)/2), register (k%16)/8, half k%2.
+    u16* xh = reinterpret_cast<u16*>(xb);
+    for (int b = threadIdx.x; b < BP * 16; b += X_BATCH * blockDim.x) {
+        float4 v[X_BATCH];
+#pragma unroll
+        for (int u = 0; u < X_BATCH; ++u) {
+            const int i = b + u * blockDim.x;
+            v[u] = i < nv ? __ldg(xv + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+#pragma unroll
+        for (int u = 0; u < X_BATCH; ++u) {
+            const int i = b + u * blockDim.x;
             if (i < BP * 16) {
-                const int biased = (int)((__float_as_uint(m) >> 23) & 0xFF);
-                const int e = m == 0.0f ? 0 : max(-100, min(100, 141 - biased));
-                const float up = __uint_as_float((u32)(127 + e) << 23);
-                if ((i & 7) == 0) xs[i >> 3] = __uint_as_float((u32)(127 + 14 - e) << 23);
-                // Element k lands in k-step k/16 at B-fragment word (part, t = (k%8)/2), register (k%16)/8, half k%2.
                 const float vals[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
 #pragma unroll
                 for (int c = 0; c < 4; ++c) {
@@ -190,7 +155,6 @@ moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scal
     const bool suppliesB = g == 0 || g == 2;
     const uint2* xq = suppliesB ? xb + ks * 4 * XB_STEP + (g >> 1) * 4 + t : xb + BP * 4 * XB_STEP;
     const int xStride = suppliesB ? MOE4J_KSPLIT * 4 * XB_STEP : 0;
-    const float2* xsq = reinterpret_cast<const float2*>(xs) + ks; // x scales of this warp's block pairs
 
     // Row g and g+8 results: C column 2t of each MMA (column 2t+1 is always zero), scaled per MX block.
     float accLo = 0.0f, accHi = 0.0f;
@@ -212,18 +176,16 @@ moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scal
         decode_word(q.y, b0); // row g+8, MX block 2bp
         decode_word(q.z, a1); // row g,   MX block 2bp+1
         decode_word(q.w, b1); // row g+8, MX block 2bp+1
-        const float2 xsc = *xsq;
         float c[4];
         mma16816(c, a0[0], b0[0], a0[1], b0[1], xq[0], 0.0f, 0.0f, 0.0f, 0.0f);
         mma16816(c, a0[2], b0[2], a0[3], b0[3], xq[XB_STEP], c[0], c[1], c[2], c[3]);
-        accLo = fmaf(c[0] * xsc.x, e8m0<0>(cs), accLo);
-        accHi = fmaf(c[2] * xsc.x, e8m0<1>(cs), accHi);
+        accLo = fmaf(c[0], e8m0<0>(cs), accLo);
+        accHi = fmaf(c[2], e8m0<1>(cs), accHi);
         mma16816(c, a1[0], b1[0], a1[1], b1[1], xq[2 * XB_STEP], 0.0f, 0.0f, 0.0f, 0.0f);
         mma16816(c, a1[2], b1[2], a1[3], b1[3], xq[3 * XB_STEP], c[0], c[1], c[2], c[3]);
-        accLo = fmaf(c[0] * xsc.y, e8m0<2>(cs), accLo);
-        accHi = fmaf(c[2] * xsc.y, e8m0<3>(cs), accHi);
+        accLo = fmaf(c[0], e8m0<2>(cs), accLo);
+        accHi = fmaf(c[2], e8m0<3>(cs), accHi);
         xq += xStride;
-        xsq += MOE4J_KSPLIT;
     }
     wait_stages<0>(); // no copy may still target this block's shared memory when it exits
     // Sum the quad (t = 0 holds the hi column, t = 1 the lo column), then the K slices of the tile.
@@ -242,12 +204,9 @@ moe_gemv_mxfp4_mma(const uint4* __restrict__ codes, const u32* __restrict__ scal
             float sum = 0.0f;
 #pragma unroll
             for (int k = 0; k < MOE4J_KSPLIT; ++k) sum += partial[warp + k][lane];
-            out[(size_t)blockIdx.y * N + row] = sum; // the scales were applied per block in the loop
+            // Undo the weights' 2^-14 and x's 2^e (exact powers of two; 14 - e stays within float's exponents).
+            out[(size_t)blockIdx.y * N + row] = sum * __uint_as_float((u32)(127 + 14 - e) << 23);
         }
-    }
-    if (combined != nullptr) {
-        combine_row_group(out, N, pairToken, tokenPair, tokenWeight, topK, pairExpert, bias, weightOnInput, combined,
-                          arrivals);
     }
 }
 

@@ -238,7 +238,7 @@ __device__ __forceinline__ void combine_cols(const float* __restrict__ y, int H,
             for (int i = 0; i < COLS; ++i) {
                 double x = (double)v[j].v[i];
                 if (bias2 != nullptr) x += (double)b[j].v[i];
-                acc[i] = fma(wj, x, acc[i]); // explicit, as the GEMV's fused combine does it: the same bits
+                acc[i] += wj * x;
             }
         }
     }

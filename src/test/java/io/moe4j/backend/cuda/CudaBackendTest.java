@@ -339,42 +339,6 @@ class CudaBackendTest {
         }
     }
 
-    @Test
-    void fusedCombineMatchesTheCombineKernel() {
-        // Decode batches on the one-pair MXFP4 GEMV do the combine in its blocks (the last of a token's pairs to
-        // finish a row group sums them) instead of in moe_combine: the same float64 sums in the same order, so the
-        // same bits. With biases, the router weight on the output and on the input, experts held elsewhere (a token
-        // with no local expert gets zeros), many calls (the arrival counters must come back to zero, also across
-        // graph replays), both transfer paths, and a batch large enough for pieces, where moe_combine runs again.
-        try (Arena arena = Arena.ofShared()) {
-            SplittableRandom rnd = new SplittableRandom(2028);
-            ExpertWeights all = RandomWeights.layer(arena, rnd, MXFP4, 7, 96, 160, Activation.SWIGLU_OAI,
-                    GateLayout.INTERLEAVED, true, ActivationQuant.NONE, ActivationQuant.NONE);
-            ExpertWeights some = all.withExpertMap(new int[] {-1, 0, 1, -1, 2, 3, -1});
-            int[] tokens = {1, 1, 1, 3, 3, 3, 1, 2, 2, 2, 64};
-            for (ExpertWeights w : List.of(all, some)) {
-                for (CudaTuning tuning : List.of(GEMV, GEMV.withMappedTransfers(false))) {
-                    try (CudaExperts fused = (CudaExperts) new CudaBackend(tuning.withFusedCombine(true)).prepare(w,
-                                    new ExecutionOptions(1));
-                            Experts kernel = new CudaBackend(tuning.withFusedCombine(false)).prepare(w,
-                                    new ExecutionOptions(1))) {
-                        int fusedCalls = 0;
-                        for (int call = 0; call < tokens.length; call++) {
-                            Routing r = RandomWeights.routing(rnd, tokens[call], 2, 7, call % 3 == 2);
-                            boolean fuses = fused.fusesCombine(RoutePlan.of(r, w));
-                            fusedCalls += fuses ? 1 : 0;
-                            if (tokens[call] == 64) {
-                                assertThat(fuses).as("T = 64 takes pieces and moe_combine").isFalse();
-                            }
-                            assertSameBits(fused, kernel, w, r, rnd, "call " + call + " " + tuning);
-                        }
-                        assertThat(fusedCalls).as("calls with the combine fused").isGreaterThanOrEqualTo(5);
-                    }
-                }
-            }
-        }
-    }
-
     /** Both layers on one random batch routed by {@code r}: every output bit equal, none NaN. */
     private static void assertSameBits(Experts first, Experts second, ExpertWeights w, Routing r, SplittableRandom rnd,
             String what) {

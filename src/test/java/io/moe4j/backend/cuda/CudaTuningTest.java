@@ -45,7 +45,7 @@ class CudaTuningTest {
 
     @Test
     void twoWaySwitchesReadTheirPropertiesAndNameABadValue() {
-        String[] keys = {"moe4j.cuda.transfers", "moe4j.cuda.overlap", "moe4j.cuda.combine"};
+        String[] keys = {"moe4j.cuda.transfers", "moe4j.cuda.overlap"};
         String[] saved = new String[keys.length];
         for (int i = 0; i < keys.length; i++) {
             saved[i] = System.clearProperty(keys[i]);
@@ -53,14 +53,11 @@ class CudaTuningTest {
         try {
             assertThat(CudaTuning.fromSystemProperties().overlappedLaunches()).isTrue();
             assertThat(CudaTuning.fromSystemProperties().mappedTransfers()).isTrue();
-            assertThat(CudaTuning.fromSystemProperties().fusedCombine()).isTrue();
             System.setProperty("moe4j.cuda.overlap", "false");
             System.setProperty("moe4j.cuda.transfers", " copy ");
-            System.setProperty("moe4j.cuda.combine", "kernel");
             CudaTuning t = CudaTuning.fromSystemProperties();
             assertThat(t.overlappedLaunches()).isFalse();
             assertThat(t.mappedTransfers()).isFalse();
-            assertThat(t.fusedCombine()).isFalse();
             System.setProperty("moe4j.cuda.overlap", "yes");
             assertThatThrownBy(CudaTuning::fromSystemProperties).isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("-Dmoe4j.cuda.overlap=yes").hasMessageContaining("true or false");
