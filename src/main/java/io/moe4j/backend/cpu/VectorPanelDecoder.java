@@ -203,8 +203,8 @@ final class VectorPanelDecoder {
     /**
      * INT4: nibble j of a word is p = code + 8; (p − 8 − zero) · scale. The eight nibbles go through a loop, not eight
      * written-out lines like the other codecs: written out, C2 (JDK 25) boxed the last line's shift and conversion
-     * into heap vectors on every word (128 bytes a word, ~1.6 GB a gpt-oss w4a16 prefill call at T = 512, 3x slower
-     * per panel); the loop form allocates nothing (cpu NOTES).
+     * into heap vectors on every word (128 bytes a word, ~1.6 GB a gpt-oss w4a16 prefill call at T = 512, 4.6x
+     * slower per panel in PanelDecodeBench); the loop form allocates nothing (cpu NOTES).
      */
     private static void int4(MemorySegment words, long base, int[] seg, float[] scales, float[] zeros, float[] out) {
         IntVector nib = IntVector.broadcast(I, 0xF);
