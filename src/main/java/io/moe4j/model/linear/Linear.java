@@ -1,0 +1,27 @@
+package io.moe4j.model.linear;
+
+/**
+ * One {@code nn.Linear} of a decoder (attention projections, dense MLPs, {@code lm_head}) as the checkpoint stores
+ * it: y[T, out] = qdq(x)[T, in] · Wᵀ (+ bias), where qdq is the scheme's activation quantize-dequantize (identity
+ * for weight-only and unquantized weights). Weights stay packed in checkpoint precision. Thread-safe: concurrent
+ * calls keep their per-call state on their own stacks.
+ */
+public interface Linear extends AutoCloseable {
+
+    int inFeatures();
+
+    int outFeatures();
+
+    /** y[t·out + o] for the {@code tokens} rows of x [tokens, in] (row-major); y is overwritten. */
+    void forward(float[] x, int tokens, float[] y);
+
+    /** Bytes of codes, scales and bias that one forward streams (for bandwidth figures). */
+    long weightBytes();
+
+    /** Where it runs and in what format, for logs, e.g. {@code "cpu fp8 block 128x128"}. */
+    String describe();
+
+    @Override
+    default void close() {
+    }
+}
