@@ -19,11 +19,26 @@ sealed interface TextNormalizer {
         }
     }
 
-    /** Lowercasing, locale-independent as the reference's {@code str::to_lowercase}. */
+    /**
+     * Lowercasing character by character, as the reference's {@code char::to_lowercase}: the full mapping of each
+     * character on its own (U+0130 becomes "i\u0307"), so without the context rule that makes a word-final sigma
+     * 'ς' (which {@link String#toLowerCase} applies to whole strings).
+     */
     record Lowercase() implements TextNormalizer {
         @Override
         public String normalize(String text) {
-            return text.toLowerCase(Locale.ROOT);
+            StringBuilder out = new StringBuilder(text.length());
+            for (int i = 0; i < text.length(); ) {
+                int cp = text.codePointAt(i);
+                int n = Character.charCount(cp);
+                if (cp < 0x80) {
+                    out.append((char) Character.toLowerCase(cp));
+                } else {
+                    out.append(text.substring(i, i + n).toLowerCase(Locale.ROOT));
+                }
+                i += n;
+            }
+            return out.toString();
         }
     }
 

@@ -102,8 +102,8 @@ final class TokenizerLoader {
         }
         JsonNode config = configFile == null ? null : readConfig(configFile);
 
-        List<AddedToken> added = addedTokens(parts.sections.get("added_tokens"), config);
         BpeModel model = model(parts);
+        List<AddedToken> added = inVocabularyIds(addedTokens(parts.sections.get("added_tokens"), config), parts.vocab);
         TextNormalizer normalizer = normalizer(parts.sections.get("normalizer"), "normalizer");
         PreTokenizer preTokenizer = preTokenizer(parts.sections.get("pre_tokenizer"), "pre_tokenizer");
 
@@ -119,6 +119,13 @@ final class TokenizerLoader {
         for (AddedToken t : added) {
             tokens[t.id()] = t.content();
         }
+        // A normalized added token decodes from its normalized form, as the reference does.
+        String[] decoded = tokens.clone();
+        for (AddedToken t : added) {
+            if (t.normalized()) {
+                decoded[t.id()] = normalizer.normalize(t.content());
+            }
+        }
         JsonNode decoder = parts.sections.get("decoder");
         byte[][] bytes = new byte[size][];
         byte[] separator;
@@ -126,7 +133,7 @@ final class TokenizerLoader {
             // Without a decoder the reference joins the tokens with spaces.
             separator = new byte[] {' '};
             for (int id = 0; id < size; id++) {
-                bytes[id] = tokens[id] == null ? null : tokens[id].getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                bytes[id] = decoded[id] == null ? null : decoded[id].getBytes(java.nio.charset.StandardCharsets.UTF_8);
             }
         } else {
             String type = decoder.path("type").asText("");
@@ -135,7 +142,7 @@ final class TokenizerLoader {
             }
             separator = new byte[0];
             for (int id = 0; id < size; id++) {
-                bytes[id] = tokens[id] == null ? null : ByteLevel.decode(tokens[id]);
+                bytes[id] = decoded[id] == null ? null : ByteLevel.decode(decoded[id]);
             }
         }
         String bos = config == null ? null : specialTokenName(config, "bos_token", configFile);
@@ -302,6 +309,20 @@ final class TokenizerLoader {
             }
         }
         return List.copyOf(byId.values());
+    }
+
+    /**
+     * An added token whose content the model's vocabulary already holds takes the vocabulary's id, whatever the file
+     * says: the reference assigns ids that way when it loads added tokens (and only warns about the mismatch).
+     */
+    private static List<AddedToken> inVocabularyIds(List<AddedToken> added, Map<String, Integer> vocab) {
+        List<AddedToken> out = new ArrayList<>(added.size());
+        for (AddedToken t : added) {
+            Integer id = vocab.get(t.content());
+            out.add(id == null || id == t.id() ? t : new AddedToken(id, t.content(), t.special(), t.singleWord(),
+                    t.lstrip(), t.rstrip(), t.normalized()));
+        }
+        return List.copyOf(out);
     }
 
     private static AddedToken addedToken(JsonNode t, JsonNode idNode, String key, Path where) {
