@@ -1,0 +1,140 @@
+package io.moe4j.text.tokenizer;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * The {@code pre_tokenizer} of a tokenizer.json: cuts text into the words the BPE model sees. Each step takes the
+ * pieces of the step before and cuts each one further; empty pieces are dropped, as in the reference.
+ */
+sealed interface PreTokenizer {
+    /** Appends the pieces of {@code piece} to {@code out}. */
+    void split(String piece, List<String> out);
+
+    /** Cuts all pieces of a list. */
+    default List<String> splitAll(List<String> pieces) {
+        List<String> out = new ArrayList<>(pieces.size() * 2);
+        for (String piece : pieces) {
+            split(piece, out);
+        }
+        return out;
+    }
+
+    /** Steps applied one after the other ({@code Sequence}). */
+    record Steps(List<PreTokenizer> steps) implements PreTokenizer {
+        @Override
+        public void split(String piece, List<String> out) {
+            List<String> pieces = List.of(piece);
+            for (PreTokenizer step : steps) {
+                pieces = step.splitAll(pieces);
+            }
+            out.addAll(pieces);
+        }
+    }
+
+    /** {@code Split}: cuts at the matches of a pattern and keeps or joins them per {@link SplitBehavior}. */
+    record RegexSplit(Pattern pattern, SplitBehavior behavior, boolean invert) implements PreTokenizer {
+        @Override
+        public void split(String piece, List<String> out) {
+            // Spans covering the piece: [start, end, isMatch] in order.
+            List<int[]> spans = new ArrayList<>();
+            Matcher m = pattern.matcher(piece);
+            int prev = 0;
+            while (m.find()) {
+                if (m.start() > prev) {
+                    spans.add(new int[] {prev, m.start(), invert ? 1 : 0});
+                }
+                spans.add(new int[] {m.start(), m.end(), invert ? 0 : 1});
+                prev = m.end();
+            }
+            if (prev < piece.length()) {
+                spans.add(new int[] {prev, piece.length(), invert ? 1 : 0});
+            }
+            for (int[] span : arrange(spans)) {
+                if (span[1] > span[0]) {
+                    out.add(piece.substring(span[0], span[1]));
+                }
+            }
+        }
+
+        private List<int[]> arrange(List<int[]> spans) {
+            List<int[]> acc = new ArrayList<>(spans.size());
+            switch (behavior) {
+                case ISOLATED -> acc.addAll(spans);
+                case REMOVED -> {
+                    for (int[] s : spans) {
+                        if (s[2] == 0) {
+                            acc.add(s);
+                        }
+                    }
+                }
+                case CONTIGUOUS -> {
+                    boolean previousMatch = false;
+                    for (int[] s : spans) {
+                        boolean isMatch = s[2] == 1;
+                        if (isMatch == previousMatch && !acc.isEmpty()) {
+                            acc.getLast()[1] = s[1];
+                        } else {
+                            acc.add(s.clone());
+                        }
+                        previousMatch = isMatch;
+                    }
+                }
+                case MERGED_WITH_PREVIOUS -> {
+                    boolean previousMatch = false;
+                    for (int[] s : spans) {
+                        boolean isMatch = s[2] == 1;
+                        if (isMatch && !previousMatch && !acc.isEmpty()) {
+                            acc.getLast()[1] = s[1];
+                        } else {
+                            acc.add(s.clone());
+                        }
+                        previousMatch = isMatch;
+                    }
+                }
+                case MERGED_WITH_NEXT -> {
+                    boolean previousMatch = false;
+                    for (int[] s : spans.reversed()) {
+                        boolean isMatch = s[2] == 1;
+                        if (isMatch && !previousMatch && !acc.isEmpty()) {
+                            acc.getLast()[0] = s[0];
+                        } else {
+                            acc.add(s.clone());
+                        }
+                        previousMatch = isMatch;
+                    }
+                    return acc.reversed();
+                }
+            }
+            return acc;
+        }
+    }
+
+    /**
+     * {@code ByteLevel}: optionally a leading space and the GPT-2 split, then every piece rewritten into byte-level
+     * symbols (its UTF-8 bytes through {@link ByteLevel}).
+     */
+    record ByteLevelStep(boolean addPrefixSpace, boolean useRegex) implements PreTokenizer {
+        /** The GPT-2 pattern the reference applies when {@code use_regex} is set. */
+        static final Pattern GPT2 = OnigPatterns.compile(
+                "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+");
+
+        @Override
+        public void split(String piece, List<String> out) {
+            if (addPrefixSpace && !piece.startsWith(" ")) {
+                piece = " " + piece;
+            }
+            if (!useRegex) {
+                out.add(ByteLevel.encode(piece));
+                return;
+            }
+            List<String> words = new ArrayList<>();
+            new RegexSplit(GPT2, SplitBehavior.ISOLATED, false).split(piece, words);
+            for (String word : words) {
+                out.add(ByteLevel.encode(word));
+            }
+        }
+    }
+}

@@ -1,0 +1,217 @@
+package io.moe4j.text.tokenizer;
+
+import java.io.ByteArrayOutputStream;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
+
+/**
+ * A byte-level BPE tokenizer read from a model's {@code tokenizer.json} and {@code tokenizer_config.json}, giving the
+ * same ids as Hugging Face {@code tokenizers} for the files of gpt-oss, Qwen3 and DeepSeek-V3.
+ *
+ * <p>Encoding, in the reference's order: added tokens written as-is are cut out of the text first; the text between
+ * them is normalized (e.g. NFC), added tokens marked {@code normalized} are cut out of that; the rest is
+ * pre-tokenized (the model's Split regexes, then the byte-level mapping) and each word runs through the BPE merges.
+ * No special tokens are added: a caller that wants a BOS puts {@link #bosId()} in front itself.
+ *
+ * <p>Decoding maps each token back to its bytes and reads them as UTF-8 (ill-formed bytes become U+FFFD). Ids that
+ * name no token (a model's embedding often has more rows than the tokenizer has tokens) are skipped, as the
+ * reference does. Instances are immutable apart from an internal word cache and safe to share between threads.
+ */
+public final class Tokenizer {
+    private final String source;
+    private final TextNormalizer normalizer;
+    private final PreTokenizer preTokenizer;
+    private final BpeModel model;
+    private final AddedVocabulary rawAdded;
+    private final AddedVocabulary normalizedAdded;
+    private final Map<String, Integer> addedIds;
+    private final String[] tokens;
+    private final boolean[] special;
+    private final byte[][] tokenBytes;
+    private final byte[] separator;
+    private final String bosToken;
+    private final String eosToken;
+    private final OptionalInt bosId;
+    private final OptionalInt eosId;
+
+    Tokenizer(String source, TextNormalizer normalizer, PreTokenizer preTokenizer, BpeModel model,
+              List<AddedToken> added, String[] tokens, byte[][] tokenBytes, byte[] separator,
+              String bosToken, String eosToken) {
+        this.source = source;
+        this.normalizer = normalizer;
+        this.preTokenizer = preTokenizer;
+        this.model = model;
+        this.tokens = tokens;
+        this.tokenBytes = tokenBytes;
+        this.separator = separator;
+        this.special = new boolean[tokens.length];
+        Map<String, AddedToken> raw = new java.util.HashMap<>();
+        Map<String, AddedToken> normalized = new java.util.HashMap<>();
+        Map<String, Integer> ids = new java.util.HashMap<>();
+        for (AddedToken t : added) {
+            special[t.id()] = t.special();
+            ids.put(t.content(), t.id());
+            if (t.normalized()) {
+                // Matched in normalized text, so its own content is normalized the same way.
+                normalized.put(normalizer.normalize(t.content()), t);
+            } else {
+                raw.put(t.content(), t);
+            }
+        }
+        this.rawAdded = new AddedVocabulary(raw);
+        this.normalizedAdded = new AddedVocabulary(normalized);
+        this.addedIds = Map.copyOf(ids);
+        this.bosToken = bosToken;
+        this.eosToken = eosToken;
+        this.bosId = idOrEmpty(bosToken);
+        this.eosId = idOrEmpty(eosToken);
+    }
+
+    /**
+     * Loads the tokenizer of a model directory: its {@code tokenizer.json} (or {@code tokenizer.json.gz}) and, when
+     * present, {@code tokenizer_config.json}. {@code modelDir} may also name a tokenizer.json file itself.
+     *
+     * @throws io.moe4j.MoeException naming the file and key when a file is missing, does not parse, or asks for
+     *                               something this tokenizer does not implement (a model other than BPE, an unknown
+     *                               pre-tokenizer, normalizer or decoder, a regex Java cannot express)
+     */
+    public static Tokenizer load(Path modelDir) {
+        return TokenizerLoader.load(modelDir);
+    }
+
+    private OptionalInt idOrEmpty(String token) {
+        return token == null ? OptionalInt.empty() : id(token);
+    }
+
+    /** The ids of {@code text}; special tokens written in the text are matched as tokens, none are added. */
+    public int[] encode(String text) {
+        IntList out = new IntList();
+        for (AddedVocabulary.Piece piece : rawAdded.split(text)) {
+            if (piece.token() != null) {
+                out.add(piece.token().id());
+                continue;
+            }
+            String normal = normalizer.normalize(piece.text());
+            for (AddedVocabulary.Piece inner : normalizedAdded.split(normal)) {
+                if (inner.token() != null) {
+                    out.add(inner.token().id());
+                } else if (preTokenizer == null) {
+                    model.encodeWord(inner.text(), out);
+                } else {
+                    List<String> words = new java.util.ArrayList<>();
+                    preTokenizer.split(inner.text(), words);
+                    for (String word : words) {
+                        model.encodeWord(word, out);
+                    }
+                }
+            }
+        }
+        return out.toArray();
+    }
+
+    /** The text of {@code ids}, special tokens kept. */
+    public String decode(int[] ids) {
+        return decode(ids, false);
+    }
+
+    /** The text of {@code ids}, special tokens kept or left out. */
+    public String decode(int[] ids, boolean skipSpecialTokens) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream(ids.length * 4);
+        boolean first = true;
+        for (int id : ids) {
+            byte[] bytes = bytesOf(id, skipSpecialTokens);
+            if (bytes == null) {
+                continue;
+            }
+            if (!first && separator.length > 0) {
+                out.writeBytes(separator);
+            }
+            out.writeBytes(bytes);
+            first = false;
+        }
+        byte[] all = out.toByteArray();
+        return Utf8.decodeLossy(all, 0, all.length);
+    }
+
+    /** A streaming decoder for one sequence, special tokens kept. */
+    public IncrementalDecoder incrementalDecoder() {
+        return new IncrementalDecoder(this, false);
+    }
+
+    /** A streaming decoder for one sequence, special tokens kept or left out. */
+    public IncrementalDecoder incrementalDecoder(boolean skipSpecialTokens) {
+        return new IncrementalDecoder(this, skipSpecialTokens);
+    }
+
+    /** The bytes the decoder gives for {@code id}, or null where it gives nothing. */
+    byte[] bytesOf(int id, boolean skipSpecialTokens) {
+        if (id < 0 || id >= tokenBytes.length || tokenBytes[id] == null) {
+            return null;
+        }
+        return skipSpecialTokens && special[id] ? null : tokenBytes[id];
+    }
+
+    byte[] separator() {
+        return separator;
+    }
+
+    /**
+     * The token of {@code id} as the vocabulary writes it (byte-level symbols: a leading space is 'Ġ').
+     *
+     * @throws IllegalArgumentException if no token has this id
+     */
+    public String token(int id) {
+        if (id < 0 || id >= tokens.length || tokens[id] == null) {
+            throw new IllegalArgumentException("no token has id " + id + " in " + source + " (size " + tokens.length
+                    + ")");
+        }
+        return tokens[id];
+    }
+
+    /** The id of a token written as the vocabulary writes it (or as an added token's content). */
+    public OptionalInt id(String token) {
+        Integer id = addedIds.get(token);
+        if (id == null) {
+            id = model.vocab().get(token);
+        }
+        return id == null ? OptionalInt.empty() : OptionalInt.of(id);
+    }
+
+    /** One more than the largest id (the vocabulary and the added tokens together). */
+    public int vocabSize() {
+        return tokens.length;
+    }
+
+    /** Whether {@code id} is a special added token (chat markers, end of text ...). */
+    public boolean isSpecial(int id) {
+        return id >= 0 && id < special.length && special[id];
+    }
+
+    /** The id of the beginning-of-sequence token named by tokenizer_config.json, if any. */
+    public OptionalInt bosId() {
+        return bosId;
+    }
+
+    /** The id of the end-of-sequence token named by tokenizer_config.json, if any. */
+    public OptionalInt eosId() {
+        return eosId;
+    }
+
+    /** The beginning-of-sequence token named by tokenizer_config.json, if any. */
+    public Optional<String> bosToken() {
+        return Optional.ofNullable(bosToken);
+    }
+
+    /** The end-of-sequence token named by tokenizer_config.json, if any. */
+    public Optional<String> eosToken() {
+        return Optional.ofNullable(eosToken);
+    }
+
+    @Override
+    public String toString() {
+        return "Tokenizer[" + source + ", " + tokens.length + " tokens]";
+    }
+}
