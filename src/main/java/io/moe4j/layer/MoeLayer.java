@@ -36,6 +36,7 @@ public final class MoeLayer implements AutoCloseable {
     private final MoeLayerConfig config;
     private final QuantMethod method;
     private final Checkpoint checkpoint;
+    private final boolean ownsCheckpoint;
     private final Arena arena;
     private final TokenRouter router;
     private final ExpertWeights weights;
@@ -43,11 +44,12 @@ public final class MoeLayer implements AutoCloseable {
     private final Experts shared;
     private final Selection selection;
 
-    private MoeLayer(MoeLayerConfig config, QuantMethod method, Checkpoint checkpoint, Arena arena, TokenRouter router,
-                     ExpertWeights weights, Experts experts, Experts shared, Selection selection) {
+    private MoeLayer(MoeLayerConfig config, QuantMethod method, Checkpoint checkpoint, boolean ownsCheckpoint, Arena arena,
+                     TokenRouter router, ExpertWeights weights, Experts experts, Experts shared, Selection selection) {
         this.config = config;
         this.method = method;
         this.checkpoint = checkpoint;
+        this.ownsCheckpoint = ownsCheckpoint;
         this.arena = arena;
         this.router = router;
         this.weights = weights;
@@ -59,9 +61,28 @@ public final class MoeLayer implements AutoCloseable {
     /** Loads MoE layer {@code layer} of the checkpoint in {@code dir} and prepares it on the chosen backend. */
     public static MoeLayer load(Path dir, int layer, MoeLayerOptions options) {
         ModelConfig model = ModelConfig.load(dir);
+        model.layer(layer); // fails on a bad layer index before any file is mapped
+        Checkpoint checkpoint = Checkpoint.open(dir);
+        try {
+            return load(checkpoint, model, layer, options, true);
+        } catch (RuntimeException e) {
+            checkpoint.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Loads MoE layer {@code layer} from an already open checkpoint (a model loads all its layers from one mapping);
+     * the checkpoint stays open when the layer closes.
+     */
+    public static MoeLayer load(Checkpoint checkpoint, ModelConfig model, int layer, MoeLayerOptions options) {
+        return load(checkpoint, model, layer, options, false);
+    }
+
+    private static MoeLayer load(Checkpoint checkpoint, ModelConfig model, int layer, MoeLayerOptions options,
+                                 boolean ownsCheckpoint) {
         MoeLayerConfig config = model.layer(layer);
         QuantMethod method = QuantizationConfig.of(model).methodFor(config);
-        Checkpoint checkpoint = Checkpoint.open(dir);
         Arena arena = Arena.ofShared();
         Experts experts = null;
         Experts shared = null;
@@ -85,7 +106,8 @@ public final class MoeLayer implements AutoCloseable {
             if (tokenRouter != router) {
                 LOG.log(System.Logger.Level.INFO, "layer {0}: router on {1}", layer, tokenRouter.where());
             }
-            return new MoeLayer(config, method, checkpoint, arena, tokenRouter, weights, experts, shared, selection);
+            return new MoeLayer(config, method, checkpoint, ownsCheckpoint, arena, tokenRouter, weights, experts, shared,
+                    selection);
         } catch (RuntimeException e) {
             if (tokenRouter != null) {
                 tokenRouter.close();
@@ -97,7 +119,6 @@ public final class MoeLayer implements AutoCloseable {
                 experts.close();
             }
             arena.close();
-            checkpoint.close();
             throw e;
         }
     }
@@ -172,6 +193,8 @@ public final class MoeLayer implements AutoCloseable {
             shared.close();
         }
         arena.close();
-        checkpoint.close();
+        if (ownsCheckpoint) {
+            checkpoint.close();
+        }
     }
 }
