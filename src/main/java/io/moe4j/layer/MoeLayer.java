@@ -10,6 +10,7 @@ import io.moe4j.backend.PlatformProbe;
 import io.moe4j.backend.oracle.BackendChoice;
 import io.moe4j.backend.oracle.Oracle;
 import io.moe4j.backend.oracle.Selection;
+import io.moe4j.config.ExpertNaming;
 import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.config.ModelConfig;
 import io.moe4j.quant.ExpertWeights;
@@ -81,7 +82,7 @@ public final class MoeLayer implements AutoCloseable {
 
     private static MoeLayer load(Checkpoint checkpoint, ModelConfig model, int layer, MoeLayerOptions options,
                                  boolean ownsCheckpoint) {
-        MoeLayerConfig config = model.layer(layer);
+        MoeLayerConfig config = expertsWhereTheCheckpointHasThem(model.layer(layer), checkpoint);
         QuantMethod method = QuantizationConfig.of(model).methodFor(config);
         Arena arena = Arena.ofShared();
         Experts experts = null;
@@ -121,6 +122,31 @@ public final class MoeLayer implements AutoCloseable {
             arena.close();
             throw e;
         }
+    }
+
+    /**
+     * Mixtral's experts sit under {@code block_sparse_moe.experts.} on the hub, but a checkpoint saved by transformers
+     * v5 keeps the router there and writes the experts under {@code mlp.experts.}: take the experts from where the
+     * checkpoint has them.
+     */
+    static MoeLayerConfig expertsWhereTheCheckpointHasThem(MoeLayerConfig c, Checkpoint checkpoint) {
+        ExpertNaming n = c.experts();
+        String blockSparse = ".block_sparse_moe.";
+        if (n.fused() || !n.expertsPrefix().contains(blockSparse) || hasTensorUnder(checkpoint, n.expertsPrefix())) {
+            return c;
+        }
+        String moved = n.expertsPrefix().replace(blockSparse, ".mlp.");
+        if (!hasTensorUnder(checkpoint, moved)) {
+            return c;
+        }
+        ExpertNaming naming = new ExpertNaming(n.blockPrefix(), moved, false, n.gate(), n.up(), n.down());
+        return new MoeLayerConfig(c.family(), c.layer(), c.hidden(), c.intermediate(), c.router(), c.activation(),
+                c.swigluLimit(), naming, c.routerWeight(), c.routerBias(), c.correctionBias(), c.gateUpInterleaved(),
+                c.fusedTransposed(), c.hasExpertBias(), c.shared());
+    }
+
+    private static boolean hasTensorUnder(Checkpoint checkpoint, String prefix) {
+        return checkpoint.names().stream().anyMatch(name -> name.startsWith(prefix));
     }
 
     private static Router loadRouter(Checkpoint ckpt, MoeLayerConfig c) {

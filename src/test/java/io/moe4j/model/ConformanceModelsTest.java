@@ -62,6 +62,32 @@ class ConformanceModelsTest {
         }
     }
 
+    /** The cases whose quantized linears {@link ReferenceLinears} dequantizes (their experts run through MoeLayer). */
+    static final List<String> REFERENCE_LINEAR_CASES = List.of(
+            "m_mixtral_ct_fp8_tensor", "m_deepseek_ct_fp8_block", "m_qwen3_ct_w4a16_g128");
+
+    static Stream<Arguments> referenceLinearRuns() {
+        return runs().filter(a -> REFERENCE_LINEAR_CASES.contains((String) a.get()[0]));
+    }
+
+    /**
+     * The decoders of Mixtral, DeepSeek-V3 (MLA) and Qwen3-MoE (q/k norms) against transformers, with their quantized
+     * attention and dense MLPs dequantized by the test's reference linears.
+     */
+    @ParameterizedTest(name = "{0} on {1}, incremental={2}")
+    @MethodSource("referenceLinearRuns")
+    void decoderMatchesTransformersWithReferenceLinears(String name, String backend, boolean incremental) {
+        ModelCases.Case c = ModelCases.load(name);
+        ModelOptions options = ModelOptions.defaults().withBackend(backend).withThreads(2)
+                .withLinears(ReferenceLinears.provider());
+        try (Model model = Model.load(c.dir(), options); Session session = model.newSession()) {
+            float[] got = incremental ? oneAtATime(session, c.inputIds(), c.vocab()) : session.prefill(c.inputIds());
+            assertThat(relL2(got, c.logits())).as("logits rel L2 of %s on %s", name, backend)
+                    .isLessThanOrEqualTo(c.tolerance(backend));
+            assertClearTop1Agrees(c, got);
+        }
+    }
+
     @ParameterizedTest(name = "{0}")
     @MethodSource("quantizedCases")
     void quantizedLinearsAreRefusedByNameWithoutTheQuantizedFactory(String name) {
