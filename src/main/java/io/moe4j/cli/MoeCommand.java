@@ -14,7 +14,8 @@ import java.util.Properties;
         versionProvider = MoeCommand.Version.class,
         description = "Mixture-of-Experts layers of real quantized checkpoints, on the JVM.",
         subcommands = {DemoCommand.class, InspectCommand.class, ForwardCommand.class, BackendsCommand.class,
-                BenchCommand.class, CommandLine.HelpCommand.class})
+                BenchCommand.class, LogitsCommand.class,
+                CommandLine.HelpCommand.class})
 public final class MoeCommand implements Runnable {
 
     @CommandLine.Spec

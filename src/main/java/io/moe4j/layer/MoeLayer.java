@@ -10,6 +10,7 @@ import io.moe4j.backend.PlatformProbe;
 import io.moe4j.backend.oracle.BackendChoice;
 import io.moe4j.backend.oracle.Oracle;
 import io.moe4j.backend.oracle.Selection;
+import io.moe4j.config.ExpertNaming;
 import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.config.ModelConfig;
 import io.moe4j.quant.ExpertWeights;
@@ -36,6 +37,7 @@ public final class MoeLayer implements AutoCloseable {
     private final MoeLayerConfig config;
     private final QuantMethod method;
     private final Checkpoint checkpoint;
+    private final boolean ownsCheckpoint;
     private final Arena arena;
     private final TokenRouter router;
     private final ExpertWeights weights;
@@ -43,11 +45,12 @@ public final class MoeLayer implements AutoCloseable {
     private final Experts shared;
     private final Selection selection;
 
-    private MoeLayer(MoeLayerConfig config, QuantMethod method, Checkpoint checkpoint, Arena arena, TokenRouter router,
-                     ExpertWeights weights, Experts experts, Experts shared, Selection selection) {
+    private MoeLayer(MoeLayerConfig config, QuantMethod method, Checkpoint checkpoint, boolean ownsCheckpoint, Arena arena,
+                     TokenRouter router, ExpertWeights weights, Experts experts, Experts shared, Selection selection) {
         this.config = config;
         this.method = method;
         this.checkpoint = checkpoint;
+        this.ownsCheckpoint = ownsCheckpoint;
         this.arena = arena;
         this.router = router;
         this.weights = weights;
@@ -59,9 +62,28 @@ public final class MoeLayer implements AutoCloseable {
     /** Loads MoE layer {@code layer} of the checkpoint in {@code dir} and prepares it on the chosen backend. */
     public static MoeLayer load(Path dir, int layer, MoeLayerOptions options) {
         ModelConfig model = ModelConfig.load(dir);
-        MoeLayerConfig config = model.layer(layer);
-        QuantMethod method = QuantizationConfig.of(model).methodFor(config);
+        model.layer(layer); // fails on a bad layer index before any file is mapped
         Checkpoint checkpoint = Checkpoint.open(dir);
+        try {
+            return load(checkpoint, model, layer, options, true);
+        } catch (RuntimeException e) {
+            checkpoint.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Loads MoE layer {@code layer} from an already open checkpoint (a model loads all its layers from one mapping);
+     * the checkpoint stays open when the layer closes.
+     */
+    public static MoeLayer load(Checkpoint checkpoint, ModelConfig model, int layer, MoeLayerOptions options) {
+        return load(checkpoint, model, layer, options, false);
+    }
+
+    private static MoeLayer load(Checkpoint checkpoint, ModelConfig model, int layer, MoeLayerOptions options,
+                                 boolean ownsCheckpoint) {
+        MoeLayerConfig config = expertsWhereTheCheckpointHasThem(model.layer(layer), checkpoint);
+        QuantMethod method = QuantizationConfig.of(model).methodFor(config);
         Arena arena = Arena.ofShared();
         Experts experts = null;
         Experts shared = null;
@@ -85,7 +107,8 @@ public final class MoeLayer implements AutoCloseable {
             if (tokenRouter != router) {
                 LOG.log(System.Logger.Level.INFO, "layer {0}: router on {1}", layer, tokenRouter.where());
             }
-            return new MoeLayer(config, method, checkpoint, arena, tokenRouter, weights, experts, shared, selection);
+            return new MoeLayer(config, method, checkpoint, ownsCheckpoint, arena, tokenRouter, weights, experts, shared,
+                    selection);
         } catch (RuntimeException e) {
             if (tokenRouter != null) {
                 tokenRouter.close();
@@ -97,9 +120,33 @@ public final class MoeLayer implements AutoCloseable {
                 experts.close();
             }
             arena.close();
-            checkpoint.close();
             throw e;
         }
+    }
+
+    /**
+     * Mixtral's experts sit under {@code block_sparse_moe.experts.} on the hub, but a checkpoint saved by transformers
+     * v5 keeps the router there and writes the experts under {@code mlp.experts.}: take the experts from where the
+     * checkpoint has them.
+     */
+    static MoeLayerConfig expertsWhereTheCheckpointHasThem(MoeLayerConfig c, Checkpoint checkpoint) {
+        ExpertNaming n = c.experts();
+        String blockSparse = ".block_sparse_moe.";
+        if (n.fused() || !n.expertsPrefix().contains(blockSparse) || hasTensorUnder(checkpoint, n.expertsPrefix())) {
+            return c;
+        }
+        String moved = n.expertsPrefix().replace(blockSparse, ".mlp.");
+        if (!hasTensorUnder(checkpoint, moved)) {
+            return c;
+        }
+        ExpertNaming naming = new ExpertNaming(n.blockPrefix(), moved, false, n.gate(), n.up(), n.down());
+        return new MoeLayerConfig(c.family(), c.layer(), c.hidden(), c.intermediate(), c.router(), c.activation(),
+                c.swigluLimit(), naming, c.routerWeight(), c.routerBias(), c.correctionBias(), c.gateUpInterleaved(),
+                c.fusedTransposed(), c.hasExpertBias(), c.shared());
+    }
+
+    private static boolean hasTensorUnder(Checkpoint checkpoint, String prefix) {
+        return checkpoint.names().stream().anyMatch(name -> name.startsWith(prefix));
     }
 
     private static Router loadRouter(Checkpoint ckpt, MoeLayerConfig c) {
@@ -172,6 +219,8 @@ public final class MoeLayer implements AutoCloseable {
             shared.close();
         }
         arena.close();
-        checkpoint.close();
+        if (ownsCheckpoint) {
+            checkpoint.close();
+        }
     }
 }

@@ -1,0 +1,44 @@
+package io.moe4j.cli;
+
+import io.moe4j.model.ModelOptions;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+
+/** {@code moe logits}: a whole model's logits at every position of a token sequence. */
+@Command(name = "logits", mixinStandardHelpOptions = true,
+        description = "Run a whole model over input_ids (I32 or I64 [T]) and write logits F32 [T, V] for every position.")
+final class LogitsCommand implements Callable<Integer> {
+    @Option(names = "--model", required = true, description = "checkpoint directory (config.json + safetensors)")
+    Path model;
+
+    @Option(names = "--input", required = true, description = "safetensors file holding input_ids")
+    Path input;
+
+    @Option(names = "--output", required = true, description = "safetensors file to write (tensor 'logits')")
+    Path output;
+
+    @Option(names = "--backend", defaultValue = "cpu", description = "emulation or cpu (default: ${DEFAULT-VALUE})")
+    String backend;
+
+    @Option(names = "--threads", description = "CPU threads (default: all cores)")
+    Integer threads;
+
+    @Option(names = "--incremental", description = "feed the tokens one at a time through the KV cache instead of as one prompt")
+    boolean incremental;
+
+    @Override
+    public Integer call() {
+        ModelOptions options = ModelOptions.defaults().withBackend(backend);
+        if (threads != null) {
+            options = options.withThreads(threads);
+        }
+        long start = System.nanoTime();
+        int tokens = LogitsJob.run(model, input, output, options, incremental);
+        System.err.printf("moe: %d positions (%s) in %.2f s → %s%n", tokens, incremental ? "one at a time" : "one pass",
+                (System.nanoTime() - start) / 1e9, output);
+        return 0;
+    }
+}

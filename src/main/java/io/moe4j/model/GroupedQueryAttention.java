@@ -1,0 +1,128 @@
+package io.moe4j.model;
+
+import io.moe4j.model.linear.Linear;
+
+/**
+ * Grouped-query attention with the variants of gpt-oss (biases, sinks, sliding layers), Qwen3-MoE (q/k RMSNorm),
+ * Mixtral (optional sliding window) and Llama-4 (chunked layers, NoPE layers, L2 q/k norm, temperature tuning).
+ * The cache row of a position is its keys then its values, [2 · kvHeads · headDim].
+ */
+public final class GroupedQueryAttention implements Attention {
+    private final GqaSpec spec;
+    private final Linear q;
+    private final Linear k;
+    private final Linear v;
+    private final Linear o;
+    private final RmsNorm qNorm;
+    private final RmsNorm kNorm;
+    private final float[] sinks;
+
+    /**
+     * @param qNorm per-head norm of the queries (weighted RMSNorm for Qwen3, weightless for Llama-4), or null
+     * @param sinks per-head sink logits, or null
+     */
+    public GroupedQueryAttention(GqaSpec spec, Linear q, Linear k, Linear v, Linear o, RmsNorm qNorm, RmsNorm kNorm,
+                                 float[] sinks) {
+        this.spec = spec;
+        this.q = q;
+        this.k = k;
+        this.v = v;
+        this.o = o;
+        this.qNorm = qNorm;
+        this.kNorm = kNorm;
+        this.sinks = sinks;
+    }
+
+    @Override
+    public KvBuffer newCache() {
+        return new KvBuffer(2 * spec.kvHeads() * spec.headDim());
+    }
+
+    @Override
+    public float[] forward(float[] x, int tokens, long start, KvBuffer cache) {
+        int d = spec.headDim();
+        int heads = spec.heads();
+        int kvHeads = spec.kvHeads();
+        int qWidth = heads * d;
+        int kvWidth = kvHeads * d;
+        float[] qs = new float[tokens * qWidth];
+        float[] ks = new float[tokens * kvWidth];
+        float[] vs = new float[tokens * kvWidth];
+        q.forward(x, tokens, qs);
+        k.forward(x, tokens, ks);
+        v.forward(x, tokens, vs);
+
+        for (int t = 0; t < tokens; t++) {
+            long position = start + t;
+            for (int h = 0; h < heads; h++) {
+                positionQueryOrKey(qs, t * qWidth + h * d, position, qNorm);
+                if (spec.temperature() != null) {
+                    float f = spec.temperature().factor(position);
+                    for (int i = 0; i < d; i++) {
+                        qs[t * qWidth + h * d + i] *= f;
+                    }
+                }
+            }
+            for (int h = 0; h < kvHeads; h++) {
+                positionQueryOrKey(ks, t * kvWidth + h * d, position, kNorm);
+            }
+        }
+
+        float[] rows = new float[tokens * 2 * kvWidth];
+        for (int t = 0; t < tokens; t++) {
+            System.arraycopy(ks, t * kvWidth, rows, t * 2 * kvWidth, kvWidth);
+            System.arraycopy(vs, t * kvWidth, rows, t * 2 * kvWidth + kvWidth, kvWidth);
+        }
+        cache.append(rows, tokens);
+
+        float[] attended = new float[tokens * qWidth];
+        int group = heads / kvHeads;
+        float[] data = cache.data();
+        int width = cache.width();
+        float[] scores = new float[(int) (cache.end() - cache.first())];
+        for (int t = 0; t < tokens; t++) {
+            long position = start + t;
+            long from = Math.max(spec.window().firstVisible(position), cache.first());
+            int n = (int) (position - from + 1);
+            int base = cache.offset(from);
+            for (int h = 0; h < heads; h++) {
+                int kvh = h / group;
+                int qOff = t * qWidth + h * d;
+                for (int j = 0; j < n; j++) {
+                    scores[j] = FloatMath.dot(qs, qOff, data, base + j * width + kvh * d, d) * spec.scale();
+                }
+                FloatMath.softmax(scores, n, sinks != null, sinks == null ? 0f : sinks[h]);
+                for (int j = 0; j < n; j++) {
+                    FloatMath.axpy(scores[j], data, base + j * width + kvWidth + kvh * d, attended, qOff, d);
+                }
+            }
+        }
+        cache.dropBefore(spec.window().keepFrom(start + tokens));
+
+        float[] out = new float[tokens * o.outFeatures()];
+        o.forward(attended, tokens, out);
+        return out;
+    }
+
+    /** The per-head steps before attention, in the family's order: weighted norm, RoPE, weightless norm. */
+    private void positionQueryOrKey(float[] v, int off, long position, RmsNorm norm) {
+        int d = spec.headDim();
+        if (spec.qkNorm() == GqaSpec.QkNorm.RMS) {
+            norm.apply(v, off, d);
+        }
+        if (spec.rope() != null) {
+            spec.rope().rotate(v, off, position);
+        }
+        if (spec.qkNorm() == GqaSpec.QkNorm.L2) {
+            norm.apply(v, off, d);
+        }
+    }
+
+    @Override
+    public void close() {
+        q.close();
+        k.close();
+        v.close();
+        o.close();
+    }
+}

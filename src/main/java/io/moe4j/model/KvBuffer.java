@@ -1,0 +1,91 @@
+package io.moe4j.model;
+
+import java.util.Arrays;
+
+/**
+ * The cached rows of one attention layer (keys and values, or MLA's compressed latent and rope key), one row of
+ * {@code width} floats per position, for a contiguous run of positions [{@link #first()}, {@link #end()}). Rows that
+ * no later query can attend to are dropped from the front, so sliding-window and chunked layers hold at most a
+ * window or a chunk.
+ */
+public final class KvBuffer {
+    private final int width;
+    private float[] data;
+    private int startRow;
+    private int rows;
+    private long first;
+
+    public KvBuffer(int width) {
+        this.width = width;
+        this.data = new float[width * 16];
+    }
+
+    public int width() {
+        return width;
+    }
+
+    /** The position of the oldest row held. */
+    public long first() {
+        return first;
+    }
+
+    /** One past the position of the newest row. */
+    public long end() {
+        return first + rows;
+    }
+
+    public int rows() {
+        return rows;
+    }
+
+    /** The offset in {@link #data()} of the row of {@code position}. */
+    public int offset(long position) {
+        if (position < first || position >= end()) {
+            throw new IllegalStateException("position " + position + " is not cached (holding " + first + ".." + end() + ")");
+        }
+        return (startRow + (int) (position - first)) * width;
+    }
+
+    public float[] data() {
+        return data;
+    }
+
+    /** Appends {@code n} rows from src (row-major, {@code width} each) at positions end() .. end()+n-1. */
+    public void append(float[] src, int n) {
+        ensureRoom(n);
+        System.arraycopy(src, 0, data, (startRow + rows) * width, n * width);
+        rows += n;
+    }
+
+    /** Drops the rows before {@code position}. */
+    public void dropBefore(long position) {
+        int drop = (int) Math.max(0, Math.min(rows, position - first));
+        startRow += drop;
+        rows -= drop;
+        first += drop;
+    }
+
+    public void clear() {
+        startRow = 0;
+        rows = 0;
+        first = 0;
+    }
+
+    private void ensureRoom(int n) {
+        int capacityRows = data.length / width;
+        if (startRow + rows + n <= capacityRows) {
+            return;
+        }
+        if (rows + n <= capacityRows && startRow >= rows) {
+            // slide the live rows to the front instead of growing
+            System.arraycopy(data, startRow * width, data, 0, rows * width);
+            startRow = 0;
+            return;
+        }
+        int needed = rows + n;
+        float[] grown = new float[Math.max(needed, capacityRows * 2) * width];
+        System.arraycopy(data, startRow * width, grown, 0, rows * width);
+        data = grown;
+        startRow = 0;
+    }
+}

@@ -1,0 +1,14 @@
+package io.moe4j.model;
+
+import io.moe4j.config.ModelConfig;
+import io.moe4j.model.linear.LinearFactory;
+import io.moe4j.safetensors.Checkpoint;
+
+/**
+ * Where a model gets its linears from: one seam, so that the factory for quantized linears replaces the
+ * unquantized one without touching the decoder.
+ */
+@FunctionalInterface
+public interface LinearProvider {
+    LinearFactory open(Checkpoint checkpoint, ModelConfig config, String backend, int threads);
+}

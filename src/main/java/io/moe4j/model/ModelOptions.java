@@ -1,0 +1,49 @@
+package io.moe4j.model;
+
+/**
+ * How to load and run a model.
+ *
+ * @param backend      where the layers run: {@code emulation} (exact float reference) or {@code cpu}
+ * @param threads      CPU worker threads
+ * @param contextLimit the most positions a session may hold, 0 for the model's {@code max_position_embeddings}
+ *                     (a larger value is capped there)
+ * @param linears      where the attention, dense MLP and lm_head linears come from
+ */
+public record ModelOptions(String backend, int threads, int contextLimit, LinearProvider linears) {
+
+    public ModelOptions {
+        if (backend == null || backend.isBlank()) {
+            throw new IllegalArgumentException("backend must be named (emulation or cpu)");
+        }
+        if (threads <= 0) {
+            throw new IllegalArgumentException("threads must be positive, got " + threads);
+        }
+        if (contextLimit < 0) {
+            throw new IllegalArgumentException("contextLimit must be 0 (the model's) or positive, got " + contextLimit);
+        }
+        if (linears == null) {
+            throw new IllegalArgumentException("linears must be given");
+        }
+    }
+
+    /** The cpu backend on every core, the model's own context limit, unquantized linears. */
+    public static ModelOptions defaults() {
+        return new ModelOptions("cpu", Runtime.getRuntime().availableProcessors(), 0, UnquantizedLinears::factory);
+    }
+
+    public ModelOptions withBackend(String b) {
+        return new ModelOptions(b, threads, contextLimit, linears);
+    }
+
+    public ModelOptions withThreads(int t) {
+        return new ModelOptions(backend, t, contextLimit, linears);
+    }
+
+    public ModelOptions withContextLimit(int limit) {
+        return new ModelOptions(backend, threads, limit, linears);
+    }
+
+    public ModelOptions withLinears(LinearProvider provider) {
+        return new ModelOptions(backend, threads, contextLimit, provider);
+    }
+}

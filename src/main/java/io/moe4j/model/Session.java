@@ -1,0 +1,85 @@
+package io.moe4j.model;
+
+import io.moe4j.MoeException;
+
+import java.util.Arrays;
+
+/**
+ * One sequence through a {@link Model}: the KV cache of every layer and the number of positions fed so far.
+ * Tokens go in as a prompt in one pass ({@link #prefill}) or one at a time ({@link #decode}); the logits are the
+ * same either way. Not thread-safe: one session serves one sequence at a time.
+ */
+public final class Session implements AutoCloseable {
+    private final Model model;
+    private final KvBuffer[] caches;
+    private long position;
+
+    Session(Model model) {
+        this.model = model;
+        this.caches = new KvBuffer[model.layers().size()];
+        for (int l = 0; l < caches.length; l++) {
+            caches[l] = model.layers().get(l).attention().newCache();
+        }
+    }
+
+    /** How many positions this session has consumed (the next token's position). */
+    public long position() {
+        return position;
+    }
+
+    /** Feeds the tokens in one pass and returns the logits of every one of them, [tokens.length, vocab]. */
+    public float[] prefill(int[] tokens) {
+        return forward(tokens, true);
+    }
+
+    /** Feeds the tokens in one pass and returns only the last one's logits [vocab] (what generation needs). */
+    public float[] prefillLast(int[] tokens) {
+        return forward(tokens, false);
+    }
+
+    /** Feeds one token and returns its logits [vocab]. */
+    public float[] decode(int token) {
+        return forward(new int[] {token}, false);
+    }
+
+    /**
+     * Feeds tokens at positions position() .. position()+n-1. Fails, leaving the session as it was, when they would
+     * run past the context limit.
+     *
+     * @param allLogits every position's logits [n, vocab], or only the last one's [vocab]
+     */
+    public float[] forward(int[] tokens, boolean allLogits) {
+        int n = tokens.length;
+        if (n == 0) {
+            throw new IllegalArgumentException("no tokens to feed");
+        }
+        if (position + n > model.contextLimit()) {
+            throw new MoeException("context overflow: " + position + " positions held + " + n + " new tokens exceed the"
+                    + " context limit of " + model.contextLimit() + " (max_position_embeddings "
+                    + model.config().maxPositions() + ")");
+        }
+        float[] h = model.embed(tokens);
+        int hidden = model.config().hidden();
+        for (int l = 0; l < caches.length; l++) {
+            model.layers().get(l).forward(h, n, hidden, position, caches[l]);
+        }
+        position += n;
+        if (allLogits) {
+            return model.logits(h, n);
+        }
+        return model.logits(Arrays.copyOfRange(h, (n - 1) * hidden, n * hidden), 1);
+    }
+
+    /** Empties the cache: the next token is at position 0 again. */
+    public void reset() {
+        for (KvBuffer c : caches) {
+            c.clear();
+        }
+        position = 0;
+    }
+
+    @Override
+    public void close() {
+        reset();
+    }
+}

@@ -1,0 +1,137 @@
+package io.moe4j.model;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.moe4j.MoeException;
+import io.moe4j.safetensors.SafetensorsFile;
+import io.moe4j.safetensors.SafetensorsWriter;
+import io.moe4j.safetensors.Tensor;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.function.Consumer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** Bad models and bad use of a session: one clear error naming the file, key or tensor, never a crash. */
+class ModelBadInputTest {
+    static final ObjectMapper JSON = new ObjectMapper();
+    static final String GPT_OSS = "m_gptoss_mxfp4";
+
+    static ModelOptions options() {
+        return ModelOptions.defaults().withBackend("emulation").withThreads(1);
+    }
+
+    /** A copy of a fixture with its config edited. */
+    static Path withConfig(Path tmp, String name, Consumer<ObjectNode> edit) throws IOException {
+        Path src = ModelCases.root().resolve(name);
+        ObjectNode config = (ObjectNode) JSON.readTree(src.resolve("config.json").toFile());
+        edit.accept(config);
+        JSON.writeValue(tmp.resolve("config.json").toFile(), config);
+        Files.copy(src.resolve("model.safetensors"), tmp.resolve("model.safetensors"));
+        return tmp;
+    }
+
+    /** A copy of a fixture with one tensor left out, or replaced by {@code replacement} when that is not null. */
+    static Path withTensor(Path tmp, String name, String tensor, float[] replacement, long... shape) throws IOException {
+        Path src = ModelCases.root().resolve(name);
+        Files.copy(src.resolve("config.json"), tmp.resolve("config.json"));
+        try (SafetensorsFile f = SafetensorsFile.open(src.resolve("model.safetensors"))) {
+            SafetensorsWriter w = new SafetensorsWriter();
+            for (String n : f.tensors().keySet()) {
+                Tensor t = f.tensor(n);
+                if (!n.equals(tensor)) {
+                    w.add(n, t.dtype(), t.shape(), t.segment());
+                } else if (replacement != null) {
+                    w.addF32(n, shape, replacement);
+                }
+            }
+            w.write(tmp.resolve("model.safetensors"));
+        }
+        return tmp;
+    }
+
+    @Test
+    void anUnknownModelTypeIsNamed(@TempDir Path tmp) throws IOException {
+        Path dir = withConfig(tmp, GPT_OSS, c -> c.put("model_type", "mamba"));
+        assertThatThrownBy(() -> Model.load(dir, options())).isInstanceOf(MoeException.class)
+                .hasMessageContaining("config.json").hasMessageContaining("'mamba'");
+    }
+
+    @Test
+    void anArchitectureThatIsNotACausalLmOfTheFamilyIsNamed(@TempDir Path tmp) throws IOException {
+        Path dir = withConfig(tmp, GPT_OSS, c -> c.putArray("architectures").add("GptOssForSequenceClassification"));
+        assertThatThrownBy(() -> Model.load(dir, options())).isInstanceOf(MoeException.class)
+                .hasMessageContaining("config.json").hasMessageContaining("GptOssForSequenceClassification");
+    }
+
+    @Test
+    void anUnsupportedRopeTypeIsNamed(@TempDir Path tmp) throws IOException {
+        Path dir = withConfig(tmp, GPT_OSS, c -> ((ObjectNode) c.get("rope_scaling")).put("rope_type", "longrope"));
+        assertThatThrownBy(() -> Model.load(dir, options())).isInstanceOf(MoeException.class)
+                .hasMessageContaining("config.json").hasMessageContaining("'longrope'");
+    }
+
+    @Test
+    void aMissingConfigKeyIsNamed(@TempDir Path tmp) throws IOException {
+        Path dir = withConfig(tmp, GPT_OSS, c -> c.remove("max_position_embeddings"));
+        assertThatThrownBy(() -> Model.load(dir, options())).isInstanceOf(MoeException.class)
+                .hasMessageContaining("config.json").hasMessageContaining("'max_position_embeddings'");
+    }
+
+    @Test
+    void aMissingTensorIsNamed(@TempDir Path tmp) throws IOException {
+        Path dir = withTensor(tmp, GPT_OSS, "model.layers.1.self_attn.sinks", null);
+        assertThatThrownBy(() -> Model.load(dir, options())).isInstanceOf(MoeException.class)
+                .hasMessageContaining("model.layers.1.self_attn.sinks").hasMessageContaining("missing");
+    }
+
+    @Test
+    void aMisshapenTensorIsNamedWithBothShapes(@TempDir Path tmp) throws IOException {
+        Path dir = withTensor(tmp, GPT_OSS, "model.layers.0.self_attn.k_proj.weight", new float[32 * 128], 32, 128);
+        assertThatThrownBy(() -> Model.load(dir, options())).isInstanceOf(MoeException.class)
+                .hasMessageContaining("model.layers.0.self_attn.k_proj.weight")
+                .hasMessageContaining("[64, 128]").hasMessageContaining("[32, 128]");
+    }
+
+    @Test
+    void runningPastMaxPositionEmbeddingsIsAClearErrorThatLeavesTheSessionUsable(@TempDir Path tmp) throws IOException {
+        Path dir = withConfig(tmp, GPT_OSS, c -> c.put("max_position_embeddings", 6));
+        try (Model model = Model.load(dir, options()); Session session = model.newSession()) {
+            assertThat(model.contextLimit()).isEqualTo(6);
+            session.prefill(new int[] {1, 2, 3, 4});
+            assertThatThrownBy(() -> session.prefill(new int[] {5, 6, 7})).isInstanceOf(MoeException.class)
+                    .hasMessageContaining("context").hasMessageContaining("max_position_embeddings 6");
+            assertThat(session.position()).isEqualTo(4);
+            session.decode(5);
+            session.decode(6);
+            assertThatThrownBy(() -> session.decode(7)).isInstanceOf(MoeException.class);
+            assertThat(session.position()).isEqualTo(6);
+        }
+    }
+
+    @Test
+    void aUserContextLimitBelowTheModelsIsEnforced() {
+        ModelCases.Case c = ModelCases.load(GPT_OSS);
+        try (Model model = Model.load(c.dir(), options().withContextLimit(3)); Session session = model.newSession()) {
+            assertThat(model.contextLimit()).isEqualTo(3);
+            assertThatThrownBy(() -> session.prefill(new int[] {1, 2, 3, 4})).isInstanceOf(MoeException.class)
+                    .hasMessageContaining("context limit of 3");
+            assertThat(session.position()).isZero();
+        }
+    }
+
+    @Test
+    void aTokenOutsideTheVocabularyIsNamed() {
+        ModelCases.Case c = ModelCases.load(GPT_OSS);
+        try (Model model = Model.load(c.dir(), options()); Session session = model.newSession()) {
+            assertThatThrownBy(() -> session.prefill(new int[] {1, c.vocab()})).isInstanceOf(MoeException.class)
+                    .hasMessageContaining("token id " + c.vocab()).hasMessageContaining("index 1");
+            assertThat(session.position()).isZero();
+        }
+    }
+}
