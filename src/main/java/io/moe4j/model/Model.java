@@ -29,10 +29,13 @@ public final class Model implements AutoCloseable {
     private final RmsNorm finalNorm;
     private final Linear lmHead;
     private final int contextLimit;
+    private final GenerationConfig generation;
 
     private Model(DecoderConfig config, ModelOptions options, Checkpoint checkpoint, LinearFactory linears,
-                  Tensor embedding, List<DecoderLayer> layers, RmsNorm finalNorm, Linear lmHead) {
+                  Tensor embedding, List<DecoderLayer> layers, RmsNorm finalNorm, Linear lmHead,
+                  GenerationConfig generation) {
         this.config = config;
+        this.generation = generation;
         this.options = options;
         this.checkpoint = checkpoint;
         this.linears = linears;
@@ -46,7 +49,11 @@ public final class Model implements AutoCloseable {
 
     /** Loads the model in {@code dir} (config.json and its safetensors, sharded or not). */
     public static Model load(Path dir, ModelOptions options) {
+        if (!java.nio.file.Files.isDirectory(dir)) {
+            throw new MoeException(dir + ": not a directory (a model is a directory with config.json and its safetensors)");
+        }
         DecoderConfig config = DecoderConfig.of(ModelConfig.load(dir));
+        GenerationConfig generation = GenerationConfig.load(dir);
         Checkpoint checkpoint = Checkpoint.open(dir);
         List<AutoCloseable> opened = new ArrayList<>();
         try {
@@ -64,7 +71,8 @@ public final class Model implements AutoCloseable {
             Linear lmHead = config.tieEmbeddings()
                     ? new UnquantizedLinear(embedding, null, config.hidden(), config.vocab())
                     : linears.load(config.lmHead(), config.hidden(), config.vocab(), false);
-            return new Model(config, options, checkpoint, linears, embedding, List.copyOf(layers), finalNorm, lmHead);
+            return new Model(config, options, checkpoint, linears, embedding, List.copyOf(layers), finalNorm, lmHead,
+                    generation);
         } catch (RuntimeException e) {
             for (int i = opened.size() - 1; i >= 0; i--) {
                 try {
@@ -84,6 +92,11 @@ public final class Model implements AutoCloseable {
 
     public ModelOptions options() {
         return options;
+    }
+
+    /** End-of-sequence ids and sampling defaults of the checkpoint's generation_config.json. */
+    public GenerationConfig generationConfig() {
+        return generation;
     }
 
     public int vocabSize() {
