@@ -65,6 +65,11 @@ public final class KvBuffer {
         first += drop;
     }
 
+    /** Drops the rows at {@code position} and after; the rows before it stay. */
+    public void truncate(long position) {
+        rows = (int) Math.max(0, Math.min(rows, position - first));
+    }
+
     public void clear() {
         startRow = 0;
         rows = 0;

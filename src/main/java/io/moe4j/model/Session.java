@@ -27,6 +27,11 @@ public final class Session implements AutoCloseable {
         return position;
     }
 
+    /** The most positions this session can hold (the model's context limit). */
+    public int contextLimit() {
+        return model.contextLimit();
+    }
+
     /** Feeds the tokens in one pass and returns the logits of every one of them, [tokens.length, vocab]. */
     public float[] prefill(int[] tokens) {
         return forward(tokens, true);
@@ -76,6 +81,28 @@ public final class Session implements AutoCloseable {
             c.clear();
         }
         position = 0;
+    }
+
+    /**
+     * Goes back to {@code position}: the tokens fed at it and after are forgotten, so a conversation can continue
+     * from a shared prefix without running it again. Possible only while every layer still holds all the rows
+     * before {@code position} (a sliding or chunked layer may have dropped some); returns false, changing nothing,
+     * when it is not.
+     */
+    public boolean rewind(long position) {
+        if (position < 0 || position > this.position) {
+            throw new IllegalArgumentException("cannot rewind to " + position + " (at " + this.position + ")");
+        }
+        for (KvBuffer c : caches) {
+            if (c.first() > 0) {
+                return false;
+            }
+        }
+        for (KvBuffer c : caches) {
+            c.truncate(position);
+        }
+        this.position = position;
+        return true;
     }
 
     @Override

@@ -1,0 +1,103 @@
+package io.moe4j.cli;
+
+import io.moe4j.generate.Conversation;
+import io.moe4j.generate.GenerationRequest;
+import io.moe4j.generate.GenerationResult;
+import io.moe4j.generate.MoeModel;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.Callable;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * {@code moe chat}: an interactive multi-turn chat on the model's chat format. The KV cache carries over between
+ * turns; Ctrl-C stops the answer being written, not the program; {@code /reset} starts over, {@code /exit} or
+ * end of input leaves.
+ */
+@Command(name = "chat", mixinStandardHelpOptions = true,
+        description = "Chat with a model interactively (/reset starts over, /exit or Ctrl-D leaves, Ctrl-C stops an answer).")
+final class ChatCommand implements Callable<Integer> {
+    @Mixin
+    ModelArgs modelArgs;
+
+    @Mixin
+    SamplingArgs sampling;
+
+    @Option(names = "--system", description = "a system message that opens the conversation")
+    String system;
+
+    @Option(names = "--raw", description = "show the model's text as it is, without splitting reasoning from the answer")
+    boolean raw;
+
+    @Spec
+    picocli.CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException {
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        try (MoeModel model = modelArgs.load()) {
+            AtomicBoolean interrupted = new AtomicBoolean();
+            Runnable restore = Interrupts.onCtrlC(() -> interrupted.set(true));
+            try {
+                run(model, in, out, err, interrupted);
+            } finally {
+                restore.run();
+            }
+        }
+        return 0;
+    }
+
+    void run(MoeModel model, BufferedReader in, PrintWriter out, PrintWriter err, AtomicBoolean interrupted)
+            throws IOException {
+        Conversation chat = newConversation(model);
+        while (true) {
+            out.print("> ");
+            out.flush();
+            String line = in.readLine();
+            if (line == null || line.strip().equals("/exit")) {
+                out.println();
+                out.flush();
+                chat.close();
+                return;
+            }
+            if (line.strip().equals("/reset")) {
+                chat.close();
+                chat = newConversation(model);
+                out.println("(a new conversation)");
+                continue;
+            }
+            if (line.isBlank()) {
+                continue;
+            }
+            GenerationRequest request = sampling.request(model);
+            interrupted.set(false);
+            OutputView view = OutputView.of(model, !raw, out);
+            GenerationResult r = chat.say(line, request, view::accept, interrupted::get);
+            view.finish();
+            out.println();
+            out.flush();
+            err.printf("(%d prompt tokens, %d from the cache; %d generated at %.2f tokens/s; %s)%n",
+                    r.promptTokens() + chat.reusedLastTurn(), chat.reusedLastTurn(), r.tokens().length,
+                    r.decodeTokensPerSecond(), r.finishReason().apiName());
+            err.flush();
+        }
+    }
+
+    private Conversation newConversation(MoeModel model) {
+        Conversation c = model.newConversation();
+        if (system != null) {
+            c.system(system);
+        }
+        return c;
+    }
+}

@@ -1,0 +1,37 @@
+package io.moe4j.cli;
+
+import io.moe4j.generate.MoeModel;
+import io.moe4j.model.ModelOptions;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+
+/** The options every whole-model command shares: which model, where it runs, how much context it may hold. */
+final class ModelArgs {
+    @Option(names = "--model", required = true, description = "model directory (config.json, safetensors, tokenizer.json ...)")
+    Path model;
+
+    @Option(names = "--backend", defaultValue = "cpu", description = "emulation or cpu (default: ${DEFAULT-VALUE})")
+    String backend;
+
+    @Option(names = "--threads", description = "CPU threads (default: all cores)")
+    Integer threads;
+
+    @Option(names = "--context", defaultValue = "0",
+            description = "most positions a sequence may hold (default: the model's max_position_embeddings)")
+    int context;
+
+    ModelOptions options() {
+        ModelOptions o = ModelOptions.defaults().withBackend(backend).withContextLimit(context);
+        return threads == null ? o : o.withThreads(threads);
+    }
+
+    MoeModel load() {
+        long start = System.nanoTime();
+        MoeModel m = MoeModel.load(model, options());
+        System.err.printf("moe: loaded %s (%s, %d layers) on %s in %.1f s%n", model.getFileName(),
+                m.model().config().family().modelType(), m.model().config().layers().size(), backend,
+                (System.nanoTime() - start) / 1e9);
+        return m;
+    }
+}

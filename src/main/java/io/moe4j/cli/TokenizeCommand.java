@@ -1,0 +1,90 @@
+package io.moe4j.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.moe4j.MoeException;
+import io.moe4j.text.chat.ChatRequest;
+import io.moe4j.text.chat.ChatTemplate;
+import io.moe4j.text.tokenizer.Tokenizer;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.BufferedReader;
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code moe tokenize}: a JSON line in, a JSON line out. {@code {"text": ...}} gives its {@code ids};
+ * {@code {"messages": [...], "add_generation_prompt": bool, ...}} is rendered with the model's chat template
+ * (other keys are template arguments, {@code date} fixes {@code strftime_now}) and gives the {@code text} and its
+ * {@code ids}. Special tokens written in the text count as tokens; none are added.
+ */
+@Command(name = "tokenize", mixinStandardHelpOptions = true,
+        description = "Tokenize JSON lines ({\"text\"} or chat {\"messages\"}) with a model's tokenizer and chat template.")
+final class TokenizeCommand implements Callable<Integer> {
+    @Option(names = "--model", required = true, description = "model directory (tokenizer.json, tokenizer_config.json)")
+    Path model;
+
+    @Option(names = "--input", required = true, description = "JSON lines to read")
+    Path input;
+
+    @Option(names = "--output", required = true, description = "JSON lines to write")
+    Path output;
+
+    @Override
+    public Integer call() throws IOException {
+        Tokenizer tokenizer = Tokenizer.load(model);
+        ChatTemplate template = null;
+        ObjectMapper json = new ObjectMapper();
+        int lines = 0;
+        try (BufferedReader in = Files.newBufferedReader(input, StandardCharsets.UTF_8);
+             BufferedWriter out = Files.newBufferedWriter(output, StandardCharsets.UTF_8)) {
+            String line;
+            int number = 0;
+            while ((line = in.readLine()) != null) {
+                number++;
+                if (line.isBlank()) {
+                    continue;
+                }
+                JsonNode node;
+                try {
+                    node = json.readTree(line);
+                } catch (IOException e) {
+                    throw new MoeException(input + " line " + number + ": not valid JSON: " + e.getMessage());
+                }
+                ObjectNode result = json.createObjectNode();
+                String text;
+                if (node != null && node.has("messages")) {
+                    if (template == null) {
+                        template = ChatTemplate.load(model);
+                    }
+                    try {
+                        text = template.render(ChatRequest.fromJson(node));
+                    } catch (IllegalArgumentException e) {
+                        throw new MoeException(input + " line " + number + ": " + e.getMessage());
+                    }
+                    result.put("text", text);
+                } else if (node != null && node.path("text").isTextual()) {
+                    text = node.get("text").asText();
+                } else {
+                    throw new MoeException(input + " line " + number + ": expected an object with \"text\" (a string)"
+                            + " or \"messages\"");
+                }
+                var ids = result.putArray("ids");
+                for (int id : tokenizer.encode(text)) {
+                    ids.add(id);
+                }
+                out.write(json.writeValueAsString(result));
+                out.newLine();
+                lines++;
+            }
+        }
+        System.err.printf("moe: %d lines → %s%n", lines, output);
+        return 0;
+    }
+}

@@ -1,0 +1,105 @@
+package io.moe4j.generate;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.moe4j.model.Session;
+import io.moe4j.text.chat.ChatRequest;
+
+import java.util.Arrays;
+import java.util.Map;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
+
+/**
+ * A multi-turn chat on one session. Each turn renders the whole conversation with the model's chat template and
+ * feeds only what the KV cache does not hold yet: the longest prefix shared with the tokens already fed is kept
+ * (rewinding past what differs, e.g. where a template drops earlier reasoning), and the rest runs as one prompt.
+ * Not thread-safe.
+ */
+public final class Conversation implements AutoCloseable {
+    private final MoeModel model;
+    private final Session session;
+    private final ArrayNode messages = JsonNodeFactory.instance.arrayNode();
+    private final Map<String, JsonNode> templateArguments;
+    private int[] fed = new int[0];
+    private int reusedLastTurn;
+
+    Conversation(MoeModel model) {
+        this(model, Map.of());
+    }
+
+    Conversation(MoeModel model, Map<String, JsonNode> templateArguments) {
+        this.model = model;
+        this.session = model.model().newSession();
+        this.templateArguments = Map.copyOf(templateArguments);
+    }
+
+    /** Adds a system message (before the first turn). */
+    public Conversation system(String content) {
+        messages.add(message("system", content));
+        return this;
+    }
+
+    /** The user's turn and the model's answer to it, streamed to {@code onText}; the answer joins the history. */
+    public GenerationResult say(String user, GenerationRequest request, Consumer<String> onText,
+                                BooleanSupplier cancelled) {
+        messages.add(message("user", user));
+        ChatRequest chat = new ChatRequest(messages.deepCopy(), true, null, templateArguments, null);
+        int[] prompt = model.encodeChat(chat);
+        int keep = sharedPrefix(fed, prompt);
+        if (keep == prompt.length) {
+            keep--;   // at least one token must run to get the next logits
+        }
+        if (keep < session.position() && !session.rewind(keep)) {
+            session.reset();
+            keep = 0;
+        }
+        reusedLastTurn = keep;
+        int[] rest = Arrays.copyOfRange(prompt, keep, prompt.length);
+        GenerationResult result = new Generator(model.tokenizer()).generate(session, rest, request, onText, cancelled);
+        // The session now holds the prompt and every generated token but the last (which was never fed back).
+        int[] generated = result.tokens();
+        int fedGenerated = (int) (session.position() - prompt.length);
+        fed = concat(prompt, Arrays.copyOf(generated, Math.max(0, fedGenerated)));
+        messages.add(message("assistant", result.text()));
+        return result;
+    }
+
+    /** How many prompt tokens of the last turn came from the cache instead of running again. */
+    public int reusedLastTurn() {
+        return reusedLastTurn;
+    }
+
+    public ArrayNode messages() {
+        return messages.deepCopy();
+    }
+
+    private static ObjectNode message(String role, String content) {
+        ObjectNode m = JsonNodeFactory.instance.objectNode();
+        m.put("role", role);
+        m.put("content", content);
+        return m;
+    }
+
+    private static int sharedPrefix(int[] a, int[] b) {
+        int n = Math.min(a.length, b.length);
+        int i = 0;
+        while (i < n && a[i] == b[i]) {
+            i++;
+        }
+        return i;
+    }
+
+    private static int[] concat(int[] a, int[] b) {
+        int[] out = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
+
+    @Override
+    public void close() {
+        session.close();
+    }
+}

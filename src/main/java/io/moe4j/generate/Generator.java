@@ -1,0 +1,90 @@
+package io.moe4j.generate;
+
+import io.moe4j.model.Session;
+import io.moe4j.text.tokenizer.IncrementalDecoder;
+import io.moe4j.text.tokenizer.Tokenizer;
+
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
+
+/**
+ * Runs one sequence: the prompt in one pass through the session's KV cache, then one token at a time, drawing each
+ * token with a {@link Sampler}, turning tokens into text as they come (incomplete UTF-8 held back) and holding back
+ * text that may start a stop string. The session keeps every token fed, so a chat can continue from where it ended.
+ */
+public final class Generator {
+    private final Tokenizer tokenizer;
+
+    public Generator(Tokenizer tokenizer) {
+        this.tokenizer = tokenizer;
+    }
+
+    /**
+     * Feeds {@code prompt} to the session and generates after it.
+     *
+     * @param onText    receives each new piece of text as soon as it is safe to show
+     * @param cancelled polled before every token; when true the generation ends with {@link FinishReason#CANCELLED}
+     */
+    public GenerationResult generate(Session session, int[] prompt, GenerationRequest request, Consumer<String> onText,
+                                     BooleanSupplier cancelled) {
+        Sampler sampler = new Sampler(request.sampling());
+        IncrementalDecoder decoder = tokenizer.incrementalDecoder(false);
+        StopMatcher stops = new StopMatcher(request.stop());
+        StringBuilder text = new StringBuilder();
+        int[] made = new int[Math.min(request.maxTokens(), 1 << 16)];
+        int count = 0;
+        long start = System.nanoTime();
+        float[] logits = session.prefillLast(prompt);
+        long firstToken = 0;
+        FinishReason reason = FinishReason.LENGTH;
+        int vocab = logits.length;
+        while (count < request.maxTokens()) {
+            if (cancelled.getAsBoolean()) {
+                reason = FinishReason.CANCELLED;
+                break;
+            }
+            int token = sampler.sample(logits, 0, vocab);
+            if (count == made.length) {
+                made = java.util.Arrays.copyOf(made, made.length * 2);
+            }
+            made[count++] = token;
+            if (count == 1) {
+                firstToken = System.nanoTime();
+            }
+            if (request.eosIds().contains(token)) {
+                reason = FinishReason.STOP;
+                break;
+            }
+            String shown = stops.accept(decoder.next(token));
+            emit(shown, text, onText);
+            if (stops.stopped()) {
+                reason = FinishReason.STOP;
+                break;
+            }
+            if (count == request.maxTokens() || session.position() >= contextLimit(session)) {
+                break;
+            }
+            logits = session.decode(token);
+        }
+        if (!stops.stopped()) {
+            emit(stops.accept(decoder.flush()), text, onText);
+            emit(stops.flush(), text, onText);
+        }
+        long end = System.nanoTime();
+        long prefill = (firstToken == 0 ? end : firstToken) - start;
+        long decode = firstToken == 0 ? 0 : end - firstToken;
+        return new GenerationResult(prompt.length, java.util.Arrays.copyOf(made, count), text.toString(), reason,
+                prefill, decode);
+    }
+
+    private static int contextLimit(Session session) {
+        return session.contextLimit();
+    }
+
+    private static void emit(String piece, StringBuilder text, Consumer<String> onText) {
+        if (!piece.isEmpty()) {
+            text.append(piece);
+            onText.accept(piece);
+        }
+    }
+}

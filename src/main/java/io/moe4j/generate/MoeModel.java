@@ -1,0 +1,141 @@
+package io.moe4j.generate;
+
+import io.moe4j.MoeException;
+import io.moe4j.model.GenerationConfig;
+import io.moe4j.model.Model;
+import io.moe4j.model.ModelOptions;
+import io.moe4j.model.Session;
+import io.moe4j.text.chat.ChatRequest;
+import io.moe4j.text.chat.ChatTemplate;
+import io.moe4j.text.tokenizer.Tokenizer;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashSet;
+import java.util.Optional;
+import java.util.Set;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
+
+/**
+ * A model directory as a user has it, ready to talk to: the decoder, its tokenizer, its chat template (when it
+ * ships one) and the ids that end a sequence. The library's entry point for text in, text out:
+ * <pre>{@code
+ * try (MoeModel m = MoeModel.load(dir, ModelOptions.defaults())) {
+ *     Conversation chat = m.newConversation();
+ *     chat.say("Hello!", m.defaultRequest(256), System.out::print);
+ * }
+ * }</pre>
+ */
+public final class MoeModel implements AutoCloseable {
+    private final Path dir;
+    private final Model model;
+    private final Tokenizer tokenizer;
+    private final ChatTemplate template;
+    private final Set<Integer> eosIds;
+
+    private MoeModel(Path dir, Model model, Tokenizer tokenizer, ChatTemplate template, Set<Integer> eosIds) {
+        this.dir = dir;
+        this.model = model;
+        this.tokenizer = tokenizer;
+        this.template = template;
+        this.eosIds = eosIds;
+    }
+
+    /** Loads the weights, the tokenizer and (when present) the chat template of the model in {@code dir}. */
+    public static MoeModel load(Path dir, ModelOptions options) {
+        if (!Files.isDirectory(dir)) {
+            throw new MoeException(dir + ": not a model directory");
+        }
+        Tokenizer tokenizer = Tokenizer.load(dir);
+        ChatTemplate template = hasTemplate(dir) ? ChatTemplate.load(dir) : null;
+        Model model = Model.load(dir, options);
+        try {
+            Set<Integer> eos = new LinkedHashSet<>(model.generationConfig().eosTokenIds());
+            tokenizer.eosId().ifPresent(eos::add);
+            return new MoeModel(dir, model, tokenizer, template, Set.copyOf(eos));
+        } catch (RuntimeException e) {
+            model.close();
+            throw e;
+        }
+    }
+
+    private static boolean hasTemplate(Path dir) {
+        if (Files.isRegularFile(dir.resolve("chat_template.jinja"))) {
+            return true;
+        }
+        Path config = dir.resolve("tokenizer_config.json");
+        if (!Files.isRegularFile(config)) {
+            return false;
+        }
+        try {
+            return new com.fasterxml.jackson.databind.ObjectMapper().readTree(config.toFile()).has("chat_template");
+        } catch (java.io.IOException e) {
+            throw new MoeException(config + ": not valid JSON: " + e.getMessage());
+        }
+    }
+
+    public Path directory() {
+        return dir;
+    }
+
+    public Model model() {
+        return model;
+    }
+
+    public Tokenizer tokenizer() {
+        return tokenizer;
+    }
+
+    public Optional<ChatTemplate> chatTemplate() {
+        return Optional.ofNullable(template);
+    }
+
+    /** Every id that ends a sequence: generation_config.json's, config.json's and the tokenizer's eos. */
+    public Set<Integer> eosIds() {
+        return eosIds;
+    }
+
+    public GenerationConfig generationConfig() {
+        return model.generationConfig();
+    }
+
+    /**
+     * A request with the checkpoint authors' sampling defaults (generation_config.json: do_sample, temperature,
+     * top_k, top_p, min_p), greedy where they do not sample, and this model's eos ids.
+     */
+    public GenerationRequest defaultRequest(int maxTokens) {
+        GenerationConfig g = model.generationConfig();
+        SamplingParams sampling = !g.doSample() ? SamplingParams.greedy() : new SamplingParams(
+                g.temperature() == null ? 1.0 : g.temperature(), g.topK() == null ? 0 : g.topK(),
+                g.topP() == null ? 1.0 : g.topP(), g.minP() == null ? 0 : g.minP(), System.nanoTime());
+        return new GenerationRequest(maxTokens, sampling, java.util.List.of(), eosIds);
+    }
+
+    /** The prompt ids of a chat request rendered with this model's template. */
+    public int[] encodeChat(ChatRequest request) {
+        if (template == null) {
+            throw new MoeException(dir + ": the model ships no chat template (tokenizer_config.json has no"
+                    + " chat_template and there is no chat_template.jinja)");
+        }
+        return tokenizer.encode(template.render(request));
+    }
+
+    /** Generates after a plain-text prompt in a fresh session. */
+    public GenerationResult complete(String prompt, GenerationRequest request, Consumer<String> onText,
+                                     BooleanSupplier cancelled) {
+        try (Session session = model.newSession()) {
+            return new Generator(tokenizer).generate(session, tokenizer.encode(prompt), request, onText, cancelled);
+        }
+    }
+
+    /** A multi-turn chat that keeps its KV cache between turns. */
+    public Conversation newConversation() {
+        return new Conversation(this);
+    }
+
+    @Override
+    public void close() {
+        model.close();
+    }
+}

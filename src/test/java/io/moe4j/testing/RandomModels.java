@@ -1,0 +1,134 @@
+package io.moe4j.testing;
+
+import io.moe4j.safetensors.SafetensorsWriter;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.SplittableRandom;
+import java.util.zip.GZIPInputStream;
+
+/**
+ * Small models with random weights and a real tokenizer, written as a user's model directory would hold them
+ * (config.json, model.safetensors, generation_config.json, tokenizer.json, tokenizer_config.json): for end-to-end
+ * tests of generation, chat and the server, where only the plumbing and the constraints are under test.
+ */
+public final class RandomModels {
+    /** Qwen3's vocabulary size as Qwen3-30B-A3B's config.json gives it (the tokenizer's ids end at 151668). */
+    public static final int QWEN3_VOCAB = 151_936;
+
+    private RandomModels() {
+    }
+
+    /** The fixture tokenizers of {@code ../shared/tokenizers}. */
+    public static Path sharedTokenizers() {
+        return Path.of(System.getProperty("moe4j.shared", "../shared")).resolve("tokenizers");
+    }
+
+    /**
+     * A two-layer Qwen3-MoE (hidden 64, 4 heads of 16, 2 KV heads, 8 experts of 32, top-2, tied embeddings) in
+     * bf16 with the real Qwen3 tokenizer and chat template, written into {@code dir}.
+     */
+    public static Path qwen3(Path dir, long seed) {
+        int vocab = QWEN3_VOCAB;
+        int hidden = 64;
+        int heads = 4;
+        int kvHeads = 2;
+        int headDim = 16;
+        int experts = 8;
+        int intermediate = 32;
+        int layers = 2;
+        try {
+            Files.createDirectories(dir);
+            Files.writeString(dir.resolve("config.json"), """
+                    {
+                      "architectures": ["Qwen3MoeForCausalLM"],
+                      "model_type": "qwen3_moe",
+                      "vocab_size": %d,
+                      "hidden_size": %d,
+                      "num_hidden_layers": %d,
+                      "num_attention_heads": %d,
+                      "num_key_value_heads": %d,
+                      "head_dim": %d,
+                      "num_experts": %d,
+                      "num_experts_per_tok": 2,
+                      "moe_intermediate_size": %d,
+                      "intermediate_size": 128,
+                      "decoder_sparse_step": 1,
+                      "mlp_only_layers": [],
+                      "norm_topk_prob": true,
+                      "hidden_act": "silu",
+                      "rms_norm_eps": 1e-06,
+                      "rope_theta": 1000000.0,
+                      "rope_scaling": null,
+                      "max_position_embeddings": 4096,
+                      "attention_bias": false,
+                      "tie_word_embeddings": true,
+                      "bos_token_id": 151643,
+                      "eos_token_id": 151645,
+                      "torch_dtype": "bfloat16"
+                    }
+                    """.formatted(vocab, hidden, layers, heads, kvHeads, headDim, experts, intermediate));
+            Files.writeString(dir.resolve("generation_config.json"), """
+                    {"bos_token_id": 151643, "eos_token_id": [151645, 151643], "do_sample": true,
+                     "temperature": 0.6, "top_k": 20, "top_p": 0.95}
+                    """);
+            Path tokenizers = sharedTokenizers().resolve("qwen3");
+            try (InputStream in = new GZIPInputStream(Files.newInputStream(tokenizers.resolve("tokenizer.json.gz")))) {
+                Files.copy(in, dir.resolve("tokenizer.json"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            }
+            Files.copy(tokenizers.resolve("tokenizer_config.json"), dir.resolve("tokenizer_config.json"),
+                    java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+
+            SplittableRandom random = new SplittableRandom(seed);
+            SafetensorsWriter w = new SafetensorsWriter();
+            w.addBf16("model.embed_tokens.weight", new long[]{vocab, hidden}, gaussian(random, vocab * hidden, 1.0));
+            for (int l = 0; l < layers; l++) {
+                String p = "model.layers." + l + ".";
+                w.addBf16(p + "input_layernorm.weight", new long[]{hidden}, ones(hidden));
+                w.addBf16(p + "post_attention_layernorm.weight", new long[]{hidden}, ones(hidden));
+                linear(w, random, p + "self_attn.q_proj.weight", heads * headDim, hidden);
+                linear(w, random, p + "self_attn.k_proj.weight", kvHeads * headDim, hidden);
+                linear(w, random, p + "self_attn.v_proj.weight", kvHeads * headDim, hidden);
+                linear(w, random, p + "self_attn.o_proj.weight", hidden, heads * headDim);
+                w.addBf16(p + "self_attn.q_norm.weight", new long[]{headDim}, ones(headDim));
+                w.addBf16(p + "self_attn.k_norm.weight", new long[]{headDim}, ones(headDim));
+                linear(w, random, p + "mlp.gate.weight", experts, hidden);
+                for (int e = 0; e < experts; e++) {
+                    String x = p + "mlp.experts." + e + ".";
+                    linear(w, random, x + "gate_proj.weight", intermediate, hidden);
+                    linear(w, random, x + "up_proj.weight", intermediate, hidden);
+                    linear(w, random, x + "down_proj.weight", hidden, intermediate);
+                }
+            }
+            w.addBf16("model.norm.weight", new long[]{hidden}, ones(hidden));
+            w.write(dir.resolve("model.safetensors"));
+            return dir;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static void linear(SafetensorsWriter w, SplittableRandom random, String name, int rows, int cols) {
+        w.addBf16(name, new long[]{rows, cols}, gaussian(random, rows * cols, 1.0 / Math.sqrt(cols)));
+    }
+
+    private static float[] gaussian(SplittableRandom random, int n, double std) {
+        float[] v = new float[n];
+        for (int i = 0; i < n; i++) {
+            // Box-Muller; a random model only needs a spread, not a particular distribution.
+            double u = 1.0 - random.nextDouble();
+            double g = Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * random.nextDouble());
+            v[i] = (float) (g * std);
+        }
+        return v;
+    }
+
+    private static float[] ones(int n) {
+        float[] v = new float[n];
+        java.util.Arrays.fill(v, 1f);
+        return v;
+    }
+}
