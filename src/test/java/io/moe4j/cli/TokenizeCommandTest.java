@@ -1,0 +1,71 @@
+package io.moe4j.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.moe4j.testing.RandomModels;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** {@code moe tokenize} over every line of the tokenizer fixtures' expected.jsonl, per tokenizer. */
+class TokenizeCommandTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    @ParameterizedTest
+    @ValueSource(strings = {"gpt-oss", "qwen3", "deepseek-v3"})
+    void everyExpectedLineComesOutOfTheCommand(String tokenizer, @TempDir Path tmp) throws IOException {
+        List<JsonNode> expected = new ArrayList<>();
+        List<String> input = new ArrayList<>();
+        for (String line : Files.readAllLines(RandomModels.sharedTokenizers().resolve("expected.jsonl"))) {
+            JsonNode n = JSON.readTree(line);
+            if (!n.path("tokenizer").asText().equals(tokenizer)) {
+                continue;
+            }
+            ObjectNode in = n.deepCopy();
+            for (String key : List.of("tokenizer", "kind", "ids", "decoded")) {
+                in.remove(key);
+            }
+            if (n.path("kind").asText().equals("chat")) {
+                in.remove("text");
+            }
+            expected.add(n);
+            input.add(JSON.writeValueAsString(in));
+        }
+        assertThat(expected).isNotEmpty();
+        Path in = tmp.resolve("in.jsonl");
+        Path out = tmp.resolve("out.jsonl");
+        Files.write(in, input);
+        int code = MoeCommand.execute("tokenize", "--model", RandomModels.sharedTokenizers().resolve(tokenizer).toString(),
+                "--input", in.toString(), "--output", out.toString());
+        assertThat(code).isZero();
+        List<String> got = Files.readAllLines(out);
+        assertThat(got).hasSameSizeAs(expected);
+        for (int i = 0; i < got.size(); i++) {
+            JsonNode g = JSON.readTree(got.get(i));
+            JsonNode e = expected.get(i);
+            assertThat(g.get("ids")).as("ids of line %d", i).isEqualTo(e.get("ids"));
+            if (e.path("kind").asText().equals("chat")) {
+                assertThat(g.path("text").asText()).as("text of line %d", i).isEqualTo(e.get("text").asText());
+            }
+        }
+    }
+
+    @Test
+    void aBadLineIsNamed(@TempDir Path tmp) throws IOException {
+        Path in = tmp.resolve("in.jsonl");
+        Files.writeString(in, "{\"text\": \"ok\"}\n{\"nope\": 1}\n");
+        int code = MoeCommand.execute("tokenize", "--model", RandomModels.sharedTokenizers().resolve("qwen3").toString(),
+                "--input", in.toString(), "--output", tmp.resolve("out.jsonl").toString());
+        assertThat(code).isEqualTo(1);
+    }
+}
