@@ -14,7 +14,7 @@ import io.moe4j.backend.cuda.driver.CudaDevice;
 import io.moe4j.backend.cuda.driver.CudaProbe;
 import io.moe4j.backend.cuda.driver.CudaRuntime;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
-import io.moe4j.backend.oracle.BackendTraits;
+import io.moe4j.backend.BackendTraits;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ExpertWeights;
 import io.moe4j.quant.WeightFormat;

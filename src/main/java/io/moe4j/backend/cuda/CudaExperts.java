@@ -9,7 +9,7 @@ import io.moe4j.backend.cuda.driver.CudaEvent;
 import io.moe4j.backend.cuda.driver.CudaStream;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
 import io.moe4j.backend.cuda.driver.KernelArgs;
-import io.moe4j.kernel.GateLayout;
+import io.moe4j.activation.GateLayout;
 import io.moe4j.quant.ExpertWeights;
 import io.moe4j.routing.Routing;
 import java.lang.foreign.Arena;
@@ -352,7 +352,7 @@ final class CudaExperts implements Experts {
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(l.h()).pointer(l.pairExpert()).pointer(pointerOf(bias13))
                     .i32(rows13).i32(inter).i32(gateMode(w.gateLayout())).i32(activationCode(w.activation()))
-                    .f32(w.swigluLimit()).f32(io.moe4j.kernel.Activation.OAI_ALPHA);
+                    .f32(w.swigluLimit()).f32(io.moe4j.activation.Activation.OAI_ALPHA);
             if (a2.none() && !l.tile2() && w2.columnOrder() == null) {
                 args.pointer(l.act());
                 rows("moe_activate_elements").function().launch(l.pairs(), Math.ceilDiv(inter, ROW_THREADS), 1,
@@ -539,7 +539,7 @@ final class CudaExperts implements Experts {
     }
 
     /** ACT_* of moe4j_quant.cuh. */
-    static int activationCode(io.moe4j.kernel.Activation a) {
+    static int activationCode(io.moe4j.activation.Activation a) {
         return switch (a) {
             case SILU_AND_MUL -> 0;
             case SWIGLU_OAI -> 1;
