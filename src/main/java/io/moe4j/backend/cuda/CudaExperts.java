@@ -16,6 +16,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Consumer;
 
 /**
  * A layer's experts on the GPU. One forward call, all on the call's own stream:
@@ -89,10 +90,11 @@ final class CudaExperts implements Experts {
     /**
      * Device-side start and end of a call's work, between the copy in and the copy out (for benchmarks); with five
      * stage events, also the ends of prepare, GEMM1, activation, GEMM2 and combine (then no graph replay). With a
-     * {@code lead}, its busy wait goes on the stream before the start event: the GPU is still busy with it while the
-     * host submits the kernels, so start..end is GPU time alone, without the submission latency.
+     * {@code lead}, the work it queues goes on the stream before the start event (a benchmark's busy wait): the GPU
+     * is still busy with it while the host submits the kernels, so start..end is GPU time alone, without the
+     * submission latency.
      */
-    record Timing(CudaEvent start, CudaEvent end, List<CudaEvent> stages, BusyLead lead) {
+    record Timing(CudaEvent start, CudaEvent end, List<CudaEvent> stages, Consumer<CudaStream> lead) {
         Timing(CudaEvent start, CudaEvent end, List<CudaEvent> stages) {
             this(start, end, stages, null);
         }
@@ -267,7 +269,7 @@ final class CudaExperts implements Experts {
 
         if (timing != null) {
             if (timing.lead() != null) {
-                timing.lead().enqueue(stream);
+                timing.lead().accept(stream);
             }
             timing.start().record(stream);
         }

@@ -3,7 +3,7 @@ package io.moe4j.backend.cuda;
 import java.util.List;
 
 /**
- * How the grouped GEMV kernels are compiled and launched. The defaults were chosen by {@link CudaGemvBench} on an
+ * How the grouped GEMV kernels are compiled and launched. The defaults were chosen by CudaGemvBench (test tree) on an
  * H100; other values exist to measure, and to test that the kernels compute the same function at any tiling.
  *
  * @param mxfp4TensorCores MXFP4 on tensor cores (mma.sync m16n8k16, needs sm_80+) rather than CUDA cores; changes

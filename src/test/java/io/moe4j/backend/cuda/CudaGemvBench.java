@@ -175,22 +175,7 @@ public final class CudaGemvBench {
 
     /** Median over replays of cuMemcpyDtoDAsync of 2 GiB, as bytes read plus bytes written per second. */
     static double copyBandwidth(CudaContext ctx, CudaStream stream) {
-        long bytes = 2L << 30;
-        try (DeviceBuffer a = ctx.allocate(bytes); DeviceBuffer b = ctx.allocate(bytes);
-                CudaEvent start = ctx.createEvent(); CudaEvent end = ctx.createEvent()) {
-            a.fill((byte) 0x5A);
-            double[] ms = new double[REPLAYS];
-            for (int i = -2; i < REPLAYS; i++) {
-                start.record(stream);
-                b.copyFromDeviceAsync(a, 0, 0, bytes, stream);
-                end.record(stream);
-                end.synchronize();
-                if (i >= 0) {
-                    ms[i] = end.elapsedMillisSince(start);
-                }
-            }
-            return 2.0 * bytes / (median(ms) * 1e-3) / 1e9;
-        }
+        return DeviceBandwidth.copyGbps(ctx, stream);
     }
 
     static String time(CudaContext ctx, CudaStream stream, CudaGroupedGemm gemm, DeviceExperts w, String matrix,
