@@ -124,7 +124,7 @@ final class CudaExperts implements Experts {
     }
 
     /**
-     * The MXFP4 GEMV's pieces (up to four pairs of one expert a block, {@link CudaGroupedGemm#forwardPieces}) when
+     * The MXFP4 GEMV's pieces (up to four pairs of one expert a block, {@link Mxfp4Gemv#forwardPieces}) when
      * they average at least the tuning's {@code gemvPiecePairs}, else none (one pair a block): pieces of about one
      * pair lose to single pairs (the block's larger x area and per-row preparation), fuller ones win (NOTES).
      */
@@ -132,7 +132,7 @@ final class CudaExperts implements Experts {
         if (!(w13 instanceof Mxfp4Matrix) && !(w2 instanceof Mxfp4Matrix)) {
             return new int[0]; // only the MXFP4 GEMV takes pieces
         }
-        int[] pieces = plan.pieces(CudaGroupedGemm.PAIRS_PER_PIECE);
+        int[] pieces = plan.pieces(Mxfp4Gemv.PAIRS_PER_PIECE);
         return plan.pairs() >= tuning.gemvPiecePairs() * (pieces.length / 4) ? pieces : new int[0];
     }
 
@@ -454,7 +454,7 @@ final class CudaExperts implements Experts {
     /**
      * One grouped GEMM of the call on the path its matrix and the plan pick. {@code routesReady}: the routes were
      * written at least two kernels before this one, so the tensor-core GEMV may read them before its overlapped
-     * launch's wait (see {@link CudaGroupedGemm#forward}).
+     * launch's wait (see {@link Mxfp4Gemv#forward}).
      */
     private void gemm(DeviceMatrix matrix, boolean tile, DeviceBuffer in, DeviceBuffer exps, long xRows, long batches,
             int batchCount, int tb, DeviceBuffer routes, long firstRoute, boolean routesReady, long mtiles,
