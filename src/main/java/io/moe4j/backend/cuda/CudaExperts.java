@@ -126,7 +126,7 @@ final class CudaExperts implements Experts {
     /**
      * The MXFP4 GEMV's pieces (up to four pairs of one expert a block, {@link Mxfp4Gemv#forwardPieces}) when
      * they average at least the tuning's {@code gemvPiecePairs}, else none (one pair a block): pieces of about one
-     * pair lose to single pairs (the block's larger x area and per-row preparation), fuller ones win (NOTES).
+     * pair lose to single pairs (the block's larger x area and per-row preparation), fuller ones win (docs/cuda.md).
      */
     int[] gemvPieces(RoutePlan plan) {
         if (!(w13 instanceof Mxfp4Matrix) && !(w2 instanceof Mxfp4Matrix)) {
