@@ -1,6 +1,6 @@
 // Timing-only microbenchmark (not part of the engine): how fast can one kernel that only reads, nothing else, take in
 // 4 (or 2) experts' worth of bytes from a 32-expert buffer, cold in L2 (consecutive launches read other experts)?
-// The floor for the decode GEMVs at gpt-oss-20b's sizes (gate_up 4 x 8.8 MB, down 4 x 4.4 MB); cuda NOTES.md.
+// The floor for the decode GEMVs at gpt-oss-20b's sizes (gate_up 4 x 8.8 MB, down 4 x 4.4 MB); docs/log.md (cuda kernels).
 // Build and run on the GPU machine: nvcc -O3 -arch=sm_90 -o /tmp/stream_read tools/stream_read.cu && /tmp/stream_read
 // An argument sets the bytes per expert (default 8808960, gate_up): 13213440 is gate_up + down, a whole T = 1 call.
 // The last lines time whole host calls of the best grid (launch, then synchronize, wall clock): the floor for any

@@ -1,6 +1,6 @@
 package io.moe4j.backend;
 
-import io.moe4j.kernel.Activation;
+import io.moe4j.activation.Activation;
 import io.moe4j.quant.ExpertWeights;
 import io.moe4j.quant.QuantScheme;
 

@@ -1,15 +1,11 @@
 package io.moe4j.backend;
 
 import io.moe4j.MoeException;
+import io.moe4j.backend.cuda.driver.CudaDevice;
+import io.moe4j.backend.cuda.driver.CudaProbe;
+import io.moe4j.backend.cuda.driver.CudaRuntime;
 
 import java.io.IOException;
-import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.SymbolLookup;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -28,10 +24,10 @@ import java.util.Set;
  * machine, for tests and demos: {@code cpu} (no GPU), {@code cpu-novector} (no GPU, no Vector API), {@code h100},
  * {@code h200} (this CPU plus one posed GPU). A posed platform says so in its device name and reasons.
  *
- * <p>The CUDA look is deliberately minimal and self-contained (seven driver calls); the full binding lives in
- * {@code io.moe4j.backend.cuda} and may take over this probe once merged.
+ * <p>The CUDA answer is the cuda backend's own probe ({@link CudaRuntime#probe()}: the driver, device 0 and NVRTC
+ * wherever {@link io.moe4j.backend.cuda.driver.NvrtcLocator} finds it, pip wheels included), so the platform
+ * report and the backend never disagree.
  */
-@SuppressWarnings("restricted") // calling libcuda is this class's job; bin/moe passes --enable-native-access
 public final class PlatformProbe {
     public static final String POSE_PROPERTY = "moe4j.platform";
     public static final String POSE_ENV = "MOE4J_PLATFORM";
@@ -181,126 +177,23 @@ public final class PlatformProbe {
         return String.join(" ", out);
     }
 
-    // ---- CUDA: a minimal, self-contained look through the driver API ----
+    // ---- CUDA: the cuda backend's own probe, so that the platform and the backend give one answer ----
 
-    private static final int CUDA_SUCCESS = 0;
-    private static final int ATTR_CC_MAJOR = 75;
-    private static final int ATTR_CC_MINOR = 76;
-    private static final List<String> NVRTC_NAMES = List.of("libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
-            "libnvrtc.so.11.2");
-
-    /** The CUDA devices, or none with the reason. Never throws. */
+    /** The CUDA devices as {@link CudaRuntime#probe()} found them (once per process), or none with the reason. */
     static Platform.CudaInfo probeCuda() {
-        try {
-            return probeCuda(SymbolLookup.libraryLookup("libcuda.so.1", Arena.global()));
-        } catch (IllegalArgumentException | UnsatisfiedLinkError e) {
-            return Platform.CudaInfo.none(NO_DRIVER);
-        } catch (Throwable t) {
-            return Platform.CudaInfo.none("the CUDA driver could not be probed: " + t);
-        }
+        return cudaInfo(CudaRuntime.probe());
     }
 
-    private static Platform.CudaInfo probeCuda(SymbolLookup cuda) throws Throwable {
-        Linker linker = Linker.nativeLinker();
-        ValueLayout.OfInt i32 = ValueLayout.JAVA_INT;
-        MethodHandle cuInit = fn(linker, cuda, "cuInit", FunctionDescriptor.of(i32, i32));
-        MethodHandle getCount = fn(linker, cuda, "cuDeviceGetCount", FunctionDescriptor.of(i32, ValueLayout.ADDRESS));
-        MethodHandle get = fn(linker, cuda, "cuDeviceGet", FunctionDescriptor.of(i32, ValueLayout.ADDRESS, i32));
-        MethodHandle getName = fn(linker, cuda, "cuDeviceGetName",
-                FunctionDescriptor.of(i32, ValueLayout.ADDRESS, i32, i32));
-        MethodHandle getAttr = fn(linker, cuda, "cuDeviceGetAttribute",
-                FunctionDescriptor.of(i32, ValueLayout.ADDRESS, i32, i32));
-        MethodHandle totalMem = fn(linker, cuda, "cuDeviceTotalMem_v2",
-                FunctionDescriptor.of(i32, ValueLayout.ADDRESS, i32));
-        MethodHandle errorName = cuda.find("cuGetErrorName")
-                .map(a -> linker.downcallHandle(a, FunctionDescriptor.of(i32, i32, ValueLayout.ADDRESS)))
-                .orElse(null);
-        try (Arena arena = Arena.ofConfined()) {
-            int rc = (int) cuInit.invokeExact(0);
-            if (rc != CUDA_SUCCESS) {
-                return Platform.CudaInfo.none("CUDA driver found but cuInit failed: " + errorName(errorName, rc));
-            }
-            MemorySegment count = arena.allocate(i32);
-            rc = (int) getCount.invokeExact(count);
-            if (rc != CUDA_SUCCESS) {
-                return Platform.CudaInfo.none("CUDA driver found but cuDeviceGetCount failed: " + errorName(errorName, rc));
-            }
-            int n = count.get(i32, 0);
-            if (n == 0) {
-                return Platform.CudaInfo.none("CUDA driver found but no CUDA device");
-            }
-            MemorySegment dev = arena.allocate(i32);
-            check((int) get.invokeExact(dev, 0), "cuDeviceGet", errorName);
-            int device = dev.get(i32, 0);
-            MemorySegment name = arena.allocate(256);
-            check((int) getName.invokeExact(name, 256, device), "cuDeviceGetName", errorName);
-            MemorySegment v = arena.allocate(i32);
-            check((int) getAttr.invokeExact(v, ATTR_CC_MAJOR, device), "cuDeviceGetAttribute", errorName);
-            int major = v.get(i32, 0);
-            check((int) getAttr.invokeExact(v, ATTR_CC_MINOR, device), "cuDeviceGetAttribute", errorName);
-            int minor = v.get(i32, 0);
-            MemorySegment bytes = arena.allocate(ValueLayout.JAVA_LONG);
-            check((int) totalMem.invokeExact(bytes, device), "cuDeviceTotalMem_v2", errorName);
-            String deviceName = name.getString(0);
-            long memory = bytes.get(ValueLayout.JAVA_LONG, 0);
-            int cc = major * 10 + minor;
-            boolean nvrtc = nvrtcPresent();
-            return new Platform.CudaInfo(nvrtc, nvrtc ? "" : "NVRTC (libnvrtc.so), which compiles moe4j's CUDA kernels, "
-                    + "was not found; install the CUDA toolkit or put its lib64 on LD_LIBRARY_PATH", n, deviceName, cc, memory);
+    /**
+     * What a CUDA probe means to the oracle: device 0's facts when it is usable; otherwise the reason, with the
+     * device still described when one was found (a GPU whose NVRTC is missing is shown, marked not usable).
+     */
+    public static Platform.CudaInfo cudaInfo(CudaProbe probe) {
+        if (probe.device().isEmpty()) {
+            return Platform.CudaInfo.none(probe.reason());
         }
-    }
-
-    private static MethodHandle fn(Linker linker, SymbolLookup lib, String name, FunctionDescriptor d) {
-        MemorySegment addr = lib.find(name).orElseThrow(() -> new IllegalStateException("libcuda.so.1 lacks " + name));
-        return linker.downcallHandle(addr, d);
-    }
-
-    private static void check(int rc, String call, MethodHandle errorName) throws Throwable {
-        if (rc != CUDA_SUCCESS) {
-            throw new IllegalStateException(call + " failed: " + errorName(errorName, rc));
-        }
-    }
-
-    private static String errorName(MethodHandle errorName, int rc) throws Throwable {
-        if (errorName != null) {
-            try (Arena arena = Arena.ofConfined()) {
-                MemorySegment p = arena.allocate(ValueLayout.ADDRESS);
-                if ((int) errorName.invokeExact(rc, p) == CUDA_SUCCESS) {
-                    MemorySegment s = p.get(ValueLayout.ADDRESS, 0);
-                    if (!s.equals(MemorySegment.NULL)) {
-                        return s.reinterpret(256).getString(0) + " (" + rc + ")";
-                    }
-                }
-            }
-        }
-        return "CUDA error " + rc;
-    }
-
-    /** Whether NVRTC can be loaded: by its soname, or under CUDA_HOME / /usr/local/cuda. */
-    static boolean nvrtcPresent() {
-        List<String> candidates = new ArrayList<>(NVRTC_NAMES);
-        for (String home : new String[] {System.getenv("CUDA_HOME"), System.getenv("CUDA_PATH"), "/usr/local/cuda"}) {
-            if (home != null && !home.isBlank()) {
-                for (String n : NVRTC_NAMES) {
-                    candidates.add(Path.of(home, "lib64", n).toString());
-                }
-            }
-        }
-        for (String c : candidates) {
-            try {
-                if (c.startsWith("/")) {
-                    if (!Files.exists(Path.of(c))) {
-                        continue;
-                    }
-                    SymbolLookup.libraryLookup(Path.of(c), Arena.global());
-                } else {
-                    SymbolLookup.libraryLookup(c, Arena.global());
-                }
-                return true;
-            } catch (IllegalArgumentException | UnsatisfiedLinkError e) {
-                // try the next name
-            }
-        }
-        return false;
+        CudaDevice d = probe.device().get();
+        return new Platform.CudaInfo(probe.available(), probe.available() ? "" : probe.reason(),
+                Math.max(1, probe.deviceCount()), d.name(), d.computeCapability(), d.totalMemory());
     }
 }

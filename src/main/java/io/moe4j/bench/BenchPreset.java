@@ -1,7 +1,7 @@
 package io.moe4j.bench;
 
-import io.moe4j.kernel.Activation;
-import io.moe4j.kernel.GateLayout;
+import io.moe4j.activation.Activation;
+import io.moe4j.activation.GateLayout;
 
 import java.util.Arrays;
 import java.util.List;

@@ -1,7 +1,7 @@
 package io.moe4j.bench;
 
 import io.moe4j.format.ElementFormat;
-import io.moe4j.kernel.ActivationQuant;
+import io.moe4j.quant.ActivationQuant;
 import io.moe4j.quant.ActivationFormat;
 import io.moe4j.quant.CodeType;
 import io.moe4j.quant.QuantScheme;

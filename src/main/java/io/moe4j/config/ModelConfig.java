@@ -3,7 +3,7 @@ package io.moe4j.config;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.moe4j.MoeException;
-import io.moe4j.kernel.Activation;
+import io.moe4j.activation.Activation;
 import io.moe4j.routing.RouterKind;
 import io.moe4j.routing.RouterSpec;
 

@@ -2,7 +2,7 @@ package io.moe4j.layer;
 
 import io.moe4j.MoeException;
 import io.moe4j.format.ElementFormat;
-import io.moe4j.kernel.ActivationQuant;
+import io.moe4j.quant.ActivationQuant;
 import io.moe4j.quant.ExpertWeights;
 import io.moe4j.quant.QuantScheme;
 

@@ -1,8 +1,7 @@
 package io.moe4j.quant;
 
-import io.moe4j.kernel.Activation;
-import io.moe4j.kernel.ActivationQuant;
-import io.moe4j.kernel.GateLayout;
+import io.moe4j.activation.Activation;
+import io.moe4j.activation.GateLayout;
 
 /**
  * Everything a backend needs about one MoE layer's experts, and nothing about files or configs: the canonical

@@ -154,7 +154,7 @@ class MoeLayerTest {
         String old = System.getProperty("moe4j.mxfp4.activation");
         System.setProperty("moe4j.mxfp4.activation", "fp8");
         try (MoeLayer layer = MoeLayer.load(dir, 0, EMU)) {
-            assertThat(layer.weights().a13()).isNotEqualTo(io.moe4j.kernel.ActivationQuant.NONE);
+            assertThat(layer.weights().a13()).isNotEqualTo(io.moe4j.quant.ActivationQuant.NONE);
             assertThat(layer.selection().logLine()).contains("fp8");
             float[] fp8 = layer.forward(x, x.length / layer.config().hidden()).output();
             double diff = 0;

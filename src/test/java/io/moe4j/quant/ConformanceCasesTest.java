@@ -1,7 +1,7 @@
 package io.moe4j.quant;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.moe4j.kernel.GateLayout;
+import io.moe4j.activation.GateLayout;
 import io.moe4j.quant.method.SharedExpertLoader;
 import io.moe4j.safetensors.Checkpoint;
 import io.moe4j.safetensors.Tensor;

@@ -4,7 +4,7 @@ import io.moe4j.MoeException;
 import io.moe4j.config.ModelConfig;
 import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.config.Projection;
-import io.moe4j.kernel.ActivationQuant;
+import io.moe4j.quant.ActivationQuant;
 import io.moe4j.quant.config.QuantizationConfig;
 import io.moe4j.quant.method.CtFp8Method;
 import io.moe4j.safetensors.Checkpoint;

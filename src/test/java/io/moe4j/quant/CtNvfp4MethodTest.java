@@ -3,7 +3,7 @@ package io.moe4j.quant;
 import io.moe4j.config.ModelConfig;
 import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.config.Projection;
-import io.moe4j.kernel.ActivationQuant;
+import io.moe4j.quant.ActivationQuant;
 import io.moe4j.quant.config.QuantizationConfig;
 import io.moe4j.quant.method.CtNvfp4Method;
 import io.moe4j.safetensors.Checkpoint;

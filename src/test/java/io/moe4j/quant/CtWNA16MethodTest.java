@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.moe4j.config.ModelConfig;
 import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.format.IntPacking;
-import io.moe4j.kernel.ActivationQuant;
+import io.moe4j.quant.ActivationQuant;
 import io.moe4j.quant.config.QuantizationConfig;
 import io.moe4j.quant.method.CtWNA16Method;
 import io.moe4j.safetensors.Checkpoint;

@@ -1,7 +1,7 @@
 package io.moe4j.quant;
 
-import io.moe4j.kernel.ActivationQuant;
-import io.moe4j.kernel.GateLayout;
+import io.moe4j.quant.ActivationQuant;
+import io.moe4j.activation.GateLayout;
 import io.moe4j.quant.method.GptOssMxfp4Method;
 import io.moe4j.safetensors.Tensor;
 import org.junit.jupiter.api.Test;

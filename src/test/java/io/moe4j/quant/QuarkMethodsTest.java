@@ -5,7 +5,7 @@ import io.moe4j.config.ModelConfig;
 import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.config.Projection;
 import io.moe4j.format.ElementFormat;
-import io.moe4j.kernel.ActivationQuant;
+import io.moe4j.quant.ActivationQuant;
 import io.moe4j.quant.config.QuantizationConfig;
 import io.moe4j.quant.config.QuarkQuantSpec;
 import io.moe4j.quant.method.QuarkOcpMxMethod;

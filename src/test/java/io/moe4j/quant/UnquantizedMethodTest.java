@@ -2,8 +2,8 @@ package io.moe4j.quant;
 
 import io.moe4j.MoeException;
 import io.moe4j.config.Projection;
-import io.moe4j.kernel.ActivationQuant;
-import io.moe4j.kernel.GateLayout;
+import io.moe4j.quant.ActivationQuant;
+import io.moe4j.activation.GateLayout;
 import io.moe4j.quant.method.SharedExpertLoader;
 import io.moe4j.quant.method.UnquantizedMethod;
 import io.moe4j.safetensors.Tensor;
@@ -60,7 +60,7 @@ class UnquantizedMethodTest {
             assertThat(w.w13Bias()).hasSize(8 * 2 * i);
             assertThat(w.w13Bias()[3 * 2 * i + 5]).isEqualTo(b13.getFloat(3 * 2 * i + 5));
             assertThat(w.w2Bias()).hasSize(8 * h);
-            assertThat(w.activation()).isEqualTo(io.moe4j.kernel.Activation.SWIGLU_OAI);
+            assertThat(w.activation()).isEqualTo(io.moe4j.activation.Activation.SWIGLU_OAI);
             assertThat(w.swigluLimit()).isEqualTo(7f);
         }
     }

@@ -6,7 +6,7 @@ import io.moe4j.backend.Experts;
 import io.moe4j.backend.MoeProblem;
 import io.moe4j.backend.Platform;
 import io.moe4j.backend.Support;
-import io.moe4j.backend.oracle.BackendTraits;
+import io.moe4j.backend.BackendTraits;
 import io.moe4j.quant.ExpertWeights;
 import io.moe4j.quant.WeightFormat;
 import io.moe4j.routing.Router;

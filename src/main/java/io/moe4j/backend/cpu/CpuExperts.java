@@ -2,7 +2,7 @@ package io.moe4j.backend.cpu;
 
 import io.moe4j.backend.Experts;
 import io.moe4j.backend.TokenGroups;
-import io.moe4j.kernel.ActivationQuant;
+import io.moe4j.quant.ActivationQuant;
 import io.moe4j.quant.ExpertWeights;
 import io.moe4j.routing.Routing;
 

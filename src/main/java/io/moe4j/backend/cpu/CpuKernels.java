@@ -1,7 +1,7 @@
 package io.moe4j.backend.cpu;
 
-import io.moe4j.kernel.Activation;
-import io.moe4j.kernel.GateLayout;
+import io.moe4j.activation.Activation;
+import io.moe4j.activation.GateLayout;
 import io.moe4j.routing.Router;
 
 /**

@@ -2,8 +2,8 @@ package io.moe4j.backend.cpu;
 
 import io.moe4j.format.E8m0;
 import io.moe4j.format.ElementFormat;
-import io.moe4j.kernel.Activation;
-import io.moe4j.kernel.GateLayout;
+import io.moe4j.activation.Activation;
+import io.moe4j.activation.GateLayout;
 import io.moe4j.routing.Router;
 
 import java.lang.foreign.ValueLayout;

@@ -14,7 +14,7 @@ import io.moe4j.backend.cuda.driver.CudaDevice;
 import io.moe4j.backend.cuda.driver.CudaProbe;
 import io.moe4j.backend.cuda.driver.CudaRuntime;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
-import io.moe4j.backend.oracle.BackendTraits;
+import io.moe4j.backend.BackendTraits;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ExpertWeights;
 import io.moe4j.quant.WeightFormat;
@@ -68,6 +68,8 @@ public final class CudaBackend implements Backend, BackendTraits.Provider {
         if (!platform.cuda().available()) {
             return Support.no(platform.cuda().reason());
         }
+        // The platform's answer is this probe's (PlatformProbe asks it) unless the platform is posed
+        // (moe4j.platform); then the device the kernels would run on must still be here.
         CudaProbe probe = CudaRuntime.probe();
         if (!probe.available()) {
             return Support.no(probe.reason());

@@ -13,13 +13,13 @@ final class CudaEngine {
 
     private final CudaContext context;
     private final KernelCache kernels;
-    private final CudaGroupedGemm mxfp4;
+    private final Mxfp4Gemv mxfp4;
 
     private CudaEngine(CudaContext context) {
         this.context = context;
         KernelCompiler compiler = KernelCompiler.forDevice(context.device());
         this.kernels = new KernelCache(context, compiler);
-        this.mxfp4 = CudaGroupedGemm.create(context, compiler, GemvTuning.fromSystemProperties());
+        this.mxfp4 = Mxfp4Gemv.create(context, compiler, GemvTuning.fromSystemProperties());
     }
 
     /** The process's engine; opens device 0 the first time (the caller checked {@link CudaRuntime#probe()}). */
@@ -47,7 +47,7 @@ final class CudaEngine {
     }
 
     /** The MXFP4 tensor-core GEMV and its upload (fragment-order repack). */
-    CudaGroupedGemm mxfp4() {
+    Mxfp4Gemv mxfp4() {
         return mxfp4;
     }
 }

@@ -9,13 +9,14 @@ import io.moe4j.backend.cuda.driver.CudaEvent;
 import io.moe4j.backend.cuda.driver.CudaStream;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
 import io.moe4j.backend.cuda.driver.KernelArgs;
-import io.moe4j.kernel.GateLayout;
+import io.moe4j.activation.GateLayout;
 import io.moe4j.quant.ExpertWeights;
 import io.moe4j.routing.Routing;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Consumer;
 
 /**
  * A layer's experts on the GPU. One forward call, all on the call's own stream:
@@ -89,10 +90,11 @@ final class CudaExperts implements Experts {
     /**
      * Device-side start and end of a call's work, between the copy in and the copy out (for benchmarks); with five
      * stage events, also the ends of prepare, GEMM1, activation, GEMM2 and combine (then no graph replay). With a
-     * {@code lead}, its busy wait goes on the stream before the start event: the GPU is still busy with it while the
-     * host submits the kernels, so start..end is GPU time alone, without the submission latency.
+     * {@code lead}, the work it queues goes on the stream before the start event (a benchmark's busy wait): the GPU
+     * is still busy with it while the host submits the kernels, so start..end is GPU time alone, without the
+     * submission latency.
      */
-    record Timing(CudaEvent start, CudaEvent end, List<CudaEvent> stages, BusyLead lead) {
+    record Timing(CudaEvent start, CudaEvent end, List<CudaEvent> stages, Consumer<CudaStream> lead) {
         Timing(CudaEvent start, CudaEvent end, List<CudaEvent> stages) {
             this(start, end, stages, null);
         }
@@ -122,15 +124,15 @@ final class CudaExperts implements Experts {
     }
 
     /**
-     * The MXFP4 GEMV's pieces (up to four pairs of one expert a block, {@link CudaGroupedGemm#forwardPieces}) when
+     * The MXFP4 GEMV's pieces (up to four pairs of one expert a block, {@link Mxfp4Gemv#forwardPieces}) when
      * they average at least the tuning's {@code gemvPiecePairs}, else none (one pair a block): pieces of about one
-     * pair lose to single pairs (the block's larger x area and per-row preparation), fuller ones win (NOTES).
+     * pair lose to single pairs (the block's larger x area and per-row preparation), fuller ones win (docs/cuda.md).
      */
     int[] gemvPieces(RoutePlan plan) {
         if (!(w13 instanceof Mxfp4Matrix) && !(w2 instanceof Mxfp4Matrix)) {
             return new int[0]; // only the MXFP4 GEMV takes pieces
         }
-        int[] pieces = plan.pieces(CudaGroupedGemm.PAIRS_PER_PIECE);
+        int[] pieces = plan.pieces(Mxfp4Gemv.PAIRS_PER_PIECE);
         return plan.pairs() >= tuning.gemvPiecePairs() * (pieces.length / 4) ? pieces : new int[0];
     }
 
@@ -267,7 +269,7 @@ final class CudaExperts implements Experts {
 
         if (timing != null) {
             if (timing.lead() != null) {
-                timing.lead().enqueue(stream);
+                timing.lead().accept(stream);
             }
             timing.start().record(stream);
         }
@@ -352,7 +354,7 @@ final class CudaExperts implements Experts {
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(l.h()).pointer(l.pairExpert()).pointer(pointerOf(bias13))
                     .i32(rows13).i32(inter).i32(gateMode(w.gateLayout())).i32(activationCode(w.activation()))
-                    .f32(w.swigluLimit()).f32(io.moe4j.kernel.Activation.OAI_ALPHA);
+                    .f32(w.swigluLimit()).f32(io.moe4j.activation.Activation.OAI_ALPHA);
             if (a2.none() && !l.tile2() && w2.columnOrder() == null) {
                 args.pointer(l.act());
                 rows("moe_activate_elements").function().launch(l.pairs(), Math.ceilDiv(inter, ROW_THREADS), 1,
@@ -452,7 +454,7 @@ final class CudaExperts implements Experts {
     /**
      * One grouped GEMM of the call on the path its matrix and the plan pick. {@code routesReady}: the routes were
      * written at least two kernels before this one, so the tensor-core GEMV may read them before its overlapped
-     * launch's wait (see {@link CudaGroupedGemm#forward}).
+     * launch's wait (see {@link Mxfp4Gemv#forward}).
      */
     private void gemm(DeviceMatrix matrix, boolean tile, DeviceBuffer in, DeviceBuffer exps, long xRows, long batches,
             int batchCount, int tb, DeviceBuffer routes, long firstRoute, boolean routesReady, long mtiles,
@@ -539,7 +541,7 @@ final class CudaExperts implements Experts {
     }
 
     /** ACT_* of moe4j_quant.cuh. */
-    static int activationCode(io.moe4j.kernel.Activation a) {
+    static int activationCode(io.moe4j.activation.Activation a) {
         return switch (a) {
             case SILU_AND_MUL -> 0;
             case SWIGLU_OAI -> 1;

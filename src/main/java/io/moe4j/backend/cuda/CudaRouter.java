@@ -16,6 +16,7 @@ import io.moe4j.routing.TokenRouter;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import java.util.function.Consumer;
 
 /**
  * A layer's {@link Router} on the GPU (router.cu): float64 logits from the router weights uploaded once, then each
@@ -121,11 +122,11 @@ final class CudaRouter implements TokenRouter {
 
     /**
      * {@link #route(float[], int)}, with {@code start} and {@code end} (both or neither) recorded around the two
-     * kernels on the call's stream (for benchmarks). With a {@code lead}, its busy wait goes on the stream before
+     * kernels on the call's stream (for benchmarks). With a {@code lead}, the work it queues (a busy wait) goes on the stream before
      * the start event, keeping the GPU busy while the host submits the kernels: start..end is then the
      * kernels' GPU time alone, without the copies or the submission.
      */
-    Routing route(float[] x, int tokens, CudaEvent start, CudaEvent end, BusyLead lead) {
+    Routing route(float[] x, int tokens, CudaEvent start, CudaEvent end, Consumer<CudaStream> lead) {
         int k = spec.topK();
         if (tokens < 0 || x.length < (long) tokens * hidden) {
             throw new IllegalArgumentException("x must hold " + tokens + " x " + hidden + " values, has " + x.length);
@@ -137,7 +138,7 @@ final class CudaRouter implements TokenRouter {
         return pool.call(ws -> run(ws, x, tokens, start, end, lead));
     }
 
-    private Routing run(Workspace ws, float[] x, int tokens, CudaEvent start, CudaEvent end, BusyLead lead) {
+    private Routing run(Workspace ws, float[] x, int tokens, CudaEvent start, CudaEvent end, Consumer<CudaStream> lead) {
         int e = spec.numExperts();
         int k = spec.topK();
         long xBytes = 4L * tokens * hidden;
@@ -155,7 +156,7 @@ final class CudaRouter implements TokenRouter {
             dx.copyFromAsync(staging.asSlice(0, xBytes), 0, stream);
         }
         if (lead != null) {
-            lead.enqueue(stream);
+            lead.accept(stream);
         }
         if (start != null) {
             start.record(stream);

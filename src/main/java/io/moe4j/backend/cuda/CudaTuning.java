@@ -6,7 +6,7 @@ import java.util.regex.Pattern;
 
 /**
  * How {@link CudaBackend} picks and shapes its kernels. The defaults come from the H100/H200 measurements in
- * NOTES.md; the system properties exist to measure other choices, and tests force each path with explicit values.
+ * docs/cuda.md; the system properties exist to measure other choices, and tests force each path with explicit values.
  *
  * @param tileMinPairsPerExpert MXFP4 matrices go through a prefill tile GEMM when the routed pairs per expert used
  *                              average at least this (the GEMV reads an expert's weights once per pair, a tile GEMM

@@ -7,7 +7,7 @@ import io.moe4j.backend.cuda.driver.CudaContext;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
 import io.moe4j.backend.cuda.driver.KernelArgs;
 import io.moe4j.format.ElementFormat;
-import io.moe4j.kernel.ActivationQuant;
+import io.moe4j.quant.ActivationQuant;
 import java.lang.foreign.Arena;
 
 /**

@@ -3,24 +3,18 @@ package io.moe4j.backend.cuda;
 import java.util.List;
 
 /**
- * How the grouped GEMV kernels are compiled and launched. The defaults were chosen by {@link CudaGemvBench} on an
- * H100; other values exist to measure, and to test that the kernels compute the same function at any tiling.
+ * How the MXFP4 tensor-core GEMV ({@link Mxfp4Gemv}) is compiled and launched. The defaults were chosen by
+ * CudaGemvBench (test tree) on an H100; other values exist to measure, and to test that the kernel computes the same
+ * function at any tiling.
  *
- * @param mxfp4TensorCores MXFP4 on tensor cores (mma.sync m16n8k16, needs sm_80+) rather than CUDA cores; changes
- *                         the device layout of MXFP4 stacks, so it is fixed at upload
- * @param rowsPerWarp      CUDA-core kernels: rows each warp computes (x reuse from registers)
- * @param warpsPerBlock    CUDA-core kernels: warps per block
- * @param kSplit           tensor-core kernel: warps splitting one 16-row tile's K range; 0 chooses per call from
- *                         the amount of work ({@link #autoKSplit})
- * @param tilesPerBlock    tensor-core kernel: 16-row tiles per block; 0 makes blocks of 8 warps
- * @param depth            tensor-core kernel: stages of each warp's cp.async ring (block pairs in flight + 1)
+ * @param kSplit        warps splitting one 16-row tile's K range; 0 chooses per call from the amount of work
+ *                      ({@link #autoKSplit})
+ * @param tilesPerBlock 16-row tiles per block; 0 makes blocks of 8 warps
+ * @param depth         stages of each warp's cp.async ring (block pairs in flight + 1)
  */
-public record GemvTuning(boolean mxfp4TensorCores, int rowsPerWarp, int warpsPerBlock, int kSplit, int tilesPerBlock,
-        int depth) {
+public record GemvTuning(int kSplit, int tilesPerBlock, int depth) {
 
     public GemvTuning {
-        check(rowsPerWarp, 1, 32, "rows per warp");
-        check(warpsPerBlock, 1, 32, "warps per block");
         check(kSplit, 0, 16, "K split");
         check(tilesPerBlock, 0, 8, "tiles per block");
         check(depth, 2, 16, "depth");
@@ -29,12 +23,10 @@ public record GemvTuning(boolean mxfp4TensorCores, int rowsPerWarp, int warpsPer
         }
     }
 
-    /**
-     * Measured on an H100 with the gpt-oss-20b shapes (CudaGemvBench): CUDA-core kernels 2 rows x 8 warps; tensor
-     * cores with the K split chosen per call, 8-warp blocks and a 4-stage ring.
-     */
+    /** Measured on an H100 with the gpt-oss-20b shapes (CudaGemvBench): the K split chosen per call, 8-warp blocks
+     * and a 4-stage ring. */
     public static GemvTuning defaults() {
-        return new GemvTuning(true, 2, 8, 0, 0, 4);
+        return new GemvTuning(0, 0, 4);
     }
 
     /** The defaults with the ring depth from {@code -Dmoe4j.cuda.gemvDepth=N} where given (to measure). */
@@ -42,8 +34,7 @@ public record GemvTuning(boolean mxfp4TensorCores, int rowsPerWarp, int warpsPer
         GemvTuning t = defaults();
         String depth = System.getProperty("moe4j.cuda.gemvDepth");
         if (depth != null && !depth.isBlank()) {
-            t = new GemvTuning(t.mxfp4TensorCores, t.rowsPerWarp, t.warpsPerBlock, t.kSplit, t.tilesPerBlock,
-                    Integer.parseInt(depth.trim()));
+            t = new GemvTuning(t.kSplit, t.tilesPerBlock, Integer.parseInt(depth.trim()));
         }
         return t;
     }
@@ -68,27 +59,17 @@ public record GemvTuning(boolean mxfp4TensorCores, int rowsPerWarp, int warpsPer
     /** This tuning with the K split fixed (and tiles per block filling 8 warps where unset). */
     GemvTuning resolve(int split) {
         int tiles = tilesPerBlock > 0 ? tilesPerBlock : Math.max(1, 8 / split);
-        return new GemvTuning(mxfp4TensorCores, rowsPerWarp, warpsPerBlock, split, tiles, depth);
-    }
-
-    public GemvTuning withMxfp4TensorCores(boolean on) {
-        return new GemvTuning(on, rowsPerWarp, warpsPerBlock, kSplit, tilesPerBlock, depth);
-    }
-
-    List<String> simtDefines() {
-        return List.of("-DMOE4J_ROWS=" + rowsPerWarp, "-DMOE4J_WARPS=" + warpsPerBlock);
+        return new GemvTuning(split, tiles, depth);
     }
 
     List<String> mmaDefines() {
         return List.of("-DMOE4J_KSPLIT=" + kSplit, "-DMOE4J_TILES=" + tilesPerBlock, "-DMOE4J_DEPTH=" + depth);
     }
 
-    /** "simt 2x8" or "mma k4 t2 d3", for benchmark tables. */
-    public String describe(WeightFormat format) {
-        return format == WeightFormat.MXFP4 && mxfp4TensorCores
-                ? "mma k" + (kSplit == 0 ? "auto" : kSplit) + " t" + (tilesPerBlock == 0 ? "auto" : tilesPerBlock)
-                        + " d" + depth
-                : "simt " + rowsPerWarp + "x" + warpsPerBlock;
+    /** "mma k4 t2 d3" or "mma kauto tauto d4", for benchmark tables. */
+    public String describe() {
+        return "mma k" + (kSplit == 0 ? "auto" : kSplit) + " t" + (tilesPerBlock == 0 ? "auto" : tilesPerBlock)
+                + " d" + depth;
     }
 
     private static void check(int v, int lo, int hi, String what) {

@@ -38,7 +38,7 @@ public record KernelSource(String name, String text, Map<String, String> headers
         options = List.copyOf(options);
     }
 
-    /** Loads {@code file} (e.g. "gemv_mxfp4.cu") and, transitively, the headers it includes. */
+    /** Loads {@code file} (e.g. "gemv_mxfp4_mma.cu") and, transitively, the headers it includes. */
     public static KernelSource resource(String file, List<String> options) {
         String text = read(file);
         Map<String, String> headers = new LinkedHashMap<>();

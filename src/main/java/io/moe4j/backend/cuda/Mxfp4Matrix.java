@@ -14,7 +14,7 @@ import java.lang.foreign.MemorySegment;
  * row the largest E8M0 exponent, [E][row tiles · 16] bytes (padding rows 127), by which the tile GEMM pre-scales
  * its f16 weights.
  */
-record Mxfp4Matrix(DeviceExperts experts, DeviceBuffer rowExponents) implements DeviceMatrix {
+record Mxfp4Matrix(Mxfp4Tiles experts, DeviceBuffer rowExponents) implements DeviceMatrix {
 
     /** Whether {@code m} is plain OCP MXFP4 that the tensor-core kernels take as is. */
     static boolean fits(ExpertMatrix m) {
@@ -36,11 +36,10 @@ record Mxfp4Matrix(DeviceExperts experts, DeviceBuffer rowExponents) implements 
         return true;
     }
 
-    static Mxfp4Matrix upload(io.moe4j.backend.cuda.driver.CudaContext ctx, CudaGroupedGemm gemm, ExpertMatrix m) {
+    static Mxfp4Matrix upload(io.moe4j.backend.cuda.driver.CudaContext ctx, Mxfp4Gemv gemv, ExpertMatrix m) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment scales = nativeCopy(arena, m.blockScales().data());
-            PackedExperts host = new PackedExperts(WeightFormat.MXFP4, m.experts(), m.rows(), m.cols(), 0,
-                    nativeCopy(arena, m.data()), scales);
+            Mxfp4Stack host = new Mxfp4Stack(m.experts(), m.rows(), m.cols(), nativeCopy(arena, m.data()), scales);
             int padded = 16 * Math.ceilDiv(m.rows(), 16);
             int blocks = m.cols() / 32;
             MemorySegment exps = arena.allocate((long) m.experts() * padded);
@@ -55,7 +54,7 @@ record Mxfp4Matrix(DeviceExperts experts, DeviceBuffer rowExponents) implements 
                     exps.set(java.lang.foreign.ValueLayout.JAVA_BYTE, (long) e * padded + r, (byte) max);
                 }
             }
-            DeviceExperts experts = gemm.upload(host);
+            Mxfp4Tiles experts = gemv.upload(host);
             try {
                 DeviceBuffer rowExponents = ctx.allocate(exps.byteSize());
                 rowExponents.copyFrom(exps);

@@ -2,7 +2,7 @@ package io.moe4j.backend.emulation;
 
 import io.moe4j.backend.Experts;
 import io.moe4j.backend.TokenGroups;
-import io.moe4j.kernel.GateLayout;
+import io.moe4j.activation.GateLayout;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ExpertWeights;
 import io.moe4j.quant.MatrixDequantizer;

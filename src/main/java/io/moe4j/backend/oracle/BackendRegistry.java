@@ -1,13 +1,10 @@
 package io.moe4j.backend.oracle;
 
 import io.moe4j.backend.Backend;
-import io.moe4j.backend.ExecutionOptions;
-import io.moe4j.backend.Experts;
-import io.moe4j.backend.MoeProblem;
-import io.moe4j.backend.Platform;
-import io.moe4j.backend.Support;
+import io.moe4j.backend.BackendTraits;
+import io.moe4j.backend.cpu.CpuBackend;
+import io.moe4j.backend.cuda.CudaBackend;
 import io.moe4j.backend.emulation.EmulationBackend;
-import io.moe4j.quant.ExpertWeights;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -53,17 +50,11 @@ public final class BackendRegistry {
         return new BackendRegistry(l);
     }
 
-    /**
-     * The backends of this build. cuda and cpu are other packages' work; until they are merged they are looked
-     * up by class name and stand in as "not in this build". Once merged, replace each {@code optional(...)} line with
-     * {@code Entry.of(new CpuBackend())} (one line per backend).
-     */
+    /** The backends of this build, in the oracle's default order of preference. */
     public static BackendRegistry standard() {
         return new BackendRegistry(List.of(
-                optional("cuda", "io.moe4j.backend.cuda.CudaBackend",
-                        "NVIDIA GPU through the CUDA driver (FFM), kernels compiled by NVRTC"),
-                optional("cpu", "io.moe4j.backend.cpu.CpuBackend",
-                        "Java Vector API kernels on packed weights, multi-threaded"),
+                Entry.of(new CudaBackend()),
+                Entry.of(new CpuBackend()),
                 new Entry(new EmulationBackend(), EMULATION_TRAITS)));
     }
 
@@ -83,32 +74,5 @@ public final class BackendRegistry {
 
     public Optional<Entry> find(String name) {
         return Optional.ofNullable(entries.get(name));
-    }
-
-    /**
-     * A backend whose class may not be on this branch yet: loaded by name with its no-argument constructor, or, when
-     * absent, a stand-in that answers "not in this build" for every problem.
-     */
-    static Entry optional(String name, String className, String description) {
-        try {
-            Class<?> c = Class.forName(className);
-            Backend b = (Backend) c.getDeclaredConstructor().newInstance();
-            return Entry.of(b);
-        } catch (ReflectiveOperationException | LinkageError | ClassCastException e) {
-            return Entry.of(new Absent(name, description, className));
-        }
-    }
-
-    /** A backend that is not part of this build. */
-    record Absent(String name, String description, String className) implements Backend {
-        @Override
-        public Support support(MoeProblem problem, Platform platform) {
-            return Support.no("not in this build (" + className + " is absent)");
-        }
-
-        @Override
-        public Experts prepare(ExpertWeights weights, ExecutionOptions options) {
-            throw new IllegalStateException("backend " + name + " is not in this build");
-        }
     }
 }

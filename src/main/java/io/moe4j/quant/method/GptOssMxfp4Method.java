@@ -2,7 +2,7 @@ package io.moe4j.quant.method;
 
 import io.moe4j.MoeException;
 import io.moe4j.config.MoeLayerConfig;
-import io.moe4j.kernel.ActivationQuant;
+import io.moe4j.quant.ActivationQuant;
 import io.moe4j.quant.ActivationFormat;
 import io.moe4j.quant.BlockScales;
 import io.moe4j.quant.CodeType;
@@ -28,7 +28,7 @@ import static io.moe4j.quant.method.ExpertTensors.expect;
  * [E, 2I, H/32, 16] with {@code gate_up_proj_scales} U8 (E8M0) [E, 2I, H/32], and {@code down_proj_blocks}
  * [E, H, I/32, 16] with {@code down_proj_scales} [E, H, I/32]: two E2M1 codes a byte, the even element in the low
  * nibble, one scale per 32 elements of a row. That is already the canonical packed layout (w13 rows interleave gate
- * and up, {@link io.moe4j.kernel.GateLayout#INTERLEAVED}), so the stacks are the checkpoint's mapped bytes themselves:
+ * and up, {@link io.moe4j.activation.GateLayout#INTERLEAVED}), so the stacks are the checkpoint's mapped bytes themselves:
  * nothing is copied unless expert parallelism picks a non-contiguous set of experts. Biases are bf16 and become
  * float32. Weight-only: activations stay in float.
  *

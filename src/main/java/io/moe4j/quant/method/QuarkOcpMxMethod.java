@@ -3,7 +3,7 @@ package io.moe4j.quant.method;
 import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.config.Projection;
 import io.moe4j.format.ElementFormat;
-import io.moe4j.kernel.ActivationQuant;
+import io.moe4j.quant.ActivationQuant;
 import io.moe4j.quant.ActivationFormat;
 import io.moe4j.quant.CodeType;
 import io.moe4j.quant.ExpectedTensor;

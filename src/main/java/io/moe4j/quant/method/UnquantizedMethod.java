@@ -3,7 +3,7 @@ package io.moe4j.quant.method;
 import io.moe4j.MoeException;
 import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.config.Projection;
-import io.moe4j.kernel.ActivationQuant;
+import io.moe4j.quant.ActivationQuant;
 import io.moe4j.quant.ExpectedTensor;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ExpertWeights;
@@ -29,7 +29,7 @@ import static io.moe4j.quant.method.ExpertTensors.expect;
  * the arena. Fused families store {@code gate_up_proj} [E, H, 2I] and {@code down_proj} [E, I, H] transposed (input
  * features first): they are transposed once here into the canonical [rows = out, cols = in] layout, codes unchanged.
  * gpt-oss interleaves gate and up along the last axis, so its w13 rows stay interleaved
- * ({@link io.moe4j.kernel.GateLayout#INTERLEAVED}); Llama-4 has gate in the first I columns, up in the second.
+ * ({@link io.moe4j.activation.GateLayout#INTERLEAVED}); Llama-4 has gate in the first I columns, up in the second.
  */
 public final class UnquantizedMethod implements QuantMethod {
     private static final DType[] FLOATS = {DType.BF16, DType.F16, DType.F32};

@@ -1,5 +1,5 @@
 // moe4j: activation quantize-dequantize and the experts' activation functions, with the exact numerics of
-// io.moe4j.format (MxCodec, Nvfp4Codec, Fp8Quant, Int8Quant) and io.moe4j.kernel.Activation. FP8, INT8 and NVFP4
+// io.moe4j.format (MxCodec, Nvfp4Codec, Fp8Quant, Int8Quant) and io.moe4j.activation.Activation. FP8, INT8 and NVFP4
 // compute in float64 from the float32 inputs, as the conformance references do (the goldens tell float32 apart);
 // MX works in float32 with exact power-of-two scales. Each function names the Java method it mirrors.
 #pragma once

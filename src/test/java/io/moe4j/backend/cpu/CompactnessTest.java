@@ -2,8 +2,8 @@ package io.moe4j.backend.cpu;
 
 import io.moe4j.bench.SyntheticScheme;
 import io.moe4j.bench.SyntheticWeights;
-import io.moe4j.kernel.Activation;
-import io.moe4j.kernel.GateLayout;
+import io.moe4j.activation.Activation;
+import io.moe4j.activation.GateLayout;
 import io.moe4j.quant.CodeType;
 import io.moe4j.quant.ExpertWeights;
 import org.junit.jupiter.params.ParameterizedTest;

@@ -4,7 +4,7 @@ import io.moe4j.backend.ExecutionOptions;
 import io.moe4j.backend.Experts;
 import io.moe4j.bench.SyntheticScheme;
 import io.moe4j.bench.SyntheticWeights;
-import io.moe4j.kernel.GateLayout;
+import io.moe4j.activation.GateLayout;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ExpertWeights;
 import io.moe4j.routing.Routing;

@@ -2,7 +2,7 @@ package io.moe4j.backend.cpu;
 
 import io.moe4j.bench.SyntheticScheme;
 import io.moe4j.bench.SyntheticWeights;
-import io.moe4j.kernel.GateLayout;
+import io.moe4j.activation.GateLayout;
 import io.moe4j.quant.ExpertWeights;
 import io.moe4j.routing.Routing;
 import org.junit.jupiter.params.ParameterizedTest;

@@ -4,7 +4,7 @@ import io.moe4j.MoeException;
 import io.moe4j.backend.MoeProblem;
 import io.moe4j.backend.Platform;
 import io.moe4j.backend.Support;
-import io.moe4j.kernel.Activation;
+import io.moe4j.activation.Activation;
 import io.moe4j.quant.QuantScheme;
 import io.moe4j.quant.WeightFormat;
 import org.junit.jupiter.api.AfterEach;

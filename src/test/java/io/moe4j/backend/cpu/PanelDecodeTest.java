@@ -1,7 +1,7 @@
 package io.moe4j.backend.cpu;
 
 import io.moe4j.bench.SyntheticScheme;
-import io.moe4j.kernel.GateLayout;
+import io.moe4j.activation.GateLayout;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ExpertWeights;
 import io.moe4j.quant.MatrixDequantizer;

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.moe4j.backend.MoeProblem;
 import io.moe4j.backend.Platform;
 import io.moe4j.backend.Support;
-import io.moe4j.kernel.Activation;
+import io.moe4j.activation.Activation;
 import io.moe4j.quant.QuantScheme;
 import io.moe4j.quant.WeightFormat;
 import io.moe4j.routing.RouterKind;

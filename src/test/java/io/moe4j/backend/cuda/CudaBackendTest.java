@@ -12,9 +12,9 @@ import io.moe4j.backend.cuda.driver.CudaProbe;
 import io.moe4j.backend.cuda.driver.CudaRuntime;
 import io.moe4j.backend.emulation.EmulationBackend;
 import io.moe4j.format.ElementFormat;
-import io.moe4j.kernel.Activation;
-import io.moe4j.kernel.ActivationQuant;
-import io.moe4j.kernel.GateLayout;
+import io.moe4j.activation.Activation;
+import io.moe4j.quant.ActivationQuant;
+import io.moe4j.activation.GateLayout;
 import io.moe4j.quant.CodeType;
 import io.moe4j.quant.ExpertWeights;
 import io.moe4j.quant.ScaleType;
@@ -168,7 +168,7 @@ class CudaBackendTest {
     }
 
     /**
-     * Whether the reference's exact GELU is right: io.moe4j.kernel.Erf's rational approximation for 0.5 <= x < 4
+     * Whether the reference's exact GELU is right: io.moe4j.activation.Erf's rational approximation for 0.5 <= x < 4
      * has its numerator coefficients shifted by one (erf(0.6) comes out 0.762 instead of 0.604), so the erf GELU
      * kinds cannot be checked against it until that is fixed. Phi(1) = 0.8413447460685429.
      */
@@ -181,7 +181,7 @@ class CudaBackendTest {
     void everyActivationMatchesTheReference(Activation act, GateLayout gate) {
         if (act == Activation.GELU || act == Activation.GELU_AND_MUL) {
             org.junit.jupiter.api.Assumptions.assumeTrue(referenceGeluIsRight(),
-                    "the reference GELU is off (io.moe4j.kernel.Erf coefficients for 0.5 <= x < 4)");
+                    "the reference GELU is off (io.moe4j.activation.Erf coefficients for 0.5 <= x < 4)");
         }
         try (Arena arena = Arena.ofShared()) {
             SplittableRandom rnd = new SplittableRandom(act.ordinal() * 31L + gate.ordinal());

@@ -144,11 +144,11 @@ class CudaDriverTest {
     void capturedGraphReplaysTheSameWorkAndEventsTimeIt() {
         SplittableRandom rnd = new SplittableRandom(2);
         try (Arena arena = Arena.ofConfined();
-                CudaGroupedGemm gemm = CudaGroupedGemm.create(context);
+                Mxfp4Gemv gemm = Mxfp4Gemv.create(context);
                 CudaStream stream = context.createStream();
                 CudaEvent start = context.createEvent();
                 CudaEvent end = context.createEvent();
-                DeviceExperts w = gemm.upload(RandomExperts.bf16(arena, rnd, 2, 64, 256));
+                Mxfp4Tiles w = gemm.upload(RandomExperts.mxfp4(arena, rnd, 2, 64, 256, 118, 136).mxfp4());
                 DeviceBuffer x = context.allocate(4 * 256);
                 DeviceBuffer routes = context.allocate(Routes.bytes(2));
                 DeviceBuffer direct = context.allocate(4 * 2 * 64);

@@ -33,13 +33,13 @@ class GemvTuningTest {
             GemvTuning r = auto.resolve(split);
             assertThat(r.kSplit() * r.tilesPerBlock()).isEqualTo(8);
         }
-        GemvTuning fixed = new GemvTuning(true, 2, 8, 0, 3, 4).resolve(2);
+        GemvTuning fixed = new GemvTuning(0, 3, 4).resolve(2);
         assertThat(fixed.tilesPerBlock()).isEqualTo(3);
     }
 
     @Test
     void outOfRangeSettingsAreRejected() {
-        assertThatThrownBy(() -> new GemvTuning(true, 2, 8, 4, 2, 1)).hasMessageContaining("depth");
-        assertThatThrownBy(() -> new GemvTuning(true, 2, 8, 16, 4, 4)).hasMessageContaining("32 warps");
+        assertThatThrownBy(() -> new GemvTuning(4, 2, 1)).hasMessageContaining("depth");
+        assertThatThrownBy(() -> new GemvTuning(16, 4, 4)).hasMessageContaining("32 warps");
     }
 }

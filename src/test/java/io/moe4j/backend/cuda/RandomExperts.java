@@ -13,36 +13,36 @@ final class RandomExperts {
     private RandomExperts() {
     }
 
-    static PackedExperts mxfp4(Arena arena, SplittableRandom rnd, int e, int n, int k, int minScale, int maxScale) {
+    static RowStack mxfp4(Arena arena, SplittableRandom rnd, int e, int n, int k, int minScale, int maxScale) {
         long rows = (long) e * n;
         MemorySegment codes = randomBytes(arena, rnd, rows * k / 2);
         MemorySegment scales = arena.allocate(rows * k / 32);
         for (long i = 0; i < scales.byteSize(); i++) {
             scales.set(JAVA_BYTE, i, (byte) rnd.nextInt(minScale, maxScale + 1));
         }
-        return new PackedExperts(WeightFormat.MXFP4, e, n, k, 0, codes, scales);
+        return new RowStack(RowFormat.MXFP4, e, n, k, 0, codes, scales);
     }
 
-    static PackedExperts int4(Arena arena, SplittableRandom rnd, int e, int n, int k, int group) {
+    static RowStack int4(Arena arena, SplittableRandom rnd, int e, int n, int k, int group) {
         long rows = (long) e * n;
         MemorySegment codes = randomBytes(arena, rnd, rows * k / 2);
         MemorySegment scales = arena.allocate(2 * rows * (k / group));
         for (long i = 0; i < rows * (k / group); i++) {
             scales.set(JAVA_SHORT_UNALIGNED, 2 * i, bf16(rnd.nextDouble(0.001, 0.05)));
         }
-        return new PackedExperts(WeightFormat.INT4, e, n, k, group, codes, scales);
+        return new RowStack(RowFormat.INT4, e, n, k, group, codes, scales);
     }
 
-    static PackedExperts bf16(Arena arena, SplittableRandom rnd, int e, int n, int k) {
+    static RowStack bf16(Arena arena, SplittableRandom rnd, int e, int n, int k) {
         long count = (long) e * n * k;
         MemorySegment codes = arena.allocate(2 * count);
         for (long i = 0; i < count; i++) {
             codes.set(JAVA_SHORT_UNALIGNED, 2 * i, bf16(rnd.nextGaussian() * 0.05));
         }
-        return new PackedExperts(WeightFormat.BF16, e, n, k, 0, codes, MemorySegment.NULL);
+        return new RowStack(RowFormat.BF16, e, n, k, 0, codes, MemorySegment.NULL);
     }
 
-    static PackedExperts fp8(Arena arena, SplittableRandom rnd, int e, int n, int k) {
+    static RowStack fp8(Arena arena, SplittableRandom rnd, int e, int n, int k) {
         long rows = (long) e * n;
         MemorySegment codes = arena.allocate(rows * k);
         for (long i = 0; i < codes.byteSize(); i++) {
@@ -56,7 +56,7 @@ final class RandomExperts {
         for (long i = 0; i < rows; i++) {
             scales.set(JAVA_FLOAT_UNALIGNED, 4 * i, (float) rnd.nextDouble(1e-4, 1e-2));
         }
-        return new PackedExperts(WeightFormat.FP8_E4M3, e, n, k, 0, codes, scales);
+        return new RowStack(RowFormat.FP8_E4M3, e, n, k, 0, codes, scales);
     }
 
     static float[] activations(SplittableRandom rnd, int rows, int k) {

@@ -4,9 +4,9 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED;
 
-import io.moe4j.kernel.Activation;
-import io.moe4j.kernel.ActivationQuant;
-import io.moe4j.kernel.GateLayout;
+import io.moe4j.activation.Activation;
+import io.moe4j.quant.ActivationQuant;
+import io.moe4j.activation.GateLayout;
 import io.moe4j.quant.ActivationFormat;
 import io.moe4j.quant.BlockScales;
 import io.moe4j.quant.CodeType;

@@ -44,7 +44,7 @@ final class ReferenceDecoders {
     }
 
     /** W[e, n, k] of the stack, decoded. */
-    static double weight(PackedExperts w, int e, int n, int k) {
+    static double weight(RowStack w, int e, int n, int k) {
         long row = (long) e * w.rows() + n;
         int cols = w.cols();
         return switch (w.format()) {
@@ -64,7 +64,7 @@ final class ReferenceDecoders {
     }
 
     /** out[p, n] = sum_k W[experts[p], n, k] * x[rows[p], k], in float64. */
-    static double[] groupedGemv(PackedExperts w, float[] x, int[] experts, int[] rows) {
+    static double[] groupedGemv(RowStack w, float[] x, int[] experts, int[] rows) {
         int n = w.rows();
         int k = w.cols();
         double[] out = new double[experts.length * n];

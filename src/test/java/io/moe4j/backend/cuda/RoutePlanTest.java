@@ -3,9 +3,9 @@ package io.moe4j.backend.cuda;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.moe4j.backend.TokenGroups;
-import io.moe4j.kernel.Activation;
-import io.moe4j.kernel.ActivationQuant;
-import io.moe4j.kernel.GateLayout;
+import io.moe4j.activation.Activation;
+import io.moe4j.quant.ActivationQuant;
+import io.moe4j.activation.GateLayout;
 import io.moe4j.quant.CodeType;
 import io.moe4j.quant.ExpertWeights;
 import io.moe4j.quant.WeightFormat;

@@ -1,5 +1,6 @@
 package io.moe4j.backend.oracle;
 
+import io.moe4j.backend.ActivationKey;
 import io.moe4j.MoeException;
 import io.moe4j.backend.MoeProblem;
 import io.moe4j.quant.ActivationFormat;

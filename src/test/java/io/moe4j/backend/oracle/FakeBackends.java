@@ -1,5 +1,7 @@
 package io.moe4j.backend.oracle;
 
+import io.moe4j.backend.ActivationKey;
+import io.moe4j.backend.BackendTraits;
 import io.moe4j.backend.Backend;
 import io.moe4j.backend.ExecutionOptions;
 import io.moe4j.backend.Experts;
@@ -8,7 +10,7 @@ import io.moe4j.backend.Platform;
 import io.moe4j.backend.PlatformProbe;
 import io.moe4j.backend.Support;
 import io.moe4j.backend.emulation.EmulationBackend;
-import io.moe4j.kernel.Activation;
+import io.moe4j.activation.Activation;
 import io.moe4j.quant.ActivationFormat;
 import io.moe4j.quant.ExpertWeights;
 import io.moe4j.quant.QuantScheme;

@@ -1,5 +1,6 @@
 package io.moe4j.backend.oracle;
 
+import io.moe4j.backend.ActivationKey;
 import io.moe4j.MoeException;
 import io.moe4j.backend.MoeProblem;
 import io.moe4j.backend.Platform;
@@ -98,9 +99,9 @@ class OracleMatrixTest {
                 row("compressed-tensors W8A16", WeightFormat.INT8_CHANNEL, ActivationFormat.NONE, 4096, 14336, OK, OK),
                 row("compressed-tensors W4A8", WeightFormat.INT4_GROUP, ActivationFormat.INT8_TOKEN, 2048, 768, OK, OK)));
         rows.add(new Row(new MoeProblem(new QuantScheme("compressed-tensors W4A16 act-order", WeightFormat.INT4_GROUP,
-                ActivationFormat.NONE, true), 2048, 768, 128, 8, io.moe4j.kernel.Activation.SILU_AND_MUL, false), OK, OK));
+                ActivationFormat.NONE, true), 2048, 768, 128, 8, io.moe4j.activation.Activation.SILU_AND_MUL, false), OK, OK));
         rows.add(new Row(new MoeProblem(scheme("quark w_mxfp4", WeightFormat.MXFP4, ActivationFormat.NONE), 2880, 2880,
-                32, 4, io.moe4j.kernel.Activation.SWIGLU_OAI, true), OK,
+                32, 4, io.moe4j.activation.Activation.SWIGLU_OAI, true), OK,
                 "expert parallelism is not supported (all experts must be local)"));
         return rows;
     }

@@ -1,5 +1,6 @@
 package io.moe4j.backend.oracle;
 
+import io.moe4j.backend.BackendTraits;
 import io.moe4j.MoeException;
 import io.moe4j.backend.Backend;
 import io.moe4j.backend.ExecutionOptions;

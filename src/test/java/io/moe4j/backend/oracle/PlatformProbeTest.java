@@ -3,10 +3,14 @@ package io.moe4j.backend.oracle;
 import io.moe4j.MoeException;
 import io.moe4j.backend.Platform;
 import io.moe4j.backend.PlatformProbe;
+import io.moe4j.backend.cuda.driver.CudaDevice;
+import io.moe4j.backend.cuda.driver.CudaProbe;
+import io.moe4j.backend.cuda.driver.CudaRuntime;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.parallel.ResourceLock;
 
 import java.util.List;
+import java.util.Optional;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -32,6 +36,45 @@ class PlatformProbeTest {
             assertThat(c.reason()).isNotBlank();
         }
         assertThat(PlatformProbe.describe(p)).startsWith("CPU: " + p.cpuCores() + " cores; Vector API: ");
+    }
+
+    @Test
+    void thePlatformAndTheCudaBackendAskOneProbe() {
+        Platform.CudaInfo c = PlatformProbe.probeReal().cuda();
+        CudaProbe probe = CudaRuntime.probe();
+        assertThat(c.available()).isEqualTo(probe.available());
+        assertThat(c).isEqualTo(PlatformProbe.cudaInfo(probe));
+    }
+
+    @Test
+    void anAbsentDriverIsNoDeviceWithTheLibraryNamed() {
+        Platform.CudaInfo c = PlatformProbe.cudaInfo(CudaRuntime.probe("libcuda-moe4j-absent.so.1", null));
+        assertThat(c.available()).isFalse();
+        assertThat(c.deviceCount()).isZero();
+        assertThat(c.reason()).contains("libcuda-moe4j-absent.so.1").contains("not found");
+        assertThat(PlatformProbe.describe(new Platform(2, true, 256, "avx2", c)))
+                .contains("CUDA: none: CUDA driver library libcuda-moe4j-absent.so.1 not found");
+    }
+
+    @Test
+    void aDeviceWithoutNvrtcIsShownButNotUsable() {
+        CudaDevice h100 = new CudaDevice(0, "NVIDIA H100 80GB HBM3", 9, 0, 132, 85_045_460_992L, 50 << 20, 232_448);
+        String reason = "NVRTC (libnvrtc.so) not found; set -Dmoe4j.cuda.nvrtc=/path/libnvrtc.so.N or MOE4J_NVRTC";
+        Platform.CudaInfo c = PlatformProbe.cudaInfo(new CudaProbe(false, reason, Optional.of(h100), 2, 12080,
+                Optional.empty()));
+        assertThat(c).isEqualTo(new Platform.CudaInfo(false, reason, 2, "NVIDIA H100 80GB HBM3", 90,
+                85_045_460_992L));
+        assertThat(PlatformProbe.describe(new Platform(16, true, 512, "", c))).endsWith(
+                "CUDA: 2 devices; device 0: NVIDIA H100 80GB HBM3, compute capability 9.0, 79.2 GiB; not usable: "
+                        + reason);
+    }
+
+    @Test
+    void aUsableDeviceHasNoReason() {
+        CudaDevice h200 = new CudaDevice(0, "NVIDIA H200", 9, 0, 132, 150_109_880_320L, 60 << 20, 232_448);
+        Platform.CudaInfo c = PlatformProbe.cudaInfo(new CudaProbe(true, "NVIDIA H200 (sm_90 ...)", Optional.of(h200),
+                1, 13000, Optional.of("/usr/local/cuda/lib64/libnvrtc.so.13")));
+        assertThat(c).isEqualTo(new Platform.CudaInfo(true, "", 1, "NVIDIA H200", 90, 150_109_880_320L));
     }
 
     @Test

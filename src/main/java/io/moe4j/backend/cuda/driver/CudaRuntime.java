@@ -36,7 +36,7 @@ public final class CudaRuntime {
             return probeOrThrow(driverSoname, nvrtcLocator);
         } catch (Throwable t) {
             // Anything (IllegalCallerException without --enable-native-access, LinkageError, ...) is a reason.
-            return CudaProbe.unavailable("CUDA probe failed: " + t, Optional.empty(), 0);
+            return CudaProbe.unavailable("CUDA probe failed: " + t, Optional.empty(), 0, 0);
         }
     }
 
@@ -47,38 +47,41 @@ public final class CudaRuntime {
                     : CudaDriver.load(NativeLibrary.bySoname(driverSoname));
         } catch (IllegalArgumentException e) {
             return CudaProbe.unavailable("CUDA driver library " + driverSoname + " not found (no NVIDIA driver "
-                    + "installed, or not on the loader path): " + e.getMessage(), Optional.empty(), 0);
+                    + "installed, or not on the loader path): " + e.getMessage(), Optional.empty(), 0, 0);
         }
         int driverVersion;
+        int deviceCount;
         try (Arena arena = Arena.ofConfined()) {
             int init = cu.cuInit(0);
             if (init != 0) {
-                return CudaProbe.unavailable("cuInit failed: " + cu.describe(init), Optional.empty(), 0);
+                return CudaProbe.unavailable("cuInit failed: " + cu.describe(init), Optional.empty(), 0, 0);
             }
             MemorySegment value = arena.allocate(JAVA_INT);
             cu.check("cuDriverGetVersion", cu.cuDriverGetVersion(value));
             driverVersion = value.get(JAVA_INT, 0);
             cu.check("cuDeviceGetCount", cu.cuDeviceGetCount(value));
-            if (value.get(JAVA_INT, 0) == 0) {
-                return CudaProbe.unavailable("the CUDA driver reports no device", Optional.empty(), driverVersion);
+            deviceCount = value.get(JAVA_INT, 0);
+            if (deviceCount == 0) {
+                return CudaProbe.unavailable("the CUDA driver reports no device", Optional.empty(), 0, driverVersion);
             }
         } catch (CudaException e) {
-            return CudaProbe.unavailable(e.getMessage(), Optional.empty(), 0);
+            return CudaProbe.unavailable(e.getMessage(), Optional.empty(), 0, 0);
         }
         CudaDevice device;
         try {
             device = CudaDevice.query(cu, 0);
         } catch (CudaException e) {
-            return CudaProbe.unavailable("reading device 0 failed: " + e.getMessage(), Optional.empty(), driverVersion);
+            return CudaProbe.unavailable("reading device 0 failed: " + e.getMessage(), Optional.empty(), deviceCount,
+                    driverVersion);
         }
         Nvrtc nvrtc;
         try {
             nvrtc = nvrtcLocator == null ? Nvrtc.get() : Nvrtc.load(nvrtcLocator);
         } catch (CudaException e) {
-            return CudaProbe.unavailable(e.getMessage(), Optional.of(device), driverVersion);
+            return CudaProbe.unavailable(e.getMessage(), Optional.of(device), deviceCount, driverVersion);
         }
         return new CudaProbe(true, device.summary() + ", driver CUDA " + versionString(driverVersion) + ", NVRTC "
-                + versionString(nvrtc.version()) + " from " + nvrtc.library(), Optional.of(device), driverVersion,
+                + versionString(nvrtc.version()) + " from " + nvrtc.library(), Optional.of(device), deviceCount, driverVersion,
                 Optional.of(nvrtc.library()));
     }
 

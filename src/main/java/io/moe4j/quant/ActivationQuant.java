@@ -1,11 +1,10 @@
-package io.moe4j.kernel;
+package io.moe4j.quant;
 
 import io.moe4j.format.ElementFormat;
 import io.moe4j.format.Fp8Quant;
 import io.moe4j.format.Int8Quant;
 import io.moe4j.format.MxCodec;
 import io.moe4j.format.Nvfp4Codec;
-import io.moe4j.quant.ActivationFormat;
 
 /**
  * Quantize-dequantize of one token's activation vector before a GEMM, with the exact numerics of its scheme

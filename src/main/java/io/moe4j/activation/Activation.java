@@ -1,4 +1,4 @@
-package io.moe4j.kernel;
+package io.moe4j.activation;
 
 /**
  * The expert's activation between GEMM1 and GEMM2. Gated kinds combine a gate value g and an up value u;

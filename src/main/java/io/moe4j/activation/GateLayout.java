@@ -1,4 +1,4 @@
-package io.moe4j.kernel;
+package io.moe4j.activation;
 
 /** How the rows of w13 split into the gate and up projections of a gated activation. */
 public enum GateLayout {

@@ -23,8 +23,9 @@ import java.util.Set;
 import java.util.SplittableRandom;
 
 /**
- * Times the grouped GEMV on the gpt-oss-20b expert shapes (32 experts, 4 routed per token, H = I = 2880:
- * gate_up [32, 5760, 2880], down [32, 2880, 2880]) with CUDA events over replays of a captured graph, and
+ * Times the grouped GEMVs (the engine's MXFP4 tensor-core one, and the CUDA-core {@link RowGemv} for comparison)
+ * on the gpt-oss-20b expert shapes (32 experts, 4 routed per token, H = I = 2880: gate_up [32, 5760, 2880], down
+ * [32, 2880, 2880]) with CUDA events over replays of a captured graph, and
  * measures device-to-device copy bandwidth the same way. Prints microseconds per call and effective bandwidth:
  * bytes of the routed experts' packed weights and scales (each distinct expert once) over time, next to the copy
  * bandwidth. Consecutive calls route to disjoint experts, so the weights come from HBM and not from L2.
@@ -71,37 +72,44 @@ public final class CudaGemvBench {
             System.out.printf("launch floor: an empty kernel replayed in a graph takes %.2f us per launch%n",
                     emptyKernelMicros(ctx, stream));
             List<String> table = new ArrayList<>();
-            table.add(String.format("%-8s %-8s %-4s %-5s %-13s %9s %9s %8s %7s %7s  %s", "format", "matrix", "T",
-                    "pairs", "kernel", "us/call", "us(launch)", "GB/s", "%copy", "%1way", "resources"));
+            table.add(String.format("%-26s %-8s %-4s %-5s %9s %9s %8s %7s %7s  %s", "kernel", "matrix", "T",
+                    "pairs", "us/call", "us(launch)", "GB/s", "%copy", "%1way", "resources"));
             try (Arena arena = Arena.ofShared()) {
                 SplittableRandom rnd = new SplittableRandom(2026);
                 KernelCompiler compiler = KernelCompiler.forDevice(ctx.device());
                 GemvTuning base = GemvTuning.defaults();
                 List<GemvTuning> variants = !listed.isEmpty() ? listed : quick ? List.of(base) : List.of(base,
-                        base.withMxfp4TensorCores(false),
-                        new GemvTuning(true, 2, 8, 2, 4, 4), new GemvTuning(true, 2, 8, 4, 2, 4),
-                        new GemvTuning(true, 2, 8, 1, 8, 4), new GemvTuning(true, 2, 8, 4, 2, 3));
+                        new GemvTuning(2, 4, 4), new GemvTuning(4, 2, 4), new GemvTuning(1, 8, 4),
+                        new GemvTuning(4, 2, 3));
                 for (String matrix : new String[] {"gate_up", "down"}) {
                     int n = matrix.equals("gate_up") ? 2 * HIDDEN : HIDDEN;
-                    PackedExperts host = mxfp4(arena, rnd, n, HIDDEN);
+                    RowStack host = mxfp4(arena, rnd, n, HIDDEN);
                     for (GemvTuning tuning : variants) {
-                        try (CudaGroupedGemm gemm = CudaGroupedGemm.create(ctx, compiler, tuning);
-                                DeviceExperts w = gemm.upload(host)) {
-                            boolean sweepTokens = listed.isEmpty()
-                                    && (tuning == base || tuning.equals(base.withMxfp4TensorCores(false)));
+                        try (GroupedGemv gemm = GroupedGemv.tensorCores(Mxfp4Gemv.create(ctx, compiler, tuning));
+                                GroupedGemv.Weights w = gemm.upload(host)) {
+                            boolean sweepTokens = listed.isEmpty() && tuning == base;
                             for (int tokens : quick || !sweepTokens ? new int[] {1} : new int[] {1, 2, 4, 8}) {
+                                table.add(time(ctx, stream, gemm, w, matrix, tokens, copy));
+                            }
+                        }
+                    }
+                    if (!quick && listed.isEmpty()) {
+                        // The CUDA-core GEMV on the same stack, for comparison.
+                        try (GroupedGemv gemm = new RowGemv(ctx, compiler, 2, 8);
+                                GroupedGemv.Weights w = gemm.upload(host)) {
+                            for (int tokens : new int[] {1, 2, 4, 8}) {
                                 table.add(time(ctx, stream, gemm, w, matrix, tokens, copy));
                             }
                         }
                     }
                 }
                 if (!quick && listed.isEmpty()) {
-                    PackedExperts[] others = {bf16(arena, rnd, 2 * HIDDEN, HIDDEN), fp8(arena, rnd, 2 * HIDDEN, HIDDEN),
+                    RowStack[] others = {bf16(arena, rnd, 2 * HIDDEN, HIDDEN), fp8(arena, rnd, 2 * HIDDEN, HIDDEN),
                         int4(arena, rnd, 2 * HIDDEN, HIDDEN, 32)};
-                    for (PackedExperts host : others) {
-                        for (GemvTuning tuning : List.of(base, new GemvTuning(true, 4, 8, 4, 2, 4))) {
-                            try (CudaGroupedGemm gemm = CudaGroupedGemm.create(ctx, compiler, tuning);
-                                    DeviceExperts w = gemm.upload(host)) {
+                    for (RowStack host : others) {
+                        for (int rowsPerWarp : new int[] {2, 4}) {
+                            try (GroupedGemv gemm = new RowGemv(ctx, compiler, rowsPerWarp, 8);
+                                    GroupedGemv.Weights w = gemm.upload(host)) {
                                 table.add(time(ctx, stream, gemm, w, "gate_up", 1, copy));
                             }
                         }
@@ -121,9 +129,8 @@ public final class CudaGemvBench {
             if (!m.matches()) {
                 throw new IllegalArgumentException("variant " + v + " is not kNtNdN");
             }
-            GemvTuning d = GemvTuning.defaults();
-            out.add(new GemvTuning(true, d.rowsPerWarp(), d.warpsPerBlock(), Integer.parseInt(m.group(1)),
-                    Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3))));
+            out.add(new GemvTuning(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
+                    Integer.parseInt(m.group(3))));
         }
         return out;
     }
@@ -131,8 +138,8 @@ public final class CudaGemvBench {
     /** A few plain launches of the default MXFP4 kernel on gate_up at T = 1, for ncu or nsys to capture. */
     static void profile(CudaContext ctx, CudaStream stream) {
         try (Arena arena = Arena.ofShared();
-                CudaGroupedGemm gemm = CudaGroupedGemm.create(ctx);
-                DeviceExperts w = gemm.upload(mxfp4(arena, new SplittableRandom(1), 2 * HIDDEN, HIDDEN));
+                Mxfp4Gemv gemm = Mxfp4Gemv.create(ctx);
+                Mxfp4Tiles w = gemm.upload(mxfp4(arena, new SplittableRandom(1), 2 * HIDDEN, HIDDEN).mxfp4());
                 DeviceBuffer x = ctx.allocate(4L * HIDDEN);
                 DeviceBuffer routes = ctx.allocate(Routes.bytes(TOP_K) * 8);
                 DeviceBuffer out = ctx.allocate(4L * TOP_K * 2 * HIDDEN)) {
@@ -150,7 +157,7 @@ public final class CudaGemvBench {
                 gemm.forward(w, x, routes, (long) TOP_K * s, TOP_K, out, stream);
             }
             stream.synchronize();
-            System.out.println("profiled 8 launches of " + gemm.tuning().describe(WeightFormat.MXFP4));
+            System.out.println("profiled 8 launches of " + gemm.tuning().describe());
         }
     }
 
@@ -175,25 +182,10 @@ public final class CudaGemvBench {
 
     /** Median over replays of cuMemcpyDtoDAsync of 2 GiB, as bytes read plus bytes written per second. */
     static double copyBandwidth(CudaContext ctx, CudaStream stream) {
-        long bytes = 2L << 30;
-        try (DeviceBuffer a = ctx.allocate(bytes); DeviceBuffer b = ctx.allocate(bytes);
-                CudaEvent start = ctx.createEvent(); CudaEvent end = ctx.createEvent()) {
-            a.fill((byte) 0x5A);
-            double[] ms = new double[REPLAYS];
-            for (int i = -2; i < REPLAYS; i++) {
-                start.record(stream);
-                b.copyFromDeviceAsync(a, 0, 0, bytes, stream);
-                end.record(stream);
-                end.synchronize();
-                if (i >= 0) {
-                    ms[i] = end.elapsedMillisSince(start);
-                }
-            }
-            return 2.0 * bytes / (median(ms) * 1e-3) / 1e9;
-        }
+        return DeviceBandwidth.copyGbps(ctx, stream);
     }
 
-    static String time(CudaContext ctx, CudaStream stream, CudaGroupedGemm gemm, DeviceExperts w, String matrix,
+    static String time(CudaContext ctx, CudaStream stream, GroupedGemv gemm, GroupedGemv.Weights w, String matrix,
             int tokens, double copy) {
         int pairs = tokens * TOP_K;
         int sets = CALLS_PER_GRAPH;
@@ -249,8 +241,8 @@ public final class CudaGemvBench {
             double usGraph = median(graphMs) * 1e3 / sets;
             double usLaunch = median(launchMs) * 1e3 / sets;
             double gbps = distinctBytes / (usGraph * 1e-6) / 1e9;
-            return String.format("%-8s %-8s %-4d %-5d %-13s %9.2f %9.2f %8.0f %6.1f%% %6.1f%%  %s  %s", w.format(),
-                    matrix, tokens, pairs, gemm.tuning().describe(w.format()), usGraph, usLaunch, gbps,
+            return String.format("%-26s %-8s %-4d %-5d %9.2f %9.2f %8.0f %6.1f%% %6.1f%%  %s  %s", gemm.describe(w),
+                    matrix, tokens, pairs, usGraph, usLaunch, gbps,
                     100 * gbps / copy, 100 * gbps / (copy / 2), gemm.resources(w, pairs), spread(graphMs, sets));
         }
     }
@@ -269,23 +261,23 @@ public final class CudaGemvBench {
 
     // ---- random stacks of the benchmark shape (valid values: no NaN/Inf codes) ----------------------------------
 
-    static PackedExperts mxfp4(Arena arena, SplittableRandom rnd, int n, int k) {
+    static RowStack mxfp4(Arena arena, SplittableRandom rnd, int n, int k) {
         long rows = (long) EXPERTS * n;
         MemorySegment codes = randomBytes(arena, rnd, rows * k / 2, -1L);
         MemorySegment scales = arena.allocate(rows * k / 32);
         for (long i = 0; i < scales.byteSize(); i++) {
             scales.set(JAVA_BYTE, i, (byte) (118 + rnd.nextInt(12)));
         }
-        return new PackedExperts(WeightFormat.MXFP4, EXPERTS, n, k, 0, codes, scales);
+        return new RowStack(RowFormat.MXFP4, EXPERTS, n, k, 0, codes, scales);
     }
 
-    static PackedExperts bf16(Arena arena, SplittableRandom rnd, int n, int k) {
+    static RowStack bf16(Arena arena, SplittableRandom rnd, int n, int k) {
         // Clearing bit 14 of each bf16 keeps its exponent below 128: finite values under 2 in magnitude.
         MemorySegment codes = randomBytes(arena, rnd, 2L * EXPERTS * n * k, 0xBFFFBFFFBFFFBFFFL);
-        return new PackedExperts(WeightFormat.BF16, EXPERTS, n, k, 0, codes, MemorySegment.NULL);
+        return new RowStack(RowFormat.BF16, EXPERTS, n, k, 0, codes, MemorySegment.NULL);
     }
 
-    static PackedExperts fp8(Arena arena, SplittableRandom rnd, int n, int k) {
+    static RowStack fp8(Arena arena, SplittableRandom rnd, int n, int k) {
         long rows = (long) EXPERTS * n;
         // Clearing bit 6 of each byte keeps the exponent under 8: never the NaN code.
         MemorySegment codes = randomBytes(arena, rnd, rows * k, 0xBFBFBFBFBFBFBFBFL);
@@ -293,17 +285,17 @@ public final class CudaGemvBench {
         for (long i = 0; i < rows; i++) {
             scales.set(JAVA_FLOAT_UNALIGNED, 4 * i, 0.01f);
         }
-        return new PackedExperts(WeightFormat.FP8_E4M3, EXPERTS, n, k, 0, codes, scales);
+        return new RowStack(RowFormat.FP8_E4M3, EXPERTS, n, k, 0, codes, scales);
     }
 
-    static PackedExperts int4(Arena arena, SplittableRandom rnd, int n, int k, int group) {
+    static RowStack int4(Arena arena, SplittableRandom rnd, int n, int k, int group) {
         long rows = (long) EXPERTS * n;
         MemorySegment codes = randomBytes(arena, rnd, rows * k / 2, -1L);
         MemorySegment scales = arena.allocate(2 * rows * (k / group));
         for (long i = 0; i < rows * (k / group); i++) {
             scales.set(JAVA_SHORT_UNALIGNED, 2 * i, (short) 0x3C00); // bf16 0.0078125
         }
-        return new PackedExperts(WeightFormat.INT4, EXPERTS, n, k, group, codes, scales);
+        return new RowStack(RowFormat.INT4, EXPERTS, n, k, group, codes, scales);
     }
 
     private static MemorySegment randomBytes(Arena arena, SplittableRandom rnd, long count, long mask) {

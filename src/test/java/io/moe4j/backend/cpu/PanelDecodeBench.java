@@ -2,8 +2,8 @@ package io.moe4j.backend.cpu;
 
 import io.moe4j.bench.SyntheticScheme;
 import io.moe4j.bench.SyntheticWeights;
-import io.moe4j.kernel.Activation;
-import io.moe4j.kernel.GateLayout;
+import io.moe4j.activation.Activation;
+import io.moe4j.activation.GateLayout;
 import io.moe4j.quant.ExpertWeights;
 
 import java.lang.foreign.Arena;
@@ -13,7 +13,7 @@ import java.lang.management.ManagementFactory;
  * Decodes every panel of a w13 stack (2 experts, H 1024, I 512) with {@link VectorPanelDecoder}, for each
  * synthetic scheme, and prints the time and the heap bytes allocated per panel on this thread once the JIT has
  * settled. The bytes must be 0: a vector the JIT could not keep in registers is allocated on every word (the INT4
- * decoder did that, 128 bytes a word; cpu NOTES), which no unit test sees because the results stay right.
+ * decoder did that, 128 bytes a word; docs/log.md), which no unit test sees because the results stay right.
  *
  * <p>Usage: {@code java --add-modules jdk.incubator.vector -cp target/moe4j.jar
  * io.moe4j.backend.cpu.PanelDecodeBench [scheme]} (cli names, e.g. {@code w4a16}; default every scheme).

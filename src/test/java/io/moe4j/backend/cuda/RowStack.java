@@ -4,7 +4,8 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * A stack of E experts' weight matrices [E, N, K] in one packed format, in host memory (typically slices of a
- * memory-mapped checkpoint): what a backend hands to {@link CudaGroupedGemm#upload}. Layouts, row-major:
+ * memory-mapped checkpoint), for the grouped GEMVs under test and measurement ({@link RowGemv#upload}, and
+ * {@link Mxfp4Gemv#upload} through {@link #mxfp4()}). Layouts, row-major:
  * <ul>
  *   <li>MXFP4: codes [E, N, K/2] bytes, element 2i in the low nibble of byte i; scales [E, N, K/32] E8M0 bytes;
  *       K a multiple of 32.</li>
@@ -18,10 +19,10 @@ import java.lang.foreign.MemorySegment;
  * @param group INT4's scale group along K; ignored (0) for the other formats
  * @param scales {@link MemorySegment#NULL} for BF16
  */
-public record PackedExperts(WeightFormat format, int experts, int rows, int cols, int group, MemorySegment codes,
+record RowStack(RowFormat format, int experts, int rows, int cols, int group, MemorySegment codes,
         MemorySegment scales) {
 
-    public PackedExperts {
+    RowStack {
         if (experts <= 0 || rows <= 0 || cols <= 0) {
             throw new IllegalArgumentException("expert stack shape must be positive: " + experts + "x" + rows + "x" + cols);
         }
@@ -36,7 +37,7 @@ public record PackedExperts(WeightFormat format, int experts, int rows, int cols
         }
         long rowsTotal = (long) experts * rows;
         requireSize("codes", codes, rowsTotal * format.codeBytesPerRow(cols));
-        if (format == WeightFormat.BF16) {
+        if (format == RowFormat.BF16) {
             require(scales == null || scales.byteSize() == 0, "BF16 has no scales");
             scales = MemorySegment.NULL;
         } else {
@@ -46,8 +47,14 @@ public record PackedExperts(WeightFormat format, int experts, int rows, int cols
                 "weights must be in native memory (mapped or arena-allocated), not on the Java heap");
     }
 
+    /** This MXFP4 stack as the engine's tensor-core GEMV takes it. */
+    Mxfp4Stack mxfp4() {
+        require(format == RowFormat.MXFP4, "not an MXFP4 stack: " + format);
+        return new Mxfp4Stack(experts, rows, cols, codes, scales);
+    }
+
     /** Bytes of one expert as stored (codes plus scales): what a GEMV must read per routed expert. */
-    public long bytesPerExpert() {
+    long bytesPerExpert() {
         return rows * (format.codeBytesPerRow(cols) + format.scaleBytesPerRow(cols, group));
     }
 

@@ -1,9 +1,5 @@
-package io.moe4j.backend.oracle;
+package io.moe4j.backend;
 
-import io.moe4j.backend.Backend;
-import io.moe4j.backend.MoeProblem;
-import io.moe4j.backend.Platform;
-import io.moe4j.backend.Support;
 import io.moe4j.quant.WeightFormat;
 
 import java.util.ArrayList;
@@ -186,7 +182,7 @@ public record BackendTraits(String layout, Map<WeightFormat, String> layouts, Al
         }
 
         /** Whether this platform can run the variant. */
-        Support check(WeightFormat w, Platform platform) {
+        public Support check(WeightFormat w, Platform platform) {
             if (minComputeCapability > 0) {
                 int cc = platform.cuda().computeCapability();
                 if (!platform.cuda().available() || cc < minComputeCapability) {

@@ -22,26 +22,28 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * Each kernel against the float64 reference on fresh random packed inputs, at sizes that are not multiples of the
- * kernels' tiles. Skipped (not failed) where {@link CudaRuntime#probe()} finds no usable GPU.
+ * Each grouped GEMV kernel against the float64 reference on fresh random packed inputs, at sizes that are not
+ * multiples of the kernels' tiles: the engine's MXFP4 tensor-core GEMV, and the CUDA-core one of the test tree
+ * ({@link RowGemv}) for every format it reads. Skipped (not failed) where {@link CudaRuntime#probe()} finds no usable GPU.
  */
-class CudaGroupedGemmTest {
+class GroupedGemvTest {
     /** float32 accumulation of exact weight values lands near 1e-7; 1e-4 leaves room for long sums only. */
     private static final double TOLERANCE = 1e-4;
     private static final int NAN_BITS = 0x7FC00000;
 
     private static CudaContext context;
-    private static CudaGroupedGemm gemm;
-    private static CudaGroupedGemm simt;
+    private static Mxfp4Gemv mxfp4;
+    private static GroupedGemv gemm;
+    private static GroupedGemv simt;
     private static CudaStream stream;
 
     @BeforeAll
     static void open() {
         if (CudaRuntime.probe().available()) {
             context = CudaRuntime.open(0);
-            gemm = CudaGroupedGemm.create(context);
-            simt = CudaGroupedGemm.create(context, KernelCompiler.forDevice(context.device()),
-                    GemvTuning.defaults().withMxfp4TensorCores(false));
+            mxfp4 = Mxfp4Gemv.create(context);
+            gemm = GroupedGemv.tensorCores(mxfp4);
+            simt = RowGemv.create(context);
             stream = context.createStream();
         }
     }
@@ -63,17 +65,17 @@ class CudaGroupedGemmTest {
     }
 
     /** Uploads, runs once into a NaN-poisoned output, and returns the result. */
-    static float[] run(CudaGroupedGemm g, PackedExperts w, float[] x, int xRows, int[] experts, int[] rows) {
+    static float[] run(GroupedGemv g, RowStack w, float[] x, int xRows, int[] experts, int[] rows) {
         int pairs = experts.length;
         try (Arena arena = Arena.ofConfined();
-                DeviceExperts dw = g.upload(w);
+                GroupedGemv.Weights dw = g.upload(w);
                 DeviceBuffer dx = context.allocate(4L * x.length);
                 DeviceBuffer routes = context.allocate(Routes.bytes(pairs));
                 DeviceBuffer out = context.allocate(4L * pairs * w.rows())) {
             dx.copyFrom(arena.allocateFrom(JAVA_FLOAT, x));
             routes.copyFrom(Routes.pack(arena, experts, rows, w.experts(), xRows));
             out.fillWords(NAN_BITS, 0, (long) pairs * w.rows());
-            g.forward(dw, dx, routes, pairs, out, stream);
+            g.forward(dw, dx, routes, 0, pairs, out, stream);
             stream.synchronize();
             MemorySegment host = arena.allocate(out.byteSize());
             out.copyTo(host);
@@ -81,7 +83,7 @@ class CudaGroupedGemmTest {
         }
     }
 
-    private static void assertMatchesReference(CudaGroupedGemm g, PackedExperts w, int xRows, int pairs, long seed) {
+    private static void assertMatchesReference(GroupedGemv g, RowStack w, int xRows, int pairs, long seed) {
         SplittableRandom rnd = new SplittableRandom(seed);
         float[] x = RandomExperts.activations(rnd, xRows, w.cols());
         int[] experts = RandomExperts.ints(rnd, pairs, w.experts());
@@ -95,7 +97,7 @@ class CudaGroupedGemmTest {
     }
 
     /** The MXFP4 cases run on both kernels: tensor cores (the default) and CUDA cores. */
-    static CudaGroupedGemm mxfp4Kernel(boolean tensorCores) {
+    static GroupedGemv mxfp4Kernel(boolean tensorCores) {
         return tensorCores ? gemm : simt;
     }
 
@@ -103,7 +105,7 @@ class CudaGroupedGemmTest {
     @ValueSource(booleans = {true, false})
     void mxfp4OddShapes(boolean tensorCores) {
         try (Arena arena = Arena.ofConfined()) {
-            PackedExperts w = RandomExperts.mxfp4(arena, new SplittableRandom(1), 5, 77, 32 * 37, 118, 136);
+            RowStack w = RandomExperts.mxfp4(arena, new SplittableRandom(1), 5, 77, 32 * 37, 118, 136);
             assertMatchesReference(mxfp4Kernel(tensorCores), w, 3, 7, 11);
         }
     }
@@ -112,7 +114,7 @@ class CudaGroupedGemmTest {
     @ValueSource(booleans = {true, false})
     void mxfp4GptOssDownProjectionShape(boolean tensorCores) {
         try (Arena arena = Arena.ofConfined()) {
-            PackedExperts w = RandomExperts.mxfp4(arena, new SplittableRandom(2), 3, 2880, 2880, 118, 130);
+            RowStack w = RandomExperts.mxfp4(arena, new SplittableRandom(2), 3, 2880, 2880, 118, 130);
             assertMatchesReference(mxfp4Kernel(tensorCores), w, 1, 2, 12);
         }
     }
@@ -121,9 +123,9 @@ class CudaGroupedGemmTest {
     @ValueSource(booleans = {true, false})
     void mxfp4ExtremeScalesIncludingSubnormalTwoToMinus127(boolean tensorCores) {
         try (Arena arena = Arena.ofConfined()) {
-            PackedExperts w = RandomExperts.mxfp4(arena, new SplittableRandom(3), 2, 40, 96, 0, 3);
+            RowStack w = RandomExperts.mxfp4(arena, new SplittableRandom(3), 2, 40, 96, 0, 3);
             assertMatchesReference(mxfp4Kernel(tensorCores), w, 2, 3, 13);
-            PackedExperts big = RandomExperts.mxfp4(arena, new SplittableRandom(4), 2, 40, 96, 200, 240);
+            RowStack big = RandomExperts.mxfp4(arena, new SplittableRandom(4), 2, 40, 96, 200, 240);
             assertMatchesReference(mxfp4Kernel(tensorCores), big, 2, 3, 14);
         }
     }
@@ -134,7 +136,7 @@ class CudaGroupedGemmTest {
         // The tensor-core kernel scales x by a power of two and splits it into fp16 parts: tiny and huge rows
         // and a row mixing 1e-6 with 1e4 must all keep float32 accuracy.
         try (Arena arena = Arena.ofConfined()) {
-            PackedExperts w = RandomExperts.mxfp4(arena, new SplittableRandom(5), 2, 48, 320, 120, 134);
+            RowStack w = RandomExperts.mxfp4(arena, new SplittableRandom(5), 2, 48, 320, 120, 134);
             SplittableRandom rnd = new SplittableRandom(55);
             float[] x = RandomExperts.activations(rnd, 3, 320);
             for (int i = 0; i < 320; i++) {
@@ -159,7 +161,7 @@ class CudaGroupedGemmTest {
         // Pairs sorted by expert in pieces of 1..4 (expert 0 has five: a piece of four and one of one), x rows of
         // very different magnitudes (each pair of a piece has its own power-of-two scale).
         try (Arena arena = Arena.ofConfined()) {
-            PackedExperts w = RandomExperts.mxfp4(arena, new SplittableRandom(21), 4, 77, 32 * 45, 118, 136);
+            RowStack w = RandomExperts.mxfp4(arena, new SplittableRandom(21), 4, 77, 32 * 45, 118, 136);
             SplittableRandom rnd = new SplittableRandom(22);
             int xRows = 5;
             float[] x = RandomExperts.activations(rnd, xRows, w.cols());
@@ -171,7 +173,7 @@ class CudaGroupedGemmTest {
             int[] rows = RandomExperts.ints(rnd, experts.length, xRows);
             int[] pieces = {0, 0, 4, 0, 0, 4, 1, 0, 1, 5, 2, 0, 2, 7, 1, 0, 3, 8, 3, 0};
             int pairs = experts.length;
-            try (DeviceExperts dw = gemm.upload(w);
+            try (Mxfp4Tiles dw = mxfp4.upload(w.mxfp4());
                     DeviceBuffer dx = context.allocate(4L * x.length);
                     DeviceBuffer routes = context.allocate(Routes.bytes(pairs));
                     DeviceBuffer dpieces = context.allocate(4L * pieces.length);
@@ -180,7 +182,7 @@ class CudaGroupedGemmTest {
                 routes.copyFrom(Routes.pack(arena, experts, rows, w.experts(), xRows));
                 dpieces.copyFrom(arena.allocateFrom(java.lang.foreign.ValueLayout.JAVA_INT, pieces));
                 out.fillWords(NAN_BITS, 0, (long) pairs * w.rows());
-                gemm.forwardPieces(dw, dx, routes, 0, pairs, dpieces.pointer(), pieces.length / 4, out, stream);
+                mxfp4.forwardPieces(dw, dx, routes, 0, pairs, dpieces.pointer(), pieces.length / 4, out, stream);
                 stream.synchronize();
                 MemorySegment host = arena.allocate(out.byteSize());
                 out.copyTo(host);
@@ -199,12 +201,12 @@ class CudaGroupedGemmTest {
     @Test
     void piecesTakeRowsThatFitInSharedMemoryOnly() {
         try (Arena arena = Arena.ofConfined();
-                DeviceExperts gptOss = gemm.upload(RandomExperts.mxfp4(arena, new SplittableRandom(23), 1, 16, 2880,
-                        120, 130));
-                DeviceExperts mixtralDown = gemm.upload(RandomExperts.mxfp4(arena, new SplittableRandom(24), 1, 16,
-                        14336, 120, 130))) {
-            assertThat(gemm.piecesFit(gptOss)).isTrue();
-            assertThat(gemm.piecesFit(mixtralDown)).isFalse();
+                Mxfp4Tiles gptOss = mxfp4.upload(RandomExperts.mxfp4(arena, new SplittableRandom(23), 1, 16, 2880,
+                        120, 130).mxfp4());
+                Mxfp4Tiles mixtralDown = mxfp4.upload(RandomExperts.mxfp4(arena, new SplittableRandom(24), 1, 16,
+                        14336, 120, 130).mxfp4())) {
+            assertThat(mxfp4.piecesFit(gptOss)).isTrue();
+            assertThat(mxfp4.piecesFit(mixtralDown)).isFalse();
         }
     }
 
@@ -212,7 +214,7 @@ class CudaGroupedGemmTest {
     @ValueSource(booleans = {true, false})
     void mxfp4ScaleByte255IsNaNForItsRowOnly(boolean tensorCores) {
         try (Arena arena = Arena.ofConfined()) {
-            PackedExperts w = RandomExperts.mxfp4(arena, new SplittableRandom(5), 1, 33, 64, 120, 130);
+            RowStack w = RandomExperts.mxfp4(arena, new SplittableRandom(5), 1, 33, 64, 120, 130);
             int nanRow = 17;
             w.scales().set(JAVA_BYTE, nanRow * 2L + 1, (byte) 255);
             float[] x = RandomExperts.activations(new SplittableRandom(6), 1, 64);
@@ -233,25 +235,25 @@ class CudaGroupedGemmTest {
     @Test
     void bf16OddK() {
         try (Arena arena = Arena.ofConfined()) {
-            PackedExperts w = RandomExperts.bf16(arena, new SplittableRandom(7), 3, 45, 1001);
-            assertMatchesReference(gemm, w, 2, 5, 17);
+            RowStack w = RandomExperts.bf16(arena, new SplittableRandom(7), 3, 45, 1001);
+            assertMatchesReference(simt, w, 2, 5, 17);
         }
     }
 
     @Test
     void fp8OddK() {
         try (Arena arena = Arena.ofConfined()) {
-            PackedExperts w = RandomExperts.fp8(arena, new SplittableRandom(8), 4, 51, 999);
-            assertMatchesReference(gemm, w, 3, 6, 18);
+            RowStack w = RandomExperts.fp8(arena, new SplittableRandom(8), 4, 51, 999);
+            assertMatchesReference(simt, w, 3, 6, 18);
         }
     }
 
     @Test
     void fp8NaNCodePropagates() {
         try (Arena arena = Arena.ofConfined()) {
-            PackedExperts w = RandomExperts.fp8(arena, new SplittableRandom(9), 1, 9, 40);
+            RowStack w = RandomExperts.fp8(arena, new SplittableRandom(9), 1, 9, 40);
             w.codes().set(JAVA_BYTE, 4 * 40 + 7, (byte) 0x7F);
-            float[] got = run(gemm, w, RandomExperts.activations(new SplittableRandom(10), 1, 40), 1,
+            float[] got = run(simt, w, RandomExperts.activations(new SplittableRandom(10), 1, 40), 1,
                     new int[] {0}, new int[] {0});
             assertThat(got[4]).isNaN();
             assertThat(got[3]).isFinite();
@@ -261,16 +263,16 @@ class CudaGroupedGemmTest {
     @Test
     void int4GroupedScales() {
         try (Arena arena = Arena.ofConfined()) {
-            PackedExperts w = RandomExperts.int4(arena, new SplittableRandom(11), 3, 50, 1056, 96);
-            assertMatchesReference(gemm, w, 2, 5, 21);
+            RowStack w = RandomExperts.int4(arena, new SplittableRandom(11), 3, 50, 1056, 96);
+            assertMatchesReference(simt, w, 2, 5, 21);
         }
     }
 
     @Test
     void int4OneScalePerRowWithKNotAMultipleOf32() {
         try (Arena arena = Arena.ofConfined()) {
-            PackedExperts w = RandomExperts.int4(arena, new SplittableRandom(12), 2, 37, 1002, 1002);
-            assertMatchesReference(gemm, w, 2, 4, 22);
+            RowStack w = RandomExperts.int4(arena, new SplittableRandom(12), 2, 37, 1002, 1002);
+            assertMatchesReference(simt, w, 2, 4, 22);
         }
     }
 
@@ -278,9 +280,9 @@ class CudaGroupedGemmTest {
     void otherTilingsComputeTheSameFunction() {
         KernelCompiler compiler = KernelCompiler.forDevice(context.device());
         try (Arena arena = Arena.ofConfined();
-                CudaGroupedGemm odd = CudaGroupedGemm.create(context, compiler, new GemvTuning(false, 3, 2, 1, 1, 2));
-                CudaGroupedGemm mma3 = CudaGroupedGemm.create(context, compiler, new GemvTuning(true, 1, 1, 3, 1, 2));
-                CudaGroupedGemm mma1 = CudaGroupedGemm.create(context, compiler, new GemvTuning(true, 1, 1, 1, 3, 5))) {
+                GroupedGemv odd = new RowGemv(context, compiler, 3, 2);
+                GroupedGemv mma3 = GroupedGemv.tensorCores(Mxfp4Gemv.create(context, compiler, new GemvTuning(3, 1, 2)));
+                GroupedGemv mma1 = GroupedGemv.tensorCores(Mxfp4Gemv.create(context, compiler, new GemvTuning(1, 3, 5)))) {
             assertMatchesReference(mma3, RandomExperts.mxfp4(arena, new SplittableRandom(17), 3, 77, 32 * 13, 120, 134), 2, 5, 35);
             assertMatchesReference(mma1, RandomExperts.mxfp4(arena, new SplittableRandom(18), 3, 77, 32 * 13, 120, 134), 2, 5, 36);
             assertMatchesReference(odd, RandomExperts.mxfp4(arena, new SplittableRandom(13), 3, 77, 32 * 5, 120, 134), 2, 5, 31);

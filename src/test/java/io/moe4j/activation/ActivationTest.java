@@ -1,4 +1,4 @@
-package io.moe4j.kernel;
+package io.moe4j.activation;
 
 import org.junit.jupiter.api.Test;
 

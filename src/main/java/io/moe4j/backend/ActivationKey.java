@@ -1,4 +1,4 @@
-package io.moe4j.backend.oracle;
+package io.moe4j.backend;
 
 import io.moe4j.MoeException;
 import io.moe4j.quant.ActivationFormat;

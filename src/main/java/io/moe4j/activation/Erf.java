@@ -1,4 +1,4 @@
-package io.moe4j.kernel;
+package io.moe4j.activation;
 
 /** The error function to double precision (Java has none): W. J. Cody's rational approximations. */
 final class Erf {

@@ -1,10 +1,11 @@
 package io.moe4j.backend.cuda;
 
 /**
- * The packed expert-weight formats the CUDA kernels read directly, without a dequantized copy. Each names its
- * host layout (what {@link PackedExperts} holds, the checkpoint's own) and the kernel that reads it.
+ * The packed formats of the CUDA-core grouped GEMV ({@link RowGemv}), a reference and benchmark beside the engine's
+ * kernels. Each names its host layout (what {@link RowStack} holds, the checkpoint's own) and the kernel that reads
+ * it.
  */
-public enum WeightFormat {
+enum RowFormat {
     /** OCP MXFP4: E2M1 codes two a byte (even element low), one E8M0 scale byte per 32 along K. */
     MXFP4(32, "gemv_mxfp4.cu", "moe_gemv_mxfp4"),
     /** bfloat16, no scales. */
@@ -18,14 +19,14 @@ public enum WeightFormat {
     private final String kernelFile;
     private final String kernelName;
 
-    WeightFormat(int elementsPerChunk, String kernelFile, String kernelName) {
+    RowFormat(int elementsPerChunk, String kernelFile, String kernelName) {
         this.elementsPerChunk = elementsPerChunk;
         this.kernelFile = kernelFile;
         this.kernelName = kernelName;
     }
 
     /** Elements in one 16-byte load of the kernel; device rows are padded to a whole number of these. */
-    public int elementsPerChunk() {
+    int elementsPerChunk() {
         return elementsPerChunk;
     }
 
@@ -38,7 +39,7 @@ public enum WeightFormat {
     }
 
     /** Bytes of packed codes in one row of {@code cols} elements, as the checkpoint stores them. */
-    public long codeBytesPerRow(int cols) {
+    long codeBytesPerRow(int cols) {
         return switch (this) {
             case MXFP4, INT4 -> cols / 2;
             case BF16 -> 2L * cols;
@@ -47,7 +48,7 @@ public enum WeightFormat {
     }
 
     /** Bytes of scales for one row of {@code cols} elements with scale groups of {@code group}. */
-    public long scaleBytesPerRow(int cols, int group) {
+    long scaleBytesPerRow(int cols, int group) {
         return switch (this) {
             case MXFP4 -> cols / 32;
             case INT4 -> 2L * (cols / group);

@@ -7,9 +7,9 @@ import io.moe4j.backend.cuda.driver.CudaEvent;
 import io.moe4j.backend.cuda.driver.CudaProbe;
 import io.moe4j.backend.cuda.driver.CudaRuntime;
 import io.moe4j.backend.cuda.driver.CudaStream;
-import io.moe4j.kernel.Activation;
-import io.moe4j.kernel.ActivationQuant;
-import io.moe4j.kernel.GateLayout;
+import io.moe4j.activation.Activation;
+import io.moe4j.quant.ActivationQuant;
+import io.moe4j.activation.GateLayout;
 import io.moe4j.quant.BlockScales;
 import io.moe4j.quant.CodeType;
 import io.moe4j.quant.ExpertMatrix;
@@ -59,7 +59,7 @@ public final class CudaExpertsBench {
         CudaEngine engine = CudaEngine.shared();
         double copy;
         try (CudaStream s = engine.context().createStream()) {
-            copy = CudaGemvBench.copyBandwidth(engine.context(), s);
+            copy = DeviceBandwidth.copyGbps(engine.context(), s);
         }
         System.out.printf("copy: cuMemcpyDtoD of 2 GiB: %.0f GB/s counting bytes read + written%n", copy);
         List<String> table = new ArrayList<>();
@@ -122,7 +122,7 @@ public final class CudaExpertsBench {
         // GPU time alone: a busy wait ahead of the start event keeps the GPU busy while the host submits.
         double[] gpu = new double[calls];
         try (CudaEvent start = engine.context().createEvent(); CudaEvent end = engine.context().createEvent()) {
-            CudaExperts.Timing timing = new CudaExperts.Timing(start, end, List.of(), new BusyLead(engine));
+            CudaExperts.Timing timing = new CudaExperts.Timing(start, end, List.of(), new BusyLead(engine)::enqueue);
             for (int i = -warm; i < calls; i++) {
                 experts.forward(x, tokens, routings[Math.floorMod(i, variants)], out, timing);
                 if (i >= 0) {

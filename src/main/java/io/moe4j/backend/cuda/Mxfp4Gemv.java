@@ -3,29 +3,25 @@ package io.moe4j.backend.cuda;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 
 import io.moe4j.backend.cuda.driver.CudaContext;
-import io.moe4j.backend.cuda.driver.CudaDriver;
-import io.moe4j.backend.cuda.driver.CudaFunction;
-import io.moe4j.backend.cuda.driver.CudaModule;
 import io.moe4j.backend.cuda.driver.CudaStream;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
 import io.moe4j.backend.cuda.driver.KernelArgs;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
- * Grouped expert GEMV on packed weights: upload an expert stack once ({@link #upload}), then compute
- * {@code out[p, n] = sum_k W[e_p, n, k] * x[r_p, k]} for a batch of routed pairs (e_p, r_p) with float32
- * activations and float32 accumulation ({@link #forward}). Kernels are CUDA C resources compiled by NVRTC for the
- * device on first use and cached on disk; MXFP4 runs on tensor cores by default ({@link GemvTuning}).
+ * The grouped MXFP4 GEMV on tensor cores: upload an expert stack once in fragment order ({@link #upload}), then
+ * compute {@code out[p, n] = sum_k W[e_p, n, k] * x[r_p, k]} for a batch of routed pairs (e_p, r_p) with float32
+ * activations and float32 accumulation ({@link #forward}; mma.sync m16n8k16 on f16 parts, so sm_80 or newer).
+ * Decode batches run on it; prefill batches take the tile GEMMs, which read the same layout. Kernels are CUDA C
+ * resources compiled by NVRTC for the device on first use and cached on disk.
  *
  * <p>Thread-safe: launches keep no per-call state in fields (kernel arguments live in a per-call arena). Calls
  * must come from threads where the context is current ({@link CudaContext#makeCurrent()}).
  */
-public final class CudaGroupedGemm implements AutoCloseable {
+public final class Mxfp4Gemv implements AutoCloseable {
     /** Grid y carries the pairs and is limited to 65535 by the hardware; larger batches go in slices. */
     private static final int MAX_PAIRS_PER_LAUNCH = 65535;
     /** Raw MXFP4 bytes staged on the device per repack launch during upload. */
@@ -33,30 +29,26 @@ public final class CudaGroupedGemm implements AutoCloseable {
     private static final String MMA_FILE = "gemv_mxfp4_mma.cu";
 
     private final CudaContext context;
-    private final KernelCompiler compiler;
+    private final KernelCache kernels;
     private final GemvTuning tuning;
-    private final Map<KernelKey, Kernel> kernels = new HashMap<>();
 
-    private record KernelKey(String file, String name, List<String> defines) {
-    }
-
-    private record Kernel(CudaModule module, CudaFunction function, int sharedLimit) {
-    }
-
-    private CudaGroupedGemm(CudaContext context, KernelCompiler compiler, GemvTuning tuning) {
+    private Mxfp4Gemv(CudaContext context, KernelCompiler compiler, GemvTuning tuning) {
         this.context = context;
-        this.compiler = compiler;
+        this.kernels = new KernelCache(context, compiler);
         this.tuning = tuning;
     }
 
-    public static CudaGroupedGemm create(CudaContext context) {
+    public static Mxfp4Gemv create(CudaContext context) {
         return create(context, KernelCompiler.forDevice(context.device()), GemvTuning.defaults());
     }
 
-    /** With a given tuning; tensor cores for MXFP4 are used only where the device has mma.sync f16 (sm_80+). */
-    public static CudaGroupedGemm create(CudaContext context, KernelCompiler compiler, GemvTuning tuning) {
-        boolean mma = tuning.mxfp4TensorCores() && context.device().major() >= 8;
-        return new CudaGroupedGemm(context, compiler, tuning.withMxfp4TensorCores(mma));
+    /** With a given tuning, on a device with mma.sync f16 (compute capability 8.0 or newer). */
+    public static Mxfp4Gemv create(CudaContext context, KernelCompiler compiler, GemvTuning tuning) {
+        if (context.device().major() < 8) {
+            throw new IllegalStateException("the MXFP4 tensor-core GEMV needs compute capability 8.0+; "
+                    + context.device().name() + " is " + context.device().major() + "." + context.device().minor());
+        }
+        return new Mxfp4Gemv(context, compiler, tuning);
     }
 
     public GemvTuning tuning() {
@@ -64,39 +56,10 @@ public final class CudaGroupedGemm implements AutoCloseable {
     }
 
     /**
-     * Copies a stack to the device in its kernel's layout: code rows padded with zeros to whole 16-byte chunks
-     * (one strided copy, no host staging), or for MXFP4 on tensor cores, rearranged on the device into fragment
-     * order. Scales keep their bytes.
+     * Copies a stack to the device, rearranged there into fragment order (in slices of at most 64 MiB of raw bytes,
+     * staged through two device buffers). Scales keep their bytes, in the tiles' order.
      */
-    public DeviceExperts upload(PackedExperts host) {
-        if (host.format() == WeightFormat.MXFP4 && tuning.mxfp4TensorCores()) {
-            return uploadMxfp4Tiles(host);
-        }
-        WeightFormat format = host.format();
-        long rows = (long) host.experts() * host.rows();
-        long rowBytes = format.codeBytesPerRow(host.cols());
-        long pitch = 16L * Math.ceilDiv(host.cols(), format.elementsPerChunk());
-        DeviceBuffer codes = context.allocate(rows * pitch);
-        DeviceBuffer scales = null;
-        try {
-            if (pitch == rowBytes) {
-                codes.copyFrom(host.codes());
-            } else {
-                codes.fill((byte) 0);
-                codes.copyFromPitched(host.codes(), rowBytes, pitch, rowBytes, rows);
-            }
-            if (host.scales().byteSize() > 0) {
-                scales = context.allocate(host.scales().byteSize());
-                scales.copyFrom(host.scales());
-            }
-            return new DeviceExperts(host, DeviceExperts.Layout.ROWS, false, codes, scales);
-        } catch (RuntimeException e) {
-            closeQuietly(codes, scales);
-            throw e;
-        }
-    }
-
-    private DeviceExperts uploadMxfp4Tiles(PackedExperts host) {
+    public Mxfp4Tiles upload(Mxfp4Stack host) {
         int n = host.rows();
         int k = host.cols();
         int tiles = Math.ceilDiv(n, 16);
@@ -106,7 +69,7 @@ public final class CudaGroupedGemm implements AutoCloseable {
         long rawCodesPerExpert = (long) n * k / 2;
         long rawScalesPerExpert = (long) n * k / 32;
         int chunk = (int) Math.max(1, Math.min(host.experts(), REPACK_STAGING_BYTES / rawCodesPerExpert));
-        Kernel repack = kernel(MMA_FILE, "moe_repack_mxfp4_mma", List.of());
+        KernelCache.Kernel repack = kernels.get(MMA_FILE, "moe_repack_mxfp4_mma", List.of());
         DeviceBuffer codes = context.allocate(tiledCodesPerExpert * host.experts());
         DeviceBuffer scales = null;
         try (CudaStream stream = context.createStream();
@@ -127,8 +90,7 @@ public final class CudaGroupedGemm implements AutoCloseable {
                 }
                 stream.synchronize(); // the staging buffers are refilled next round
             }
-            return new DeviceExperts(host, DeviceExperts.Layout.MXFP4_MMA_TILES, hasSpecialScale(host.scales()), codes,
-                    scales);
+            return new Mxfp4Tiles(host, hasSpecialScale(host.scales()), codes, scales);
         } catch (RuntimeException e) {
             closeQuietly(codes, scales);
             throw e;
@@ -146,7 +108,7 @@ public final class CudaGroupedGemm implements AutoCloseable {
         return false;
     }
 
-    public void forward(DeviceExperts w, DeviceBuffer x, DeviceBuffer routes, int pairs, DeviceBuffer out,
+    public void forward(Mxfp4Tiles w, DeviceBuffer x, DeviceBuffer routes, int pairs, DeviceBuffer out,
             CudaStream stream) {
         forward(w, x, routes, 0, pairs, out, stream);
     }
@@ -157,7 +119,7 @@ public final class CudaGroupedGemm implements AutoCloseable {
      * lists may share one buffer). {@code x} is float32 [rows, K]; {@code out} float32 [pairs, N]. Buffer sizes are
      * checked here; the route indices were checked when packed.
      */
-    public void forward(DeviceExperts w, DeviceBuffer x, DeviceBuffer routes, long firstRoute, int pairs,
+    public void forward(Mxfp4Tiles w, DeviceBuffer x, DeviceBuffer routes, long firstRoute, int pairs,
             DeviceBuffer out, CudaStream stream) {
         forward(w, x, routes, firstRoute, pairs, out, false, stream);
     }
@@ -167,7 +129,7 @@ public final class CudaGroupedGemm implements AutoCloseable {
      * that the routes were written at least two kernels before this one, so the tensor-core GEMV may read them, and
      * start streaming its weights, before the kernel just before it has finished.
      */
-    public void forward(DeviceExperts w, DeviceBuffer x, DeviceBuffer routes, long firstRoute, int pairs,
+    public void forward(Mxfp4Tiles w, DeviceBuffer x, DeviceBuffer routes, long firstRoute, int pairs,
             DeviceBuffer out, boolean routesReady, CudaStream stream) {
         if (pairs <= 0) {
             return;
@@ -178,35 +140,10 @@ public final class CudaGroupedGemm implements AutoCloseable {
                 "routes buffer holds fewer than " + (firstRoute + pairs) + " pairs");
         require(out.byteSize() >= 4L * pairs * n, "out buffer smaller than " + pairs + " x " + n + " floats");
         require(x.byteSize() >= 4L * k, "x buffer smaller than one row of " + k + " floats");
-        if (w.layout() == DeviceExperts.Layout.MXFP4_MMA_TILES) {
-            for (int first = 0; first < pairs; first += MAX_PAIRS_PER_LAUNCH) {
-                int count = Math.min(MAX_PAIRS_PER_LAUNCH, pairs - first);
-                launchMma(w, x, routes.pointer() + 8 * (firstRoute + first), 0L, count,
-                        out.pointer() + 4L * first * n, 1, routesReady, stream);
-            }
-            return;
-        }
-        Kernel kernel = simtKernel(w.format());
-        long shared = 4L * w.chunksPerRow() * w.format().elementsPerChunk();
-        require(shared <= kernel.sharedLimit(), "K = " + k + " needs " + shared + " bytes of shared memory;"
-                + " this device allows " + kernel.sharedLimit());
-        int gridX = Math.ceilDiv(n, tuning.rowsPerWarp() * tuning.warpsPerBlock());
         for (int first = 0; first < pairs; first += MAX_PAIRS_PER_LAUNCH) {
             int count = Math.min(MAX_PAIRS_PER_LAUNCH, pairs - first);
-            try (Arena arena = Arena.ofConfined()) {
-                KernelArgs args = new KernelArgs(arena).pointer(w.codes());
-                if (w.scales() != null) {
-                    args.pointer(w.scales());
-                }
-                args.pointer(x).pointer(routes.pointer() + 8 * (firstRoute + first))
-                        .pointer(out.pointer() + 4L * first * n).i32(n).i32(k);
-                if (w.format() == WeightFormat.INT4) {
-                    int groupChunks = w.group() % 32 == 0 ? w.group() / 32 : w.chunksPerRow(); // group == K
-                    args.i32(k / w.group()).i32(groupChunks);
-                }
-                kernel.function().launch(gridX, count, 1, 32 * tuning.warpsPerBlock(), 1, 1, (int) shared, stream,
-                        args);
-            }
+            launchMma(w, x, routes.pointer() + 8 * (firstRoute + first), 0L, count, out.pointer() + 4L * first * n, 1,
+                    routesReady, stream);
         }
     }
 
@@ -214,23 +151,21 @@ public final class CudaGroupedGemm implements AutoCloseable {
     public static final int PAIRS_PER_PIECE = 4;
 
     /**
-     * As {@link #forward(DeviceExperts, DeviceBuffer, DeviceBuffer, long, int, DeviceBuffer, CudaStream)} for an
+     * As {@link #forward(Mxfp4Tiles, DeviceBuffer, DeviceBuffer, long, int, DeviceBuffer, CudaStream)} for an
      * MXFP4 stack in the tensor-core layout, with the pairs (sorted by expert) cut into pieces of at most
      * {@link #PAIRS_PER_PIECE} pairs of one expert, int4 (expert, first pair, count, 0) at {@code pieces}: each block
      * decodes its weights once for a piece's pairs, in the MMA columns a single pair leaves empty. Pair indices are
      * relative to {@code firstRoute}; {@code out} rows follow the pairs.
      */
-    public void forwardPieces(DeviceExperts w, DeviceBuffer x, DeviceBuffer routes, long firstRoute, int pairs,
+    public void forwardPieces(Mxfp4Tiles w, DeviceBuffer x, DeviceBuffer routes, long firstRoute, int pairs,
             long pieces, int pieceCount, DeviceBuffer out, CudaStream stream) {
         forwardPieces(w, x, routes, firstRoute, pairs, pieces, pieceCount, out, false, stream);
     }
 
-    /** As above, with {@code routesReady} as in {@link #forward(DeviceExperts, DeviceBuffer, DeviceBuffer, long, int,
+    /** As above, with {@code routesReady} as in {@link #forward(Mxfp4Tiles, DeviceBuffer, DeviceBuffer, long, int,
      * DeviceBuffer, boolean, CudaStream)} (the pieces come with the routes). */
-    public void forwardPieces(DeviceExperts w, DeviceBuffer x, DeviceBuffer routes, long firstRoute, int pairs,
+    public void forwardPieces(Mxfp4Tiles w, DeviceBuffer x, DeviceBuffer routes, long firstRoute, int pairs,
             long pieces, int pieceCount, DeviceBuffer out, boolean routesReady, CudaStream stream) {
-        require(w.layout() == DeviceExperts.Layout.MXFP4_MMA_TILES,
-                "pieces of pairs need an MXFP4 stack in the tensor-core layout, got " + w.layout());
         require(firstRoute >= 0 && routes.byteSize() >= Routes.bytes(pairs) + 8 * firstRoute,
                 "routes buffer holds fewer than " + (firstRoute + pairs) + " pairs");
         require(out.byteSize() >= 4L * pairs * w.rows(), "out buffer smaller than " + pairs + " x " + w.rows()
@@ -248,10 +183,7 @@ public final class CudaGroupedGemm implements AutoCloseable {
      * (256 bytes per 64 columns each), so very long rows (Mixtral's down projection, K = 14336) do not fit; those
      * take one pair a block. Counts the largest ring any K split resolves to and 4 KiB for static shared memory.
      */
-    public boolean piecesFit(DeviceExperts w) {
-        if (w.layout() != DeviceExperts.Layout.MXFP4_MMA_TILES) {
-            return false;
-        }
+    public boolean piecesFit(Mxfp4Tiles w) {
         long ring = 0;
         for (int split = 1; split <= 8; split *= 2) {
             GemvTuning t = tuning.resolve(tuning.kSplit() > 0 ? tuning.kSplit() : split);
@@ -264,11 +196,11 @@ public final class CudaGroupedGemm implements AutoCloseable {
      * One launch over {@code blocksY} pairs (moe_gemv_mxfp4_mma, {@code pairsPerBlock} 1) or pieces
      * (moe_gemv_mxfp4_mma_pieces), the K split chosen for that many blocks.
      */
-    private void launchMma(DeviceExperts w, DeviceBuffer x, long routes, long pieces, int blocksY, long out,
+    private void launchMma(Mxfp4Tiles w, DeviceBuffer x, long routes, long pieces, int blocksY, long out,
             int pairsPerBlock, boolean routesReady, CudaStream stream) {
         GemvTuning t = tuning.resolve(tuning.kSplit() > 0 ? tuning.kSplit()
                 : GemvTuning.autoKSplit(w.rowTiles(), blocksY, context.device().multiprocessors()));
-        Kernel kernel = mmaKernel(w, t, pairsPerBlock > 1 ? "moe_gemv_mxfp4_mma_pieces" : "moe_gemv_mxfp4_mma");
+        KernelCache.Kernel kernel = mmaKernel(w, t, pairsPerBlock > 1 ? "moe_gemv_mxfp4_mma_pieces" : "moe_gemv_mxfp4_mma");
         // Two fp16 parts of each pair's x per k16 step (64 bytes x 4 steps a block pair), a zero area, and each
         // warp's ring of `depth` stages of 640 bytes.
         long shared = 256L * pairsPerBlock * (w.blockPairs() + 1) + 640L * t.depth() * t.kSplit() * t.tilesPerBlock();
@@ -287,47 +219,18 @@ public final class CudaGroupedGemm implements AutoCloseable {
     }
 
     /** Resource use of the kernel that runs {@code w} for {@code pairs} pairs (registers, spills), for logs. */
-    public String resources(DeviceExperts w, int pairs) {
-        if (w.layout() != DeviceExperts.Layout.MXFP4_MMA_TILES) {
-            return simtKernel(w.format()).function().resources();
-        }
+    public String resources(Mxfp4Tiles w, int pairs) {
         int split = tuning.kSplit() > 0 ? tuning.kSplit()
                 : GemvTuning.autoKSplit(w.rowTiles(), pairs, context.device().multiprocessors());
         return "k" + split + " " + mmaKernel(w, tuning.resolve(split), "moe_gemv_mxfp4_mma").function().resources();
     }
 
-    private Kernel simtKernel(WeightFormat format) {
-        return kernel(format.kernelFile(), format.kernelName(), tuning.simtDefines());
-    }
-
-    private Kernel mmaKernel(DeviceExperts w, GemvTuning resolved, String name) {
+    private KernelCache.Kernel mmaKernel(Mxfp4Tiles w, GemvTuning resolved, String name) {
         List<String> defines = new ArrayList<>(resolved.mmaDefines());
         if (w.specialScales()) {
             defines.add("-DMOE4J_EXACT_E8M0=1");
         }
-        return kernel(MMA_FILE, name, defines);
-    }
-
-    private synchronized Kernel kernel(String file, String name, List<String> defines) {
-        KernelKey key = new KernelKey(file, name, List.copyOf(defines));
-        Kernel kernel = kernels.get(key);
-        if (kernel == null) {
-            byte[] cubin = compiler.compile(KernelSource.resource(file, defines));
-            CudaModule module = context.loadModule(cubin);
-            try {
-                CudaFunction function = module.function(name, KernelSource.overlapReady(name));
-                // Let x take all the shared memory the device allows a block beyond the kernel's static use.
-                int limit = context.device().maxSharedPerBlockOptIn()
-                        - function.attribute(CudaDriver.FUNC_SHARED_SIZE_BYTES);
-                function.setMaxDynamicSharedBytes(limit);
-                kernel = new Kernel(module, function, limit);
-            } catch (RuntimeException e) {
-                module.close();
-                throw e;
-            }
-            kernels.put(key, kernel);
-        }
-        return kernel;
+        return kernels.get(MMA_FILE, name, defines);
     }
 
     private static void closeQuietly(DeviceBuffer a, DeviceBuffer b) {
@@ -347,10 +250,7 @@ public final class CudaGroupedGemm implements AutoCloseable {
     }
 
     @Override
-    public synchronized void close() {
-        for (Kernel k : kernels.values()) {
-            k.module().close();
-        }
-        kernels.clear();
+    public void close() {
+        kernels.close();
     }
 }
