@@ -10,6 +10,7 @@ import io.moe4j.quant.CodeType;
 import io.moe4j.quant.ExpectedTensor;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ExpertWeights;
+import io.moe4j.quant.LinearMethod;
 import io.moe4j.quant.LoadOptions;
 import io.moe4j.quant.QuantMethod;
 import io.moe4j.quant.QuantScheme;
@@ -24,8 +25,8 @@ import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.List;
 
-import static io.moe4j.quant.method.ExpertTensors.ceilDiv;
-import static io.moe4j.quant.method.ExpertTensors.expect;
+import static io.moe4j.quant.method.TensorChecks.ceilDiv;
+import static io.moe4j.quant.method.TensorChecks.expect;
 
 /**
  * compressed-tensors FP8 W8A8 experts (vLLM's CompressedTensorsW8A8Fp8MoEMethod): E4M3 weights with
@@ -48,8 +49,15 @@ public final class CtFp8Method implements QuantMethod {
     private final boolean staticInputScales;
     private final int[] block;
     private final int activationGroup;
+    /** The tensor of the weights' dequantization multipliers: weight_scale here, weight_scale_inv in hub FP8. */
+    private final String scaleSuffix;
 
     public CtFp8Method(CtQuantArgs weights, CtQuantArgs input) {
+        this(weights, input, "weight_scale");
+    }
+
+    CtFp8Method(CtQuantArgs weights, CtQuantArgs input, String scaleSuffix) {
+        this.scaleSuffix = scaleSuffix;
         this.weights = weights;
         this.input = input;
         boolean perTensor = CtQuantArgs.TENSOR.equals(weights.strategy()) && CtQuantArgs.TENSOR.equals(input.strategy());
@@ -121,7 +129,7 @@ public final class CtFp8Method implements QuantMethod {
         List<Projection> all = ExpertTensors.all(layer);
         List<ExpectedTensor> out = new ArrayList<>(ExpertTensors.expected(layer, all, "weight", DType.F8_E4M3,
                 p -> new long[]{ExpertTensors.rows(layer, p), ExpertTensors.cols(layer, p)}));
-        out.addAll(ExpertTensors.expected(layer, all, "weight_scale", DType.F32, p -> scaleShape(layer, p)));
+        out.addAll(ExpertTensors.expected(layer, all, scaleSuffix, DType.F32, p -> scaleShape(layer, p)));
         if (staticInputScales) {
             out.addAll(ExpertTensors.expected(layer, all, "input_scale", DType.F32, p -> new long[]{1}));
         }
@@ -167,7 +175,7 @@ public final class CtFp8Method implements QuantMethod {
         List<Tensor> codes = ExpertTensors.perExpert(ckpt, layer, ids, projections, "weight",
                 (t, p) -> expect(t, new long[]{rows, cols}, DType.F8_E4M3));
         long[] scaleShape = scaleShape(layer, p0);
-        List<Tensor> scales = ExpertTensors.perExpert(ckpt, layer, ids, projections, "weight_scale",
+        List<Tensor> scales = ExpertTensors.perExpert(ckpt, layer, ids, projections, scaleSuffix,
                 (t, p) -> CtQuantArgs.TENSOR.equals(strategy) ? t
                         : expect(t, scaleShape, DType.F32, DType.BF16, DType.F16));
         var data = ExpertTensors.concat(arena, codes, progress);
@@ -187,6 +195,11 @@ public final class CtFp8Method implements QuantMethod {
                                 rowBlocks, (int) ceilDiv(cols, block[1])), null, null, 0, null);
             }
         };
+    }
+
+    /** The same scheme for a dense linear module. */
+    public LinearMethod linear() {
+        return Fp8Linear.compressedTensors(weights, input);
     }
 
     public CtQuantArgs weights() {

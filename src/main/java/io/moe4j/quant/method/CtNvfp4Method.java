@@ -92,7 +92,7 @@ public final class CtNvfp4Method implements QuantMethod {
         int k = 0;
         for (int id : ids) {
             for (Projection p : projections) {
-                out[k++] = ExpertTensors.scalar(ckpt.tensor(ExpertTensors.name(layer, id, p, suffix)));
+                out[k++] = TensorChecks.scalar(ckpt.tensor(ExpertTensors.name(layer, id, p, suffix)));
             }
         }
         return out;

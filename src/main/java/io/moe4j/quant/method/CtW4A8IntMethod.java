@@ -27,8 +27,8 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 
-import static io.moe4j.quant.method.ExpertTensors.ceilDiv;
-import static io.moe4j.quant.method.ExpertTensors.expect;
+import static io.moe4j.quant.method.TensorChecks.ceilDiv;
+import static io.moe4j.quant.method.TensorChecks.expect;
 
 /**
  * compressed-tensors {@code int-quantized} W4A8 experts (vLLM's CompressedTensorsW4A8Int8MoEMethod): int4 weights

@@ -27,7 +27,8 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.function.Function;
-import java.util.stream.Collectors;
+import static io.moe4j.quant.method.TensorChecks.expect;
+import static io.moe4j.quant.method.TensorChecks.scalar;
 
 /**
  * What every method does with a layer's expert tensors: pick the local experts, name and check each tensor, and
@@ -152,43 +153,7 @@ final class ExpertTensors {
         }
     }
 
-    static long ceilDiv(long a, long b) {
-        return (a + b - 1) / b;
-    }
-
     // ------------------------------------------------------------------------------------------------ checks
-
-    /** The tensor, checked for one of the dtypes and the shape (−1 matches any size). */
-    static Tensor expect(Tensor t, long[] shape, DType... dtypes) {
-        if (Arrays.stream(dtypes).noneMatch(d -> d == t.dtype())) {
-            throw new SafetensorsException(t.file(), t.name(), "expected dtype "
-                    + Arrays.stream(dtypes).map(Enum::name).collect(Collectors.joining(" or ")) + " but found " + t.dtype());
-        }
-        return t.expectShape(shape);
-    }
-
-    /** A one-element float tensor (shape [] or [1]) as a float. */
-    static float scalar(Tensor t) {
-        if (t.dtype() != DType.F32 && t.dtype() != DType.BF16 && t.dtype() != DType.F16 && t.dtype() != DType.F64) {
-            throw new SafetensorsException(t.file(), t.name(), "expected dtype F32 but found " + t.dtype());
-        }
-        requireScalarShape(t);
-        return t.getFloat(0);
-    }
-
-    /** A one-element integer tensor (shape [] or [1]) as an int. */
-    static int intScalar(Tensor t) {
-        requireScalarShape(t);
-        return t.toIntArray()[0];
-    }
-
-    private static void requireScalarShape(Tensor t) {
-        long[] s = t.shape();
-        if (t.elementCount() != 1 || s.length > 1) {
-            throw new SafetensorsException(t.file(), t.name(), "expected a scalar (shape [] or [1]) but found "
-                    + Arrays.toString(s));
-        }
-    }
 
     static CodeType codeType(DType d) {
         return switch (d) {

@@ -21,7 +21,7 @@ import io.moe4j.safetensors.Tensor;
 import java.lang.foreign.Arena;
 import java.util.List;
 
-import static io.moe4j.quant.method.ExpertTensors.expect;
+import static io.moe4j.quant.method.TensorChecks.expect;
 
 /**
  * gpt-oss's own MXFP4 experts (vLLM's Mxfp4MoEMethod). The checkpoint holds {@code gate_up_proj_blocks} U8

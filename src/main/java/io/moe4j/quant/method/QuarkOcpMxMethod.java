@@ -9,6 +9,7 @@ import io.moe4j.quant.CodeType;
 import io.moe4j.quant.ExpectedTensor;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ExpertWeights;
+import io.moe4j.quant.LinearMethod;
 import io.moe4j.quant.LoadOptions;
 import io.moe4j.quant.QuantMethod;
 import io.moe4j.quant.QuantScheme;
@@ -104,6 +105,12 @@ public final class QuarkOcpMxMethod implements QuantMethod {
 
     public String ocpMxScheme() {
         return ocpMxScheme;
+    }
+
+    /** The same scheme for a dense linear module (one matrix, its own input scale). */
+    public LinearMethod linear() {
+        ElementFormat in = inputDtype == null || inputDtype.equals("fp8") ? null : element(inputDtype);
+        return new OcpMxLinear(scheme(), codes(), in);
     }
 
     private CodeType codes() {

@@ -8,6 +8,7 @@ import io.moe4j.quant.CodeType;
 import io.moe4j.quant.ExpectedTensor;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ExpertWeights;
+import io.moe4j.quant.LinearMethod;
 import io.moe4j.quant.LoadOptions;
 import io.moe4j.quant.QuantMethod;
 import io.moe4j.quant.QuantScheme;
@@ -23,7 +24,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
-import static io.moe4j.quant.method.ExpertTensors.expect;
+import static io.moe4j.quant.method.TensorChecks.expect;
 
 /**
  * Quark W8A8 INT8 experts (vLLM's QuarkW8A8Int8MoEMethod): symmetric int8 weights with a per-tensor or per-channel
@@ -62,6 +63,11 @@ public final class QuarkW8A8Int8Method implements QuantMethod {
                 + (staticInputScales ? "per_tensor_static" : "per_token_dynamic"),
                 perChannel ? WeightFormat.INT8_CHANNEL : WeightFormat.INT8_TENSOR,
                 staticInputScales ? ActivationFormat.INT8_STATIC : ActivationFormat.INT8_TOKEN, false);
+    }
+
+    /** The same scheme for a dense linear module. */
+    public LinearMethod linear() {
+        return new Int8Linear("quark", perChannel, staticInputScales);
     }
 
     @Override

@@ -15,7 +15,7 @@ import io.moe4j.safetensors.Tensor;
 import java.lang.foreign.Arena;
 import java.util.List;
 
-import static io.moe4j.quant.method.ExpertTensors.expect;
+import static io.moe4j.quant.method.TensorChecks.expect;
 
 /**
  * The shared expert of a layer (DeepSeek {@code shared_experts}, Llama-4 {@code shared_expert}): a dense gated MLP

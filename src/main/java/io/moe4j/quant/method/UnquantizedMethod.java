@@ -21,7 +21,7 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 
-import static io.moe4j.quant.method.ExpertTensors.expect;
+import static io.moe4j.quant.method.TensorChecks.expect;
 
 /**
  * Unquantized experts (vLLM's UnquantizedFusedMoEMethod): bf16, f16 or f32 weights, kept in the dtype the tensors
