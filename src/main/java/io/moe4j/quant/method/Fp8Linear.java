@@ -119,7 +119,9 @@ public final class Fp8Linear implements LinearMethod {
             case FP8_GROUP128 -> "dynamic group-" + group;
             default -> "float";
         };
-        return new QuantScheme(producer + " FP8 (" + w + " weights, " + a + " activations)", weights, input, false);
+        // The hub's format is named by its quant_method, "fp8", as HubFp8Method names its experts.
+        String name = producer.equals("fp8") ? "fp8" : producer + " FP8";
+        return new QuantScheme(name + " (" + w + " weights, " + a + " activations)", weights, input, false);
     }
 
     @Override
