@@ -103,62 +103,62 @@ public final class CtWNA16Method implements QuantMethod {
 
     @Override
     public List<ExpectedTensor> expectedTensors(MoeLayerConfig layer) {
-        List<Projection> all = ExpertTensors.all(layer);
-        List<ExpectedTensor> out = new ArrayList<>(ExpertTensors.expected(layer, all, "weight_packed", DType.I32,
-                p -> new long[]{ExpertTensors.rows(layer, p), ceilDiv(ExpertTensors.cols(layer, p), perWord())}));
-        out.addAll(ExpertTensors.expected(layer, all, "weight_scale", DType.BF16,
-                p -> new long[]{ExpertTensors.rows(layer, p), groups(ExpertTensors.cols(layer, p))}));
-        out.addAll(ExpertTensors.expected(layer, all, "weight_shape", DType.I64, p -> new long[]{2}));
+        List<Projection> all = ExpertShapes.all(layer);
+        List<ExpectedTensor> out = new ArrayList<>(ExpertShapes.expected(layer, all, "weight_packed", DType.I32,
+                p -> new long[]{ExpertShapes.rows(layer, p), ceilDiv(ExpertShapes.cols(layer, p), perWord())}));
+        out.addAll(ExpertShapes.expected(layer, all, "weight_scale", DType.BF16,
+                p -> new long[]{ExpertShapes.rows(layer, p), groups(ExpertShapes.cols(layer, p))}));
+        out.addAll(ExpertShapes.expected(layer, all, "weight_shape", DType.I64, p -> new long[]{2}));
         if (actOrder) {
-            out.addAll(ExpertTensors.expected(layer, all, "weight_g_idx", DType.I32,
-                    p -> new long[]{ExpertTensors.cols(layer, p)}));
+            out.addAll(ExpertShapes.expected(layer, all, "weight_g_idx", DType.I32,
+                    p -> new long[]{ExpertShapes.cols(layer, p)}));
         }
         if (!symmetric) {
-            out.addAll(ExpertTensors.expected(layer, all, "weight_zero_point", DType.I32,
-                    p -> new long[]{ceilDiv(ExpertTensors.rows(layer, p), perWord()), groups(ExpertTensors.cols(layer, p))}));
+            out.addAll(ExpertShapes.expected(layer, all, "weight_zero_point", DType.I32,
+                    p -> new long[]{ceilDiv(ExpertShapes.rows(layer, p), perWord()), groups(ExpertShapes.cols(layer, p))}));
         }
         return out;
     }
 
     @Override
     public ExpertWeights load(Checkpoint checkpoint, MoeLayerConfig layer, LoadOptions options, Arena arena) {
-        ExpertTensors.requirePerExpert(layer, scheme().name());
-        int[] ids = ExpertTensors.localIds(layer, options);
-        var progress = new ExpertTensors.Progress(options);
-        ExpertMatrix w13 = stack(checkpoint, layer, ids, ExpertTensors.w13Projections(layer), arena, progress);
-        ExpertMatrix w2 = stack(checkpoint, layer, ids, List.of(Projection.DOWN), arena, progress);
-        return ExpertTensors.unbiasedWeights(scheme(), layer, options, ids, w13, w2, ActivationQuant.NONE, ActivationQuant.NONE);
+        ExpertLoad load = ExpertLoad.perExpert(checkpoint, layer, options, arena, scheme().name());
+        int[] ids = load.ids();
+        var progress = load.progress();
+        ExpertMatrix w13 = stack(checkpoint, layer, ids, load.w13(), arena, progress);
+        ExpertMatrix w2 = stack(checkpoint, layer, ids, ExpertLoad.W2, arena, progress);
+        return load.unbiased(scheme(), w13, w2, ActivationQuant.NONE, ActivationQuant.NONE);
     }
 
     private ExpertMatrix stack(Checkpoint ckpt, MoeLayerConfig layer, int[] ids, List<Projection> projections,
-                               Arena arena, ExpertTensors.Progress progress) {
+                               Arena arena, LoadProgress progress) {
         Projection p0 = projections.get(0);
-        int rows = ExpertTensors.rows(layer, p0);
-        int cols = ExpertTensors.cols(layer, p0);
+        int rows = ExpertShapes.rows(layer, p0);
+        int cols = ExpertShapes.cols(layer, p0);
         int groups = groups(cols);
         int total = rows * projections.size();
         CodeType codeType = bits == 4 ? CodeType.INT4 : CodeType.INT8;
         if (bits == 4 && cols % 2 != 0) {
             throw new MoeException("layer " + layer.layer() + ": int4 weights need an even input size; found " + cols);
         }
-        List<Tensor> packed = ExpertTensors.perExpert(ckpt, layer, ids, projections, "weight_packed",
+        List<Tensor> packed = ExpertStacks.perExpert(ckpt, layer, ids, projections, "weight_packed",
                 (t, p) -> PackQuantized.checkPacked(t, rows, cols, bits));
-        List<Tensor> scales = ExpertTensors.perExpert(ckpt, layer, ids, projections, "weight_scale",
+        List<Tensor> scales = ExpertStacks.perExpert(ckpt, layer, ids, projections, "weight_scale",
                 (t, p) -> expect(t, new long[]{rows, groups}, DType.BF16, DType.F16, DType.F32));
         for (int id : ids) {
             for (Projection p : projections) {
-                ckpt.find(ExpertTensors.name(layer, id, p, "weight_shape")).ifPresent(t -> PackQuantized.checkShape(t, rows, cols));
+                ckpt.find(ExpertShapes.name(layer, id, p, "weight_shape")).ifPresent(t -> PackQuantized.checkShape(t, rows, cols));
             }
         }
         long rowBytes = codeType.rowBytes(cols);
-        MemorySegment codes = arena.allocate(rowBytes * total * ids.length, ExpertTensors.ALIGN);
+        MemorySegment codes = arena.allocate(rowBytes * total * ids.length, TensorCopies.ALIGN);
         long at = 0;
         for (Tensor t : packed) {
             PackQuantized.unpack(t, rows, cols, bits, codes, at);
             at += rows * rowBytes;
             progress.add(t.segment().byteSize());
         }
-        BlockScales bs = new BlockScales(ScaleType.F32, ExpertTensors.toF32(arena, scales, progress), 1,
+        BlockScales bs = new BlockScales(ScaleType.F32, TensorCopies.toF32(arena, scales, progress), 1,
                 channel ? cols : groupSize, total, groups);
         MemorySegment zeroPoints = symmetric ? null : zeroPoints(ckpt, layer, ids, projections, rows, groups, arena);
         int[][] gIdx = actOrder ? groupIndex(ckpt, layer, ids, projections, cols, groups) : null;
@@ -172,7 +172,7 @@ public final class CtWNA16Method implements QuantMethod {
         long at = 0;
         for (int id : ids) {
             for (Projection p : projections) {
-                PackQuantized.zeroPoints(ckpt.tensor(ExpertTensors.name(layer, id, p, "weight_zero_point")), rows,
+                PackQuantized.zeroPoints(ckpt.tensor(ExpertShapes.name(layer, id, p, "weight_zero_point")), rows,
                         groups, bits, out, at);
                 at += (long) rows * groups;
             }
@@ -189,7 +189,7 @@ public final class CtWNA16Method implements QuantMethod {
         int[][] out = new int[ids.length][];
         for (int k = 0; k < ids.length; k++) {
             for (Projection p : projections) {
-                Tensor t = ckpt.tensor(ExpertTensors.name(layer, ids[k], p, "weight_g_idx"));
+                Tensor t = ckpt.tensor(ExpertShapes.name(layer, ids[k], p, "weight_g_idx"));
                 int[] g = PackQuantized.groupIndex(t, cols, groups);
                 if (out[k] == null) {
                     out[k] = g;

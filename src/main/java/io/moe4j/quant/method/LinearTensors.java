@@ -36,7 +36,7 @@ final class LinearTensors {
         if (t.dtype() == DType.F32) {
             return t.segment();
         }
-        return ExpertTensors.toF32(arena, List.of(t), new ExpertTensors.Progress(null));
+        return TensorCopies.toF32(arena, List.of(t), new LoadProgress(null));
     }
 
     /**

@@ -9,7 +9,6 @@ import io.moe4j.quant.LinearWeights;
 import io.moe4j.quant.QuantScheme;
 import io.moe4j.quant.ScaleType;
 import io.moe4j.safetensors.Checkpoint;
-import io.moe4j.safetensors.DType;
 import io.moe4j.safetensors.Tensor;
 
 import java.lang.foreign.Arena;
@@ -57,7 +56,7 @@ public final class PackedIntLinear implements LinearMethod {
                 .ifPresent(t -> PackQuantized.checkShape(t, outFeatures, inFeatures));
         Tensor scale = LinearTensors.expectTensor(checkpoint, module, "weight_scale", new long[]{outFeatures, groups},
                 LinearTensors.FLOATS);
-        MemorySegment codes = arena.allocate(codeType.rowBytes(inFeatures) * outFeatures, ExpertTensors.ALIGN);
+        MemorySegment codes = arena.allocate(codeType.rowBytes(inFeatures) * outFeatures, TensorCopies.ALIGN);
         PackQuantized.unpack(packed, outFeatures, inFeatures, bits, codes, 0);
         MemorySegment zeros = null;
         if (!symmetric) {

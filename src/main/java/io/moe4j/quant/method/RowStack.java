@@ -113,7 +113,7 @@ final class RowStack {
 
     private static MemorySegment concat(List<MemorySegment> parts, Arena arena) {
         long total = parts.stream().mapToLong(MemorySegment::byteSize).sum();
-        MemorySegment out = arena.allocate(total, ExpertTensors.ALIGN);
+        MemorySegment out = arena.allocate(total, TensorCopies.ALIGN);
         long at = 0;
         for (MemorySegment p : parts) {
             MemorySegment.copy(p, 0, out, at, p.byteSize());

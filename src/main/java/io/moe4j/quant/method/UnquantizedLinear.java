@@ -34,7 +34,7 @@ public final class UnquantizedLinear implements LinearMethod {
     public LinearWeights load(Checkpoint checkpoint, String module, int outFeatures, int inFeatures, Arena arena) {
         Tensor w = LinearTensors.expectTensor(checkpoint, module, "weight", new long[]{outFeatures, inFeatures},
                 LinearTensors.FLOATS);
-        ExpertMatrix m = ExpertMatrix.dense(1, outFeatures, inFeatures, ExpertTensors.codeType(w.dtype()), w.segment());
-        return new LinearWeights(QuantScheme.unquantized(ExpertTensors.weightFormat(m.codes())), m, ActivationQuant.NONE);
+        ExpertMatrix m = ExpertMatrix.dense(1, outFeatures, inFeatures, FloatDtypes.codeType(w.dtype()), w.segment());
+        return new LinearWeights(QuantScheme.unquantized(FloatDtypes.weightFormat(m.codes())), m, ActivationQuant.NONE);
     }
 }
