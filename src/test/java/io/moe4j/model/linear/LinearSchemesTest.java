@@ -195,4 +195,36 @@ class LinearSchemesTest {
                 t);
         check(dir, q, w, null, x -> Int8Quant.qdqStatic(x, 0, IN, inputScale, 0), WeightFormat.INT8_CHANNEL);
     }
+
+    @Test
+    void quarkMxfp6WeightsWithStaticFp8Input(@TempDir Path dir) {
+        Random r = new Random(4);
+        int blocks = IN / 32;
+        byte[] codes = new byte[OUT * IN];
+        byte[] scales = new byte[OUT * blocks];
+        double[][] w = new double[OUT][IN];
+        for (int row = 0; row < OUT; row++) {
+            for (int b = 0; b < blocks; b++) {
+                scales[row * blocks + b] = (byte) (120 + r.nextInt(6));
+            }
+            for (int c = 0; c < IN; c++) {
+                int code = r.nextInt(64);
+                codes[row * IN + c] = (byte) code;
+                w[row][c] = ElementFormat.E2M3.decode(code)
+                        * (double) io.moe4j.format.E8m0.decode(scales[row * blocks + c / 32] & 0xFF);
+            }
+        }
+        byte[] packed = new byte[OUT * IN * 3 / 4];
+        io.moe4j.format.MxCodec.packFp6(codes, OUT * IN, packed);
+        float inputScale = 0.01f;
+        SafetensorsWriter t = new SafetensorsWriter()
+                .add("m.weight", DType.U8, new long[]{OUT, IN * 3 / 4}, packed)
+                .add("m.weight_scale", DType.U8, new long[]{OUT, blocks}, scales)
+                .addF32("m.input_scale", new long[0], new float[]{inputScale});
+        QuantizationConfig q = SyntheticCheckpoint.write(dir, """
+                {"quant_method": "quark", "export": {}, "exclude": [], "global_quant_config": {
+                 "weight": {"dtype": "fp6_e2m3", "qscheme": "per_group", "group_size": 32, "scale_format": "e8m0"},
+                 "input_tensors": {"dtype": "fp8_e4m3", "qscheme": "per_tensor", "is_dynamic": false}}}""", t);
+        check(dir, q, w, null, x -> Fp8Quant.qdqStatic(x, 0, IN, inputScale), WeightFormat.MXFP6_E2M3);
+    }
 }
