@@ -68,6 +68,11 @@ public abstract sealed class QuantizationConfig
      * only experts. Fails naming the module and the scheme when the scheme is one moe4j cannot run for a linear.
      */
     public final LinearMethod linearMethod(String module) {
+        if (module.equals("embed_tokens") || module.endsWith(".embed_tokens")) {
+            // An embedding is no Linear, so no producer's Linear targets quantize it; a decoder may still multiply
+            // with it as a tied lm_head.
+            return unquantizedLinear();
+        }
         try {
             return linearMethodOf(module);
         } catch (IllegalArgumentException e) {

@@ -96,6 +96,8 @@ class LinearErrorsTest {
         assertThat(ct.linearMethod("model.layers.1.mlp.gate").quantized()).isFalse();
         assertThat(ct.linearMethod("model.layers.1.mlp.gate_proj").quantized()).isTrue();
         assertThat(ct.linearMethod("model.layers.0.mlp.shared_experts.up_proj").quantized()).isFalse();
+        // The embedding, which a tied lm_head multiplies with, is no Linear: never quantized.
+        assertThat(ct.linearMethod("model.embed_tokens").quantized()).isFalse();
         // Quark: shell globs over the whole name.
         QuantizationConfig quark = QuantizationConfig.of(ModelConfig.load(ModelCases.dir("m_qwen3_quark_w_mxfp4_a_mxfp4")));
         assertThat(quark.linearMethod("model.layers.0.mlp.gate").quantized()).isFalse();

@@ -50,7 +50,10 @@ class ModelLinearsTest {
 
     private static List<DenseModules.Module> layerZeroAndHead(ModelConfig config) {
         List<DenseModules.Module> m = new ArrayList<>(DenseModules.layer(config, 0));
-        m.add(DenseModules.lmHead(config));
+        DenseModules.Module head = DenseModules.lmHead(config);
+        m.add(head);
+        // What a tied lm_head multiplies with.
+        m.add(new DenseModules.Module("model.embed_tokens", head.in(), head.out(), false));
         return m;
     }
 
