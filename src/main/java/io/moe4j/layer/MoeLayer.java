@@ -100,7 +100,8 @@ public final class MoeLayer implements AutoCloseable {
             ExecutionOptions exec = new ExecutionOptions(options.threads());
             experts = selection.chosen().prepare(weights, exec);
             if (config.shared() != null) {
-                ExpertWeights sharedWeights = SharedExpertLoader.load(checkpoint, config, arena);
+                ExpertWeights sharedWeights = SharedExpertLoader.load(checkpoint, config,
+                        QuantizationConfig.of(model), arena);
                 shared = selection.chosen().prepare(sharedWeights, exec);
             }
             tokenRouter = selection.chosen().prepareRouter(router);

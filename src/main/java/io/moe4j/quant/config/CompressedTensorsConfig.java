@@ -4,11 +4,15 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.moe4j.MoeException;
 import io.moe4j.config.ModelConfig;
 import io.moe4j.config.MoeLayerConfig;
+import io.moe4j.quant.LinearMethod;
 import io.moe4j.quant.QuantMethod;
 import io.moe4j.quant.method.CtFp8Method;
 import io.moe4j.quant.method.CtNvfp4Method;
 import io.moe4j.quant.method.CtW4A8IntMethod;
 import io.moe4j.quant.method.CtWNA16Method;
+import io.moe4j.quant.method.Fp8Linear;
+import io.moe4j.quant.method.Int8Linear;
+import io.moe4j.quant.method.Nvfp4Linear;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -132,6 +136,46 @@ public final class CompressedTensorsConfig extends QuantizationConfig {
             }
         }
         return null;
+    }
+
+    /**
+     * The scheme of a dense linear: the same dispatch as the experts' where a linear can run it (WNA16, NVFP4, FP8
+     * W8A8 or W8A16, INT8 W8A8), each built by its MoE method's {@code linear()} or alike so the validation is shared.
+     */
+    @Override
+    LinearMethod linearMethodOf(String module) {
+        Scheme s = schemeFor(module);
+        if (s == null || s.weights() == null) {
+            return unquantizedLinear();
+        }
+        CtQuantArgs w = s.weights();
+        CtQuantArgs in = s.inputActivations();
+        if (isWna16GroupChannel(w, in)) {
+            if (!(WNA16_SUPPORTED_BITS.contains(w.numBits()) && PACK_QUANTIZED.equals(s.format()))) {
+                throw new IllegalArgumentException("only format " + PACK_QUANTIZED + " with bits " + WNA16_SUPPORTED_BITS
+                        + " is supported for weight-only int linears, but got format " + s.format() + " and bits "
+                        + w.numBits());
+            }
+            return new CtWNA16Method(w).linear();
+        }
+        if (w.isNvfp4()) {
+            if (!(in == null || in.isNvfp4())) {
+                throw new IllegalArgumentException("for NVFP4 weights, input quantization must also be NVFP4 or None "
+                        + "(NVFP4A16), found " + in);
+            }
+            return new Nvfp4Linear(in == null);
+        }
+        if (w.isFloat() && w.numBits() == 8 && w.symmetric() && !w.dynamic()
+                && (in == null || (in.isFloat() && in.numBits() == 8 && in.symmetric()))) {
+            return Fp8Linear.compressedTensors(w, in);
+        }
+        if (w.isInt() && w.numBits() == 8 && w.symmetric() && in != null && in.isInt() && in.numBits() == 8
+                && in.symmetric() && (CtQuantArgs.TENSOR.equals(w.strategy()) || CtQuantArgs.CHANNEL.equals(w.strategy()))
+                && (in.dynamic() ? CtQuantArgs.TOKEN.equals(in.strategy()) : CtQuantArgs.TENSOR.equals(in.strategy()))) {
+            return new Int8Linear("compressed-tensors", CtQuantArgs.CHANNEL.equals(w.strategy()), !in.dynamic());
+        }
+        throw new MoeException("compressed-tensors scheme of linear '" + module + "' is not supported by moe4j: weights "
+                + w + ", input_activations " + in + " (format " + s.format() + ")");
     }
 
     /** vLLM's CompressedTensorsMoEMethod.get_moe_method, on one scheme. */

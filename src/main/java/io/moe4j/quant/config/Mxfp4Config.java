@@ -5,6 +5,7 @@ import io.moe4j.MoeException;
 import io.moe4j.config.ModelConfig;
 import io.moe4j.config.ModelFamily;
 import io.moe4j.config.MoeLayerConfig;
+import io.moe4j.quant.LinearMethod;
 import io.moe4j.quant.QuantMethod;
 import io.moe4j.quant.method.GptOssMxfp4Method;
 
@@ -42,6 +43,12 @@ public final class Mxfp4Config extends QuantizationConfig {
                     + layer.family().modelType() + "' is not supported with it");
         }
         return gptOssMxfp4();
+    }
+
+    /** gpt-oss's mxfp4 quantizes the routed experts only: every dense linear stays as the checkpoint stores it. */
+    @Override
+    LinearMethod linearMethodOf(String module) {
+        return unquantizedLinear();
     }
 
     private QuantMethod gptOssMxfp4() {

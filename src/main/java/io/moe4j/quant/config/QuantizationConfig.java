@@ -5,8 +5,10 @@ import io.moe4j.MoeException;
 import io.moe4j.config.ModelConfig;
 import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.config.Projection;
+import io.moe4j.quant.LinearMethod;
 import io.moe4j.quant.QuantMethod;
 import io.moe4j.quant.WeightFormat;
+import io.moe4j.quant.method.UnquantizedLinear;
 import io.moe4j.quant.method.UnquantizedMethod;
 
 import java.util.ArrayList;
@@ -19,10 +21,10 @@ import java.util.Locale;
  * modules and build the {@link QuantMethod} for it (the method validates the scheme when constructed).
  */
 public abstract sealed class QuantizationConfig
-        permits QuarkConfig, CompressedTensorsConfig, Mxfp4Config, QuantizationConfig.None {
+        permits QuarkConfig, CompressedTensorsConfig, Mxfp4Config, Fp8Config, QuantizationConfig.None {
 
     /** The {@code quant_method} values moe4j reads. */
-    public static final List<String> SUPPORTED = List.of("quark", "compressed-tensors", "mxfp4");
+    public static final List<String> SUPPORTED = List.of("quark", "compressed-tensors", "mxfp4", "fp8");
 
     protected final ModelConfig model;
 
@@ -48,6 +50,7 @@ public abstract sealed class QuantizationConfig
             case "quark" -> new QuarkConfig(model, q);
             case "compressed-tensors", "compressed_tensors" -> new CompressedTensorsConfig(model, q);
             case "mxfp4" -> new Mxfp4Config(model, q);
+            case "fp8" -> new Fp8Config(model, q);
             default -> throw new MoeException(model.source() + ": quantization_config quant_method '" + method
                     + "' is not supported (supported: " + String.join(", ", SUPPORTED) + ", or no quantization_config)");
         };
@@ -58,6 +61,32 @@ public abstract sealed class QuantizationConfig
 
     /** The method that loads the experts of this MoE layer; fails with the seed's message for a scheme it refuses. */
     public abstract QuantMethod methodFor(MoeLayerConfig layer);
+
+    /**
+     * The method of the dense linear module {@code module} (e.g. {@code model.layers.0.self_attn.q_proj},
+     * {@code lm_head}): the scheme the config gives it, or unquantized where the config excludes it or quantizes
+     * only experts. Fails naming the module and the scheme when the scheme is one moe4j cannot run for a linear.
+     */
+    public final LinearMethod linearMethod(String module) {
+        if (module.equals("embed_tokens") || module.endsWith(".embed_tokens")) {
+            // An embedding is no Linear, so no producer's Linear targets quantize it; a decoder may still multiply
+            // with it as a tied lm_head.
+            return unquantizedLinear();
+        }
+        try {
+            return linearMethodOf(module);
+        } catch (IllegalArgumentException e) {
+            throw new MoeException(model.source() + ": " + quantMethod() + " scheme of linear '" + module + "': "
+                    + e.getMessage(), e);
+        }
+    }
+
+    abstract LinearMethod linearMethodOf(String module);
+
+    /** The unquantized linear, with the weight dtype the model config declares (the tensor decides at load). */
+    protected UnquantizedLinear unquantizedLinear() {
+        return new UnquantizedLinear(declaredDtype(model));
+    }
 
     /** The unquantized method, with the weight dtype the model config declares. */
     protected UnquantizedMethod unquantized() {
@@ -135,6 +164,11 @@ public abstract sealed class QuantizationConfig
         @Override
         public QuantMethod methodFor(MoeLayerConfig layer) {
             return unquantized();
+        }
+
+        @Override
+        LinearMethod linearMethodOf(String module) {
+            return unquantizedLinear();
         }
     }
 }

@@ -5,7 +5,9 @@ import io.moe4j.MoeException;
 import io.moe4j.config.ModelConfig;
 import io.moe4j.config.ModelFamily;
 import io.moe4j.config.MoeLayerConfig;
+import io.moe4j.quant.LinearMethod;
 import io.moe4j.quant.QuantMethod;
+import io.moe4j.quant.method.Fp8Linear;
 import io.moe4j.quant.method.QuarkOcpMxMethod;
 import io.moe4j.quant.method.QuarkW8A8Int8Method;
 
@@ -71,8 +73,54 @@ public final class QuarkConfig extends QuantizationConfig {
         return moeMethod(configs.get(0));
     }
 
+    /** The class names a Quark export may key layer_type_quant_config by for a dense linear module. */
+    private static final Set<String> LINEAR_TYPES = Set.of("Linear", "nn.Linear", "torch.nn.Linear",
+            "torch.nn.modules.linear.Linear", "<class 'torch.nn.modules.linear.Linear'>");
+
+    /**
+     * The scheme of a dense linear: unquantized where {@code exclude} matches it, else its layer config's OCP MX,
+     * INT8 W8A8 or FP8 W8A8 scheme (validated by the MoE methods' own constructors for the first two).
+     */
+    @Override
+    LinearMethod linearMethodOf(String module) {
+        if (ModuleNames.anyExactGlobOrRegex(module, exclude)) {
+            return unquantizedLinear();
+        }
+        JsonNode c = findMatchedConfig(module, LINEAR_TYPES);
+        JsonNode out = c.get("output_tensors");
+        JsonNode bias = c.get("bias");
+        if ((out != null && !out.isNull()) || (bias != null && !bias.isNull())) {
+            throw new IllegalArgumentException("Quark linears with output_tensors or bias quantized are not supported");
+        }
+        JsonNode weightNode = c.get("weight");
+        if (weightNode == null || weightNode.isNull()) {
+            return unquantizedLinear();
+        }
+        if (weightNode.isArray()) {
+            throw new MoeException("quark: a list of weight specs (" + weightNode + ") for linear '" + module
+                    + "' is not supported by moe4j");
+        }
+        QuarkQuantSpec weight = QuarkQuantSpec.of(weightNode);
+        QuarkQuantSpec input = QuarkQuantSpec.of(c.get("input_tensors"));
+        if (isOcpMx(weight)) {
+            return new QuarkOcpMxMethod(weight, input).linear();
+        }
+        if (isStaticTensorW8a8(weight, input) || isDynamicPerTokenW8a8(weight, input)) {
+            return new QuarkW8A8Int8Method(weight, input).linear();
+        }
+        if (isFp8W8a8(weight, input)) {
+            return Fp8Linear.quark("per_channel".equals(weight.qscheme()), !input.dynamic());
+        }
+        throw new MoeException("quark scheme of linear '" + module + "' is not supported by moe4j: weight " + weight
+                + ", input_tensors " + input);
+    }
+
     /** The layer config of one module: layer_quant_config pattern, then layer_type_quant_config, then global. */
     JsonNode findMatchedConfig(String module, MoeLayerConfig layer) {
+        return findMatchedConfig(module, typeNames(layer));
+    }
+
+    private JsonNode findMatchedConfig(String module, Set<String> types) {
         JsonNode byName = q.get("layer_quant_config");
         if (byName != null && byName.isObject()) {
             for (Map.Entry<String, JsonNode> e : byName.properties()) {
@@ -83,7 +131,6 @@ public final class QuarkConfig extends QuantizationConfig {
         }
         JsonNode byType = q.get("layer_type_quant_config");
         if (byType != null && byType.isObject()) {
-            Set<String> types = typeNames(layer);
             for (Map.Entry<String, JsonNode> e : byType.properties()) {
                 if (types.contains(e.getKey())) {
                     return e.getValue();

@@ -10,6 +10,7 @@ import io.moe4j.quant.CodeType;
 import io.moe4j.quant.ExpectedTensor;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ExpertWeights;
+import io.moe4j.quant.LinearMethod;
 import io.moe4j.quant.LoadOptions;
 import io.moe4j.quant.QuantMethod;
 import io.moe4j.quant.QuantScheme;
@@ -24,8 +25,8 @@ import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.List;
 
-import static io.moe4j.quant.method.ExpertTensors.ceilDiv;
-import static io.moe4j.quant.method.ExpertTensors.expect;
+import static io.moe4j.quant.method.TensorChecks.ceilDiv;
+import static io.moe4j.quant.method.TensorChecks.expect;
 
 /**
  * compressed-tensors FP8 W8A8 experts (vLLM's CompressedTensorsW8A8Fp8MoEMethod): E4M3 weights with
@@ -48,8 +49,15 @@ public final class CtFp8Method implements QuantMethod {
     private final boolean staticInputScales;
     private final int[] block;
     private final int activationGroup;
+    /** The tensor of the weights' dequantization multipliers: weight_scale here, weight_scale_inv in hub FP8. */
+    private final String scaleSuffix;
 
     public CtFp8Method(CtQuantArgs weights, CtQuantArgs input) {
+        this(weights, input, "weight_scale");
+    }
+
+    CtFp8Method(CtQuantArgs weights, CtQuantArgs input, String scaleSuffix) {
+        this.scaleSuffix = scaleSuffix;
         this.weights = weights;
         this.input = input;
         boolean perTensor = CtQuantArgs.TENSOR.equals(weights.strategy()) && CtQuantArgs.TENSOR.equals(input.strategy());
@@ -107,8 +115,8 @@ public final class CtFp8Method implements QuantMethod {
     }
 
     private long[] scaleShape(MoeLayerConfig layer, Projection p) {
-        int rows = ExpertTensors.rows(layer, p);
-        int cols = ExpertTensors.cols(layer, p);
+        int rows = ExpertShapes.rows(layer, p);
+        int cols = ExpertShapes.cols(layer, p);
         return switch (strategy) {
             case CtQuantArgs.TENSOR -> new long[]{1};
             case CtQuantArgs.CHANNEL -> new long[]{rows, 1};
@@ -118,27 +126,27 @@ public final class CtFp8Method implements QuantMethod {
 
     @Override
     public List<ExpectedTensor> expectedTensors(MoeLayerConfig layer) {
-        List<Projection> all = ExpertTensors.all(layer);
-        List<ExpectedTensor> out = new ArrayList<>(ExpertTensors.expected(layer, all, "weight", DType.F8_E4M3,
-                p -> new long[]{ExpertTensors.rows(layer, p), ExpertTensors.cols(layer, p)}));
-        out.addAll(ExpertTensors.expected(layer, all, "weight_scale", DType.F32, p -> scaleShape(layer, p)));
+        List<Projection> all = ExpertShapes.all(layer);
+        List<ExpectedTensor> out = new ArrayList<>(ExpertShapes.expected(layer, all, "weight", DType.F8_E4M3,
+                p -> new long[]{ExpertShapes.rows(layer, p), ExpertShapes.cols(layer, p)}));
+        out.addAll(ExpertShapes.expected(layer, all, scaleSuffix, DType.F32, p -> scaleShape(layer, p)));
         if (staticInputScales) {
-            out.addAll(ExpertTensors.expected(layer, all, "input_scale", DType.F32, p -> new long[]{1}));
+            out.addAll(ExpertShapes.expected(layer, all, "input_scale", DType.F32, p -> new long[]{1}));
         }
         return out;
     }
 
     @Override
     public ExpertWeights load(Checkpoint checkpoint, MoeLayerConfig layer, LoadOptions options, Arena arena) {
-        ExpertTensors.requirePerExpert(layer, scheme().name());
+        ExpertLoad load = ExpertLoad.perExpert(checkpoint, layer, options, arena, scheme().name());
         if (block != null && layer.intermediate() % block[0] != 0) {
             throw new IllegalArgumentException("The output_size of gate's and up's weight = " + layer.intermediate()
                     + " is not divisible by weight quantization block_n = " + block[0] + ".");
         }
-        int[] ids = ExpertTensors.localIds(layer, options);
-        var progress = new ExpertTensors.Progress(options);
-        List<Projection> p13 = ExpertTensors.w13Projections(layer);
-        List<Projection> p2 = List.of(Projection.DOWN);
+        int[] ids = load.ids();
+        var progress = load.progress();
+        List<Projection> p13 = load.w13();
+        List<Projection> p2 = ExpertLoad.W2;
         ExpertMatrix w13 = stack(checkpoint, layer, ids, p13, arena, progress);
         ExpertMatrix w2 = stack(checkpoint, layer, ids, p2, arena, progress);
         ActivationQuant a13;
@@ -147,34 +155,34 @@ public final class CtFp8Method implements QuantMethod {
             a13 = new ActivationQuant.Fp8Group(activationGroup);
             a2 = new ActivationQuant.Fp8Group(activationGroup);
         } else if (staticInputScales) {
-            a13 = new ActivationQuant.Fp8Static(ExpertTensors.collapseToMax(
-                    ExpertTensors.staticScales(checkpoint, layer, ids, p13, "input_scale"), "fp8"));
-            a2 = new ActivationQuant.Fp8Static(ExpertTensors.collapseToMax(
-                    ExpertTensors.staticScales(checkpoint, layer, ids, p2, "input_scale"), "fp8"));
+            a13 = new ActivationQuant.Fp8Static(PostLoadRules.collapseToMax(
+                    PostLoadRules.staticScales(checkpoint, layer, ids, p13, "input_scale"), "fp8"));
+            a2 = new ActivationQuant.Fp8Static(PostLoadRules.collapseToMax(
+                    PostLoadRules.staticScales(checkpoint, layer, ids, p2, "input_scale"), "fp8"));
         } else {
             a13 = new ActivationQuant.Fp8PerToken();
             a2 = new ActivationQuant.Fp8PerToken();
         }
-        return ExpertTensors.unbiasedWeights(scheme(), layer, options, ids, w13, w2, a13, a2);
+        return load.unbiased(scheme(), w13, w2, a13, a2);
     }
 
     private ExpertMatrix stack(Checkpoint ckpt, MoeLayerConfig layer, int[] ids, List<Projection> projections,
-                               Arena arena, ExpertTensors.Progress progress) {
+                               Arena arena, LoadProgress progress) {
         Projection p0 = projections.get(0);
-        int rows = ExpertTensors.rows(layer, p0);
-        int cols = ExpertTensors.cols(layer, p0);
+        int rows = ExpertShapes.rows(layer, p0);
+        int cols = ExpertShapes.cols(layer, p0);
         int total = rows * projections.size();
-        List<Tensor> codes = ExpertTensors.perExpert(ckpt, layer, ids, projections, "weight",
+        List<Tensor> codes = ExpertStacks.perExpert(ckpt, layer, ids, projections, "weight",
                 (t, p) -> expect(t, new long[]{rows, cols}, DType.F8_E4M3));
         long[] scaleShape = scaleShape(layer, p0);
-        List<Tensor> scales = ExpertTensors.perExpert(ckpt, layer, ids, projections, "weight_scale",
+        List<Tensor> scales = ExpertStacks.perExpert(ckpt, layer, ids, projections, scaleSuffix,
                 (t, p) -> CtQuantArgs.TENSOR.equals(strategy) ? t
                         : expect(t, scaleShape, DType.F32, DType.BF16, DType.F16));
-        var data = ExpertTensors.concat(arena, codes, progress);
+        var data = TensorCopies.concat(arena, codes, progress);
         return switch (strategy) {
             case CtQuantArgs.TENSOR ->
-                    ExpertTensors.perTensorScaled(ids.length, total, rows, cols, CodeType.FP8_E4M3, data, scales);
-            case CtQuantArgs.CHANNEL -> ExpertTensors.perChannelScaled(ids.length, total, cols, CodeType.FP8_E4M3,
+                    ExpertStacks.perTensorScaled(ids.length, total, rows, cols, CodeType.FP8_E4M3, data, scales);
+            case CtQuantArgs.CHANNEL -> ExpertStacks.perChannelScaled(ids.length, total, cols, CodeType.FP8_E4M3,
                     data, scales, arena, progress);
             default -> {
                 if (projections.size() > 1 && rows % block[0] != 0) {
@@ -183,10 +191,15 @@ public final class CtFp8Method implements QuantMethod {
                 }
                 int rowBlocks = (int) ceilDiv(rows, block[0]) * projections.size();
                 yield new ExpertMatrix(ids.length, total, cols, CodeType.FP8_E4M3, data,
-                        new BlockScales(ScaleType.F32, ExpertTensors.toF32(arena, scales, progress), block[0], block[1],
+                        new BlockScales(ScaleType.F32, TensorCopies.toF32(arena, scales, progress), block[0], block[1],
                                 rowBlocks, (int) ceilDiv(cols, block[1])), null, null, 0, null);
             }
         };
+    }
+
+    /** The same scheme for a dense linear module. */
+    public LinearMethod linear() {
+        return Fp8Linear.compressedTensors(weights, input);
     }
 
     public CtQuantArgs weights() {

@@ -50,30 +50,30 @@ public final class CtNvfp4Method implements QuantMethod {
 
     @Override
     public List<ExpectedTensor> expectedTensors(MoeLayerConfig layer) {
-        List<Projection> all = ExpertTensors.all(layer);
-        List<ExpectedTensor> out = new ArrayList<>(ExpertTensors.expected(layer, all, "weight_packed", DType.U8,
-                p -> new long[]{ExpertTensors.rows(layer, p), ExpertTensors.cols(layer, p) / 2}));
-        out.addAll(ExpertTensors.expected(layer, all, "weight_scale", DType.F8_E4M3,
-                p -> new long[]{ExpertTensors.rows(layer, p), ExpertTensors.cols(layer, p) / GROUP}));
-        out.addAll(ExpertTensors.expected(layer, all, "weight_global_scale", DType.F32, p -> new long[]{1}));
+        List<Projection> all = ExpertShapes.all(layer);
+        List<ExpectedTensor> out = new ArrayList<>(ExpertShapes.expected(layer, all, "weight_packed", DType.U8,
+                p -> new long[]{ExpertShapes.rows(layer, p), ExpertShapes.cols(layer, p) / 2}));
+        out.addAll(ExpertShapes.expected(layer, all, "weight_scale", DType.F8_E4M3,
+                p -> new long[]{ExpertShapes.rows(layer, p), ExpertShapes.cols(layer, p) / GROUP}));
+        out.addAll(ExpertShapes.expected(layer, all, "weight_global_scale", DType.F32, p -> new long[]{1}));
         if (!weightOnly) {
-            out.addAll(ExpertTensors.expected(layer, all, "input_global_scale", DType.F32, p -> new long[]{1}));
+            out.addAll(ExpertShapes.expected(layer, all, "input_global_scale", DType.F32, p -> new long[]{1}));
         }
         return out;
     }
 
     @Override
     public ExpertWeights load(Checkpoint checkpoint, MoeLayerConfig layer, LoadOptions options, Arena arena) {
-        ExpertTensors.requirePerExpert(layer, scheme().name());
-        int[] ids = ExpertTensors.localIds(layer, options);
-        var progress = new ExpertTensors.Progress(options);
-        List<Projection> p13 = ExpertTensors.w13Projections(layer);
-        List<Projection> p2 = List.of(Projection.DOWN);
+        ExpertLoad load = ExpertLoad.perExpert(checkpoint, layer, options, arena, scheme().name());
+        int[] ids = load.ids();
+        var progress = load.progress();
+        List<Projection> p13 = load.w13();
+        List<Projection> p2 = ExpertLoad.W2;
         DType[] e4m3 = {DType.F8_E4M3};
-        ExpertMatrix w13 = ExpertTensors.stackPackedWithByteScales(checkpoint, layer, ids, p13, CodeType.FP4_E2M1,
+        ExpertMatrix w13 = ExpertStacks.stackPackedWithByteScales(checkpoint, layer, ids, p13, CodeType.FP4_E2M1,
                 "weight_packed", ScaleType.E4M3, "weight_scale", e4m3, GROUP,
                 inverse(globalScales(checkpoint, layer, ids, p13, "weight_global_scale")), layer.intermediate(), arena, progress);
-        ExpertMatrix w2 = ExpertTensors.stackPackedWithByteScales(checkpoint, layer, ids, p2, CodeType.FP4_E2M1,
+        ExpertMatrix w2 = ExpertStacks.stackPackedWithByteScales(checkpoint, layer, ids, p2, CodeType.FP4_E2M1,
                 "weight_packed", ScaleType.E4M3, "weight_scale", e4m3, GROUP,
                 inverse(globalScales(checkpoint, layer, ids, p2, "weight_global_scale")), layer.hidden(), arena, progress);
         ActivationQuant a13 = ActivationQuant.NONE;
@@ -82,7 +82,7 @@ public final class CtNvfp4Method implements QuantMethod {
             a13 = new ActivationQuant.Nvfp4(inputGlobalScales(checkpoint, layer, ids, p13));
             a2 = new ActivationQuant.Nvfp4(inputGlobalScales(checkpoint, layer, ids, p2));
         }
-        return ExpertTensors.unbiasedWeights(scheme(), layer, options, ids, w13, w2, a13, a2);
+        return load.unbiased(scheme(), w13, w2, a13, a2);
     }
 
     /** One global scale per (local expert, projection), flattened in that order (the shard order of the stack). */
@@ -92,7 +92,7 @@ public final class CtNvfp4Method implements QuantMethod {
         int k = 0;
         for (int id : ids) {
             for (Projection p : projections) {
-                out[k++] = ExpertTensors.scalar(ckpt.tensor(ExpertTensors.name(layer, id, p, suffix)));
+                out[k++] = TensorChecks.scalar(ckpt.tensor(ExpertShapes.name(layer, id, p, suffix)));
             }
         }
         return out;
@@ -121,7 +121,7 @@ public final class CtNvfp4Method implements QuantMethod {
             out[k] = g;
         }
         if (differ) {
-            ExpertTensors.LOG.log(System.Logger.Level.WARNING, "layer " + layer.layer() + ": gate and up "
+            PostLoadRules.LOG.log(System.Logger.Level.WARNING, "layer " + layer.layer() + ": gate and up "
                     + "input_global_scale differ; using the smaller (the larger activation scale) for w13's input");
         }
         return out;

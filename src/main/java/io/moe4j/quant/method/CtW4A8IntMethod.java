@@ -27,8 +27,8 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 
-import static io.moe4j.quant.method.ExpertTensors.ceilDiv;
-import static io.moe4j.quant.method.ExpertTensors.expect;
+import static io.moe4j.quant.method.TensorChecks.ceilDiv;
+import static io.moe4j.quant.method.TensorChecks.expect;
 
 /**
  * compressed-tensors {@code int-quantized} W4A8 experts (vLLM's CompressedTensorsW4A8Int8MoEMethod): int4 weights
@@ -67,40 +67,40 @@ public final class CtW4A8IntMethod implements QuantMethod {
 
     @Override
     public List<ExpectedTensor> expectedTensors(MoeLayerConfig layer) {
-        List<Projection> all = ExpertTensors.all(layer);
-        List<ExpectedTensor> out = new ArrayList<>(ExpertTensors.expected(layer, all, "weight", DType.I8,
-                p -> new long[]{ExpertTensors.rows(layer, p), ExpertTensors.cols(layer, p)}));
-        out.addAll(ExpertTensors.expected(layer, all, "weight_scale", channel ? DType.F32 : DType.BF16,
-                p -> new long[]{ExpertTensors.rows(layer, p), groups(ExpertTensors.cols(layer, p))}));
+        List<Projection> all = ExpertShapes.all(layer);
+        List<ExpectedTensor> out = new ArrayList<>(ExpertShapes.expected(layer, all, "weight", DType.I8,
+                p -> new long[]{ExpertShapes.rows(layer, p), ExpertShapes.cols(layer, p)}));
+        out.addAll(ExpertShapes.expected(layer, all, "weight_scale", channel ? DType.F32 : DType.BF16,
+                p -> new long[]{ExpertShapes.rows(layer, p), groups(ExpertShapes.cols(layer, p))}));
         return out;
     }
 
     @Override
     public ExpertWeights load(Checkpoint checkpoint, MoeLayerConfig layer, LoadOptions options, Arena arena) {
-        ExpertTensors.requirePerExpert(layer, scheme().name());
-        int[] ids = ExpertTensors.localIds(layer, options);
-        var progress = new ExpertTensors.Progress(options);
-        ExpertMatrix w13 = stack(checkpoint, layer, ids, ExpertTensors.w13Projections(layer), arena, progress);
-        ExpertMatrix w2 = stack(checkpoint, layer, ids, List.of(Projection.DOWN), arena, progress);
-        return ExpertTensors.unbiasedWeights(scheme(), layer, options, ids, w13, w2, new ActivationQuant.Int8PerToken(), new ActivationQuant.Int8PerToken());
+        ExpertLoad load = ExpertLoad.perExpert(checkpoint, layer, options, arena, scheme().name());
+        int[] ids = load.ids();
+        var progress = load.progress();
+        ExpertMatrix w13 = stack(checkpoint, layer, ids, load.w13(), arena, progress);
+        ExpertMatrix w2 = stack(checkpoint, layer, ids, ExpertLoad.W2, arena, progress);
+        return load.unbiased(scheme(), w13, w2, new ActivationQuant.Int8PerToken(), new ActivationQuant.Int8PerToken());
     }
 
     private ExpertMatrix stack(Checkpoint ckpt, MoeLayerConfig layer, int[] ids, List<Projection> projections,
-                               Arena arena, ExpertTensors.Progress progress) {
+                               Arena arena, LoadProgress progress) {
         Projection p0 = projections.get(0);
-        int rows = ExpertTensors.rows(layer, p0);
-        int cols = ExpertTensors.cols(layer, p0);
+        int rows = ExpertShapes.rows(layer, p0);
+        int cols = ExpertShapes.cols(layer, p0);
         if (cols % 2 != 0) {
             throw new MoeException("layer " + layer.layer() + ": int4 weights need an even input size; found " + cols);
         }
         int groups = groups(cols);
         int total = rows * projections.size();
-        List<Tensor> values = ExpertTensors.perExpert(ckpt, layer, ids, projections, "weight",
+        List<Tensor> values = ExpertStacks.perExpert(ckpt, layer, ids, projections, "weight",
                 (t, p) -> expect(t, new long[]{rows, cols}, DType.I8));
-        List<Tensor> scales = ExpertTensors.perExpert(ckpt, layer, ids, projections, "weight_scale",
+        List<Tensor> scales = ExpertStacks.perExpert(ckpt, layer, ids, projections, "weight_scale",
                 (t, p) -> expect(t, new long[]{rows, groups}, DType.BF16, DType.F32, DType.F16));
         long rowBytes = CodeType.INT4.rowBytes(cols);
-        MemorySegment codes = arena.allocate(rowBytes * total * ids.length, ExpertTensors.ALIGN);
+        MemorySegment codes = arena.allocate(rowBytes * total * ids.length, TensorCopies.ALIGN);
         long at = 0;
         for (Tensor t : values) {
             MemorySegment src = t.segment();
@@ -116,7 +116,7 @@ public final class CtW4A8IntMethod implements QuantMethod {
             at += (long) rows * rowBytes;
             progress.add(src.byteSize());
         }
-        BlockScales bs = new BlockScales(ScaleType.F32, ExpertTensors.toF32(arena, scales, progress), 1,
+        BlockScales bs = new BlockScales(ScaleType.F32, TensorCopies.toF32(arena, scales, progress), 1,
                 channel ? cols : groupSize, total, groups);
         return new ExpertMatrix(ids.length, total, cols, CodeType.INT4, codes, bs, null, null, 0, null);
     }

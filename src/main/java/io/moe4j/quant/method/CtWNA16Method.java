@@ -10,6 +10,7 @@ import io.moe4j.quant.CodeType;
 import io.moe4j.quant.ExpectedTensor;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ExpertWeights;
+import io.moe4j.quant.LinearMethod;
 import io.moe4j.quant.LoadOptions;
 import io.moe4j.quant.QuantMethod;
 import io.moe4j.quant.QuantScheme;
@@ -23,13 +24,12 @@ import io.moe4j.safetensors.Tensor;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 
-import static io.moe4j.quant.method.ExpertTensors.ceilDiv;
-import static io.moe4j.quant.method.ExpertTensors.expect;
+import static io.moe4j.quant.method.TensorChecks.ceilDiv;
+import static io.moe4j.quant.method.TensorChecks.expect;
 
 /**
  * compressed-tensors {@code pack-quantized} weight-only experts (vLLM's CompressedTensorsWNA16MarlinMoEMethod): int4
@@ -88,6 +88,11 @@ public final class CtWNA16Method implements QuantMethod {
         return new QuantScheme(name, wf, ActivationFormat.NONE, actOrder);
     }
 
+    /** The same scheme for a dense linear module. */
+    public LinearMethod linear() {
+        return new PackedIntLinear(scheme(), bits, channel ? 0 : groupSize, symmetric, actOrder);
+    }
+
     private int groups(int cols) {
         return channel ? 1 : (int) ceilDiv(cols, groupSize);
     }
@@ -98,89 +103,66 @@ public final class CtWNA16Method implements QuantMethod {
 
     @Override
     public List<ExpectedTensor> expectedTensors(MoeLayerConfig layer) {
-        List<Projection> all = ExpertTensors.all(layer);
-        List<ExpectedTensor> out = new ArrayList<>(ExpertTensors.expected(layer, all, "weight_packed", DType.I32,
-                p -> new long[]{ExpertTensors.rows(layer, p), ceilDiv(ExpertTensors.cols(layer, p), perWord())}));
-        out.addAll(ExpertTensors.expected(layer, all, "weight_scale", DType.BF16,
-                p -> new long[]{ExpertTensors.rows(layer, p), groups(ExpertTensors.cols(layer, p))}));
-        out.addAll(ExpertTensors.expected(layer, all, "weight_shape", DType.I64, p -> new long[]{2}));
+        List<Projection> all = ExpertShapes.all(layer);
+        List<ExpectedTensor> out = new ArrayList<>(ExpertShapes.expected(layer, all, "weight_packed", DType.I32,
+                p -> new long[]{ExpertShapes.rows(layer, p), ceilDiv(ExpertShapes.cols(layer, p), perWord())}));
+        out.addAll(ExpertShapes.expected(layer, all, "weight_scale", DType.BF16,
+                p -> new long[]{ExpertShapes.rows(layer, p), groups(ExpertShapes.cols(layer, p))}));
+        out.addAll(ExpertShapes.expected(layer, all, "weight_shape", DType.I64, p -> new long[]{2}));
         if (actOrder) {
-            out.addAll(ExpertTensors.expected(layer, all, "weight_g_idx", DType.I32,
-                    p -> new long[]{ExpertTensors.cols(layer, p)}));
+            out.addAll(ExpertShapes.expected(layer, all, "weight_g_idx", DType.I32,
+                    p -> new long[]{ExpertShapes.cols(layer, p)}));
         }
         if (!symmetric) {
-            out.addAll(ExpertTensors.expected(layer, all, "weight_zero_point", DType.I32,
-                    p -> new long[]{ceilDiv(ExpertTensors.rows(layer, p), perWord()), groups(ExpertTensors.cols(layer, p))}));
+            out.addAll(ExpertShapes.expected(layer, all, "weight_zero_point", DType.I32,
+                    p -> new long[]{ceilDiv(ExpertShapes.rows(layer, p), perWord()), groups(ExpertShapes.cols(layer, p))}));
         }
         return out;
     }
 
     @Override
     public ExpertWeights load(Checkpoint checkpoint, MoeLayerConfig layer, LoadOptions options, Arena arena) {
-        ExpertTensors.requirePerExpert(layer, scheme().name());
-        int[] ids = ExpertTensors.localIds(layer, options);
-        var progress = new ExpertTensors.Progress(options);
-        ExpertMatrix w13 = stack(checkpoint, layer, ids, ExpertTensors.w13Projections(layer), arena, progress);
-        ExpertMatrix w2 = stack(checkpoint, layer, ids, List.of(Projection.DOWN), arena, progress);
-        return ExpertTensors.unbiasedWeights(scheme(), layer, options, ids, w13, w2, ActivationQuant.NONE, ActivationQuant.NONE);
+        ExpertLoad load = ExpertLoad.perExpert(checkpoint, layer, options, arena, scheme().name());
+        int[] ids = load.ids();
+        var progress = load.progress();
+        ExpertMatrix w13 = stack(checkpoint, layer, ids, load.w13(), arena, progress);
+        ExpertMatrix w2 = stack(checkpoint, layer, ids, ExpertLoad.W2, arena, progress);
+        return load.unbiased(scheme(), w13, w2, ActivationQuant.NONE, ActivationQuant.NONE);
     }
 
     private ExpertMatrix stack(Checkpoint ckpt, MoeLayerConfig layer, int[] ids, List<Projection> projections,
-                               Arena arena, ExpertTensors.Progress progress) {
+                               Arena arena, LoadProgress progress) {
         Projection p0 = projections.get(0);
-        int rows = ExpertTensors.rows(layer, p0);
-        int cols = ExpertTensors.cols(layer, p0);
+        int rows = ExpertShapes.rows(layer, p0);
+        int cols = ExpertShapes.cols(layer, p0);
         int groups = groups(cols);
         int total = rows * projections.size();
         CodeType codeType = bits == 4 ? CodeType.INT4 : CodeType.INT8;
         if (bits == 4 && cols % 2 != 0) {
             throw new MoeException("layer " + layer.layer() + ": int4 weights need an even input size; found " + cols);
         }
-        List<Tensor> packed = ExpertTensors.perExpert(ckpt, layer, ids, projections, "weight_packed",
-                (t, p) -> expect(t, new long[]{rows, ceilDiv(cols, perWord())}, DType.I32));
-        List<Tensor> scales = ExpertTensors.perExpert(ckpt, layer, ids, projections, "weight_scale",
+        List<Tensor> packed = ExpertStacks.perExpert(ckpt, layer, ids, projections, "weight_packed",
+                (t, p) -> PackQuantized.checkPacked(t, rows, cols, bits));
+        List<Tensor> scales = ExpertStacks.perExpert(ckpt, layer, ids, projections, "weight_scale",
                 (t, p) -> expect(t, new long[]{rows, groups}, DType.BF16, DType.F16, DType.F32));
         for (int id : ids) {
             for (Projection p : projections) {
-                ckpt.find(ExpertTensors.name(layer, id, p, "weight_shape")).ifPresent(t -> checkShape(t, rows, cols));
+                ckpt.find(ExpertShapes.name(layer, id, p, "weight_shape")).ifPresent(t -> PackQuantized.checkShape(t, rows, cols));
             }
         }
         long rowBytes = codeType.rowBytes(cols);
-        MemorySegment codes = arena.allocate(rowBytes * total * ids.length, ExpertTensors.ALIGN);
-        int mask = bits == 4 ? 0x88888888 : 0x80808080;
+        MemorySegment codes = arena.allocate(rowBytes * total * ids.length, TensorCopies.ALIGN);
         long at = 0;
         for (Tensor t : packed) {
-            MemorySegment src = t.segment();
-            long words = t.shape()[1];
-            for (int r = 0; r < rows; r++) {
-                long rowStart = at;
-                for (long w = 0; w < words; w++) {
-                    int v = src.get(ExpertTensors.I32, ((long) r * words + w) * 4) ^ mask;
-                    for (int b = 0; b < 4; b++) {
-                        long byteInRow = w * 4 + b;
-                        if (byteInRow < rowBytes) {
-                            codes.set(ValueLayout.JAVA_BYTE, rowStart + byteInRow, (byte) (v >>> (8 * b)));
-                        }
-                    }
-                }
-                at += rowBytes;
-            }
-            progress.add(src.byteSize());
+            PackQuantized.unpack(t, rows, cols, bits, codes, at);
+            at += rows * rowBytes;
+            progress.add(t.segment().byteSize());
         }
-        BlockScales bs = new BlockScales(ScaleType.F32, ExpertTensors.toF32(arena, scales, progress), 1,
+        BlockScales bs = new BlockScales(ScaleType.F32, TensorCopies.toF32(arena, scales, progress), 1,
                 channel ? cols : groupSize, total, groups);
         MemorySegment zeroPoints = symmetric ? null : zeroPoints(ckpt, layer, ids, projections, rows, groups, arena);
         int[][] gIdx = actOrder ? groupIndex(ckpt, layer, ids, projections, cols, groups) : null;
         return new ExpertMatrix(ids.length, total, cols, codeType, codes, bs, zeroPoints, null, 0, gIdx);
-    }
-
-    private static void checkShape(Tensor t, int rows, int cols) {
-        expect(t, new long[]{2}, DType.I64, DType.I32);
-        long[] s = t.toLongArray();
-        if (s[0] != rows || s[1] != cols) {
-            throw new SafetensorsException(t.file(), t.name(), "weight_shape says " + Arrays.toString(s) + " but the layer "
-                    + "needs [" + rows + ", " + cols + "]");
-        }
     }
 
     /** Zero points on the scale grid: one signed byte per (row, group), stacked like the scales. */
@@ -188,25 +170,10 @@ public final class CtWNA16Method implements QuantMethod {
                                      int rows, int groups, Arena arena) {
         MemorySegment out = arena.allocate((long) ids.length * projections.size() * rows * groups);
         long at = 0;
-        int pw = perWord();
         for (int id : ids) {
             for (Projection p : projections) {
-                Tensor t = ckpt.tensor(ExpertTensors.name(layer, id, p, "weight_zero_point"));
-                long[] s = t.shape();
-                boolean packedRows = t.dtype() == DType.I32 && s.length == 2 && s[0] == ceilDiv(rows, pw) && s[1] == groups
-                        && !(s[0] == rows && pw == 1);
-                if (!packedRows) {
-                    expect(t, new long[]{rows, groups}, DType.I8, DType.I32);
-                }
-                int[] v = t.toIntArray();
-                for (int r = 0; r < rows; r++) {
-                    for (int g = 0; g < groups; g++) {
-                        int z = packedRows
-                                ? ((v[(r / pw) * groups + g] >>> ((r % pw) * bits)) & ((1 << bits) - 1)) - (1 << (bits - 1))
-                                : v[r * groups + g];
-                        out.set(ValueLayout.JAVA_BYTE, at + (long) r * groups + g, (byte) z);
-                    }
-                }
+                PackQuantized.zeroPoints(ckpt.tensor(ExpertShapes.name(layer, id, p, "weight_zero_point")), rows,
+                        groups, bits, out, at);
                 at += (long) rows * groups;
             }
         }
@@ -222,14 +189,8 @@ public final class CtWNA16Method implements QuantMethod {
         int[][] out = new int[ids.length][];
         for (int k = 0; k < ids.length; k++) {
             for (Projection p : projections) {
-                Tensor t = expect(ckpt.tensor(ExpertTensors.name(layer, ids[k], p, "weight_g_idx")), new long[]{cols},
-                        DType.I32, DType.I64);
-                int[] g = t.toIntArray();
-                for (int v : g) {
-                    if (v < 0 || v >= groups) {
-                        throw new SafetensorsException(t.file(), t.name(), "group index " + v + " is outside [0, " + groups + ")");
-                    }
-                }
+                Tensor t = ckpt.tensor(ExpertShapes.name(layer, ids[k], p, "weight_g_idx"));
+                int[] g = PackQuantized.groupIndex(t, cols, groups);
                 if (out[k] == null) {
                     out[k] = g;
                 } else if (!Arrays.equals(out[k], g)) {

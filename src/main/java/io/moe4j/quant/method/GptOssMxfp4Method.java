@@ -21,7 +21,7 @@ import io.moe4j.safetensors.Tensor;
 import java.lang.foreign.Arena;
 import java.util.List;
 
-import static io.moe4j.quant.method.ExpertTensors.expect;
+import static io.moe4j.quant.method.TensorChecks.expect;
 
 /**
  * gpt-oss's own MXFP4 experts (vLLM's Mxfp4MoEMethod). The checkpoint holds {@code gate_up_proj_blocks} U8
@@ -71,8 +71,8 @@ public final class GptOssMxfp4Method implements QuantMethod {
             throw new MoeException("layer " + layer.layer() + ": gpt-oss MXFP4 experts are gated (gate_up_proj), but the "
                     + "layer's activation " + layer.activation() + " is not");
         }
-        int[] ids = ExpertTensors.localIds(layer, options);
-        var progress = new ExpertTensors.Progress(options);
+        int[] ids = ExpertSelection.localIds(layer, options);
+        var progress = new LoadProgress(options);
         long e = layer.numExperts();
         var n = layer.experts();
         DType[] u8 = {DType.U8};
@@ -86,15 +86,15 @@ public final class GptOssMxfp4Method implements QuantMethod {
         Tensor bias2 = expect(checkpoint.tensor(n.fusedTensor("down_proj_bias")), new long[]{e, h}, floats);
 
         ExpertMatrix w13 = new ExpertMatrix(ids.length, 2 * i, h, CodeType.FP4_E2M1,
-                ExpertTensors.selectExperts(b13, ids, arena, progress),
-                new BlockScales(ScaleType.E8M0, ExpertTensors.selectExperts(s13, ids, arena, progress), 1, BLOCK, 2 * i, h / BLOCK),
+                ExpertSelection.selectExperts(b13, ids, arena, progress),
+                new BlockScales(ScaleType.E8M0, ExpertSelection.selectExperts(s13, ids, arena, progress), 1, BLOCK, 2 * i, h / BLOCK),
                 null, null, 0, null);
         ExpertMatrix w2 = new ExpertMatrix(ids.length, h, i, CodeType.FP4_E2M1,
-                ExpertTensors.selectExperts(b2, ids, arena, progress),
-                new BlockScales(ScaleType.E8M0, ExpertTensors.selectExperts(s2, ids, arena, progress), 1, BLOCK, h, i / BLOCK),
+                ExpertSelection.selectExperts(b2, ids, arena, progress),
+                new BlockScales(ScaleType.E8M0, ExpertSelection.selectExperts(s2, ids, arena, progress), 1, BLOCK, h, i / BLOCK),
                 null, null, 0, null);
-        return new ExpertWeights(SCHEME, ids.length, h, i, w13, w2, ExpertTensors.expertRows(bias13, ids),
-                ExpertTensors.expertRows(bias2, ids), layer.gateLayout(), layer.activation(), layer.swigluLimit(),
-                ActivationQuant.NONE, ActivationQuant.NONE, ExpertTensors.expertMap(layer, options, ids));
+        return new ExpertWeights(SCHEME, ids.length, h, i, w13, w2, ExpertSelection.expertRows(bias13, ids),
+                ExpertSelection.expertRows(bias2, ids), layer.gateLayout(), layer.activation(), layer.swigluLimit(),
+                ActivationQuant.NONE, ActivationQuant.NONE, ExpertSelection.expertMap(layer, options, ids));
     }
 }

@@ -9,6 +9,7 @@ import io.moe4j.quant.CodeType;
 import io.moe4j.quant.ExpectedTensor;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ExpertWeights;
+import io.moe4j.quant.LinearMethod;
 import io.moe4j.quant.LoadOptions;
 import io.moe4j.quant.QuantMethod;
 import io.moe4j.quant.QuantScheme;
@@ -106,6 +107,12 @@ public final class QuarkOcpMxMethod implements QuantMethod {
         return ocpMxScheme;
     }
 
+    /** The same scheme for a dense linear module (one matrix, its own input scale). */
+    public LinearMethod linear() {
+        ElementFormat in = inputDtype == null || inputDtype.equals("fp8") ? null : element(inputDtype);
+        return new OcpMxLinear(scheme(), codes(), in);
+    }
+
     private CodeType codes() {
         return switch (weightDtype) {
             case "mxfp4" -> CodeType.FP4_E2M1;
@@ -150,27 +157,27 @@ public final class QuarkOcpMxMethod implements QuantMethod {
     @Override
     public List<ExpectedTensor> expectedTensors(MoeLayerConfig layer) {
         CodeType c = codes();
-        List<Projection> all = ExpertTensors.all(layer);
-        List<ExpectedTensor> out = new ArrayList<>(ExpertTensors.expected(layer, all, "weight", DType.U8,
-                p -> new long[]{ExpertTensors.rows(layer, p), c.rowBytes(ExpertTensors.cols(layer, p))}));
-        out.addAll(ExpertTensors.expected(layer, all, "weight_scale", DType.U8,
-                p -> new long[]{ExpertTensors.rows(layer, p), ExpertTensors.cols(layer, p) / BLOCK}));
+        List<Projection> all = ExpertShapes.all(layer);
+        List<ExpectedTensor> out = new ArrayList<>(ExpertShapes.expected(layer, all, "weight", DType.U8,
+                p -> new long[]{ExpertShapes.rows(layer, p), c.rowBytes(ExpertShapes.cols(layer, p))}));
+        out.addAll(ExpertShapes.expected(layer, all, "weight_scale", DType.U8,
+                p -> new long[]{ExpertShapes.rows(layer, p), ExpertShapes.cols(layer, p) / BLOCK}));
         if (staticInputScales) {
-            out.addAll(ExpertTensors.expected(layer, all, "input_scale", DType.F32, p -> new long[0]));
+            out.addAll(ExpertShapes.expected(layer, all, "input_scale", DType.F32, p -> new long[0]));
         }
         return out;
     }
 
     @Override
     public ExpertWeights load(Checkpoint checkpoint, MoeLayerConfig layer, LoadOptions options, Arena arena) {
-        ExpertTensors.requirePerExpert(layer, scheme().name());
-        int[] ids = ExpertTensors.localIds(layer, options);
-        var progress = new ExpertTensors.Progress(options);
+        ExpertLoad load = ExpertLoad.perExpert(checkpoint, layer, options, arena, scheme().name());
+        int[] ids = load.ids();
+        var progress = load.progress();
         DType[] scaleDtypes = {DType.U8, DType.F8_E8M0};
-        List<Projection> p13 = ExpertTensors.w13Projections(layer);
-        ExpertMatrix w13 = ExpertTensors.stackPackedWithByteScales(checkpoint, layer, ids, p13, codes(), "weight",
+        List<Projection> p13 = load.w13();
+        ExpertMatrix w13 = ExpertStacks.stackPackedWithByteScales(checkpoint, layer, ids, p13, codes(), "weight",
                 ScaleType.E8M0, "weight_scale", scaleDtypes, BLOCK, null, 0, arena, progress);
-        ExpertMatrix w2 = ExpertTensors.stackPackedWithByteScales(checkpoint, layer, ids, List.of(Projection.DOWN), codes(),
+        ExpertMatrix w2 = ExpertStacks.stackPackedWithByteScales(checkpoint, layer, ids, ExpertLoad.W2, codes(),
                 "weight", ScaleType.E8M0, "weight_scale", scaleDtypes, BLOCK, null, 0, arena, progress);
         ActivationQuant a13;
         ActivationQuant a2;
@@ -179,14 +186,14 @@ public final class QuarkOcpMxMethod implements QuantMethod {
             a2 = ActivationQuant.NONE;
         } else if (inputDtype.equals("fp8")) {
             // Post-load rule: one static scale per GEMM input, the max over experts (and gate/up), with a warning.
-            a13 = new ActivationQuant.Fp8Static(ExpertTensors.collapseToMax(
-                    ExpertTensors.staticScales(checkpoint, layer, ids, p13, "input_scale"), "fp8"));
-            a2 = new ActivationQuant.Fp8Static(ExpertTensors.collapseToMax(
-                    ExpertTensors.staticScales(checkpoint, layer, ids, List.of(Projection.DOWN), "input_scale"), "fp8"));
+            a13 = new ActivationQuant.Fp8Static(PostLoadRules.collapseToMax(
+                    PostLoadRules.staticScales(checkpoint, layer, ids, p13, "input_scale"), "fp8"));
+            a2 = new ActivationQuant.Fp8Static(PostLoadRules.collapseToMax(
+                    PostLoadRules.staticScales(checkpoint, layer, ids, ExpertLoad.W2, "input_scale"), "fp8"));
         } else {
             a13 = new ActivationQuant.Mx(element(inputDtype));
             a2 = new ActivationQuant.Mx(element(inputDtype));
         }
-        return ExpertTensors.unbiasedWeights(scheme(), layer, options, ids, w13, w2, a13, a2);
+        return load.unbiased(scheme(), w13, w2, a13, a2);
     }
 }

@@ -8,6 +8,7 @@ import io.moe4j.quant.CodeType;
 import io.moe4j.quant.ExpectedTensor;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ExpertWeights;
+import io.moe4j.quant.LinearMethod;
 import io.moe4j.quant.LoadOptions;
 import io.moe4j.quant.QuantMethod;
 import io.moe4j.quant.QuantScheme;
@@ -23,7 +24,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
-import static io.moe4j.quant.method.ExpertTensors.expect;
+import static io.moe4j.quant.method.TensorChecks.expect;
 
 /**
  * Quark W8A8 INT8 experts (vLLM's QuarkW8A8Int8MoEMethod): symmetric int8 weights with a per-tensor or per-channel
@@ -64,61 +65,66 @@ public final class QuarkW8A8Int8Method implements QuantMethod {
                 staticInputScales ? ActivationFormat.INT8_STATIC : ActivationFormat.INT8_TOKEN, false);
     }
 
+    /** The same scheme for a dense linear module. */
+    public LinearMethod linear() {
+        return new Int8Linear("quark", perChannel, staticInputScales);
+    }
+
     @Override
     public List<ExpectedTensor> expectedTensors(MoeLayerConfig layer) {
-        List<Projection> all = ExpertTensors.all(layer);
-        List<ExpectedTensor> out = new ArrayList<>(ExpertTensors.expected(layer, all, "weight", DType.I8,
-                p -> new long[]{ExpertTensors.rows(layer, p), ExpertTensors.cols(layer, p)}));
-        out.addAll(ExpertTensors.expected(layer, all, "weight_scale", DType.F32,
-                p -> perChannel ? new long[]{ExpertTensors.rows(layer, p)} : new long[0]));
+        List<Projection> all = ExpertShapes.all(layer);
+        List<ExpectedTensor> out = new ArrayList<>(ExpertShapes.expected(layer, all, "weight", DType.I8,
+                p -> new long[]{ExpertShapes.rows(layer, p), ExpertShapes.cols(layer, p)}));
+        out.addAll(ExpertShapes.expected(layer, all, "weight_scale", DType.F32,
+                p -> perChannel ? new long[]{ExpertShapes.rows(layer, p)} : new long[0]));
         if (staticInputScales) {
-            out.addAll(ExpertTensors.expected(layer, all, "input_scale", DType.F32, p -> new long[0]));
+            out.addAll(ExpertShapes.expected(layer, all, "input_scale", DType.F32, p -> new long[0]));
         }
         return out;
     }
 
     @Override
     public ExpertWeights load(Checkpoint checkpoint, MoeLayerConfig layer, LoadOptions options, Arena arena) {
-        ExpertTensors.requirePerExpert(layer, scheme().name());
-        int[] ids = ExpertTensors.localIds(layer, options);
-        var progress = new ExpertTensors.Progress(options);
-        List<Projection> p13 = ExpertTensors.w13Projections(layer);
+        ExpertLoad load = ExpertLoad.perExpert(checkpoint, layer, options, arena, scheme().name());
+        int[] ids = load.ids();
+        var progress = load.progress();
+        List<Projection> p13 = load.w13();
         ExpertMatrix w13 = stack(checkpoint, layer, ids, p13, arena, progress);
-        ExpertMatrix w2 = stack(checkpoint, layer, ids, List.of(Projection.DOWN), arena, progress);
+        ExpertMatrix w2 = stack(checkpoint, layer, ids, ExpertLoad.W2, arena, progress);
         ActivationQuant a13;
         ActivationQuant a2;
         if (staticInputScales) {
             requireZeroInputZeroPoints(checkpoint, layer, ids);
-            a13 = new ActivationQuant.Int8Static(ExpertTensors.collapseToMax(
-                    ExpertTensors.staticScales(checkpoint, layer, ids, p13, "input_scale"), "INT8"), null);
-            a2 = new ActivationQuant.Int8Static(ExpertTensors.collapseToMax(
-                    ExpertTensors.staticScales(checkpoint, layer, ids, List.of(Projection.DOWN), "input_scale"), "INT8"), null);
+            a13 = new ActivationQuant.Int8Static(PostLoadRules.collapseToMax(
+                    PostLoadRules.staticScales(checkpoint, layer, ids, p13, "input_scale"), "INT8"), null);
+            a2 = new ActivationQuant.Int8Static(PostLoadRules.collapseToMax(
+                    PostLoadRules.staticScales(checkpoint, layer, ids, ExpertLoad.W2, "input_scale"), "INT8"), null);
         } else {
             a13 = new ActivationQuant.Int8PerToken();
             a2 = new ActivationQuant.Int8PerToken();
         }
-        return ExpertTensors.unbiasedWeights(scheme(), layer, options, ids, w13, w2, a13, a2);
+        return load.unbiased(scheme(), w13, w2, a13, a2);
     }
 
     private ExpertMatrix stack(Checkpoint ckpt, MoeLayerConfig layer, int[] ids, List<Projection> projections,
-                               Arena arena, ExpertTensors.Progress progress) {
+                               Arena arena, LoadProgress progress) {
         Projection p0 = projections.get(0);
-        int rows = ExpertTensors.rows(layer, p0);
-        int cols = ExpertTensors.cols(layer, p0);
+        int rows = ExpertShapes.rows(layer, p0);
+        int cols = ExpertShapes.cols(layer, p0);
         int total = rows * projections.size();
-        List<Tensor> codes = ExpertTensors.perExpert(ckpt, layer, ids, projections, "weight",
+        List<Tensor> codes = ExpertStacks.perExpert(ckpt, layer, ids, projections, "weight",
                 (t, p) -> expect(t, new long[]{rows, cols}, DType.I8));
-        List<Tensor> scales = ExpertTensors.perExpert(ckpt, layer, ids, projections, "weight_scale",
+        List<Tensor> scales = ExpertStacks.perExpert(ckpt, layer, ids, projections, "weight_scale",
                 (t, p) -> perChannel ? perChannelScale(t, rows) : t);
         for (int k = 0; k < ids.length; k++) {
             for (Projection p : projections) {
-                ckpt.find(ExpertTensors.name(layer, ids[k], p, "weight_zero_point")).ifPresent(QuarkW8A8Int8Method::requireZero);
+                ckpt.find(ExpertShapes.name(layer, ids[k], p, "weight_zero_point")).ifPresent(QuarkW8A8Int8Method::requireZero);
             }
         }
-        var data = ExpertTensors.concat(arena, codes, progress);
+        var data = TensorCopies.concat(arena, codes, progress);
         return perChannel
-                ? ExpertTensors.perChannelScaled(ids.length, total, cols, CodeType.INT8, data, scales, arena, progress)
-                : ExpertTensors.perTensorScaled(ids.length, total, rows, cols, CodeType.INT8, data, scales);
+                ? ExpertStacks.perChannelScaled(ids.length, total, cols, CodeType.INT8, data, scales, arena, progress)
+                : ExpertStacks.perTensorScaled(ids.length, total, rows, cols, CodeType.INT8, data, scales);
     }
 
     /** Quark writes per-channel scales 1-D ([rows]); [rows, 1] is accepted too. */
@@ -140,8 +146,8 @@ public final class QuarkW8A8Int8Method implements QuantMethod {
 
     private static void requireZeroInputZeroPoints(Checkpoint ckpt, MoeLayerConfig layer, int[] ids) {
         for (int id : ids) {
-            for (Projection p : ExpertTensors.all(layer)) {
-                Optional<Tensor> t = ckpt.find(ExpertTensors.name(layer, id, p, "input_zero_point"));
+            for (Projection p : ExpertShapes.all(layer)) {
+                Optional<Tensor> t = ckpt.find(ExpertShapes.name(layer, id, p, "input_zero_point"));
                 t.ifPresent(QuarkW8A8Int8Method::requireZero);
             }
         }

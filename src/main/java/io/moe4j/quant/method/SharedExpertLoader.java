@@ -3,49 +3,67 @@ package io.moe4j.quant.method;
 import io.moe4j.MoeException;
 import io.moe4j.config.MoeLayerConfig;
 import io.moe4j.config.Projection;
-import io.moe4j.quant.ActivationQuant;
 import io.moe4j.activation.GateLayout;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ExpertWeights;
+import io.moe4j.quant.LinearWeights;
 import io.moe4j.quant.QuantScheme;
+import io.moe4j.quant.config.QuantizationConfig;
 import io.moe4j.safetensors.Checkpoint;
-import io.moe4j.safetensors.DType;
-import io.moe4j.safetensors.Tensor;
 
 import java.lang.foreign.Arena;
 import java.util.List;
 
-import static io.moe4j.quant.method.ExpertTensors.expect;
-
 /**
  * The shared expert of a layer (DeepSeek {@code shared_experts}, Llama-4 {@code shared_expert}): a dense gated MLP
- * every token passes through, loaded as a one-expert {@link ExpertWeights} so any backend can run it. Every producer
- * excludes it from quantization, so it is bf16 / f16 / f32 as its tensors say, with no activation quantization.
+ * every token passes through beside the routed experts, loaded as a one-expert {@link ExpertWeights} so any backend
+ * can run it. Its three projections are linears: each is stored in the scheme the quantization config gives its
+ * module (unquantized where the config excludes it, as most producers do), gate and up stacked into w13
+ * ({@link RowStack}), the input of each GEMM quantize-dequantized by that scheme's rule.
  */
 public final class SharedExpertLoader {
-    private static final DType[] FLOATS = {DType.BF16, DType.F16, DType.F32};
-
     private SharedExpertLoader() {
     }
 
+    /** The shared expert with unquantized weights (bf16 / f16 / f32 as its tensors say). */
     public static ExpertWeights load(Checkpoint checkpoint, MoeLayerConfig layer, Arena arena) {
+        return load(checkpoint, layer, null, arena);
+    }
+
+    /**
+     * The shared expert in the scheme {@code quantization} gives its modules; null quantization reads it
+     * unquantized. Fails naming the tensor when one is missing or mis-shaped.
+     */
+    public static ExpertWeights load(Checkpoint checkpoint, MoeLayerConfig layer, QuantizationConfig quantization,
+                                     Arena arena) {
         MoeLayerConfig.SharedExpert shared = layer.shared();
         if (shared == null) {
             throw new MoeException("layer " + layer.layer() + " of " + layer.family().modelType() + " has no shared expert");
         }
         int h = layer.hidden();
         int i = shared.intermediate();
-        Tensor gate = expect(checkpoint.tensor(shared.weight(Projection.GATE)), new long[]{i, h}, FLOATS);
-        Tensor up = expect(checkpoint.tensor(shared.weight(Projection.UP)), new long[]{i, h}, FLOATS);
-        Tensor down = expect(checkpoint.tensor(shared.weight(Projection.DOWN)), new long[]{h, i}, FLOATS);
-        DType d13 = UnquantizedMethod.sameDtype(List.of(gate, up));
-        var progress = new ExpertTensors.Progress(null);
-        ExpertMatrix w13 = ExpertMatrix.dense(1, 2 * i, h, ExpertTensors.codeType(d13),
-                ExpertTensors.concat(arena, List.of(gate, up), progress));
-        ExpertMatrix w2 = ExpertMatrix.dense(1, h, i, ExpertTensors.codeType(down.dtype()),
-                ExpertTensors.concat(arena, List.of(down), progress));
-        return new ExpertWeights(QuantScheme.unquantized(ExpertTensors.weightFormat(w13.codes())), 1, h, i, w13, w2,
-                null, null, GateLayout.CONCATENATED, layer.activation(), layer.swigluLimit(), ActivationQuant.NONE,
-                ActivationQuant.NONE, null);
+        LinearWeights gate = projection(checkpoint, shared, Projection.GATE, quantization, i, h, arena);
+        LinearWeights up = projection(checkpoint, shared, Projection.UP, quantization, i, h, arena);
+        LinearWeights down = projection(checkpoint, shared, Projection.DOWN, quantization, h, i, arena);
+        String what = "layer " + layer.layer() + " shared expert (" + shared.modulePrefix() + ")";
+        boolean quantized = !gate.scheme().weights().unquantized();
+        if (quantized && (!gate.scheme().equals(up.scheme()) || !gate.scheme().equals(down.scheme()))) {
+            throw new MoeException(what + ": its projections are stored in different schemes (" + gate.scheme()
+                    + ", " + up.scheme() + ", " + down.scheme() + "); moe4j needs one for all three");
+        }
+        ExpertMatrix w13 = RowStack.matrices(what, List.of(gate, up), arena);
+        ExpertMatrix w2 = down.weight();
+        QuantScheme scheme = gate.scheme();
+        return new ExpertWeights(scheme, 1, h, i, w13, w2, null, null, GateLayout.CONCATENATED, layer.activation(),
+                layer.swigluLimit(), RowStack.input(what, List.of(gate, up)), down.input(), null);
+    }
+
+    private static LinearWeights projection(Checkpoint checkpoint, MoeLayerConfig.SharedExpert shared, Projection p,
+                                            QuantizationConfig quantization, int out, int in, Arena arena) {
+        String weight = shared.weight(p);
+        String module = weight.substring(0, weight.length() - ".weight".length());
+        var method = quantization == null ? new UnquantizedLinear(io.moe4j.quant.WeightFormat.BF16)
+                : quantization.linearMethod(module);
+        return method.load(checkpoint, module, out, in, arena);
     }
 }

@@ -21,7 +21,7 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 
-import static io.moe4j.quant.method.ExpertTensors.expect;
+import static io.moe4j.quant.method.TensorChecks.expect;
 
 /**
  * Unquantized experts (vLLM's UnquantizedFusedMoEMethod): bf16, f16 or f32 weights, kept in the dtype the tensors
@@ -51,11 +51,11 @@ public final class UnquantizedMethod implements QuantMethod {
 
     @Override
     public List<ExpectedTensor> expectedTensors(MoeLayerConfig layer) {
-        DType d = ExpertTensors.dtype(declared);
+        DType d = FloatDtypes.dtype(declared);
         int e = layer.numExperts();
         int h = layer.hidden();
         int i = layer.intermediate();
-        int r13 = ExpertTensors.w13Rows(layer);
+        int r13 = ExpertShapes.w13Rows(layer);
         if (layer.experts().fused()) {
             List<ExpectedTensor> out = new ArrayList<>();
             out.add(new ExpectedTensor(layer.experts().fusedTensor("gate_up_proj"), d,
@@ -68,18 +68,18 @@ public final class UnquantizedMethod implements QuantMethod {
             }
             return out;
         }
-        return ExpertTensors.expected(layer, ExpertTensors.all(layer), "weight", d,
-                p -> new long[]{ExpertTensors.rows(layer, p), ExpertTensors.cols(layer, p)});
+        return ExpertShapes.expected(layer, ExpertShapes.all(layer), "weight", d,
+                p -> new long[]{ExpertShapes.rows(layer, p), ExpertShapes.cols(layer, p)});
     }
 
     @Override
     public ExpertWeights load(Checkpoint checkpoint, MoeLayerConfig layer, LoadOptions options, Arena arena) {
-        int[] ids = ExpertTensors.localIds(layer, options);
-        int[] map = ExpertTensors.expertMap(layer, options, ids);
-        var progress = new ExpertTensors.Progress(options);
+        int[] ids = ExpertSelection.localIds(layer, options);
+        int[] map = ExpertSelection.expertMap(layer, options, ids);
+        var progress = new LoadProgress(options);
         int h = layer.hidden();
         int i = layer.intermediate();
-        int r13 = ExpertTensors.w13Rows(layer);
+        int r13 = ExpertShapes.w13Rows(layer);
         ExpertMatrix w13;
         ExpertMatrix w2;
         float[] b13 = null;
@@ -91,35 +91,35 @@ public final class UnquantizedMethod implements QuantMethod {
             if (layer.fusedTransposed()) {
                 expect(gateUp, new long[]{e, h, r13}, FLOATS);
                 expect(down, new long[]{e, i, h}, FLOATS);
-                w13 = ExpertMatrix.dense(ids.length, r13, h, ExpertTensors.codeType(gateUp.dtype()),
+                w13 = ExpertMatrix.dense(ids.length, r13, h, FloatDtypes.codeType(gateUp.dtype()),
                         transpose(gateUp, ids, h, r13, arena, progress));
-                w2 = ExpertMatrix.dense(ids.length, h, i, ExpertTensors.codeType(down.dtype()),
+                w2 = ExpertMatrix.dense(ids.length, h, i, FloatDtypes.codeType(down.dtype()),
                         transpose(down, ids, i, h, arena, progress));
             } else {
                 expect(gateUp, new long[]{e, r13, h}, FLOATS);
                 expect(down, new long[]{e, h, i}, FLOATS);
-                w13 = ExpertMatrix.dense(ids.length, r13, h, ExpertTensors.codeType(gateUp.dtype()),
-                        ExpertTensors.selectExperts(gateUp, ids, arena, progress));
-                w2 = ExpertMatrix.dense(ids.length, h, i, ExpertTensors.codeType(down.dtype()),
-                        ExpertTensors.selectExperts(down, ids, arena, progress));
+                w13 = ExpertMatrix.dense(ids.length, r13, h, FloatDtypes.codeType(gateUp.dtype()),
+                        ExpertSelection.selectExperts(gateUp, ids, arena, progress));
+                w2 = ExpertMatrix.dense(ids.length, h, i, FloatDtypes.codeType(down.dtype()),
+                        ExpertSelection.selectExperts(down, ids, arena, progress));
             }
             if (layer.hasExpertBias()) {
-                b13 = ExpertTensors.expertRows(expect(checkpoint.tensor(layer.experts().fusedTensor("gate_up_proj_bias")),
+                b13 = ExpertSelection.expertRows(expect(checkpoint.tensor(layer.experts().fusedTensor("gate_up_proj_bias")),
                         new long[]{e, r13}, FLOATS), ids);
-                b2 = ExpertTensors.expertRows(expect(checkpoint.tensor(layer.experts().fusedTensor("down_proj_bias")),
+                b2 = ExpertSelection.expertRows(expect(checkpoint.tensor(layer.experts().fusedTensor("down_proj_bias")),
                         new long[]{e, h}, FLOATS), ids);
             }
         } else {
-            List<Tensor> up = ExpertTensors.perExpert(checkpoint, layer, ids, ExpertTensors.w13Projections(layer), "weight",
+            List<Tensor> up = ExpertStacks.perExpert(checkpoint, layer, ids, ExpertShapes.w13Projections(layer), "weight",
                     (t, p) -> expect(t, new long[]{i, h}, FLOATS));
-            List<Tensor> down = ExpertTensors.perExpert(checkpoint, layer, ids, List.of(Projection.DOWN), "weight",
+            List<Tensor> down = ExpertStacks.perExpert(checkpoint, layer, ids, List.of(Projection.DOWN), "weight",
                     (t, p) -> expect(t, new long[]{h, i}, FLOATS));
             DType d13 = sameDtype(up);
             DType d2 = sameDtype(down);
-            w13 = ExpertMatrix.dense(ids.length, r13, h, ExpertTensors.codeType(d13), ExpertTensors.concat(arena, up, progress));
-            w2 = ExpertMatrix.dense(ids.length, h, i, ExpertTensors.codeType(d2), ExpertTensors.concat(arena, down, progress));
+            w13 = ExpertMatrix.dense(ids.length, r13, h, FloatDtypes.codeType(d13), TensorCopies.concat(arena, up, progress));
+            w2 = ExpertMatrix.dense(ids.length, h, i, FloatDtypes.codeType(d2), TensorCopies.concat(arena, down, progress));
         }
-        QuantScheme scheme = QuantScheme.unquantized(ExpertTensors.weightFormat(w13.codes()));
+        QuantScheme scheme = QuantScheme.unquantized(FloatDtypes.weightFormat(w13.codes()));
         return new ExpertWeights(scheme, ids.length, h, i, w13, w2, b13, b2, layer.gateLayout(), layer.activation(),
                 layer.swigluLimit(), ActivationQuant.NONE, ActivationQuant.NONE, map);
     }
@@ -142,11 +142,11 @@ public final class UnquantizedMethod implements QuantMethod {
      * Local experts of a stacked [E, in, out] tensor, transposed to [E, out, in] in the arena; elements are copied
      * bit for bit (2 or 4 bytes), tile by tile so both sides stay in cache.
      */
-    static MemorySegment transpose(Tensor stacked, int[] ids, int in, int out, Arena arena, ExpertTensors.Progress progress) {
+    static MemorySegment transpose(Tensor stacked, int[] ids, int in, int out, Arena arena, LoadProgress progress) {
         int es = stacked.dtype().byteSize();
         long perExpert = (long) in * out * es;
         MemorySegment src = stacked.segment();
-        MemorySegment dst = arena.allocate(perExpert * ids.length, ExpertTensors.ALIGN);
+        MemorySegment dst = arena.allocate(perExpert * ids.length, TensorCopies.ALIGN);
         for (int k = 0; k < ids.length; k++) {
             long sBase = ids[k] * perExpert;
             long dBase = k * perExpert;

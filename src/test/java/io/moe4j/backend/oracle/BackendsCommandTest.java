@@ -118,7 +118,7 @@ class BackendsCommandTest {
         assertThat(r.out()).startsWith("platform (POSED as cpu, not this machine):\n")
                 .contains("\nbackends:\n")
                 .endsWith("quantization_config quant_method 'gguf' is not supported (supported: quark, "
-                        + "compressed-tensors, mxfp4, or no quantization_config)\n");
+                        + "compressed-tensors, mxfp4, fp8, or no quantization_config)\n");
     }
 
     record Run(int rc, String out) {

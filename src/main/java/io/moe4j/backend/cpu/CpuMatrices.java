@@ -1,0 +1,99 @@
+package io.moe4j.backend.cpu;
+
+import io.moe4j.quant.ExpertMatrix;
+
+import java.lang.foreign.Arena;
+
+/**
+ * The CPU kernels of the experts for single matrices (the dense linears of a decoder): a matrix is repacked once
+ * into the panel layout ({@link PanelPacker}) and multiplied with a batch of inputs by the fused GEMV (a few tokens)
+ * or the decode-then-dot path (more), over blocks of output rows on one worker pool that every matrix of a model
+ * shares. Per-call state lives in the call; the pool runs one loop at a time, so concurrent calls are safe.
+ */
+public final class CpuMatrices implements AutoCloseable {
+    /** Rows × columns a task should have at least, so that small matrices run on one thread without wake-ups. */
+    private static final long MIN_TASK_WEIGHTS = 1L << 16;
+
+    private final CpuKernels kernels;
+    private final WorkerPool pool;
+    private final Scratch[] scratch;
+
+    public CpuMatrices(int threads) {
+        this.kernels = KernelSelection.select();
+        this.pool = new WorkerPool(threads);
+        this.scratch = new Scratch[threads];
+        for (int i = 0; i < threads; i++) {
+            scratch[i] = new Scratch();
+        }
+    }
+
+    /** {@code vector} or {@code scalar}. */
+    public String kernels() {
+        return kernels.name();
+    }
+
+    public int threads() {
+        return pool.threads();
+    }
+
+    /** One matrix in the kernels' layout. */
+    public static final class Packed {
+        private final PanelMatrix m;
+
+        private Packed(PanelMatrix m) {
+            this.m = m;
+        }
+
+        public int rows() {
+            return m.rows();
+        }
+
+        public int cols() {
+            return m.cols();
+        }
+
+        /** Bytes a multiplication streams: codes, scales and zero points as packed. */
+        public long bytes() {
+            return m.bytesPerExpert();
+        }
+    }
+
+    /** Repacks expert 0 of a one-expert matrix into {@code arena}; fails on NaN or infinite weight codes. */
+    public Packed pack(ExpertMatrix matrix, Arena arena) {
+        if (matrix.experts() != 1) {
+            throw new IllegalArgumentException("CpuMatrices packs one matrix, not a stack of " + matrix.experts());
+        }
+        return new Packed(PanelPacker.pack(matrix, arena, pool));
+    }
+
+    /** y[t·rows + r] = Σ_c W[r][c] · x[t·cols + c] for the {@code tokens} rows of x; y is overwritten. */
+    public void multiply(Packed packed, float[] x, int tokens, float[] y) {
+        PanelMatrix m = packed.m;
+        int rows = m.rows();
+        int cols = m.cols();
+        if (x.length < (long) tokens * cols || y.length < (long) tokens * rows) {
+            throw new IllegalArgumentException("x must hold " + tokens + " × " + cols + " and y " + tokens + " × "
+                    + rows + " values");
+        }
+        if (tokens == 0) {
+            return;
+        }
+        Inputs in = kernels.prepare(m, 0, x, 0, tokens);
+        int panels = m.panels();
+        long work = (long) rows * cols * Math.min(tokens, 8);
+        int tasks = (int) Math.max(1, Math.min(Math.min(panels, (long) pool.threads() * 4), work / MIN_TASK_WEIGHTS));
+        int panelsPerTask = Math.ceilDiv(panels, tasks);
+        pool.run(Math.ceilDiv(panels, panelsPerTask), (task, worker) -> {
+            int r0 = task * panelsPerTask * PanelMatrix.LANES;
+            int r1 = Math.min(rows, r0 + panelsPerTask * PanelMatrix.LANES);
+            Scratch s = scratch[worker];
+            s.fit(m);
+            kernels.multiply(m, 0, r0, r1, in, y, 0, rows, s);
+        });
+    }
+
+    @Override
+    public void close() {
+        pool.close();
+    }
+}
