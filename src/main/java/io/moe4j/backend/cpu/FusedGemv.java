@@ -11,8 +11,8 @@ import java.nio.ByteOrder;
 
 /**
  * Products with a few tokens, the decode case that is bound by memory bandwidth: each lane word is turned into its
- * slots' weight vectors by shifts and masks (the float bits read as value·2^-bias, see {@link LaneCodec})
- * and multiplied straight into the input, which {@link FusedInputs} scaled by 2^K to match; a segment's block scale
+ * slots' weight vectors by shifts, masks and {@link SlotDecode} (value·2^-bias, normal floats or zero, see
+ * {@link LaneCodec}) and multiplied straight into the input, which {@link FusedInputs} scaled by 2^K to match; a segment's block scale
  * meets its partial sum once. Nothing is stored but the 8 results of each panel.
  *
  * <p>The slot extractions are written out with their constants, inline in one loop: shifts by immediates are cheap
@@ -96,13 +96,9 @@ final class FusedGemv {
         }
     }
 
-    /** out[0, 8) = Σ_g scale_g · Σ_{c in g} w_c · x_c for one panel of FP4 lane words (slot layout: LaneCodec.FP4). */
+    /** out[0, 8) = Σ_g scale_g · Σ_{c in g} w_c · x_c for one panel of FP4 lane words (code j in nibble j). */
     private static void fp4(MemorySegment words, long base, int[] seg, float[] x, MemorySegment e8m0, long scaleAt,
                             float[] scales, float[] out) {
-        IntVector mask = IntVector.broadcast(I, 0x81C00000);
-        IntVector low2 = IntVector.broadcast(I, 0x00C00000);
-        IntVector top = IntVector.broadcast(I, 0x01000000);
-        IntVector sign = IntVector.broadcast(I, 0x80000000);
         FloatVector acc = FloatVector.zero(F);
         for (int g = 0; g < seg.length - 1; g++) {
             FloatVector a0 = FloatVector.zero(F);
@@ -112,37 +108,34 @@ final class FusedGemv {
             int c = seg[g] * 8;
             for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 8) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
-                // Slots 0..5: sign 9 bits above the magnitude, one shift puts both at bits 31 and 22..24.
-                a0 = v.lanewise(SHL, 22).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c]), a0);
-                a1 = v.lanewise(SHL, 19).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 1]), a1);
-                a2 = v.lanewise(SHL, 16).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 2]), a2);
-                a3 = v.lanewise(SHL, 6).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 3]), a3);
-                a0 = v.lanewise(SHL, 3).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 4]), a0);
-                a1 = v.and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 5]), a1);
-                // Slots 6 and 7: low magnitude bits, top magnitude bit and sign moved one by one.
-                IntVector s6 = v.lanewise(SHL, 12).and(low2).or(v.lanewise(SHL, 11).and(top))
-                        .or(v.lanewise(SHL, 17).and(sign));
-                a2 = s6.reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 6]), a2);
-                IntVector s7 = v.lanewise(SHR, 4).and(low2).or(v.lanewise(SHR, 5).and(top))
-                        .or(v.lanewise(SHL, 1).and(sign));
-                a3 = s7.reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 7]), a3);
+                // Nibble j shifted to the bottom: the lookup reads only its low bits.
+                a0 = SlotDecode.fp4(v, 0).fma(FloatVector.broadcast(F, x[c]), a0);
+                a1 = SlotDecode.fp4(v, 1).fma(FloatVector.broadcast(F, x[c + 1]), a1);
+                a2 = SlotDecode.fp4(v, 2).fma(FloatVector.broadcast(F, x[c + 2]), a2);
+                a3 = SlotDecode.fp4(v, 3).fma(FloatVector.broadcast(F, x[c + 3]), a3);
+                a0 = SlotDecode.fp4(v, 4).fma(FloatVector.broadcast(F, x[c + 4]), a0);
+                a1 = SlotDecode.fp4(v, 5).fma(FloatVector.broadcast(F, x[c + 5]), a1);
+                a2 = SlotDecode.fp4(v, 6).fma(FloatVector.broadcast(F, x[c + 6]), a2);
+                a3 = SlotDecode.fp4(v, 7).fma(FloatVector.broadcast(F, x[c + 7]), a3);
             }
-            // E8M0 scale bytes (none 0 or 255) are the exponent fields of their floats.
-            FloatVector sc = e8m0 == null ? FloatVector.fromArray(F, scales, g * L)
-                    : ((IntVector) ByteVector.fromMemorySegment(B64, e8m0, scaleAt + (long) g * L, LE)
-                    .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0)).lanewise(SHL, 23).reinterpretAsFloats();
-            acc = a0.add(a1).add(a2.add(a3)).fma(sc, acc);
+            acc = a0.add(a1).add(a2.add(a3)).fma(fp4Scale(e8m0, scaleAt, g, scales), acc);
         }
         acc.intoArray(out, 0);
+    }
+
+    /**
+     * Segment g's block scales: E8M0 bytes (none 0 or 255) read as the exponent fields of their floats, 2^(b - 127),
+     * normal for every byte 1..254; else the decoded scales.
+     */
+    private static FloatVector fp4Scale(MemorySegment e8m0, long scaleAt, int g, float[] scales) {
+        return e8m0 == null ? FloatVector.fromArray(F, scales, g * L)
+                : ((IntVector) ByteVector.fromMemorySegment(B64, e8m0, scaleAt + (long) g * L, LE)
+                .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0)).lanewise(SHL, 23).reinterpretAsFloats();
     }
 
     /** {@link #fp4} for two tokens, each word decoded once: out[0, 8) for x and out[8, 16) for z. */
     private static void fp4Pair(MemorySegment words, long base, int[] seg, float[] x, float[] z, MemorySegment e8m0,
                                 long scaleAt, float[] scales, float[] out) {
-        IntVector mask = IntVector.broadcast(I, 0x81C00000);
-        IntVector low2 = IntVector.broadcast(I, 0x00C00000);
-        IntVector top = IntVector.broadcast(I, 0x01000000);
-        IntVector sign = IntVector.broadcast(I, 0x80000000);
         FloatVector accX = FloatVector.zero(F);
         FloatVector accZ = accX;
         for (int g = 0; g < seg.length - 1; g++) {
@@ -153,36 +146,32 @@ final class FusedGemv {
             int c = seg[g] * 8;
             for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 8) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
-                FloatVector w = v.lanewise(SHL, 22).and(mask).reinterpretAsFloats();
+                FloatVector w = SlotDecode.fp4(v, 0);
                 a0 = w.fma(FloatVector.broadcast(F, x[c]), a0);
                 b0 = w.fma(FloatVector.broadcast(F, z[c]), b0);
-                w = v.lanewise(SHL, 19).and(mask).reinterpretAsFloats();
+                w = SlotDecode.fp4(v, 1);
                 a1 = w.fma(FloatVector.broadcast(F, x[c + 1]), a1);
                 b1 = w.fma(FloatVector.broadcast(F, z[c + 1]), b1);
-                w = v.lanewise(SHL, 16).and(mask).reinterpretAsFloats();
+                w = SlotDecode.fp4(v, 2);
                 a0 = w.fma(FloatVector.broadcast(F, x[c + 2]), a0);
                 b0 = w.fma(FloatVector.broadcast(F, z[c + 2]), b0);
-                w = v.lanewise(SHL, 6).and(mask).reinterpretAsFloats();
+                w = SlotDecode.fp4(v, 3);
                 a1 = w.fma(FloatVector.broadcast(F, x[c + 3]), a1);
                 b1 = w.fma(FloatVector.broadcast(F, z[c + 3]), b1);
-                w = v.lanewise(SHL, 3).and(mask).reinterpretAsFloats();
+                w = SlotDecode.fp4(v, 4);
                 a0 = w.fma(FloatVector.broadcast(F, x[c + 4]), a0);
                 b0 = w.fma(FloatVector.broadcast(F, z[c + 4]), b0);
-                w = v.and(mask).reinterpretAsFloats();
+                w = SlotDecode.fp4(v, 5);
                 a1 = w.fma(FloatVector.broadcast(F, x[c + 5]), a1);
                 b1 = w.fma(FloatVector.broadcast(F, z[c + 5]), b1);
-                w = v.lanewise(SHL, 12).and(low2).or(v.lanewise(SHL, 11).and(top))
-                        .or(v.lanewise(SHL, 17).and(sign)).reinterpretAsFloats();
+                w = SlotDecode.fp4(v, 6);
                 a0 = w.fma(FloatVector.broadcast(F, x[c + 6]), a0);
                 b0 = w.fma(FloatVector.broadcast(F, z[c + 6]), b0);
-                w = v.lanewise(SHR, 4).and(low2).or(v.lanewise(SHR, 5).and(top))
-                        .or(v.lanewise(SHL, 1).and(sign)).reinterpretAsFloats();
+                w = SlotDecode.fp4(v, 7);
                 a1 = w.fma(FloatVector.broadcast(F, x[c + 7]), a1);
                 b1 = w.fma(FloatVector.broadcast(F, z[c + 7]), b1);
             }
-            FloatVector sc = e8m0 == null ? FloatVector.fromArray(F, scales, g * L)
-                    : ((IntVector) ByteVector.fromMemorySegment(B64, e8m0, scaleAt + (long) g * L, LE)
-                    .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0)).lanewise(SHL, 23).reinterpretAsFloats();
+            FloatVector sc = fp4Scale(e8m0, scaleAt, g, scales);
             accX = a0.add(a1).fma(sc, accX);
             accZ = b0.add(b1).fma(sc, accZ);
         }
@@ -196,7 +185,6 @@ final class FusedGemv {
      */
     private static void int4(MemorySegment words, long base, int[] seg, float[] x, float[] sums, float[] scales,
                              float[] zeros, float[] out) {
-        IntVector mask = IntVector.broadcast(I, 0x00780000);
         FloatVector acc = FloatVector.zero(F);
         for (int g = 0; g < seg.length - 1; g++) {
             FloatVector a0 = FloatVector.zero(F);
@@ -206,15 +194,15 @@ final class FusedGemv {
             int c = seg[g] * 8;
             for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 8) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
-                // Nibble j to float bits 19..22: p·2^-130.
-                a0 = v.lanewise(SHL, 19).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c]), a0);
-                a1 = v.lanewise(SHL, 15).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 1]), a1);
-                a2 = v.lanewise(SHL, 11).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 2]), a2);
-                a3 = v.lanewise(SHL, 7).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 3]), a3);
-                a0 = v.lanewise(SHL, 3).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 4]), a0);
-                a1 = v.lanewise(SHR, 1).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 5]), a1);
-                a2 = v.lanewise(SHR, 5).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 6]), a2);
-                a3 = v.lanewise(SHR, 9).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 7]), a3);
+                // Nibble j converted to the float p (exact; normal or zero).
+                a0 = SlotDecode.int4(v, 0).fma(FloatVector.broadcast(F, x[c]), a0);
+                a1 = SlotDecode.int4(v, 1).fma(FloatVector.broadcast(F, x[c + 1]), a1);
+                a2 = SlotDecode.int4(v, 2).fma(FloatVector.broadcast(F, x[c + 2]), a2);
+                a3 = SlotDecode.int4(v, 3).fma(FloatVector.broadcast(F, x[c + 3]), a3);
+                a0 = SlotDecode.int4(v, 4).fma(FloatVector.broadcast(F, x[c + 4]), a0);
+                a1 = SlotDecode.int4(v, 5).fma(FloatVector.broadcast(F, x[c + 5]), a1);
+                a2 = SlotDecode.int4(v, 6).fma(FloatVector.broadcast(F, x[c + 6]), a2);
+                a3 = SlotDecode.int4(v, 7).fma(FloatVector.broadcast(F, x[c + 7]), a3);
             }
             FloatVector sum = a0.add(a1).add(a2.add(a3));
             FloatVector off = FloatVector.fromArray(F, zeros, g * L).add(LaneCodec.INT4.offset());
@@ -227,7 +215,6 @@ final class FusedGemv {
     /** {@link #int4} for two tokens, each word decoded once: out[0, 8) for x and out[8, 16) for z. */
     private static void int4Pair(MemorySegment words, long base, int[] seg, float[] x, float[] z, float[] sumsX,
                                  float[] sumsZ, float[] scales, float[] zeros, float[] out) {
-        IntVector mask = IntVector.broadcast(I, 0x00780000);
         FloatVector accX = FloatVector.zero(F);
         FloatVector accZ = accX;
         for (int g = 0; g < seg.length - 1; g++) {
@@ -238,28 +225,28 @@ final class FusedGemv {
             int c = seg[g] * 8;
             for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 8) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
-                FloatVector w = v.lanewise(SHL, 19).and(mask).reinterpretAsFloats();
+                FloatVector w = SlotDecode.int4(v, 0);
                 a0 = w.fma(FloatVector.broadcast(F, x[c]), a0);
                 b0 = w.fma(FloatVector.broadcast(F, z[c]), b0);
-                w = v.lanewise(SHL, 15).and(mask).reinterpretAsFloats();
+                w = SlotDecode.int4(v, 1);
                 a1 = w.fma(FloatVector.broadcast(F, x[c + 1]), a1);
                 b1 = w.fma(FloatVector.broadcast(F, z[c + 1]), b1);
-                w = v.lanewise(SHL, 11).and(mask).reinterpretAsFloats();
+                w = SlotDecode.int4(v, 2);
                 a0 = w.fma(FloatVector.broadcast(F, x[c + 2]), a0);
                 b0 = w.fma(FloatVector.broadcast(F, z[c + 2]), b0);
-                w = v.lanewise(SHL, 7).and(mask).reinterpretAsFloats();
+                w = SlotDecode.int4(v, 3);
                 a1 = w.fma(FloatVector.broadcast(F, x[c + 3]), a1);
                 b1 = w.fma(FloatVector.broadcast(F, z[c + 3]), b1);
-                w = v.lanewise(SHL, 3).and(mask).reinterpretAsFloats();
+                w = SlotDecode.int4(v, 4);
                 a0 = w.fma(FloatVector.broadcast(F, x[c + 4]), a0);
                 b0 = w.fma(FloatVector.broadcast(F, z[c + 4]), b0);
-                w = v.lanewise(SHR, 1).and(mask).reinterpretAsFloats();
+                w = SlotDecode.int4(v, 5);
                 a1 = w.fma(FloatVector.broadcast(F, x[c + 5]), a1);
                 b1 = w.fma(FloatVector.broadcast(F, z[c + 5]), b1);
-                w = v.lanewise(SHR, 5).and(mask).reinterpretAsFloats();
+                w = SlotDecode.int4(v, 6);
                 a0 = w.fma(FloatVector.broadcast(F, x[c + 6]), a0);
                 b0 = w.fma(FloatVector.broadcast(F, z[c + 6]), b0);
-                w = v.lanewise(SHR, 9).and(mask).reinterpretAsFloats();
+                w = SlotDecode.int4(v, 7);
                 a1 = w.fma(FloatVector.broadcast(F, x[c + 7]), a1);
                 b1 = w.fma(FloatVector.broadcast(F, z[c + 7]), b1);
             }
@@ -271,11 +258,12 @@ final class FusedGemv {
         accX.intoArray(out, 0);
         accZ.intoArray(out, L);
     }
-    /** FP6, 5 slots a word (LaneCodec): magnitude j at 5j to float bits 21.. (E3M2) or 20.. (E2M3), sign 27 + j. */
+    /**
+     * FP6, 5 slots a word (LaneCodec): magnitude j at 5j to float bits 21.. (E3M2) or 20.. (E2M3), sign 27 + j;
+     * each slot through {@link SlotDecode#minifloat}.
+     */
     private static void fp6(MemorySegment words, long base, int[] seg, float[] x, float[] scales, float[] out,
                             boolean e3m2) {
-        IntVector mag = IntVector.broadcast(I, e3m2 ? 0x03E00000 : 0x01F00000);
-        IntVector sign = IntVector.broadcast(I, 0x80000000);
         FloatVector acc = FloatVector.zero(F);
         for (int g = 0; g < seg.length - 1; g++) {
             FloatVector a0 = FloatVector.zero(F);
@@ -283,31 +271,23 @@ final class FusedGemv {
             int c = seg[g] * 5;
             for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 5) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
-                IntVector s0 = e3m2 ? v.lanewise(SHL, 21) : v.lanewise(SHL, 20);
-                IntVector s1 = e3m2 ? v.lanewise(SHL, 16) : v.lanewise(SHL, 15);
-                IntVector s2 = e3m2 ? v.lanewise(SHL, 11) : v.lanewise(SHL, 10);
-                IntVector s3 = e3m2 ? v.lanewise(SHL, 6) : v.lanewise(SHL, 5);
-                IntVector s4 = e3m2 ? v.lanewise(SHL, 1) : v;
-                a0 = s0.and(mag).or(v.lanewise(SHL, 4).and(sign)).reinterpretAsFloats()
-                        .fma(FloatVector.broadcast(F, x[c]), a0);
-                a1 = s1.and(mag).or(v.lanewise(SHL, 3).and(sign)).reinterpretAsFloats()
-                        .fma(FloatVector.broadcast(F, x[c + 1]), a1);
-                a0 = s2.and(mag).or(v.lanewise(SHL, 2).and(sign)).reinterpretAsFloats()
-                        .fma(FloatVector.broadcast(F, x[c + 2]), a0);
-                a1 = s3.and(mag).or(v.lanewise(SHL, 1).and(sign)).reinterpretAsFloats()
-                        .fma(FloatVector.broadcast(F, x[c + 3]), a1);
-                a0 = s4.and(mag).or(v.and(sign)).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 4]), a0);
+                a0 = SlotDecode.fp6(v, 0, e3m2).fma(FloatVector.broadcast(F, x[c]), a0);
+                a1 = SlotDecode.fp6(v, 1, e3m2).fma(FloatVector.broadcast(F, x[c + 1]), a1);
+                a0 = SlotDecode.fp6(v, 2, e3m2).fma(FloatVector.broadcast(F, x[c + 2]), a0);
+                a1 = SlotDecode.fp6(v, 3, e3m2).fma(FloatVector.broadcast(F, x[c + 3]), a1);
+                a0 = SlotDecode.fp6(v, 4, e3m2).fma(FloatVector.broadcast(F, x[c + 4]), a0);
             }
             acc = a0.add(a1).fma(FloatVector.fromArray(F, scales, g * L), acc);
         }
         acc.intoArray(out, 0);
     }
 
-    /** FP8, 4 slots a word (LaneCodec): magnitude j at 7j to float bits 20.. (E4M3) or 21.. (E5M2), sign 28 + j. */
+    /**
+     * FP8, 4 slots a word (LaneCodec): magnitude j at 7j to float bits 20.. (E4M3) or 21.. (E5M2), sign 28 + j;
+     * each slot through {@link SlotDecode#minifloat}.
+     */
     private static void fp8(MemorySegment words, long base, int[] seg, float[] x, float[] scales, float[] out,
                             boolean e4m3) {
-        IntVector mag = IntVector.broadcast(I, e4m3 ? 0x07F00000 : 0x0FE00000);
-        IntVector sign = IntVector.broadcast(I, 0x80000000);
         FloatVector acc = FloatVector.zero(F);
         for (int g = 0; g < seg.length - 1; g++) {
             FloatVector a0 = FloatVector.zero(F);
@@ -317,27 +297,18 @@ final class FusedGemv {
             int c = seg[g] * 4;
             for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 4) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
-                IntVector s0 = e4m3 ? v.lanewise(SHL, 20) : v.lanewise(SHL, 21);
-                IntVector s1 = e4m3 ? v.lanewise(SHL, 13) : v.lanewise(SHL, 14);
-                IntVector s2 = e4m3 ? v.lanewise(SHL, 6) : v.lanewise(SHL, 7);
-                IntVector s3 = e4m3 ? v.lanewise(SHR, 1) : v;
-                a0 = s0.and(mag).or(v.lanewise(SHL, 3).and(sign)).reinterpretAsFloats()
-                        .fma(FloatVector.broadcast(F, x[c]), a0);
-                a1 = s1.and(mag).or(v.lanewise(SHL, 2).and(sign)).reinterpretAsFloats()
-                        .fma(FloatVector.broadcast(F, x[c + 1]), a1);
-                a2 = s2.and(mag).or(v.lanewise(SHL, 1).and(sign)).reinterpretAsFloats()
-                        .fma(FloatVector.broadcast(F, x[c + 2]), a2);
-                a3 = s3.and(mag).or(v.and(sign)).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 3]), a3);
+                a0 = SlotDecode.fp8(v, 0, e4m3).fma(FloatVector.broadcast(F, x[c]), a0);
+                a1 = SlotDecode.fp8(v, 1, e4m3).fma(FloatVector.broadcast(F, x[c + 1]), a1);
+                a2 = SlotDecode.fp8(v, 2, e4m3).fma(FloatVector.broadcast(F, x[c + 2]), a2);
+                a3 = SlotDecode.fp8(v, 3, e4m3).fma(FloatVector.broadcast(F, x[c + 3]), a3);
             }
             acc = a0.add(a1).add(a2.add(a3)).fma(FloatVector.fromArray(F, scales, g * L), acc);
         }
         acc.intoArray(out, 0);
     }
 
-    /** IEEE half, 2 slots a word: magnitude j at 15j to float bits 13..27, sign 30 + j. */
+    /** IEEE half, 2 slots a word: magnitude j at 15j to float bits 13..27, sign 30 + j; {@link SlotDecode#minifloat}. */
     private static void f16(MemorySegment words, long base, int[] seg, float[] x, float[] scales, float[] out) {
-        IntVector mag = IntVector.broadcast(I, 0x0FFFE000);
-        IntVector sign = IntVector.broadcast(I, 0x80000000);
         FloatVector acc = FloatVector.zero(F);
         for (int g = 0; g < seg.length - 1; g++) {
             FloatVector a0 = FloatVector.zero(F);
@@ -345,10 +316,8 @@ final class FusedGemv {
             int c = seg[g] * 2;
             for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 2) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
-                a0 = v.lanewise(SHL, 13).and(mag).or(v.lanewise(SHL, 1).and(sign)).reinterpretAsFloats()
-                        .fma(FloatVector.broadcast(F, x[c]), a0);
-                a1 = v.lanewise(SHR, 2).and(mag).or(v.and(sign)).reinterpretAsFloats()
-                        .fma(FloatVector.broadcast(F, x[c + 1]), a1);
+                a0 = SlotDecode.f16(v, 0).fma(FloatVector.broadcast(F, x[c]), a0);
+                a1 = SlotDecode.f16(v, 1).fma(FloatVector.broadcast(F, x[c + 1]), a1);
             }
             acc = a0.add(a1).fma(FloatVector.fromArray(F, scales, g * L), acc);
         }
@@ -357,7 +326,6 @@ final class FusedGemv {
 
     /** bfloat16, 2 slots a word: the halves are the top halves of floats. */
     private static void bf16(MemorySegment words, long base, int[] seg, float[] x, float[] scales, float[] out) {
-        IntVector high = IntVector.broadcast(I, 0xFFFF0000);
         FloatVector acc = FloatVector.zero(F);
         for (int g = 0; g < seg.length - 1; g++) {
             FloatVector a0 = FloatVector.zero(F);
@@ -365,8 +333,8 @@ final class FusedGemv {
             int c = seg[g] * 2;
             for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 2) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
-                a0 = v.lanewise(SHL, 16).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c]), a0);
-                a1 = v.and(high).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 1]), a1);
+                a0 = SlotDecode.bf16(v, 0).fma(FloatVector.broadcast(F, x[c]), a0);
+                a1 = SlotDecode.bf16(v, 1).fma(FloatVector.broadcast(F, x[c + 1]), a1);
             }
             acc = a0.add(a1).fma(FloatVector.fromArray(F, scales, g * L), acc);
         }
@@ -392,10 +360,9 @@ final class FusedGemv {
         acc.intoArray(out, 0);
     }
 
-    /** INT8: offset-binary byte j (p = code + 128) to float bits 15..22, p·2^-134; offset and zero as for INT4. */
+    /** INT8: offset-binary byte j (p = code + 128) converted to the float p; offset and zero as for INT4. */
     private static void int8(MemorySegment words, long base, int[] seg, float[] x, float[] sums, float[] scales,
                              float[] zeros, float[] out) {
-        IntVector mask = IntVector.broadcast(I, 0x007F8000);
         FloatVector acc = FloatVector.zero(F);
         for (int g = 0; g < seg.length - 1; g++) {
             FloatVector a0 = FloatVector.zero(F);
@@ -405,10 +372,10 @@ final class FusedGemv {
             int c = seg[g] * 4;
             for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 4) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
-                a0 = v.lanewise(SHL, 15).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c]), a0);
-                a1 = v.lanewise(SHL, 7).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 1]), a1);
-                a2 = v.lanewise(SHR, 1).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 2]), a2);
-                a3 = v.lanewise(SHR, 9).and(mask).reinterpretAsFloats().fma(FloatVector.broadcast(F, x[c + 3]), a3);
+                a0 = SlotDecode.int8(v, 0).fma(FloatVector.broadcast(F, x[c]), a0);
+                a1 = SlotDecode.int8(v, 1).fma(FloatVector.broadcast(F, x[c + 1]), a1);
+                a2 = SlotDecode.int8(v, 2).fma(FloatVector.broadcast(F, x[c + 2]), a2);
+                a3 = SlotDecode.int8(v, 3).fma(FloatVector.broadcast(F, x[c + 3]), a3);
             }
             FloatVector sum = a0.add(a1).add(a2.add(a3));
             FloatVector off = FloatVector.fromArray(F, zeros, g * L).add(LaneCodec.INT8.offset());

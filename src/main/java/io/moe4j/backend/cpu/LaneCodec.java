@@ -6,50 +6,56 @@ import io.moe4j.quant.CodeType;
 /**
  * How the codes of one {@link CodeType} sit in the 32-bit lane words of a {@link PanelMatrix}, and how a lane word
  * decodes back. A lane word holds {@link #slots()} consecutive columns of one row, re-laid so that the vector kernels
- * turn each slot into a float with one or two shifts and masks instead of a table lookup:
+ * turn each slot into a float with a few integer operations and at most one table lookup.
+ *
+ * <p>Every decoded slot is a <em>normal</em> float or exact zero before it meets any floating-point operation: Intel
+ * cores run float operations with subnormal operands through microcode assists, 50-100x slower, and Java has no
+ * flush-to-zero mode. How each codec gets there ({@link SlotDecode} holds the vector forms, docs/cpu-decode.md the
+ * measurements):
  *
  * <ul>
- *   <li>Sign-magnitude floats (FP4, FP6, FP8, F16): magnitude bits placed so that, shifted to the float's exponent
- *       and mantissa fields, they read as the element's value times 2^-{@link #bias()} (a float32 subnormal for the
- *       element's own subnormals, so those stay exact), and the sign placed to be shifted to bit 31.</li>
- *   <li>Integers (INT4, INT8): stored offset-binary, p = code + {@link #offset()}, so that masked into the
- *       mantissa field they read as p · 2^-bias (a float32 subnormal, exact); the kernels subtract the offset through
- *       the sum of the inputs.</li>
- *   <li>BF16 is a float32's top half and F32 is itself: no bias.</li>
+ *   <li>FP4: the raw 4-bit code in nibble j; a 16-entry table of the values times 2^-{@link #bias()}.</li>
+ *   <li>FP6, FP8, F16: magnitude bits placed where, shifted into the float's exponent and mantissa fields, they read
+ *       as the element's exponent e and mantissa m; an exponent base of 2^64 is OR-ed in so that every code reads as
+ *       a normal float A, and A + min(A - 2^-62, 0) turns the codes with e = 0 (the element's own subnormals, which
+ *       A reads with a hidden 1) into their exact values, all normal. The sign is OR-ed in last.</li>
+ *   <li>Integers (INT4, INT8): stored offset-binary, p = code + {@link #offset()}, and converted to float exactly
+ *       (integers, normal or zero); the kernels subtract the offset through the sum of the inputs.</li>
+ *   <li>BF16 is a float32's top half and F32 is itself: no bias. Their subnormal codes (|w| &lt; 2^-126) are
+ *       replaced by zero of the same sign when packed ({@link #normalCode}).</li>
  * </ul>
  *
  * The layouts of slot j (mask positions) are fixed here and mirrored by the vector decoders; {@link #code} is the
  * scalar inverse the scalar kernels and the tests use.
  */
 enum LaneCodec {
-    /**
-     * E2M1 in the layout that needs fewest vector operations (27 per 64 codes; see {@code Fp4Lanes}): six slots
-     * whose sign sits 9 bits above the magnitude, so one shift brings both into place, and two split slots.
-     */
-    FP4(CodeType.FP4_E2M1, 8, 126, 0, ElementFormat.E2M1),
-    FP6_E3M2(CodeType.FP6_E3M2, 5, 124, 0, ElementFormat.E3M2),
-    FP6_E2M3(CodeType.FP6_E2M3, 5, 126, 0, ElementFormat.E2M3),
-    FP8_E4M3(CodeType.FP8_E4M3, 4, 120, 0, ElementFormat.E4M3FN),
-    FP8_E5M2(CodeType.FP8_E5M2, 4, 112, 0, ElementFormat.E5M2),
+    /** E2M1: the raw code (sign in bit 3) in nibble j; decoded by a 16-entry table of value · 2^-120. */
+    FP4(CodeType.FP4_E2M1, 8, 120, 0, ElementFormat.E2M1),
+    FP6_E3M2(CodeType.FP6_E3M2, 5, 60, 0, ElementFormat.E3M2),
+    FP6_E2M3(CodeType.FP6_E2M3, 5, 62, 0, ElementFormat.E2M3),
+    FP8_E4M3(CodeType.FP8_E4M3, 4, 56, 0, ElementFormat.E4M3FN),
+    FP8_E5M2(CodeType.FP8_E5M2, 4, 48, 0, ElementFormat.E5M2),
     /** IEEE half: 5 exponent, 10 mantissa bits, bias 15. */
-    F16(CodeType.F16, 2, 112, 0, null),
-    /** Offset-binary nibble p = code + 8 at bits 19..22 of the float: p · 2^-130. */
-    INT4(CodeType.INT4, 8, 130, 8, null),
-    /** Offset-binary byte p = code + 128 at bits 15..22 of the float: p · 2^-134. */
-    INT8(CodeType.INT8, 4, 134, 128, null),
+    F16(CodeType.F16, 2, 48, 0, null),
+    /** Offset-binary nibble p = code + 8 at bits 4j..4j+3, converted to the float p. */
+    INT4(CodeType.INT4, 8, 0, 8, null),
+    /** Offset-binary byte p = code + 128 at bits 8j..8j+7, converted to the float p. */
+    INT8(CodeType.INT8, 4, 0, 128, null),
     BF16(CodeType.BF16, 2, 0, 0, null),
     F32(CodeType.F32, 1, 0, 0, null);
 
     /**
-     * FP4 slot positions: magnitude bits [MAG[j], MAG[j]+3) and sign bit SIGN[j] of the lane word. Slots 0..5 have
-     * their sign 9 bits above the magnitude (the distance between float bits 22 and 31); slots 6 and 7 use the bits
-     * left over.
+     * The exponent base OR-ed into the float bits of a sign-magnitude slot (FP6, FP8, F16): 2^64, bit 29, which no
+     * element exponent reaches. With it a slot of element exponent e and mantissa m reads as A = 2^(e+64-127)·1.m,
+     * a normal float for every code, and {@link #MINIFLOAT_HALF} corrects the codes with e = 0.
      */
-    static final int[] FP4_MAG = {0, 3, 6, 16, 19, 22, -1, -1};
-    static final int[] FP4_SIGN = {9, 12, 15, 25, 28, 31, 14, 30};
-    /** FP4 slots 6 and 7 split their magnitude: low two bits at [FP4_LOW2[j], +2), the top bit at FP4_TOP[j]. */
-    static final int[] FP4_LOW2 = {-1, -1, -1, -1, -1, -1, 10, 26};
-    static final int[] FP4_TOP = {-1, -1, -1, -1, -1, -1, 13, 29};
+    static final int MINIFLOAT_BASE = 0x20000000;
+    /**
+     * 2^(64-126), the float that A reaches at element exponent 1. For e = 0, A lies in [H/2, H) and the slot's
+     * value·2^-bias is 2A - H (the element's subnormal 0.m read at exponent 1 - bias); A + min(A - H, 0) gives that
+     * for e = 0 and A itself for e &ge; 1, with every intermediate normal and exact (A - H by Sterbenz's lemma).
+     */
+    static final float MINIFLOAT_HALF = 0x1p-62f;
 
     private final CodeType type;
     private final int slots;
@@ -83,7 +89,7 @@ enum LaneCodec {
         return slots;
     }
 
-    /** A decoded slot is the element's value times 2^-bias (the integer p times 2^-bias for INT4/INT8). */
+    /** A decoded slot is the element's value times 2^-bias (the integer p for INT4/INT8, bias 0). */
     int bias() {
         return bias;
     }
@@ -122,6 +128,28 @@ enum LaneCodec {
         };
     }
 
+    /**
+     * The code packed for a raw code: itself, except that BF16 and F32 subnormals (exponent field 0, mantissa not
+     * 0) become zero of the same sign. Those are the only codes whose values are float32 subnormals; a weight under
+     * 2^-126 changes a row's sum by less than 2^-126·|x| per column, below one float ulp of any sum over 2^-103·Σ|x|.
+     */
+    int normalCode(int code) {
+        return switch (this) {
+            case BF16 -> (code & 0x7F80) == 0 ? code & 0x8000 : code;
+            case F32 -> (code & 0x7F800000) == 0 ? code & 0x80000000 : code;
+            default -> code;
+        };
+    }
+
+    /** The float bits of FP4 code c's value times 2^-bias, c < 16: the table the vector kernels look codes up in. */
+    static int[] fp4Table() {
+        int[] t = new int[16];
+        for (int c = 0; c < 16; c++) {
+            t[c] = Float.floatToRawIntBits(Math.scalb(ElementFormat.E2M1.decode(c), -FP4.bias()));
+        }
+        return t;
+    }
+
     /** The lane word holding raw codes codes[from .. from + slots) (missing slots: code 0, the value 0). */
     int pack(int[] codes, int from) {
         int w = 0;
@@ -134,15 +162,7 @@ enum LaneCodec {
     /** The bits raw code {@code code} contributes to a lane word at slot j. */
     private int place(int code, int j) {
         return switch (this) {
-            case FP4 -> {
-                int mag = code & 7;
-                int sign = (code >>> 3) & 1;
-                int bits = sign << FP4_SIGN[j];
-                if (FP4_MAG[j] >= 0) {
-                    yield bits | mag << FP4_MAG[j];
-                }
-                yield bits | (mag & 3) << FP4_LOW2[j] | (mag >>> 2) << FP4_TOP[j];
-            }
+            case FP4 -> (code & 0xF) << (4 * j);
             case FP6_E3M2, FP6_E2M3, FP8_E4M3, FP8_E5M2, F16 -> {
                 int m = magnitudeBits();
                 int mag = code & ((1 << m) - 1);
@@ -159,12 +179,7 @@ enum LaneCodec {
     /** The raw code at slot j of a lane word: the inverse of {@link #pack}. */
     int code(int word, int j) {
         return switch (this) {
-            case FP4 -> {
-                int sign = (word >>> FP4_SIGN[j]) & 1;
-                int mag = FP4_MAG[j] >= 0 ? (word >>> FP4_MAG[j]) & 7
-                        : (word >>> FP4_LOW2[j]) & 3 | ((word >>> FP4_TOP[j]) & 1) << 2;
-                yield sign << 3 | mag;
-            }
+            case FP4 -> (word >>> (4 * j)) & 0xF;
             case FP6_E3M2, FP6_E2M3, FP8_E4M3, FP8_E5M2, F16 -> {
                 int m = magnitudeBits();
                 int mag = (word >>> (m * j)) & ((1 << m) - 1);

@@ -75,7 +75,8 @@ final class PanelPacker {
                                 "%s weight code 0x%X at expert %d, row %d, column %d is NaN or infinite; the cpu "
                                         + "backend does not run weights holding such codes", m.codes(), code, e, r, c));
                     }
-                    dst[i] = code;
+                    // BF16 and F32 subnormals packed as signed zeros: the kernels compute with normal floats only.
+                    dst[i] = codec.normalCode(code);
                 }
             }
             for (int w = 0; w < plan.words(); w++) {

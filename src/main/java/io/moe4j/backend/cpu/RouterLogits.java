@@ -11,6 +11,11 @@ import io.moe4j.routing.Router;
  * ((s0 + s1) + s2) + s3; then the last H mod 4 columns in order; then the bias. The order depends on nothing but H:
  * not on the batch, the tile a pair falls in, the thread, or the instruction set, so the scalar and vector logits
  * are bit-identical and a token routes the same alone or in a batch.
+ *
+ * <p>The weights are a copy in which no value is a float subnormal (whose widening or product Intel cores would run
+ * through microcode assists): a row holding one is multiplied by a power of two 2^d that makes its smallest weight
+ * normal, and its sum by 2^-d at the end. Both are exact in float64 (every product of two floats, and every partial
+ * sum scaled by a power of two, stays far inside its range), so the logits are the same to the bit.
  */
 abstract class RouterLogits {
     /** The lanes of the lane order: four float64 lanes, one 256-bit vector. */
@@ -20,12 +25,46 @@ abstract class RouterLogits {
     final int hidden;
     final float[] weight;
     final float[] bias;
+    /** Per expert: 2^-d where its weight row was multiplied by 2^d (1 for rows without subnormals). */
+    final double[] unscale;
 
     RouterLogits(Router router) {
         this.experts = router.spec().numExperts();
         this.hidden = router.hidden();
         this.weight = router.weight();
         this.bias = router.bias();
+        this.unscale = new double[experts];
+        for (int e = 0; e < experts; e++) {
+            unscale[e] = normalizeRow(weight, e * hidden, hidden);
+        }
+    }
+
+    /**
+     * Multiplies w[from, from + n) by the power of two 2^d that makes its smallest non-zero magnitude at least
+     * {@link Float#MIN_NORMAL} (d = 0 when it already is) and returns 2^-d. A row whose largest weight would then
+     * overflow (a range over 2^253) keeps its largest weights finite and has its remaining subnormals set to zero:
+     * each is below 2^-253 of the row's largest weight, beneath a float64 sum's rounding.
+     */
+    static double normalizeRow(float[] w, int from, int n) {
+        int minExp = Integer.MAX_VALUE;
+        int maxExp = Integer.MIN_VALUE;
+        for (int i = from; i < from + n; i++) {
+            if (w[i] != 0f && Float.isFinite(w[i])) {
+                // The exponent of the float64 value, exact for subnormal floats too (Math.getExponent(float) says -127).
+                int exp = Math.getExponent((double) w[i]);
+                minExp = Math.min(minExp, exp);
+                maxExp = Math.max(maxExp, exp);
+            }
+        }
+        if (minExp == Integer.MAX_VALUE || minExp >= Float.MIN_EXPONENT) {
+            return 1.0;
+        }
+        int d = Math.min(Float.MIN_EXPONENT - minExp, Float.MAX_EXPONENT - maxExp);
+        for (int i = from; i < from + n; i++) {
+            float v = Math.scalb(w[i], d);
+            w[i] = Math.abs(v) < Float.MIN_NORMAL ? Math.copySign(0f, v) : v;
+        }
+        return Math.scalb(1.0, -d);
     }
 
     /** "vector" or "scalar". */
@@ -51,13 +90,13 @@ abstract class RouterLogits {
         return finish(s0, s1, s2, s3, x, xOff, e);
     }
 
-    /** The end of a dot product in the lane order: the four lanes folded, the last columns, the bias. */
+    /** The end of a dot product in the lane order: the four lanes folded, the last columns, the row's 2^-d, the bias. */
     final double finish(double s0, double s1, double s2, double s3, float[] x, int xOff, int e) {
         int row = e * hidden;
         double acc = ((s0 + s1) + s2) + s3;
         for (int c = hidden & -LANES; c < hidden; c++) {
             acc += (double) weight[row + c] * x[xOff + c];
         }
-        return acc + (bias == null ? 0 : bias[e]);
+        return acc * unscale[e] + (bias == null ? 0 : bias[e]);
     }
 }

@@ -14,8 +14,9 @@ import java.nio.ByteOrder;
  * panel is ever dequantized, never a matrix.
  *
  * <p>Each codec has its own loop with the slot extractions of {@link LaneCodec} written out (shifts by immediates;
- * no vectors passed between methods). A float slot reads as value·2^-bias and is multiplied by scale·2^bias, which
- * is exact (a power of two) unless it overflows; then by 2^bias and the scale one after the other.
+ * no vectors passed between methods but {@link SlotDecode}'s, which the JIT inlines). A float slot decodes to
+ * value·2^-bias, a normal float or zero, and is multiplied by scale·2^bias, which is exact (a power of two) unless it
+ * overflows; then by 2^bias and the scale one after the other.
  */
 final class VectorPanelDecoder {
     private static final VectorSpecies<Float> F = FloatVector.SPECIES_256;
@@ -47,10 +48,10 @@ final class VectorPanelDecoder {
         float unbias = Math.scalb(1f, codec.bias());
         switch (codec) {
             case FP4 -> fp4(m.words(), base, seg, s.scales, unbias, out);
-            case FP6_E3M2 -> fp6(m.words(), base, seg, s.scales, unbias, out, 21, 0x03E00000);
-            case FP6_E2M3 -> fp6(m.words(), base, seg, s.scales, unbias, out, 20, 0x01F00000);
-            case FP8_E4M3 -> fp8(m.words(), base, seg, s.scales, unbias, out, 20, 0x07F00000);
-            case FP8_E5M2 -> fp8(m.words(), base, seg, s.scales, unbias, out, 21, 0x0FE00000);
+            case FP6_E3M2 -> fp6(m.words(), base, seg, s.scales, unbias, out, true);
+            case FP6_E2M3 -> fp6(m.words(), base, seg, s.scales, unbias, out, false);
+            case FP8_E4M3 -> fp8(m.words(), base, seg, s.scales, unbias, out, true);
+            case FP8_E5M2 -> fp8(m.words(), base, seg, s.scales, unbias, out, false);
             case F16 -> f16(m.words(), base, seg, s.scales, unbias, out);
             case BF16 -> bf16(m.words(), base, seg, s.scales, out);
             case F32 -> f32(m.words(), base, seg, s.scales, out);
@@ -68,11 +69,8 @@ final class VectorPanelDecoder {
         return scale.mul(unbias).abs().compare(VectorOperators.LT, Float.POSITIVE_INFINITY).allTrue();
     }
 
+    /** FP4, code j in nibble j: {@link SlotDecode#fp4} (value·2^-120), then the scale. */
     private static void fp4(MemorySegment words, long base, int[] seg, float[] scales, float unbias, float[] out) {
-        IntVector mask = IntVector.broadcast(I, 0x81C00000);
-        IntVector low2 = IntVector.broadcast(I, 0x00C00000);
-        IntVector top = IntVector.broadcast(I, 0x01000000);
-        IntVector sign = IntVector.broadcast(I, 0x80000000);
         for (int g = 0; g < seg.length - 1; g++) {
             FloatVector scale = FloatVector.fromArray(F, scales, g * L);
             boolean single = single(scale, unbias);
@@ -81,29 +79,19 @@ final class VectorPanelDecoder {
             for (int w = seg[g]; w < seg[g + 1]; w++) {
                 IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
                 int o = w * 8 * L;
-                v.lanewise(SHL, 22).and(mask).reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o);
-                v.lanewise(SHL, 19).and(mask).reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o + L);
-                v.lanewise(SHL, 16).and(mask).reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o + 2 * L);
-                v.lanewise(SHL, 6).and(mask).reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o + 3 * L);
-                v.lanewise(SHL, 3).and(mask).reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o + 4 * L);
-                v.and(mask).reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o + 5 * L);
-                v.lanewise(SHL, 12).and(low2).or(v.lanewise(SHL, 11).and(top)).or(v.lanewise(SHL, 17).and(sign))
-                        .reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o + 6 * L);
-                v.lanewise(SHR, 4).and(low2).or(v.lanewise(SHR, 5).and(top)).or(v.lanewise(SHL, 1).and(sign))
-                        .reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o + 7 * L);
+                // A loop over the nibbles, as for INT4 below: no written-out lines for the JIT to box.
+                for (int j = 0; j < 8; j++) {
+                    SlotDecode.fp4(v, j).mul(mul).mul(then).intoArray(out, o + j * L);
+                }
             }
         }
     }
 
     /**
-     * FP6, 5 slots a word: magnitude j (5 bits) at 5j, sign j at 27 + j. magLow is the float bit its lowest
-     * magnitude bit goes to (21 for E3M2, 20 for E2M3).
+     * FP6, 5 slots a word: magnitude j (5 bits) at 5j, sign j at 27 + j ({@link SlotDecode#fp6}).
      */
     private static void fp6(MemorySegment words, long base, int[] seg, float[] scales, float unbias, float[] out,
-                            int magLow, int magMask) {
-        IntVector mag = IntVector.broadcast(I, magMask);
-        IntVector sign = IntVector.broadcast(I, 0x80000000);
-        boolean e3m2 = magLow == 21;
+                            boolean e3m2) {
         for (int g = 0; g < seg.length - 1; g++) {
             FloatVector scale = FloatVector.fromArray(F, scales, g * L);
             boolean single = single(scale, unbias);
@@ -112,29 +100,18 @@ final class VectorPanelDecoder {
             for (int w = seg[g]; w < seg[g + 1]; w++) {
                 IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
                 int o = w * 5 * L;
-                IntVector s0 = e3m2 ? v.lanewise(SHL, 21) : v.lanewise(SHL, 20);
-                IntVector s1 = e3m2 ? v.lanewise(SHL, 16) : v.lanewise(SHL, 15);
-                IntVector s2 = e3m2 ? v.lanewise(SHL, 11) : v.lanewise(SHL, 10);
-                IntVector s3 = e3m2 ? v.lanewise(SHL, 6) : v.lanewise(SHL, 5);
-                IntVector s4 = e3m2 ? v.lanewise(SHL, 1) : v;
-                s0.and(mag).or(v.lanewise(SHL, 4).and(sign)).reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o);
-                s1.and(mag).or(v.lanewise(SHL, 3).and(sign)).reinterpretAsFloats().mul(mul).mul(then)
-                        .intoArray(out, o + L);
-                s2.and(mag).or(v.lanewise(SHL, 2).and(sign)).reinterpretAsFloats().mul(mul).mul(then)
-                        .intoArray(out, o + 2 * L);
-                s3.and(mag).or(v.lanewise(SHL, 1).and(sign)).reinterpretAsFloats().mul(mul).mul(then)
-                        .intoArray(out, o + 3 * L);
-                s4.and(mag).or(v.and(sign)).reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o + 4 * L);
+                SlotDecode.fp6(v, 0, e3m2).mul(mul).mul(then).intoArray(out, o);
+                SlotDecode.fp6(v, 1, e3m2).mul(mul).mul(then).intoArray(out, o + L);
+                SlotDecode.fp6(v, 2, e3m2).mul(mul).mul(then).intoArray(out, o + 2 * L);
+                SlotDecode.fp6(v, 3, e3m2).mul(mul).mul(then).intoArray(out, o + 3 * L);
+                SlotDecode.fp6(v, 4, e3m2).mul(mul).mul(then).intoArray(out, o + 4 * L);
             }
         }
     }
 
-    /** FP8, 4 slots a word: magnitude j (7 bits) at 7j, sign j at 28 + j; magLow 20 (E4M3) or 21 (E5M2). */
+    /** FP8, 4 slots a word: magnitude j (7 bits) at 7j, sign j at 28 + j ({@link SlotDecode#fp8}). */
     private static void fp8(MemorySegment words, long base, int[] seg, float[] scales, float unbias, float[] out,
-                            int magLow, int magMask) {
-        IntVector mag = IntVector.broadcast(I, magMask);
-        IntVector sign = IntVector.broadcast(I, 0x80000000);
-        boolean e4m3 = magLow == 20;
+                            boolean e4m3) {
         for (int g = 0; g < seg.length - 1; g++) {
             FloatVector scale = FloatVector.fromArray(F, scales, g * L);
             boolean single = single(scale, unbias);
@@ -143,24 +120,16 @@ final class VectorPanelDecoder {
             for (int w = seg[g]; w < seg[g + 1]; w++) {
                 IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
                 int o = w * 4 * L;
-                IntVector s0 = e4m3 ? v.lanewise(SHL, 20) : v.lanewise(SHL, 21);
-                IntVector s1 = e4m3 ? v.lanewise(SHL, 13) : v.lanewise(SHL, 14);
-                IntVector s2 = e4m3 ? v.lanewise(SHL, 6) : v.lanewise(SHL, 7);
-                IntVector s3 = e4m3 ? v.lanewise(SHR, 1) : v;
-                s0.and(mag).or(v.lanewise(SHL, 3).and(sign)).reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o);
-                s1.and(mag).or(v.lanewise(SHL, 2).and(sign)).reinterpretAsFloats().mul(mul).mul(then)
-                        .intoArray(out, o + L);
-                s2.and(mag).or(v.lanewise(SHL, 1).and(sign)).reinterpretAsFloats().mul(mul).mul(then)
-                        .intoArray(out, o + 2 * L);
-                s3.and(mag).or(v.and(sign)).reinterpretAsFloats().mul(mul).mul(then).intoArray(out, o + 3 * L);
+                SlotDecode.fp8(v, 0, e4m3).mul(mul).mul(then).intoArray(out, o);
+                SlotDecode.fp8(v, 1, e4m3).mul(mul).mul(then).intoArray(out, o + L);
+                SlotDecode.fp8(v, 2, e4m3).mul(mul).mul(then).intoArray(out, o + 2 * L);
+                SlotDecode.fp8(v, 3, e4m3).mul(mul).mul(then).intoArray(out, o + 3 * L);
             }
         }
     }
 
     /** IEEE half, 2 slots a word: magnitude j (15 bits) at 15j to float bits 13..27, sign j at 30 + j. */
     private static void f16(MemorySegment words, long base, int[] seg, float[] scales, float unbias, float[] out) {
-        IntVector mag = IntVector.broadcast(I, 0x0FFFE000);
-        IntVector sign = IntVector.broadcast(I, 0x80000000);
         for (int g = 0; g < seg.length - 1; g++) {
             FloatVector scale = FloatVector.fromArray(F, scales, g * L);
             boolean single = single(scale, unbias);
@@ -169,24 +138,21 @@ final class VectorPanelDecoder {
             for (int w = seg[g]; w < seg[g + 1]; w++) {
                 IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
                 int o = w * 2 * L;
-                v.lanewise(SHL, 13).and(mag).or(v.lanewise(SHL, 1).and(sign)).reinterpretAsFloats().mul(mul).mul(then)
-                        .intoArray(out, o);
-                v.lanewise(SHR, 2).and(mag).or(v.and(sign)).reinterpretAsFloats().mul(mul).mul(then)
-                        .intoArray(out, o + L);
+                SlotDecode.f16(v, 0).mul(mul).mul(then).intoArray(out, o);
+                SlotDecode.f16(v, 1).mul(mul).mul(then).intoArray(out, o + L);
             }
         }
     }
 
     /** bfloat16, 2 slots a word: the low and high halves are the top halves of floats. */
     private static void bf16(MemorySegment words, long base, int[] seg, float[] scales, float[] out) {
-        IntVector high = IntVector.broadcast(I, 0xFFFF0000);
         for (int g = 0; g < seg.length - 1; g++) {
             FloatVector scale = FloatVector.fromArray(F, scales, g * L);
             for (int w = seg[g]; w < seg[g + 1]; w++) {
                 IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
                 int o = w * 2 * L;
-                v.lanewise(SHL, 16).reinterpretAsFloats().mul(scale).intoArray(out, o);
-                v.and(high).reinterpretAsFloats().mul(scale).intoArray(out, o + L);
+                SlotDecode.bf16(v, 0).mul(scale).intoArray(out, o);
+                SlotDecode.bf16(v, 1).mul(scale).intoArray(out, o + L);
             }
         }
     }
@@ -238,8 +204,8 @@ final class VectorPanelDecoder {
         }
     }
 
-    /** Small integers to float, exactly. Short enough for the JIT to inline always (under 35 bytecodes). */
+    /** Small integers to float, exactly ({@link SlotDecode#integers}). */
     private static FloatVector ints(IntVector p) {
-        return (FloatVector) p.convert(VectorOperators.I2F, 0);
+        return SlotDecode.integers(p);
     }
 }

@@ -19,8 +19,8 @@ final class VectorScales {
     private static final VectorSpecies<Byte> B64 = ByteVector.SPECIES_64;
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final int L = PanelMatrix.LANES;
-    /** 2^120: an E4M3 magnitude in float bits 20..26 reads as its value times 2^-120. */
-    private static final float E4M3_UNBIAS = 0x1p120f;
+    /** 2^bias of E4M3 slots: {@link SlotDecode#minifloat} gives an E4M3 code's value times 2^-bias. */
+    private static final float E4M3_UNBIAS = Math.scalb(1f, LaneCodec.FP8_E4M3.bias());
 
     private VectorScales() {
     }
@@ -43,7 +43,8 @@ final class VectorScales {
                 for (int g = 0; g < groups; g++) {
                     ByteVector b = ByteVector.fromMemorySegment(B64, m.scales(), idx + (long) g * L, LE);
                     IntVector c = (IntVector) b.convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
-                    // 2^(c−127) is c in the exponent field; c = 0 is the subnormal 2^-127 and 255 is NaN (E8m0).
+                    // 2^(c−127) is c in the exponent field, normal for c = 1..254; c = 0 is 2^-127, a subnormal by
+                    // value (no float holds it otherwise; the kernels still compute with it exactly), 255 is NaN.
                     IntVector bits = c.lanewise(VectorOperators.LSHL, 23)
                             .blend(0x00400000, c.eq(0)).blend(0x7FC00000, c.eq(255));
                     bits.reinterpretAsFloats().intoArray(out, g * L);
@@ -54,9 +55,10 @@ final class VectorScales {
                     ByteVector b = ByteVector.fromMemorySegment(B64, m.scales(), idx + (long) g * L, LE);
                     IntVector c = (IntVector) b.convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
                     IntVector mag = c.and(0x7F);
-                    // Magnitude to float bits 20..26 times 2^120 (exact, subnormals too), then the sign; 0x7F is NaN.
-                    FloatVector v = mag.lanewise(VectorOperators.LSHL, 20).reinterpretAsFloats().mul(E4M3_UNBIAS);
-                    v = v.reinterpretAsInts().or(c.and(0x80).lanewise(VectorOperators.LSHL, 24)).reinterpretAsFloats();
+                    // Magnitude to float bits 20..26 and decoded as an FP8 slot (normal floats, exact), times 2^bias
+                    // (exact: every E4M3 value is a normal float); 0x7F is NaN.
+                    FloatVector v = SlotDecode.minifloat(mag.lanewise(VectorOperators.LSHL, 20),
+                            c.and(0x80).lanewise(VectorOperators.LSHL, 24)).mul(E4M3_UNBIAS);
                     VectorMask<Float> nan = mag.eq(0x7F).cast(F);
                     v.blend(Float.NaN, nan).intoArray(out, g * L);
                 }

@@ -1,0 +1,117 @@
+package io.moe4j.backend.cpu;
+
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * The step that turns slot j of a vector of lane words into the floats the vector kernels multiply, one method per
+ * codec: every result is a normal float or exact zero, for every code ({@link LaneCodec} says why and how;
+ * {@code SubnormalDecodeTest} runs every code of every codec at every slot through these methods). The kernels call
+ * them with constant slot numbers on every word; they are small enough that the JIT inlines them, so the shifts
+ * become immediates and no vector crosses a real call.
+ */
+final class SlotDecode {
+    private static final VectorSpecies<Integer> I = IntVector.SPECIES_256;
+    /**
+     * Whether FP4 codes are looked up in one 16-entry table with a two-vector permute (vpermi2d/vpermt2d, AVX-512
+     * VL): one shift and one permute a slot. Without AVX-512 the JIT lowers that permute to several instructions
+     * (6.8 against 22.1 G multiply-adds/s in the FP4 microbenchmark of docs/cpu-decode.md), and an 8-entry table
+     * of magnitudes (vpermps) with the sign OR-ed in after runs faster (14.1).
+     */
+    static final boolean WIDE_FP4_LOOKUP = IntVector.SPECIES_PREFERRED.vectorBitSize() >= 512;
+    private static final int[] FP4_TABLE = LaneCodec.fp4Table();
+    /** FP4 codes 0..7 (the positive values, also the magnitudes of 8..15). */
+    private static final IntVector FP4_LOW = IntVector.fromArray(I, FP4_TABLE, 0);
+    /** FP4 codes 8..15 (the negative values). */
+    private static final IntVector FP4_HIGH = IntVector.fromArray(I, FP4_TABLE, 8);
+    private static final int SIGN = 0x80000000;
+    private static final VectorOperators.Binary SHL = VectorOperators.LSHL;
+    private static final VectorOperators.Binary SHR = VectorOperators.LSHR;
+
+    private SlotDecode() {
+    }
+
+    /** FP4 slot j (code in nibble j): value·2^-120. */
+    static FloatVector fp4(IntVector word, int j) {
+        return fp4(j == 0 ? word : word.lanewise(SHR, 4 * j));
+    }
+
+    /**
+     * FP6 slot j (magnitude at bits 5j..5j+4, sign at 27 + j): value·2^-bias, the magnitude shifted to float bit 21
+     * (E3M2) or 20 (E2M3) up.
+     */
+    static FloatVector fp6(IntVector word, int j, boolean e3m2) {
+        int mag = e3m2 ? 0x03E00000 : 0x01F00000;
+        return minifloat(shift(word, (e3m2 ? 21 : 20) - 5 * j).and(mag), shift(word, 4 - j).and(SIGN));
+    }
+
+    /**
+     * FP8 slot j (magnitude at bits 7j..7j+6, sign at 28 + j): value·2^-bias, the magnitude shifted to float bit 20
+     * (E4M3) or 21 (E5M2) up.
+     */
+    static FloatVector fp8(IntVector word, int j, boolean e4m3) {
+        int mag = e4m3 ? 0x07F00000 : 0x0FE00000;
+        return minifloat(shift(word, (e4m3 ? 20 : 21) - 7 * j).and(mag), shift(word, 3 - j).and(SIGN));
+    }
+
+    /** IEEE half slot j (magnitude at bits 15j..15j+14 to float bits 13..27, sign at 30 + j): value·2^-48. */
+    static FloatVector f16(IntVector word, int j) {
+        return minifloat(shift(word, 13 - 15 * j).and(0x0FFFE000), shift(word, 1 - j).and(SIGN));
+    }
+
+    /** INT4 slot j: the offset-binary nibble p = code + 8 as the float p. */
+    static FloatVector int4(IntVector word, int j) {
+        return integers(j == 7 ? word.lanewise(SHR, 28) : word.lanewise(SHR, 4 * j).and(0xF));
+    }
+
+    /** INT8 slot j: the offset-binary byte p = code + 128 as the float p. */
+    static FloatVector int8(IntVector word, int j) {
+        return integers(j == 3 ? word.lanewise(SHR, 24) : word.lanewise(SHR, 8 * j).and(0xFF));
+    }
+
+    /** bfloat16 slot j: the half as the top half of a float (subnormal codes were packed as zeros). */
+    static FloatVector bf16(IntVector word, int j) {
+        return (j == 0 ? word.lanewise(SHL, 16) : word.and(0xFFFF0000)).reinterpretAsFloats();
+    }
+
+    /** Left by s bits, or right by -s; s is a constant where the kernels call, so one immediate shift. */
+    private static IntVector shift(IntVector v, int s) {
+        return s == 0 ? v : s > 0 ? v.lanewise(SHL, s) : v.lanewise(SHR, -s);
+    }
+
+    /** The FP4 codes in bits 0..3 of each lane (higher bits ignored) as value·2^-120, the table the machine suits. */
+    static FloatVector fp4(IntVector code) {
+        return WIDE_FP4_LOOKUP ? fp4Wide(code) : fp4Narrow(code);
+    }
+
+    /** {@link #fp4} by one 16-entry lookup (the index wraps to its low 4 bits). */
+    static FloatVector fp4Wide(IntVector code) {
+        return code.selectFrom(FP4_LOW, FP4_HIGH).reinterpretAsFloats();
+    }
+
+    /** {@link #fp4} by an 8-entry lookup of the magnitude (bits 0..2; the index wraps) and the sign (bit 3) OR-ed. */
+    static FloatVector fp4Narrow(IntVector code) {
+        return code.selectFrom(FP4_LOW).or(code.lanewise(VectorOperators.LSHL, 28).and(SIGN)).reinterpretAsFloats();
+    }
+
+    /**
+     * A sign-magnitude minifloat slot (FP6, FP8, F16): {@code magnitude} holds the element's exponent and mantissa
+     * bits in the float's fields (exponent at bit 23 up, everything else 0), {@code sign} the sign at bit 31 (all
+     * else 0). Returns value·2^-bias: A = magnitude | 2^64 is normal for every code, and A + min(A - H, 0) fixes the
+     * codes of exponent 0 (see {@link LaneCodec#MINIFLOAT_HALF}); the minimum is taken on the float bits as signed
+     * integers (one instruction, where Java's float min is several), which orders them as the floats for a negative
+     * and a positive value and gives +0 for the positive differences.
+     */
+    static FloatVector minifloat(IntVector magnitude, IntVector sign) {
+        FloatVector a = magnitude.or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
+        FloatVector below = a.sub(LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(0).reinterpretAsFloats();
+        return a.add(below).reinterpretAsInts().or(sign).reinterpretAsFloats();
+    }
+
+    /** Small non-negative integers (offset-binary INT4/INT8 codes p) to the floats p, exact. */
+    static FloatVector integers(IntVector p) {
+        return (FloatVector) p.convert(VectorOperators.I2F, 0);
+    }
+}
