@@ -28,7 +28,7 @@ public record ModelOptions(String backend, int threads, int contextLimit, Linear
 
     /** The cpu backend on every core, the model's own context limit, unquantized linears. */
     public static ModelOptions defaults() {
-        return new ModelOptions("cpu", Runtime.getRuntime().availableProcessors(), 0, UnquantizedLinears::factory);
+        return new ModelOptions("cpu", Runtime.getRuntime().availableProcessors(), 0, io.moe4j.model.linear.Linears::factory);
     }
 
     public ModelOptions withBackend(String b) {

@@ -25,7 +25,7 @@ class ConformanceModelsTest {
      * The switch: true once {@link ModelOptions#defaults()} loads linears through the quantized linear factory. While
      * false, the cases whose attention or dense MLPs are stored quantized are skipped (and must be refused by name).
      */
-    static final boolean QUANTIZED_LINEARS = false;
+    static final boolean QUANTIZED_LINEARS = true;
 
     static final List<String> BACKENDS = List.of("emulation", "cpu");
 
