@@ -9,7 +9,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 
-/** Repacks an {@link ExpertMatrix} into a {@link PanelMatrix}, experts in parallel. */
+/** Repacks an {@link ExpertMatrix} into a {@link PanelMatrix}, experts and runs of panels in parallel. */
 final class PanelPacker {
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final int LANES = PanelMatrix.LANES;
@@ -43,11 +43,20 @@ final class PanelPacker {
         float[] shard = m.shardScales() == null ? null : new float[Math.toIntExact(lanesTotal)];
         PanelMatrix pm = new PanelMatrix(m, codec, panels, wordsPerPanel, plans, groups, words, scaleType, scales,
                 zeros, shard, false);
-        pool.run(experts, (e, worker) -> packExpert(pm, e));
+        // Experts cut into runs of panels so that a matrix of one expert (a dense linear) packs on every worker too.
+        int runs = Math.min(panels, Math.max(1, Math.ceilDiv(pool.threads() * 4, experts)));
+        int perRun = Math.ceilDiv(panels, runs);
+        int runsPerExpert = Math.ceilDiv(panels, perRun);
+        pool.run(experts * runsPerExpert, (task, worker) -> {
+            int e = task / runsPerExpert;
+            int from = (task % runsPerExpert) * perRun;
+            packPanels(pm, e, from, Math.min(panels, from + perRun));
+        });
         return pm.withScalesChecked();
     }
 
-    private static void packExpert(PanelMatrix pm, int e) {
+    /** Panels [from, to) of expert e. */
+    private static void packPanels(PanelMatrix pm, int e, int from, int to) {
         ExpertMatrix m = pm.source();
         LaneCodec codec = pm.codec();
         ColumnPlan plan = pm.plan(e);
@@ -57,7 +66,7 @@ final class PanelPacker {
         int[] raw = new int[m.cols()];
         int[][] packedCols = new int[LANES][plan.paddedColumns() + slots];
         int[] panelWords = new int[pm.wordsPerPanel() * LANES];
-        for (int p = 0; p < pm.panels(); p++) {
+        for (int p = from; p < to; p++) {
             for (int lane = 0; lane < LANES; lane++) {
                 int r = p * LANES + lane;
                 int[] dst = packedCols[lane];

@@ -174,6 +174,9 @@ public final class CompressedTensorsConfig extends QuantizationConfig {
                 && (in.dynamic() ? CtQuantArgs.TOKEN.equals(in.strategy()) : CtQuantArgs.TENSOR.equals(in.strategy()))) {
             return new Int8Linear("compressed-tensors", CtQuantArgs.CHANNEL.equals(w.strategy()), !in.dynamic());
         }
+        if (isDynamicTokenW4a8Int(w, in)) {
+            return new CtW4A8IntMethod(w, in).linear();
+        }
         throw new MoeException("compressed-tensors scheme of linear '" + module + "' is not supported by moe4j: weights "
                 + w + ", input_activations " + in + " (format " + s.format() + ")");
     }

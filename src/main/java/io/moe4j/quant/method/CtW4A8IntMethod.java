@@ -10,6 +10,7 @@ import io.moe4j.quant.CodeType;
 import io.moe4j.quant.ExpectedTensor;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ExpertWeights;
+import io.moe4j.quant.LinearMethod;
 import io.moe4j.quant.LoadOptions;
 import io.moe4j.quant.QuantMethod;
 import io.moe4j.quant.QuantScheme;
@@ -18,12 +19,10 @@ import io.moe4j.quant.WeightFormat;
 import io.moe4j.quant.config.CtQuantArgs;
 import io.moe4j.safetensors.Checkpoint;
 import io.moe4j.safetensors.DType;
-import io.moe4j.safetensors.SafetensorsException;
 import io.moe4j.safetensors.Tensor;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -59,6 +58,11 @@ public final class CtW4A8IntMethod implements QuantMethod {
     public QuantScheme scheme() {
         return new QuantScheme("compressed-tensors W4A8 int " + (channel ? "channel" : "g" + groupSize),
                 channel ? WeightFormat.INT4_CHANNEL : WeightFormat.INT4_GROUP, ActivationFormat.INT8_TOKEN, false);
+    }
+
+    /** The same scheme for a dense linear module. */
+    public LinearMethod linear() {
+        return new W4A8IntLinear(scheme(), channel ? 0 : groupSize);
     }
 
     private int groups(int cols) {
@@ -103,18 +107,9 @@ public final class CtW4A8IntMethod implements QuantMethod {
         MemorySegment codes = arena.allocate(rowBytes * total * ids.length, TensorCopies.ALIGN);
         long at = 0;
         for (Tensor t : values) {
-            MemorySegment src = t.segment();
-            for (long i = 0, n = (long) rows * cols; i < n; i += 2) {
-                int lo = src.get(ValueLayout.JAVA_BYTE, i);
-                int hi = src.get(ValueLayout.JAVA_BYTE, i + 1);
-                if (lo < -8 || lo > 7 || hi < -8 || hi > 7) {
-                    throw new SafetensorsException(t.file(), t.name(), "value " + (lo < -8 || lo > 7 ? lo : hi)
-                            + " at element " + (lo < -8 || lo > 7 ? i : i + 1) + " is outside the int4 range [-8, 7]");
-                }
-                codes.set(ValueLayout.JAVA_BYTE, at + i / 2, (byte) ((lo & 0xF) | (hi & 0xF) << 4));
-            }
+            Int4Values.pack(t, rows, cols, codes, at);
             at += (long) rows * rowBytes;
-            progress.add(src.byteSize());
+            progress.add(t.segment().byteSize());
         }
         BlockScales bs = new BlockScales(ScaleType.F32, TensorCopies.toF32(arena, scales, progress), 1,
                 channel ? cols : groupSize, total, groups);

@@ -68,7 +68,9 @@ public final class LinearBench {
                 for (int t : threads) {
                     try (LinearFactory f = Linears.factory(ckpt, q, Linears.Backend.CPU, t)) {
                         for (String module : new String[]{"dense", "fp8"}) {
+                            long t0 = System.nanoTime();
                             LoadedLinear linear = (LoadedLinear) f.load(module, cols, rows, false);
+                            System.out.printf("  load and repack: %.0f ms%n", (System.nanoTime() - t0) / 1e6);
                             time(linear, t);
                         }
                     }

@@ -1,5 +1,6 @@
 package io.moe4j.model.linear;
 
+import io.moe4j.format.Bf16;
 import io.moe4j.format.ElementFormat;
 import io.moe4j.format.Fp8Quant;
 import io.moe4j.format.Int8Quant;
@@ -164,7 +165,7 @@ class LinearSchemesTest {
                  "dynamic": true}}}}""", t);
         double[] b = new double[OUT];
         for (int i = 0; i < OUT; i++) {
-            b[i] = io.moe4j.format.Bf16.round(bias[i]);
+            b[i] = Bf16.round(bias[i]);
         }
         check(dir, q, w, b, x -> Fp8Quant.qdqPerToken(x, 0, IN), WeightFormat.FP8_CHANNEL);
     }
@@ -226,5 +227,34 @@ class LinearSchemesTest {
                  "weight": {"dtype": "fp6_e2m3", "qscheme": "per_group", "group_size": 32, "scale_format": "e8m0"},
                  "input_tensors": {"dtype": "fp8_e4m3", "qscheme": "per_tensor", "is_dynamic": false}}}""", t);
         check(dir, q, w, null, x -> Fp8Quant.qdqStatic(x, 0, IN, inputScale), WeightFormat.MXFP6_E2M3);
+    }
+
+    @Test
+    void int4ValuesWithGroupScalesAndDynamicInt8Input(@TempDir Path dir) {
+        Random r = new Random(6);
+        int group = 32;
+        int groups = IN / group;
+        int[] v = randomInts(r, OUT * IN, -8, 7);
+        byte[] values = new byte[OUT * IN];
+        float[] s = new float[OUT * groups];
+        for (int i = 0; i < s.length; i++) {
+            s[i] = Bf16.round(0.01f + r.nextFloat() * 0.05f);
+        }
+        double[][] w = new double[OUT][IN];
+        for (int row = 0; row < OUT; row++) {
+            for (int c = 0; c < IN; c++) {
+                values[row * IN + c] = (byte) v[row * IN + c];
+                w[row][c] = v[row * IN + c] * (double) s[row * groups + c / group];
+            }
+        }
+        SafetensorsWriter t = new SafetensorsWriter()
+                .add("m.weight", DType.I8, new long[]{OUT, IN}, values)
+                .addBf16("m.weight_scale", new long[]{OUT, groups}, s);
+        QuantizationConfig q = SyntheticCheckpoint.write(dir, """
+                {"quant_method": "compressed-tensors", "format": "int-quantized", "config_groups": {"g": {
+                 "targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "symmetric": true,
+                 "strategy": "group", "group_size": 32}, "input_activations": {"num_bits": 8, "type": "int",
+                 "symmetric": true, "strategy": "token", "dynamic": true}}}}""", t);
+        check(dir, q, w, null, x -> Int8Quant.qdqPerToken(x, 0, IN), WeightFormat.INT4_GROUP);
     }
 }
