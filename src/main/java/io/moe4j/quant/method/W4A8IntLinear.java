@@ -1,7 +1,7 @@
 package io.moe4j.quant.method;
 
 import io.moe4j.MoeException;
-import io.moe4j.kernel.ActivationQuant;
+import io.moe4j.quant.ActivationQuant;
 import io.moe4j.quant.BlockScales;
 import io.moe4j.quant.CodeType;
 import io.moe4j.quant.ExpertMatrix;
