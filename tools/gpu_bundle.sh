@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Stages what the GPU test suites need on a machine with no Java and no Maven into .gpu/ (git-ignored): a jlink
+# image of JDK 25 (tar.xz), the compiled classes and test classes, the test classpath's jars, the JUnit console
+# launcher and the whole-model fixtures of ../shared. On the GPU machine: `bash tools/gpu_tests.sh [JUnit selectors...]`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export JAVA_HOME="${JAVA_HOME_25:-/usr/lib/jvm/temurin-25-jdk-amd64}"
+export PATH="$JAVA_HOME/bin:$PATH"
+mkdir -p .gpu/lib
+if [ ! -f .gpu/jdk25.tar.xz ]; then
+  rm -rf /tmp/moe4j-jdk25
+  jlink --add-modules java.base,java.logging,java.management,jdk.management,jdk.unsupported,jdk.incubator.vector,java.net.http,java.naming,java.sql,jdk.crypto.ec,java.xml,jdk.jfr \
+    --strip-debug --no-header-files --no-man-pages --output /tmp/moe4j-jdk25 2>/dev/null
+  tar -C /tmp -cJf .gpu/jdk25.tar.xz moe4j-jdk25
+fi
+mvn -q -B -DskipTests test-compile dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile=.gpu/cp.txt
+rm -f .gpu/lib/*.jar
+# JMH and its maths are for benches (left out to keep the bundle under the device's 64 MiB); JUnit comes with the console launcher.
+tr ':' '\n' < .gpu/cp.txt | grep -v -e jmh -e commons-math3 -e /junit- -e opentest4j -e apiguardian | xargs -I{} cp {} .gpu/lib/
+mvn -q -B dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:1.11.4 -DoutputDirectory=.gpu
+rm -rf .gpu/classes .gpu/test-classes .gpu/shared
+cp -r target/classes .gpu/classes
+cp -r target/test-classes .gpu/test-classes
+rm -rf .gpu/test-classes/conformance   # tracked in src/test/resources, which travels anyway
+mkdir -p .gpu/shared && cp -r ../shared/conformance-models .gpu/shared/
+du -sh .gpu
