@@ -12,6 +12,7 @@ import io.javalin.http.Context;
 import io.javalin.http.HttpResponseException;
 import io.javalin.json.JavalinJackson;
 import io.moe4j.MoeException;
+import org.eclipse.jetty.ee10.servlet.ServletContextRequest;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -162,6 +163,12 @@ public final class OpenAiServer implements AutoCloseable {
         }
         String id = (chat ? "chatcmpl-" : "cmpl-") + idPrefix + Long.toHexString(ids.incrementAndGet());
         ResponseShapes shapes = new ResponseShapes(json, chat, id, System.currentTimeMillis() / 1000, served.id());
+        ServletContextRequest core = ServletContextRequest.getServletContextRequest(ctx.req());
+        if (core != null) {
+            // Failures Jetty reports while the request runs end its sequence too. A client that hangs up is seen only
+            // when a write fails, so a streamed request notices at its next token and a plain one runs to its end.
+            core.addFailureListener(failure -> ticket.cancel());
+        }
         try {
             if (request.stream()) {
                 stream(ctx, channel, ticket, shapes, request.includeUsage());
