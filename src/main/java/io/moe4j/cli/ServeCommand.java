@@ -60,7 +60,8 @@ public final class ServeCommand implements Callable<Integer> {
     @Override
     public Integer call() throws InterruptedException {
         String key = apiKey != null ? apiKey : System.getenv("MOE_API_KEY");
-        ServerConfig serverConfig = new ServerConfig(host, port, key, 4 << 20, Duration.ofSeconds(shutdownGrace));
+        ServerConfig serverConfig = new ServerConfig(host, port, key, 4 << 20, Duration.ofSeconds(shutdownGrace),
+                Duration.ofSeconds(5));
         SchedulerConfig schedulerConfig = new SchedulerConfig(maxSequences, maxQueue, prefillChunk);
         OpenAiServer server = new OpenAiServer(load(), schedulerConfig, serverConfig).start();
         CountDownLatch stopped = new CountDownLatch(1);

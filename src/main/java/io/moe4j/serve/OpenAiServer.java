@@ -30,7 +30,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * platform threads.
  *
  * <p>A streamed request is cancelled when writing to its client fails (the client went away), which is noticed at its
- * next token; a non-streamed one runs to its end.
+ * next token, or at the next keep-alive comment while it waits; a non-streamed one runs to its end.
  */
 public final class OpenAiServer implements AutoCloseable {
     private static final Set<String> ROUTES = Set.of("/v1/models", "/v1/chat/completions", "/v1/completions",
@@ -224,9 +224,13 @@ public final class OpenAiServer implements AutoCloseable {
             if (shapes.chat()) {
                 send(out, shapes.firstChunk(includeUsage));
             }
+            long keepAlive = Math.max(1, config.keepAlive().toMillis());
             while (true) {
-                RequestChannel.Event event = channel.next(60_000);
+                RequestChannel.Event event = channel.next(keepAlive);
                 if (event == null) {
+                    // An SSE comment: clients skip it, and a write to a client that left fails here.
+                    out.write(": keep-alive\n\n".getBytes(StandardCharsets.UTF_8));
+                    out.flush();
                     continue;
                 }
                 if (event.end() == null) {

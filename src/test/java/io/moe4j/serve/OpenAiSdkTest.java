@@ -191,6 +191,30 @@ class OpenAiSdkTest {
     }
 
     @Test
+    void keepAliveCommentsAreSkippedBySdkStreams() {
+        // 3 ms a step and one prompt token a step: about 20 comments go out before the first token.
+        ServedModel served = new ServedModel("slow", new ToyModel(256, 0, 3_000_000, 0), new ByteText());
+        try (OpenAiServer slow = new OpenAiServer(served, new SchedulerConfig(2, 2, 1),
+                ServerConfig.local(0).withKeepAlive(Duration.ofMillis(5))).start()) {
+            OpenAIClient c = OpenAIOkHttpClient.builder().baseUrl("http://127.0.0.1:" + slow.port() + "/v1")
+                    .apiKey("none").maxRetries(0).build();
+            try {
+                ChatCompletionCreateParams p = ChatCompletionCreateParams.builder().model("slow")
+                        .addUserMessage("a prompt of some length").maxTokens(6).temperature(0.0).build();
+                String plain = c.chat().completions().create(p).choices().getFirst().message().content()
+                        .orElseThrow();
+                StringBuilder streamed = new StringBuilder();
+                try (StreamResponse<ChatCompletionChunk> s = c.chat().completions().createStreaming(p)) {
+                    s.stream().forEach(ch -> ch.choices().forEach(x -> x.delta().content().ifPresent(streamed::append)));
+                }
+                assertThat(streamed.toString()).isEqualTo(plain).hasSize(6);
+            } finally {
+                c.close();
+            }
+        }
+    }
+
+    @Test
     void apiKeyIsRequiredWhenSet() {
         ServedModel served = new ServedModel("keyed", new ToyModel(128, 0, 0, 0), new ByteText());
         try (OpenAiServer keyed = new OpenAiServer(served, SchedulerConfig.defaults(),

@@ -40,7 +40,8 @@ class ServerRobustnessTest {
     @BeforeAll
     static void start() {
         model = new ToyModel(128, 0, 200_000, 0);
-        ServerConfig config = new ServerConfig("127.0.0.1", 0, null, 64 * 1024, Duration.ofSeconds(5));
+        ServerConfig config = new ServerConfig("127.0.0.1", 0, null, 64 * 1024, Duration.ofSeconds(5),
+                Duration.ofSeconds(5));
         server = new OpenAiServer(new ServedModel("toy", model, new ByteText()), new SchedulerConfig(4, 8, 64),
                 config).start();
         http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
@@ -237,6 +238,40 @@ class ServerRobustnessTest {
         assertThat(refused).isGreaterThan(100);
         assertThat(answered).isPositive();
         assertStillServing();
+    }
+
+    @Test
+    void aQueuedStreamWhoseClientLeftIsDroppedAtTheNextKeepAlive() throws Exception {
+        ToyModel slow = new ToyModel(4096, 0, 5_000_000, 0);
+        ServerConfig config = new ServerConfig("127.0.0.1", 0, null, 64 * 1024, Duration.ofMillis(50),
+                Duration.ofMillis(20));
+        try (OpenAiServer s = new OpenAiServer(new ServedModel("toy", slow, new ByteText()),
+                new SchedulerConfig(1, 4, 64), config).start()) {
+            URI uri = URI.create("http://127.0.0.1:" + s.port() + CHAT);
+            // The only slot: busy for about 5 s.
+            var busy = http.sendAsync(HttpRequest.newBuilder(uri).POST(HttpRequest.BodyPublishers.ofString(
+                    chatWith("max_tokens", 1000))).build(), HttpResponse.BodyHandlers.ofString());
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (s.scheduler().activeSequences() == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(2);
+            }
+            String streamed = chatWith("max_tokens", 5).replace("\"temperature\":0",
+                    "\"temperature\":0,\"stream\":true");
+            HttpResponse<InputStream> r = http.send(HttpRequest.newBuilder(uri)
+                    .POST(HttpRequest.BodyPublishers.ofString(streamed)).build(),
+                    HttpResponse.BodyHandlers.ofInputStream());
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(r.body(), StandardCharsets.UTF_8))) {
+                assertThat(in.readLine()).startsWith("data: {");
+                assertThat(s.scheduler().queueLength()).isEqualTo(1);
+            }
+            deadline = System.nanoTime() + 3_000_000_000L;
+            while (s.scheduler().queueLength() > 0 && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertThat(s.scheduler().queueLength()).as("the queued request left with its client").isZero();
+            assertThat(busy.isDone()).as("while the first still runs").isFalse();
+            assertThat(s.metrics().prometheus()).contains("moe4j_sequences_finished_total{reason=\"abort\"} 1");
+        }
     }
 
     @Test
