@@ -30,6 +30,7 @@ public final class Scheduler implements AutoCloseable {
     private final List<Job> active = new ArrayList<>();
     private final boolean[] eos;
     private final Thread engine;
+    private final Object admission = new Object();
     private volatile boolean accepting = true;
     private volatile boolean abortAll;
     private volatile int activeCount;
@@ -77,13 +78,17 @@ public final class Scheduler implements AutoCloseable {
                         + model.vocabSize() + ")");
             }
         }
-        if (!accepting) {
-            throw new AdmissionException("the server is shutting down", false);
-        }
         Job job = new Job(this, request, listener);
-        if (!waiting.offer(job)) {
-            throw new AdmissionException("the queue is full (" + config.maxQueue() + " waiting behind "
-                    + config.maxSequences() + " running sequences); retry later", true);
+        // Under the lock that shutdown and the engine's exit take, a job is either queued before the engine can
+        // stop (and is then run or cancelled) or refused: never left waiting for an engine that is gone.
+        synchronized (admission) {
+            if (!accepting) {
+                throw new AdmissionException("the server is shutting down", false);
+            }
+            if (!waiting.offer(job)) {
+                throw new AdmissionException("the queue is full (" + config.maxQueue() + " waiting behind "
+                        + config.maxSequences() + " running sequences); retry later", true);
+            }
         }
         return job;
     }
@@ -108,7 +113,9 @@ public final class Scheduler implements AutoCloseable {
      * and stops the engine thread.
      */
     public void shutdown(Duration grace) {
-        accepting = false;
+        synchronized (admission) {
+            accepting = false;
+        }
         try {
             engine.join(Math.max(1, grace.toMillis()));
             if (engine.isAlive()) {
@@ -143,11 +150,16 @@ public final class Scheduler implements AutoCloseable {
                 finish(job, FinishReason.CANCELLED, null);
             }
             active.clear();
-            Job job;
-            while ((job = waiting.poll()) != null) {
+            activeCount = 0;
+            List<Job> left = new ArrayList<>();
+            synchronized (admission) {
+                // Whatever ended the loop, later submissions are refused rather than left waiting for a dead engine.
+                accepting = false;
+                waiting.drainTo(left);
+            }
+            for (Job job : left) {
                 finish(job, FinishReason.CANCELLED, null);
             }
-            activeCount = 0;
         }
     }
 

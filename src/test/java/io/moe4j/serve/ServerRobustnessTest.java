@@ -275,6 +275,37 @@ class ServerRobustnessTest {
     }
 
     @Test
+    void shutdownEndsRunningStreamsCleanlyAndRefusesNewRequests() throws Exception {
+        ToyModel slow = new ToyModel(4096, 0, 5_000_000, 0);
+        ServerConfig config = new ServerConfig("127.0.0.1", 0, null, 64 * 1024, Duration.ofMillis(300),
+                Duration.ofSeconds(5));
+        OpenAiServer s = new OpenAiServer(new ServedModel("toy", slow, new ByteText()), SchedulerConfig.defaults(),
+                config).start();
+        URI uri = URI.create("http://127.0.0.1:" + s.port() + CHAT);
+        String streamed = chatWith("max_tokens", 2000).replace("\"temperature\":0",
+                "\"temperature\":0,\"stream\":true");
+        var stream = http.sendAsync(HttpRequest.newBuilder(uri).POST(HttpRequest.BodyPublishers.ofString(streamed))
+                .build(), HttpResponse.BodyHandlers.ofString());
+        var quick = http.sendAsync(HttpRequest.newBuilder(uri).POST(HttpRequest.BodyPublishers.ofString(
+                chatWith("max_tokens", 10))).build(), HttpResponse.BodyHandlers.ofString());
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (slow.openSequences() < 2 && System.nanoTime() < deadline) {
+            Thread.sleep(2);
+        }
+        Thread closer = Thread.ofVirtual().start(s::close);
+        Thread.sleep(100);
+        // During the grace period new work is refused with 503 and an error object.
+        HttpResponse<String> late = http.send(HttpRequest.newBuilder(uri).POST(HttpRequest.BodyPublishers.ofString(
+                chatWith("max_tokens", 2))).build(), HttpResponse.BodyHandlers.ofString());
+        assertError(late, 503, null, "a request during shutdown");
+        closer.join();
+        assertThat(quick.get().statusCode()).isEqualTo(200);
+        String body = stream.get().body();
+        assertThat(body).contains("\"finish_reason\":\"abort\"").endsWith("data: [DONE]\n\n");
+        assertThat(slow.openSequences()).isZero();
+    }
+
+    @Test
     void aClientThatHangsUpIsCancelled() throws Exception {
         // 5 ms a step: the 2000 tokens asked for would take 10 s had the client stayed.
         ToyModel slow = new ToyModel(4096, 0, 5_000_000, 0);
