@@ -46,9 +46,9 @@ public final class ServeCommand implements Callable<Integer> {
             description = "requests waiting behind them at most; more get 429 (default: ${DEFAULT-VALUE})")
     int maxQueue;
 
-    @Option(names = "--prefill-chunk", defaultValue = "512",
-            description = "prompt tokens of one sequence fed per step at most (default: ${DEFAULT-VALUE})")
-    int prefillChunk;
+    @Option(names = "--prefill-tokens", defaultValue = "512",
+            description = "prompt tokens fed per step at most, over all joining requests (default: ${DEFAULT-VALUE})")
+    int prefillTokens;
 
     @Option(names = "--api-key", description = "require 'Authorization: Bearer KEY' on /v1 (default: $MOE_API_KEY, else none)")
     String apiKey;
@@ -62,7 +62,7 @@ public final class ServeCommand implements Callable<Integer> {
         String key = apiKey != null ? apiKey : System.getenv("MOE_API_KEY");
         ServerConfig serverConfig = new ServerConfig(host, port, key, 4 << 20, Duration.ofSeconds(shutdownGrace),
                 Duration.ofSeconds(5));
-        SchedulerConfig schedulerConfig = new SchedulerConfig(maxSequences, maxQueue, prefillChunk);
+        SchedulerConfig schedulerConfig = new SchedulerConfig(maxSequences, maxQueue, prefillTokens);
         OpenAiServer server = new OpenAiServer(load(), schedulerConfig, serverConfig).start();
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {

@@ -45,6 +45,7 @@ final class Job implements Ticket {
 
     /** The tokens this job feeds in the next step: a prompt chunk, or the token sampled last step. */
     int[] nextInput(int prefillChunk) {
+        assert prefillChunk > 0;
         int[] prompt = request.prompt();
         if (fed < prompt.length) {
             return Arrays.copyOfRange(prompt, fed, Math.min(prompt.length, fed + prefillChunk));

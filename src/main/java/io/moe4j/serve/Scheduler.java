@@ -11,10 +11,11 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Continuous batching on one engine thread. Each step feeds every active sequence in one {@link StepModel#step} call:
- * sequences still reading their prompt feed the next chunk of it (at most {@link SchedulerConfig#prefillChunk()}
- * tokens), the others feed the token they sampled last step. Prefill and decode thus share a step: a request that
- * joins does not pause the others, it only makes that step longer by its chunk. Between steps, finished and cancelled
+ * Continuous batching on one engine thread. Each step feeds the active sequences in one {@link StepModel#step} call:
+ * every decoding sequence feeds the token it sampled last step, and sequences still reading their prompt share a
+ * budget of {@link SchedulerConfig#prefillTokens()} prompt tokens, first come first served (one that gets none this
+ * step sits it out). Prefill and decode thus share a step: requests that join do not pause the others, they only make
+ * steps longer by at most the budget. Between steps, finished and cancelled
  * sequences leave and waiting requests join, up to {@link SchedulerConfig#maxSequences()}; behind them waits a queue
  * of at most {@link SchedulerConfig#maxQueue()} requests, and a request that finds it full is refused.
  *
@@ -201,11 +202,22 @@ public final class Scheduler implements AutoCloseable {
     }
 
     private void step() {
+        List<Job> stepped = new ArrayList<>(active.size());
         List<StepModel.Sequence> sequences = new ArrayList<>(active.size());
         List<int[]> inputs = new ArrayList<>(active.size());
+        int budget = config.prefillTokens();
         int tokens = 0;
         for (Job job : active) {
-            int[] input = job.nextInput(config.prefillChunk());
+            int[] input;
+            if (!job.prefilling()) {
+                input = job.nextInput(1);
+            } else if (budget > 0) {
+                input = job.nextInput(budget);
+                budget -= input.length;
+            } else {
+                continue;
+            }
+            stepped.add(job);
             sequences.add(job.sequence);
             inputs.add(input);
             tokens += input.length;
@@ -213,38 +225,37 @@ public final class Scheduler implements AutoCloseable {
         float[][] logits;
         try {
             logits = model.step(sequences, inputs);
-            if (logits.length != active.size()) {
+            if (logits.length != stepped.size()) {
                 throw new IllegalStateException("the model returned " + logits.length + " logits rows for "
-                        + active.size() + " sequences");
+                        + stepped.size() + " sequences");
             }
         } catch (RuntimeException e) {
             String message = "the model step failed: " + e.getMessage();
-            for (Job job : active) {
+            for (Job job : stepped) {
                 finish(job, FinishReason.ERROR, message);
             }
-            active.clear();
-            activeCount = 0;
+            active.removeAll(stepped);
+            activeCount = active.size();
             return;
         }
-        metrics.step(active.size(), tokens);
-        List<Job> still = new ArrayList<>(active.size());
-        for (int i = 0; i < active.size(); i++) {
-            Job job = active.get(i);
+        metrics.step(stepped.size(), tokens);
+        List<Job> ended = new ArrayList<>();
+        for (int i = 0; i < stepped.size(); i++) {
+            Job job = stepped.get(i);
             job.fed += inputs.get(i).length;
             if (job.prefilling()) {
-                still.add(job);
                 continue;
             }
             try {
-                if (accept(job, job.sampler.sample(logits[i], 0, model.vocabSize()))) {
-                    still.add(job);
+                if (!accept(job, job.sampler.sample(logits[i], 0, model.vocabSize()))) {
+                    ended.add(job);
                 }
             } catch (RuntimeException e) {
                 finish(job, FinishReason.ERROR, "sampling failed: " + e.getMessage());
+                ended.add(job);
             }
         }
-        active.clear();
-        active.addAll(still);
+        active.removeAll(ended);
         activeCount = active.size();
     }
 

@@ -5,10 +5,11 @@ package io.moe4j.serve;
  *
  * @param maxSequences  sequences stepped together at most (each holds a KV cache)
  * @param maxQueue      requests waiting for a free slot at most; one more is refused
- * @param prefillChunk  prompt tokens of one sequence fed per step at most, so a long prompt joining the batch delays
- *                      the running sequences' next tokens by a bounded amount
+ * @param prefillTokens prompt tokens fed per step at most, over all sequences still reading their prompt (in the
+ *                      order they joined), so requests that join delay the running sequences' next tokens by a
+ *                      bounded amount: a step carries at most one token per decoding sequence plus this many
  */
-public record SchedulerConfig(int maxSequences, int maxQueue, int prefillChunk) {
+public record SchedulerConfig(int maxSequences, int maxQueue, int prefillTokens) {
     public SchedulerConfig {
         if (maxSequences < 1) {
             throw new IllegalArgumentException("max sequences must be >= 1, got " + maxSequences);
@@ -16,8 +17,8 @@ public record SchedulerConfig(int maxSequences, int maxQueue, int prefillChunk) 
         if (maxQueue < 0) {
             throw new IllegalArgumentException("max queue must be >= 0, got " + maxQueue);
         }
-        if (prefillChunk < 1) {
-            throw new IllegalArgumentException("prefill chunk must be >= 1, got " + prefillChunk);
+        if (prefillTokens < 1) {
+            throw new IllegalArgumentException("prefill tokens per step must be >= 1, got " + prefillTokens);
         }
     }
 

@@ -44,7 +44,7 @@ class SchedulerTest {
             expected.add(alone(model, r));
         }
         ServeMetrics metrics = new ServeMetrics();
-        // A prefill chunk of 16 makes the longer prompts take several steps while others already decode.
+        // 16 prompt tokens a step: the longer prompts take several steps while others already decode.
         try (Scheduler s = new Scheduler(model, TEXT, new SchedulerConfig(8, 32, 16), metrics)) {
             List<Collector> collectors = new ArrayList<>();
             for (GenerationRequest r : requests) {
@@ -63,6 +63,55 @@ class SchedulerTest {
         assertThat(model.largestBatch()).isBetween(2, 8);
         assertThat(model.openSequences()).isZero();
         assertThat(metrics.prometheus()).contains("moe4j_sequences_finished_total{reason=\"length\"} 24");
+    }
+
+    @Test
+    void joiningPromptsShareTheStepBudget() throws Exception {
+        ToyModel toy = new ToyModel(1024, 0, 0, 0);
+        List<int[]> steps = java.util.Collections.synchronizedList(new ArrayList<>());
+        StepModel recording = new StepModel() {
+            @Override
+            public int vocabSize() {
+                return toy.vocabSize();
+            }
+
+            @Override
+            public int contextLength() {
+                return toy.contextLength();
+            }
+
+            @Override
+            public Sequence open() {
+                return toy.open();
+            }
+
+            @Override
+            public float[][] step(List<Sequence> sequences, List<int[]> tokens) {
+                steps.add(new int[] {sequences.size(), tokens.stream().mapToInt(t -> t.length).sum()});
+                return toy.step(sequences, tokens);
+            }
+        };
+        try (Scheduler s = new Scheduler(recording, TEXT, new SchedulerConfig(8, 8, 16), new ServeMetrics())) {
+            List<Collector> collectors = new ArrayList<>();
+            for (int i = 0; i < 6; i++) {
+                Collector c = new Collector();
+                s.submit(request("a long prompt " + i + " " + "p".repeat(100), 30, SamplingParams.greedy()), c);
+                collectors.add(c);
+            }
+            for (Collector c : collectors) {
+                assertThat(c.await().result().completionTokens()).isEqualTo(30);
+            }
+        }
+        int fedTokens = 0;
+        for (int[] step : steps) {
+            // At most one token per sequence beyond the 16 prompt tokens a step may carry.
+            assertThat(step[1]).isLessThanOrEqualTo(16 + step[0]);
+        }
+        for (int[] step : steps) {
+            fedTokens += step[1];
+        }
+        // Everything fed: 6 prompts and 29 fed-back tokens each (the last sampled token is never fed).
+        assertThat(fedTokens).isEqualTo(6 * (TEXT.encode("a long prompt 0 " + "p".repeat(100)).length + 29));
     }
 
     @Test
