@@ -23,7 +23,8 @@ import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The OpenAI-compatible HTTP API over a {@link Scheduler}: {@code GET /v1/models}, {@code POST /v1/chat/completions},
+ * The OpenAI-compatible HTTP API over a {@link Scheduler}: {@code GET /v1/models} (and {@code /v1/models/ID}),
+ * {@code POST /v1/chat/completions},
  * {@code POST /v1/completions} (plain, or streamed as server-sent events ending with {@code data: [DONE]}),
  * {@code GET /health} and {@code GET /metrics}. Refusals are OpenAI error objects with their status; no request can
  * stop the server. Handlers run on virtual threads and block on their sequence's events, so many streams cost no
@@ -35,6 +36,7 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class OpenAiServer implements AutoCloseable {
     private static final Set<String> ROUTES = Set.of("/v1/models", "/v1/chat/completions", "/v1/completions",
             "/health", "/metrics");
+    private static final String MODEL_ROUTE = "/v1/models/";
 
     private final ServedModel served;
     private final ServerConfig config;
@@ -68,14 +70,16 @@ public final class OpenAiServer implements AutoCloseable {
             cfg.routes.get("/metrics", ctx -> ctx.contentType("text/plain; version=0.0.4; charset=utf-8")
                     .result(metrics.prometheus()));
             cfg.routes.get("/v1/models", this::models);
+            // <id> rather than {id}: model ids such as "openai/gpt-oss-20b" hold slashes.
+            cfg.routes.get("/v1/models/<id>", this::model);
             cfg.routes.post("/v1/chat/completions", ctx -> generate(ctx, true));
             cfg.routes.post("/v1/completions", ctx -> generate(ctx, false));
             cfg.routes.exception(ApiError.class, (e, ctx) -> writeError(ctx, e));
             cfg.routes.exception(HttpResponseException.class, (e, ctx) -> writeError(ctx, fromJavalin(e)));
             cfg.routes.exception(Exception.class, (e, ctx) -> writeError(ctx,
                     new ApiError(500, "internal error: " + e, "server_error", null, null)));
-            cfg.routes.after(ctx -> metrics.request(ROUTES.contains(ctx.path()) ? ctx.path() : "other",
-                    ctx.statusCode()));
+            cfg.routes.after(ctx -> metrics.request(ROUTES.contains(ctx.path()) ? ctx.path()
+                    : ctx.path().startsWith(MODEL_ROUTE) ? MODEL_ROUTE + "{id}" : "other", ctx.statusCode()));
         });
     }
 
@@ -119,15 +123,27 @@ public final class OpenAiServer implements AutoCloseable {
     }
 
     private void models(Context ctx) {
-        ObjectNode model = json.createObjectNode()
+        ObjectNode list = json.createObjectNode().put("object", "list");
+        list.putArray("data").add(modelObject());
+        ctx.contentType("application/json").result(list.toString());
+    }
+
+    private void model(Context ctx) {
+        String id = ctx.pathParam("id");
+        if (!id.equals(served.id())) {
+            throw new ApiError(404, "the model '" + id + "' does not exist; this server serves '" + served.id() + "'",
+                    "invalid_request_error", "model", "model_not_found");
+        }
+        ctx.contentType("application/json").result(modelObject().toString());
+    }
+
+    private ObjectNode modelObject() {
+        return json.createObjectNode()
                 .put("id", served.id())
                 .put("object", "model")
                 .put("created", created)
                 .put("owned_by", "moe4j")
                 .put("max_model_len", served.model().contextLength());
-        ObjectNode list = json.createObjectNode().put("object", "list");
-        list.putArray("data").add(model);
-        ctx.contentType("application/json").result(list.toString());
     }
 
     private void generate(Context ctx, boolean chat) throws IOException {

@@ -63,6 +63,8 @@ class OpenAiSdkTest {
     void listsTheModel() {
         List<Model> models = client.models().list().data();
         assertThat(models).extracting(Model::id).containsExactly("toy-model");
+        assertThat(client.models().retrieve("toy-model").id()).isEqualTo("toy-model");
+        assertThatThrownBy(() -> client.models().retrieve("other")).isInstanceOf(NotFoundException.class);
     }
 
     @Test
