@@ -1,6 +1,5 @@
 package io.moe4j.serve;
 
-import java.util.Locale;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.DoubleAdder;
 
@@ -48,6 +47,6 @@ final class Histogram {
     }
 
     static String format(double v) {
-        return v == Math.rint(v) && Math.abs(v) < 1e15 ? Long.toString((long) v) : String.format(Locale.ROOT, "%.6g", v);
+        return v == Math.rint(v) && Math.abs(v) < 1e15 ? Long.toString((long) v) : Double.toString(v);
     }
 }
