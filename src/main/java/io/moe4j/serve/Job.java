@@ -25,6 +25,7 @@ final class Job implements Ticket {
     int fed;
     int generated;
     int lastToken = -1;
+    String samplingError;
 
     Job(Scheduler owner, GenerationRequest request, GenerationListener listener) {
         this.owner = owner;

@@ -32,6 +32,8 @@ public final class Scheduler implements AutoCloseable {
     private final boolean[] eos;
     private final Thread engine;
     private final Object admission = new Object();
+    /** Logits to sample in one step (sequences x vocabulary) from which sampling goes parallel. */
+    private static final long PARALLEL_SAMPLING_WORK = 1 << 17;
     private volatile boolean accepting = true;
     private volatile boolean abortAll;
     private volatile int activeCount;
@@ -239,24 +241,54 @@ public final class Scheduler implements AutoCloseable {
             return;
         }
         metrics.step(stepped.size(), tokens);
+        for (int i = 0; i < stepped.size(); i++) {
+            stepped.get(i).fed += inputs.get(i).length;
+        }
+        int[] sampled = sampleAll(stepped, logits);
         List<Job> ended = new ArrayList<>();
         for (int i = 0; i < stepped.size(); i++) {
             Job job = stepped.get(i);
-            job.fed += inputs.get(i).length;
             if (job.prefilling()) {
                 continue;
             }
-            try {
-                if (!accept(job, job.sampler.sample(logits[i], 0, model.vocabSize()))) {
-                    ended.add(job);
-                }
-            } catch (RuntimeException e) {
-                finish(job, FinishReason.ERROR, "sampling failed: " + e.getMessage());
+            if (sampled[i] < 0) {
+                finish(job, FinishReason.ERROR, "sampling failed: " + job.samplingError);
+                ended.add(job);
+            } else if (!accept(job, sampled[i])) {
                 ended.add(job);
             }
         }
         active.removeAll(ended);
         activeCount = active.size();
+    }
+
+    /**
+     * The next token of every stepped sequence that has read its prompt (-1 for the others, and where sampling
+     * failed). Each sequence has its own sampler, so with large vocabularies (where a top-p sort costs milliseconds)
+     * they sample in parallel on the common pool; the model's step is over, so its cores are free.
+     */
+    private int[] sampleAll(List<Job> stepped, float[][] logits) {
+        int vocab = model.vocabSize();
+        int[] sampled = new int[stepped.size()];
+        java.util.function.IntConsumer one = i -> {
+            Job job = stepped.get(i);
+            sampled[i] = -1;
+            if (!job.prefilling()) {
+                try {
+                    sampled[i] = job.sampler.sample(logits[i], 0, vocab);
+                } catch (RuntimeException e) {
+                    job.samplingError = e.getMessage();
+                }
+            }
+        };
+        if (stepped.size() > 1 && (long) stepped.size() * vocab >= PARALLEL_SAMPLING_WORK) {
+            java.util.stream.IntStream.range(0, stepped.size()).parallel().forEach(one);
+        } else {
+            for (int i = 0; i < stepped.size(); i++) {
+                one.accept(i);
+            }
+        }
+        return sampled;
     }
 
     /** Takes one sampled token; false when the sequence has ended. */

@@ -115,6 +115,64 @@ class SchedulerTest {
     }
 
     @Test
+    void largeVocabulariesSampleInParallelWithTheSameTokens() throws Exception {
+        ToyModel toy = new ToyModel(512, 0, 0, 0);
+        int vocab = 1 << 16;
+        // The toy's logits padded to a large vocabulary, so sampling takes the parallel path when batched.
+        StepModel wide = new StepModel() {
+            @Override
+            public int vocabSize() {
+                return vocab;
+            }
+
+            @Override
+            public int contextLength() {
+                return toy.contextLength();
+            }
+
+            @Override
+            public Sequence open() {
+                return toy.open();
+            }
+
+            @Override
+            public float[][] step(List<Sequence> sequences, List<int[]> tokens) {
+                float[][] narrow = toy.step(sequences, tokens);
+                float[][] out = new float[narrow.length][vocab];
+                for (int i = 0; i < narrow.length; i++) {
+                    java.util.Arrays.fill(out[i], -30f);
+                    System.arraycopy(narrow[i], 0, out[i], 0, narrow[i].length);
+                }
+                return out;
+            }
+        };
+        List<GenerationRequest> requests = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            requests.add(request("wide " + i, 12, new SamplingParams(0.9, 0, 0.95, 0, 77 + i)));
+        }
+        List<Collector.Outcome> expected = new ArrayList<>();
+        for (GenerationRequest r : requests) {
+            try (Scheduler s = new Scheduler(wide, TEXT, new SchedulerConfig(1, 1, 64), new ServeMetrics())) {
+                Collector c = new Collector();
+                s.submit(r, c);
+                expected.add(c.await());
+            }
+        }
+        try (Scheduler s = new Scheduler(wide, TEXT, new SchedulerConfig(8, 8, 512), new ServeMetrics())) {
+            List<Collector> collectors = new ArrayList<>();
+            for (GenerationRequest r : requests) {
+                Collector c = new Collector();
+                s.submit(r, c);
+                collectors.add(c);
+            }
+            for (int i = 0; i < requests.size(); i++) {
+                assertThat(collectors.get(i).await()).as("request %d", i).isEqualTo(expected.get(i));
+            }
+        }
+        assertThat(toy.largestBatch()).isGreaterThan(1);
+    }
+
+    @Test
     void historyDecidesTheAnswer() throws Exception {
         ToyModel model = new ToyModel(512, 0, 0, 0);
         String a = alone(model, request("first prompt", 20, SamplingParams.greedy())).text();
