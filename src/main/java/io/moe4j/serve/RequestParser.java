@@ -5,7 +5,9 @@ import com.fasterxml.jackson.databind.node.JsonNodeType;
 import io.moe4j.generate.SamplingParams;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 
@@ -72,7 +74,7 @@ final class RequestParser {
         }
         Integer maxTokens = optionalInt(body, "max_completion_tokens", 1);
         Integer legacyMax = optionalInt(body, "max_tokens", 1);
-        return common(body, true, model, new ChatPrompt(messages, tools), null, null,
+        return common(body, true, model, new ChatPrompt(messages, tools, templateArgs(body)), null, null,
                 maxTokens != null ? maxTokens : legacyMax, toolChoice, format);
     }
 
@@ -224,6 +226,26 @@ final class RequestParser {
             throw ApiError.badRequest("'" + where + ".tool_calls' must be an array", where + ".tool_calls");
         }
         return new ChatMessage(role.asText(), text, m);
+    }
+
+    /** {@code chat_template_kwargs} (an object of any values) and {@code reasoning_effort} (a string). */
+    private static Map<String, JsonNode> templateArgs(JsonNode body) {
+        Map<String, JsonNode> args = new LinkedHashMap<>();
+        JsonNode kwargs = nullToNull(body.get("chat_template_kwargs"));
+        if (kwargs != null) {
+            if (!kwargs.isObject()) {
+                throw ApiError.badRequest("'chat_template_kwargs' must be an object", "chat_template_kwargs");
+            }
+            kwargs.properties().forEach(e -> args.put(e.getKey(), e.getValue()));
+        }
+        JsonNode effort = nullToNull(body.get("reasoning_effort"));
+        if (effort != null) {
+            if (!effort.isTextual()) {
+                throw ApiError.badRequest("'reasoning_effort' must be a string", "reasoning_effort");
+            }
+            args.put("reasoning_effort", effort);
+        }
+        return args;
     }
 
     private static void checkTools(JsonNode tools) {

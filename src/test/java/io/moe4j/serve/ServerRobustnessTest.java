@@ -147,6 +147,10 @@ class ServerRobustnessTest {
         cases.put("json schema output", new Object[] {CHAT, chatWith("response_format", Map.of("type", "json_schema")),
                 400, "response_format"});
         cases.put("tool_choice required", new Object[] {CHAT, chatWith("tool_choice", "required"), 400, "tool_choice"});
+        cases.put("chat_template_kwargs not an object", new Object[] {CHAT, chatWith("chat_template_kwargs", "x"), 400,
+                "chat_template_kwargs"});
+        cases.put("reasoning_effort not a string", new Object[] {CHAT, chatWith("reasoning_effort", 3), 400,
+                "reasoning_effort"});
         cases.put("tools not an array", new Object[] {CHAT, chatWith("tools", Map.of("type", "function")), 400, "tools"});
         cases.put("prompt over the context", new Object[] {CHAT, chatWith("messages", List.of(Map.of("role", "user",
                 "content", "y".repeat(200)))), 400, "messages"});
