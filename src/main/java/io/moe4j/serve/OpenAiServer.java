@@ -83,9 +83,16 @@ public final class OpenAiServer implements AutoCloseable {
         });
     }
 
-    /** Starts listening; returns this. */
+    /** Starts listening; returns this. Fails with the address when it cannot listen (a port in use, say). */
     public OpenAiServer start() {
-        app.start();
+        try {
+            app.start();
+        } catch (RuntimeException e) {
+            scheduler.close();
+            Throwable cause = e.getCause() != null ? e.getCause() : e;
+            throw new MoeException("cannot listen on " + config.host() + ":" + config.port() + ": "
+                    + cause.getMessage(), e);
+        }
         return this;
     }
 

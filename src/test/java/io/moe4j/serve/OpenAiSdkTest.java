@@ -217,6 +217,15 @@ class OpenAiSdkTest {
     }
 
     @Test
+    void aPortInUseIsAClearError() {
+        ServedModel served = new ServedModel("toy", new ToyModel(64, 0, 0, 0), new ByteText());
+        OpenAiServer second = new OpenAiServer(served, SchedulerConfig.defaults(), ServerConfig.local(server.port()));
+        assertThatThrownBy(second::start).isInstanceOf(io.moe4j.MoeException.class)
+                .hasMessageContaining("127.0.0.1:" + server.port());
+        assertThat(client.models().list().data()).hasSize(1);
+    }
+
+    @Test
     void apiKeyIsRequiredWhenSet() {
         ServedModel served = new ServedModel("keyed", new ToyModel(128, 0, 0, 0), new ByteText());
         try (OpenAiServer keyed = new OpenAiServer(served, SchedulerConfig.defaults(),
