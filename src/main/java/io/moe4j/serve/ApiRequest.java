@@ -1,0 +1,22 @@
+package io.moe4j.serve;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.moe4j.generate.SamplingParams;
+
+import java.util.List;
+
+/**
+ * A validated {@code /v1/chat/completions} or {@code /v1/completions} request.
+ *
+ * @param chat           the conversation (chat requests); null for completions
+ * @param promptText     the prompt as text (completions given a string); null otherwise
+ * @param promptIds      the prompt as token ids (completions given ids); null otherwise
+ * @param maxTokens      the cap on new tokens, or null for "until the context is full"
+ * @param includeUsage   {@code stream_options.include_usage}: a last streamed chunk with the usage
+ * @param responseFormat the {@code response_format} object as sent (only {@code {"type": "text"}} is served now)
+ * @param toolChoice     the {@code tool_choice} as sent, or null
+ */
+public record ApiRequest(boolean isChat, String model, ChatPrompt chat, String promptText, int[] promptIds,
+                         SamplingParams sampling, Integer maxTokens, List<String> stops, boolean stream,
+                         boolean includeUsage, JsonNode responseFormat, JsonNode toolChoice) {
+}

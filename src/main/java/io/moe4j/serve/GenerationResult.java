@@ -1,0 +1,11 @@
+package io.moe4j.serve;
+
+/**
+ * How a sequence ended.
+ *
+ * @param promptTokens     tokens of the prompt
+ * @param completionTokens tokens sampled (an eos id included)
+ * @param error            what failed when the reason is {@link FinishReason#ERROR}; null otherwise
+ */
+public record GenerationResult(FinishReason reason, int promptTokens, int completionTokens, String error) {
+}

@@ -1,0 +1,61 @@
+package io.moe4j.serve;
+
+import io.moe4j.generate.Sampler;
+import io.moe4j.generate.StopMatcher;
+
+import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * One request inside the scheduler: its sampler, detokenizer and stop matcher, how far its prompt has been fed, and
+ * what it generated. Everything but the two flags is touched only by the engine thread.
+ */
+final class Job implements Ticket {
+    final GenerationRequest request;
+    final GenerationListener listener;
+    final long submittedNanos;
+    private final Scheduler owner;
+    private final AtomicBoolean finished = new AtomicBoolean();
+    volatile boolean cancelled;
+
+    Sampler sampler;
+    TextCodec.Detokenizer detokenizer;
+    StopMatcher stops;
+    StepModel.Sequence sequence;
+    int fed;
+    int generated;
+    int lastToken = -1;
+    String samplingError;
+
+    Job(Scheduler owner, GenerationRequest request, GenerationListener listener) {
+        this.owner = owner;
+        this.request = request;
+        this.listener = listener;
+        this.submittedNanos = System.nanoTime();
+    }
+
+    @Override
+    public void cancel() {
+        cancelled = true;
+        owner.cancelWaiting(this);
+    }
+
+    boolean prefilling() {
+        return fed < request.prompt().length;
+    }
+
+    /** The tokens this job feeds in the next step: a prompt chunk, or the token sampled last step. */
+    int[] nextInput(int prefillChunk) {
+        assert prefillChunk > 0;
+        int[] prompt = request.prompt();
+        if (fed < prompt.length) {
+            return Arrays.copyOfRange(prompt, fed, Math.min(prompt.length, fed + prefillChunk));
+        }
+        return new int[] {lastToken};
+    }
+
+    /** Marks the job finished; true only for the first caller, so a listener hears the end exactly once. */
+    boolean markFinished() {
+        return finished.compareAndSet(false, true);
+    }
+}

@@ -1,0 +1,355 @@
+package io.moe4j.serve;
+
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.javalin.Javalin;
+import io.javalin.compression.CompressionStrategy;
+import io.javalin.http.Context;
+import io.javalin.http.HttpResponseException;
+import io.javalin.json.JavalinJackson;
+import io.moe4j.MoeException;
+import org.eclipse.jetty.ee10.servlet.ServletContextRequest;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The OpenAI-compatible HTTP API over a {@link Scheduler}: {@code GET /v1/models} (and {@code /v1/models/ID}),
+ * {@code POST /v1/chat/completions},
+ * {@code POST /v1/completions} (plain, or streamed as server-sent events ending with {@code data: [DONE]}),
+ * {@code GET /health} and {@code GET /metrics}. Refusals are OpenAI error objects with their status; no request can
+ * stop the server. Handlers run on virtual threads and block on their sequence's events, so many streams cost no
+ * platform threads.
+ *
+ * <p>A streamed request is cancelled when writing to its client fails (the client went away), which is noticed at its
+ * next token, or at the next keep-alive comment while it waits; a non-streamed one runs to its end.
+ */
+public final class OpenAiServer implements AutoCloseable {
+    private static final Set<String> ROUTES = Set.of("/v1/models", "/v1/chat/completions", "/v1/completions",
+            "/health", "/metrics");
+    private static final String MODEL_ROUTE = "/v1/models/";
+
+    private final ServedModel served;
+    private final ServerConfig config;
+    private final ServeMetrics metrics = new ServeMetrics();
+    private final Scheduler scheduler;
+    private final ObjectMapper json;
+    private final long created = System.currentTimeMillis() / 1000;
+    private final AtomicLong ids = new AtomicLong();
+    private final String idPrefix = Long.toHexString(System.nanoTime() & 0xffffffL);
+    private final Javalin app;
+
+    public OpenAiServer(ServedModel served, SchedulerConfig schedulerConfig, ServerConfig config) {
+        this.served = served;
+        this.config = config;
+        this.json = new ObjectMapper()
+                .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+                .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
+        this.scheduler = new Scheduler(served.model(), served.text(), schedulerConfig, metrics);
+        this.app = Javalin.create(cfg -> {
+            cfg.startup.showJavalinBanner = false;
+            cfg.startup.showOldJavalinVersionWarning = false;
+            cfg.concurrency.useVirtualThreads = true;
+            cfg.http.compressionStrategy = CompressionStrategy.NONE;
+            // Bodies are read and bounded here, so Javalin's own limit only needs to be no lower.
+            cfg.http.maxRequestSize = config.maxBodyBytes() + 1L;
+            cfg.jsonMapper(new JavalinJackson(json, true));
+            cfg.jetty.host = config.host();
+            cfg.jetty.port = config.port();
+            cfg.routes.before("/v1/*", this::authenticate);
+            cfg.routes.get("/health", ctx -> ctx.contentType("application/json").result("{\"status\":\"ok\"}"));
+            cfg.routes.get("/metrics", ctx -> ctx.contentType("text/plain; version=0.0.4; charset=utf-8")
+                    .result(metrics.prometheus()));
+            cfg.routes.get("/v1/models", this::models);
+            // <id> rather than {id}: model ids such as "openai/gpt-oss-20b" hold slashes.
+            cfg.routes.get("/v1/models/<id>", this::model);
+            cfg.routes.post("/v1/chat/completions", ctx -> generate(ctx, true));
+            cfg.routes.post("/v1/completions", ctx -> generate(ctx, false));
+            cfg.routes.exception(ApiError.class, (e, ctx) -> writeError(ctx, e));
+            cfg.routes.exception(HttpResponseException.class, (e, ctx) -> writeError(ctx, fromJavalin(e)));
+            cfg.routes.exception(Exception.class, (e, ctx) -> writeError(ctx,
+                    new ApiError(500, "internal error: " + e, "server_error", null, null)));
+            cfg.routes.after(ctx -> metrics.request(ROUTES.contains(ctx.path()) ? ctx.path()
+                    : ctx.path().startsWith(MODEL_ROUTE) ? MODEL_ROUTE + "{id}" : "other", ctx.statusCode()));
+        });
+    }
+
+    /** Starts listening; returns this. Fails with the address when it cannot listen (a port in use, say). */
+    public OpenAiServer start() {
+        try {
+            app.start();
+        } catch (RuntimeException e) {
+            scheduler.close();
+            Throwable cause = e.getCause() != null ? e.getCause() : e;
+            throw new MoeException("cannot listen on " + config.host() + ":" + config.port() + ": "
+                    + cause.getMessage(), e);
+        }
+        return this;
+    }
+
+    /** The port listened on (the one picked when the config asked for 0). */
+    public int port() {
+        return app.port();
+    }
+
+    public ServeMetrics metrics() {
+        return metrics;
+    }
+
+    public Scheduler scheduler() {
+        return scheduler;
+    }
+
+    /** Refuses new requests, lets running ones finish within the configured grace (then cancels them), stops. */
+    @Override
+    public void close() {
+        scheduler.shutdown(config.shutdownGrace());
+        app.stop();
+    }
+
+    private void authenticate(Context ctx) {
+        if (config.apiKey() == null) {
+            return;
+        }
+        String header = ctx.header("Authorization");
+        String expected = "Bearer " + config.apiKey();
+        if (header == null || !MessageDigest.isEqual(header.getBytes(StandardCharsets.UTF_8),
+                expected.getBytes(StandardCharsets.UTF_8))) {
+            throw new ApiError(401, header == null ? "missing API key: send 'Authorization: Bearer KEY'"
+                    : "incorrect API key", "authentication_error", null, "invalid_api_key");
+        }
+    }
+
+    private void models(Context ctx) {
+        ObjectNode list = json.createObjectNode().put("object", "list");
+        list.putArray("data").add(modelObject());
+        ctx.contentType("application/json").result(list.toString());
+    }
+
+    private void model(Context ctx) {
+        String id = ctx.pathParam("id");
+        if (!id.equals(served.id())) {
+            throw new ApiError(404, "the model '" + id + "' does not exist; this server serves '" + served.id() + "'",
+                    "invalid_request_error", "model", "model_not_found");
+        }
+        ctx.contentType("application/json").result(modelObject().toString());
+    }
+
+    private ObjectNode modelObject() {
+        return json.createObjectNode()
+                .put("id", served.id())
+                .put("object", "model")
+                .put("created", created)
+                .put("owned_by", "moe4j")
+                .put("max_model_len", served.model().contextLength());
+    }
+
+    private void generate(Context ctx, boolean chat) throws IOException {
+        JsonNode body = readBody(ctx);
+        ApiRequest request = chat ? RequestParser.chat(body)
+                : RequestParser.completion(body, served.model().vocabSize());
+        if (!request.model().equals(served.id())) {
+            throw new ApiError(404, "the model '" + request.model() + "' does not exist; this server serves '"
+                    + served.id() + "'", "invalid_request_error", "model", "model_not_found");
+        }
+        int[] prompt = prompt(request);
+        String param = chat ? "messages" : "prompt";
+        if (prompt.length == 0) {
+            throw ApiError.badRequest("the prompt is empty", param);
+        }
+        int context = served.model().contextLength();
+        if (prompt.length >= context) {
+            throw ApiError.badRequest("this model's context holds " + context + " tokens; the prompt has "
+                    + prompt.length + ", which leaves no room for an answer", param, "context_length_exceeded");
+        }
+        int room = context - prompt.length;
+        int maxTokens = request.maxTokens() == null ? room : Math.min(request.maxTokens(), room);
+        RequestChannel channel = new RequestChannel();
+        Ticket ticket;
+        try {
+            ticket = scheduler.submit(new GenerationRequest(prompt, request.sampling(), maxTokens, request.stops()),
+                    channel);
+        } catch (AdmissionException e) {
+            throw e.queueFull() ? new ApiError(429, e.getMessage(), "rate_limit_error", null, "queue_full")
+                    : new ApiError(503, e.getMessage(), "server_error", null, "shutting_down");
+        } catch (IllegalArgumentException e) {
+            throw ApiError.badRequest(e.getMessage(), param);
+        }
+        String id = (chat ? "chatcmpl-" : "cmpl-") + idPrefix + Long.toHexString(ids.incrementAndGet());
+        ResponseShapes shapes = new ResponseShapes(json, chat, id, System.currentTimeMillis() / 1000, served.id());
+        ServletContextRequest core = ServletContextRequest.getServletContextRequest(ctx.req());
+        if (core != null) {
+            // Failures Jetty reports while the request runs end its sequence too. A client that hangs up is seen only
+            // when a write fails, so a streamed request notices at its next token and a plain one runs to its end.
+            core.addFailureListener(failure -> ticket.cancel());
+        }
+        try {
+            if (request.stream()) {
+                stream(ctx, channel, ticket, shapes, request.includeUsage());
+            } else {
+                respond(ctx, channel, shapes);
+            }
+        } catch (InterruptedException e) {
+            ticket.cancel();
+            Thread.currentThread().interrupt();
+            throw new ApiError(503, "the server is shutting down", "server_error", null, "shutting_down");
+        }
+    }
+
+    private int[] prompt(ApiRequest request) {
+        try {
+            if (request.isChat()) {
+                return served.text().renderChat(request.chat());
+            }
+            return request.promptIds() != null ? request.promptIds() : served.text().encode(request.promptText());
+        } catch (MoeException | IllegalArgumentException e) {
+            throw ApiError.badRequest("the prompt cannot be rendered: " + e.getMessage(),
+                    request.isChat() ? "messages" : "prompt");
+        }
+    }
+
+    private void respond(Context ctx, RequestChannel channel, ResponseShapes shapes) throws InterruptedException {
+        StringBuilder text = new StringBuilder();
+        while (true) {
+            RequestChannel.Event event = channel.next(60_000);
+            if (event == null) {
+                continue;
+            }
+            if (event.end() == null) {
+                text.append(event.text());
+                continue;
+            }
+            GenerationResult end = event.end();
+            failIfAborted(end);
+            ctx.contentType("application/json").result(shapes.whole(text.toString(), end).toString());
+            return;
+        }
+    }
+
+    private void stream(Context ctx, RequestChannel channel, Ticket ticket, ResponseShapes shapes,
+                        boolean includeUsage) throws InterruptedException {
+        ctx.status(200);
+        ctx.res().setContentType("text/event-stream");
+        ctx.res().setCharacterEncoding("utf-8");
+        ctx.res().setHeader("Cache-Control", "no-cache");
+        ctx.res().setHeader("X-Accel-Buffering", "no");
+        try {
+            OutputStream out = ctx.res().getOutputStream();
+            if (shapes.chat()) {
+                send(out, shapes.firstChunk(includeUsage));
+            }
+            long keepAlive = Math.max(1, config.keepAlive().toMillis());
+            while (true) {
+                RequestChannel.Event event = channel.next(keepAlive);
+                if (event == null) {
+                    // An SSE comment: clients skip it, and a write to a client that left fails here.
+                    out.write(": keep-alive\n\n".getBytes(StandardCharsets.UTF_8));
+                    out.flush();
+                    continue;
+                }
+                if (event.end() == null) {
+                    StringBuilder text = new StringBuilder(event.text());
+                    RequestChannel.Event more;
+                    // Text already waiting goes out in the same chunk; an end found on the way is handled next.
+                    while ((more = channel.poll()) != null && more.end() == null) {
+                        text.append(more.text());
+                    }
+                    send(out, shapes.textChunk(text.toString(), includeUsage));
+                    if (more == null) {
+                        continue;
+                    }
+                    event = more;
+                }
+                GenerationResult end = event.end();
+                if (end.reason() == FinishReason.ERROR) {
+                    send(out, shapes.errorEvent(new ApiError(500, end.error(), "server_error", null, null)));
+                } else {
+                    send(out, shapes.finishChunk(end, includeUsage));
+                    if (includeUsage) {
+                        send(out, shapes.usageChunk(end));
+                    }
+                }
+                out.write("data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8));
+                out.flush();
+                return;
+            }
+        } catch (IOException e) {
+            // The client went away: free its sequence at the next step boundary.
+            ticket.cancel();
+        }
+    }
+
+    private static void send(OutputStream out, JsonNode event) throws IOException {
+        out.write(("data: " + event + "\n\n").getBytes(StandardCharsets.UTF_8));
+        out.flush();
+    }
+
+    private static void failIfAborted(GenerationResult end) {
+        if (end.reason() == FinishReason.ERROR) {
+            throw new ApiError(500, end.error(), "server_error", null, null);
+        }
+        if (end.reason() == FinishReason.CANCELLED) {
+            throw new ApiError(503, "the request was cancelled: the server is shutting down", "server_error", null,
+                    "shutting_down");
+        }
+    }
+
+    private JsonNode readBody(Context ctx) throws IOException {
+        long declared = ctx.req().getContentLengthLong();
+        if (declared > config.maxBodyBytes()) {
+            throw tooLarge(declared);
+        }
+        byte[] bytes;
+        try (InputStream in = ctx.req().getInputStream()) {
+            bytes = in.readNBytes(config.maxBodyBytes() + 1);
+        }
+        if (bytes.length > config.maxBodyBytes()) {
+            throw tooLarge(-1);
+        }
+        if (bytes.length == 0) {
+            throw ApiError.badRequest("the request body is empty; send a JSON object", null);
+        }
+        try {
+            return json.readTree(bytes);
+        } catch (JsonProcessingException e) {
+            throw ApiError.badRequest("the body is not valid JSON: " + e.getOriginalMessage(), null, "invalid_json");
+        }
+    }
+
+    private ApiError tooLarge(long declared) {
+        return new ApiError(413, "the request body is " + (declared > 0 ? declared + " bytes" : "larger than allowed")
+                + "; at most " + config.maxBodyBytes() + " bytes are accepted", "invalid_request_error", null,
+                "request_too_large");
+    }
+
+    private static ApiError fromJavalin(HttpResponseException e) {
+        int status = e.getStatus();
+        String type = status >= 500 ? "server_error" : "invalid_request_error";
+        String code = switch (status) {
+            case 404 -> "not_found";
+            case 405 -> "method_not_allowed";
+            case 413 -> "request_too_large";
+            default -> null;
+        };
+        return new ApiError(status, e.getMessage(), type, null, code);
+    }
+
+    private void writeError(Context ctx, ApiError e) {
+        ObjectNode error = json.createObjectNode();
+        ObjectNode inner = error.putObject("error");
+        inner.put("message", e.getMessage());
+        inner.put("type", e.type());
+        inner.put("param", e.param());
+        inner.put("code", e.code());
+        ctx.status(e.status()).contentType("application/json").result(error.toString());
+    }
+}

@@ -1,0 +1,380 @@
+package io.moe4j.serve;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.JsonNodeType;
+import io.moe4j.generate.SamplingParams;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * Checks an OpenAI request body field by field and builds an {@link ApiRequest}; every refusal is an
+ * {@link ApiError} that names the field. Fields this server does not act on are refused when they ask for something
+ * (logprobs, penalties, n &gt; 1, structured output), so a client never gets an answer that silently ignored them;
+ * fields that only describe the caller (user, metadata, store) are accepted and ignored.
+ */
+final class RequestParser {
+    static final int MAX_STOPS = 16;
+    private static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant", "tool");
+
+    private RequestParser() {
+    }
+
+    static ApiRequest chat(JsonNode body) {
+        requireObject(body);
+        String model = requiredString(body, "model");
+        JsonNode messagesNode = body.get("messages");
+        if (messagesNode == null || messagesNode.isNull()) {
+            throw ApiError.badRequest("'messages' is required", "messages");
+        }
+        if (!messagesNode.isArray() || messagesNode.isEmpty()) {
+            throw ApiError.badRequest("'messages' must be a non-empty array of message objects", "messages");
+        }
+        List<ChatMessage> messages = new ArrayList<>();
+        for (int i = 0; i < messagesNode.size(); i++) {
+            messages.add(message(messagesNode.get(i), "messages[" + i + "]"));
+        }
+        JsonNode tools = body.get("tools");
+        if (tools != null && !tools.isNull()) {
+            checkTools(tools);
+        } else {
+            tools = null;
+        }
+        JsonNode toolChoice = nullToNull(body.get("tool_choice"));
+        if (toolChoice != null) {
+            boolean plain = toolChoice.isTextual()
+                    && (toolChoice.asText().equals("auto") || toolChoice.asText().equals("none"));
+            if (!plain) {
+                throw ApiError.badRequest("'tool_choice' " + toolChoice + " is not supported; use \"auto\" or \"none\"",
+                        "tool_choice");
+            }
+        }
+        JsonNode format = nullToNull(body.get("response_format"));
+        if (format != null) {
+            if (!format.isObject() || !format.path("type").isTextual()) {
+                throw ApiError.badRequest("'response_format' must be an object with a string 'type'", "response_format");
+            }
+            if (!format.get("type").asText().equals("text")) {
+                throw ApiError.badRequest("'response_format' type '" + format.get("type").asText()
+                        + "' is not supported; only 'text' is", "response_format");
+            }
+        }
+        refuseTrue(body, "logprobs");
+        refuseNonNull(body, "top_logprobs");
+        refuseNonNull(body, "audio");
+        refuseNonNull(body, "prediction");
+        JsonNode modalities = nullToNull(body.get("modalities"));
+        if (modalities != null && (!modalities.isArray() || modalities.size() != 1
+                || !modalities.get(0).asText().equals("text"))) {
+            throw ApiError.badRequest("only the 'text' modality is supported", "modalities");
+        }
+        Integer maxTokens = optionalInt(body, "max_completion_tokens", 1);
+        Integer legacyMax = optionalInt(body, "max_tokens", 1);
+        return common(body, true, model, new ChatPrompt(messages, tools, templateArgs(body)), null, null,
+                maxTokens != null ? maxTokens : legacyMax, toolChoice, format);
+    }
+
+    static ApiRequest completion(JsonNode body, int vocabSize) {
+        requireObject(body);
+        String model = requiredString(body, "model");
+        JsonNode prompt = body.get("prompt");
+        if (prompt == null || prompt.isNull()) {
+            throw ApiError.badRequest("'prompt' is required", "prompt");
+        }
+        String text = null;
+        int[] ids = null;
+        if (prompt.isTextual()) {
+            text = prompt.asText();
+        } else if (prompt.isArray() && !prompt.isEmpty() && prompt.get(0).isTextual()) {
+            if (prompt.size() != 1) {
+                throw ApiError.badRequest("'prompt' holds " + prompt.size() + " prompts; one prompt per request "
+                        + "is served", "prompt");
+            }
+            text = prompt.get(0).asText();
+        } else if (prompt.isArray() && !prompt.isEmpty() && prompt.get(0).isArray()) {
+            if (prompt.size() != 1) {
+                throw ApiError.badRequest("'prompt' holds " + prompt.size() + " prompts; one prompt per request "
+                        + "is served", "prompt");
+            }
+            ids = tokenIds(prompt.get(0), vocabSize);
+        } else if (prompt.isArray() && !prompt.isEmpty()) {
+            ids = tokenIds(prompt, vocabSize);
+        } else {
+            throw ApiError.badRequest("'prompt' must be a string, an array of one string, or an array of token ids",
+                    "prompt");
+        }
+        refuseTrue(body, "echo");
+        refuseNonNull(body, "suffix");
+        refuseNonNull(body, "logprobs");
+        JsonNode bestOf = nullToNull(body.get("best_of"));
+        if (bestOf != null && !(bestOf.isIntegralNumber() && bestOf.asLong() == 1)) {
+            throw ApiError.badRequest("'best_of' must be 1", "best_of");
+        }
+        return common(body, false, model, null, text, ids, optionalInt(body, "max_tokens", 1), null, null);
+    }
+
+    private static ApiRequest common(JsonNode body, boolean isChat, String model, ChatPrompt chat, String text,
+                                     int[] ids, Integer maxTokens, JsonNode toolChoice, JsonNode format) {
+        Integer n = optionalInt(body, "n", 1);
+        if (n != null && n != 1) {
+            throw ApiError.badRequest("'n' must be 1: one choice per request is served", "n");
+        }
+        double temperature = optionalNumber(body, "temperature", 0, 2, 1.0);
+        double topP = optionalNumber(body, "top_p", 0, 1, 1.0);
+        if (topP == 0) {
+            throw ApiError.badRequest("'top_p' must be in (0, 1]", "top_p");
+        }
+        double minP = optionalNumber(body, "min_p", 0, 1, 0.0);
+        Integer topK = optionalInt(body, "top_k", -1);
+        for (String penalty : List.of("presence_penalty", "frequency_penalty")) {
+            if (optionalNumber(body, penalty, -2, 2, 0.0) != 0) {
+                throw ApiError.badRequest("'" + penalty + "' is not supported; send 0 or leave it out", penalty);
+            }
+        }
+        JsonNode bias = nullToNull(body.get("logit_bias"));
+        if (bias != null && (!bias.isObject() || !bias.isEmpty())) {
+            throw ApiError.badRequest("'logit_bias' is not supported", "logit_bias");
+        }
+        JsonNode seedNode = nullToNull(body.get("seed"));
+        long seed;
+        if (seedNode == null) {
+            seed = ThreadLocalRandom.current().nextLong();
+        } else if (seedNode.isIntegralNumber() && seedNode.canConvertToLong()) {
+            seed = seedNode.asLong();
+        } else {
+            throw ApiError.badRequest("'seed' must be an integer", "seed");
+        }
+        boolean stream = optionalBoolean(body, "stream");
+        JsonNode options = nullToNull(body.get("stream_options"));
+        boolean includeUsage = false;
+        if (options != null) {
+            if (!options.isObject()) {
+                throw ApiError.badRequest("'stream_options' must be an object", "stream_options");
+            }
+            if (!stream) {
+                throw ApiError.badRequest("'stream_options' is only allowed when 'stream' is true", "stream_options");
+            }
+            includeUsage = optionalBoolean(options, "include_usage", "stream_options.include_usage");
+        }
+        for (String ignored : List.of("user", "store", "parallel_tool_calls", "metadata", "service_tier")) {
+            JsonNode v = nullToNull(body.get(ignored));
+            if (v != null && (v.isArray() || (ignored.equals("user") && !v.isTextual()))) {
+                throw ApiError.badRequest("'" + ignored + "' has the wrong type", ignored);
+            }
+        }
+        List<String> stops = stops(body.get("stop"));
+        SamplingParams sampling = new SamplingParams(temperature, topK == null || topK < 0 ? 0 : topK, topP, minP,
+                seed);
+        return new ApiRequest(isChat, model, chat, text, ids, sampling, maxTokens, stops, stream, includeUsage, format,
+                toolChoice);
+    }
+
+    private static ChatMessage message(JsonNode m, String where) {
+        if (m == null || !m.isObject()) {
+            throw ApiError.badRequest("'" + where + "' must be an object", where);
+        }
+        JsonNode role = m.get("role");
+        if (role == null || !role.isTextual()) {
+            throw ApiError.badRequest("'" + where + ".role' is required and must be a string", where + ".role");
+        }
+        if (!ROLES.contains(role.asText())) {
+            throw ApiError.badRequest("'" + where + ".role' is '" + role.asText() + "'; expected one of system, "
+                    + "developer, user, assistant, tool", where + ".role");
+        }
+        JsonNode content = m.get("content");
+        String text;
+        if (content == null || content.isNull()) {
+            boolean callsTools = role.asText().equals("assistant") && m.path("tool_calls").isArray();
+            if (!callsTools) {
+                throw ApiError.badRequest("'" + where + ".content' is required", where + ".content");
+            }
+            text = null;
+        } else if (content.isTextual()) {
+            text = content.asText();
+        } else if (content.isArray()) {
+            StringBuilder joined = new StringBuilder();
+            for (int i = 0; i < content.size(); i++) {
+                JsonNode part = content.get(i);
+                String at = where + ".content[" + i + "]";
+                if (!part.isObject() || !part.path("type").isTextual()) {
+                    throw ApiError.badRequest("'" + at + "' must be an object with a string 'type'", at);
+                }
+                if (!part.get("type").asText().equals("text")) {
+                    throw ApiError.badRequest("'" + at + "' has type '" + part.get("type").asText()
+                            + "'; only text parts are supported", at + ".type");
+                }
+                if (!part.path("text").isTextual()) {
+                    throw ApiError.badRequest("'" + at + ".text' must be a string", at + ".text");
+                }
+                joined.append(part.get("text").asText());
+            }
+            text = joined.toString();
+        } else {
+            throw ApiError.badRequest("'" + where + ".content' must be a string or an array of text parts",
+                    where + ".content");
+        }
+        JsonNode name = nullToNull(m.get("name"));
+        if (name != null && !name.isTextual()) {
+            throw ApiError.badRequest("'" + where + ".name' must be a string", where + ".name");
+        }
+        JsonNode calls = nullToNull(m.get("tool_calls"));
+        if (calls != null && !calls.isArray()) {
+            throw ApiError.badRequest("'" + where + ".tool_calls' must be an array", where + ".tool_calls");
+        }
+        return new ChatMessage(role.asText(), text, m);
+    }
+
+    /** {@code chat_template_kwargs} (an object of any values) and {@code reasoning_effort} (a string). */
+    private static Map<String, JsonNode> templateArgs(JsonNode body) {
+        Map<String, JsonNode> args = new LinkedHashMap<>();
+        JsonNode kwargs = nullToNull(body.get("chat_template_kwargs"));
+        if (kwargs != null) {
+            if (!kwargs.isObject()) {
+                throw ApiError.badRequest("'chat_template_kwargs' must be an object", "chat_template_kwargs");
+            }
+            kwargs.properties().forEach(e -> args.put(e.getKey(), e.getValue()));
+        }
+        JsonNode effort = nullToNull(body.get("reasoning_effort"));
+        if (effort != null) {
+            if (!effort.isTextual()) {
+                throw ApiError.badRequest("'reasoning_effort' must be a string", "reasoning_effort");
+            }
+            args.put("reasoning_effort", effort);
+        }
+        return args;
+    }
+
+    private static void checkTools(JsonNode tools) {
+        if (!tools.isArray()) {
+            throw ApiError.badRequest("'tools' must be an array", "tools");
+        }
+        for (int i = 0; i < tools.size(); i++) {
+            JsonNode t = tools.get(i);
+            String at = "tools[" + i + "]";
+            if (!t.isObject() || !"function".equals(t.path("type").asText(null))) {
+                throw ApiError.badRequest("'" + at + "' must be an object with type 'function'", at);
+            }
+            if (!t.path("function").isObject() || !t.path("function").path("name").isTextual()) {
+                throw ApiError.badRequest("'" + at + ".function.name' must be a string", at + ".function.name");
+            }
+        }
+    }
+
+    private static int[] tokenIds(JsonNode array, int vocabSize) {
+        int[] ids = new int[array.size()];
+        for (int i = 0; i < ids.length; i++) {
+            JsonNode v = array.get(i);
+            if (!v.isIntegralNumber() || !v.canConvertToInt() || v.asInt() < 0 || v.asInt() >= vocabSize) {
+                throw ApiError.badRequest("'prompt[" + i + "]' must be a token id in [0, " + vocabSize + "), got " + v,
+                        "prompt");
+            }
+            ids[i] = v.asInt();
+        }
+        return ids;
+    }
+
+    private static List<String> stops(JsonNode stop) {
+        if (stop == null || stop.isNull()) {
+            return List.of();
+        }
+        if (stop.isTextual()) {
+            return List.of(stop.asText());
+        }
+        if (!stop.isArray()) {
+            throw ApiError.badRequest("'stop' must be a string or an array of strings", "stop");
+        }
+        if (stop.size() > MAX_STOPS) {
+            throw ApiError.badRequest("'stop' holds " + stop.size() + " strings; at most " + MAX_STOPS, "stop");
+        }
+        List<String> out = new ArrayList<>();
+        for (JsonNode s : stop) {
+            if (!s.isTextual()) {
+                throw ApiError.badRequest("'stop' must be a string or an array of strings", "stop");
+            }
+            out.add(s.asText());
+        }
+        return out;
+    }
+
+    private static void requireObject(JsonNode body) {
+        if (body == null || !body.isObject()) {
+            throw ApiError.badRequest("the request body must be a JSON object", null);
+        }
+    }
+
+    private static String requiredString(JsonNode body, String field) {
+        JsonNode v = body.get(field);
+        if (v == null || v.isNull()) {
+            throw ApiError.badRequest("'" + field + "' is required", field);
+        }
+        if (!v.isTextual()) {
+            throw ApiError.badRequest("'" + field + "' must be a string", field);
+        }
+        return v.asText();
+    }
+
+    private static JsonNode nullToNull(JsonNode v) {
+        return v == null || v.isNull() ? null : v;
+    }
+
+    private static Integer optionalInt(JsonNode body, String field, int min) {
+        JsonNode v = nullToNull(body.get(field));
+        if (v == null) {
+            return null;
+        }
+        if (!v.isIntegralNumber() || !v.canConvertToInt()) {
+            throw ApiError.badRequest("'" + field + "' must be an integer", field);
+        }
+        if (v.asInt() < min) {
+            throw ApiError.badRequest("'" + field + "' must be >= " + min + ", got " + v.asInt(), field);
+        }
+        return v.asInt();
+    }
+
+    private static double optionalNumber(JsonNode body, String field, double min, double max, double absent) {
+        JsonNode v = nullToNull(body.get(field));
+        if (v == null) {
+            return absent;
+        }
+        if (!v.isNumber()) {
+            throw ApiError.badRequest("'" + field + "' must be a number", field);
+        }
+        double d = v.asDouble();
+        if (!(d >= min && d <= max)) {
+            throw ApiError.badRequest("'" + field + "' must be in [" + Histogram.format(min) + ", "
+                    + Histogram.format(max) + "], got " + v, field);
+        }
+        return d;
+    }
+
+    private static boolean optionalBoolean(JsonNode body, String field) {
+        return optionalBoolean(body, field, field);
+    }
+
+    private static boolean optionalBoolean(JsonNode body, String field, String param) {
+        JsonNode v = nullToNull(body.get(field));
+        if (v == null) {
+            return false;
+        }
+        if (v.getNodeType() != JsonNodeType.BOOLEAN) {
+            throw ApiError.badRequest("'" + param + "' must be a boolean", param);
+        }
+        return v.asBoolean();
+    }
+
+    private static void refuseTrue(JsonNode body, String field) {
+        if (optionalBoolean(body, field)) {
+            throw ApiError.badRequest("'" + field + "' is not supported", field);
+        }
+    }
+
+    private static void refuseNonNull(JsonNode body, String field) {
+        if (nullToNull(body.get(field)) != null) {
+            throw ApiError.badRequest("'" + field + "' is not supported", field);
+        }
+    }
+}

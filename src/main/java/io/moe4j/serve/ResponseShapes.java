@@ -1,0 +1,109 @@
+package io.moe4j.serve;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+/**
+ * The JSON bodies of one response in OpenAI's shapes: {@code chat.completion} and {@code chat.completion.chunk} for
+ * chat, {@code text_completion} (whole and chunked) for completions. Fields the SDKs require but this server does not
+ * fill ({@code logprobs}, {@code refusal}) are sent as null.
+ */
+record ResponseShapes(ObjectMapper json, boolean chat, String id, long created, String model) {
+
+    ObjectNode whole(String text, GenerationResult end) {
+        ObjectNode root = head(chat ? "chat.completion" : "text_completion");
+        ObjectNode choice = root.putArray("choices").addObject();
+        choice.put("index", 0);
+        if (chat) {
+            ObjectNode message = choice.putObject("message");
+            message.put("role", "assistant");
+            message.put("content", text);
+            message.putNull("refusal");
+        } else {
+            choice.put("text", text);
+        }
+        choice.putNull("logprobs");
+        choice.put("finish_reason", end.reason().apiName());
+        root.set("usage", usage(end));
+        return root;
+    }
+
+    /** The chat stream's opening chunk: the assistant role with empty content, as OpenAI sends it. */
+    ObjectNode firstChunk(boolean includeUsage) {
+        ObjectNode root = chunk(includeUsage);
+        ObjectNode delta = ((ObjectNode) root.get("choices").get(0)).putObject("delta");
+        delta.put("role", "assistant");
+        delta.put("content", "");
+        return root;
+    }
+
+    ObjectNode textChunk(String text, boolean includeUsage) {
+        ObjectNode root = chunk(includeUsage);
+        ObjectNode choice = (ObjectNode) root.get("choices").get(0);
+        if (chat) {
+            choice.putObject("delta").put("content", text);
+        } else {
+            choice.put("text", text);
+        }
+        return root;
+    }
+
+    ObjectNode finishChunk(GenerationResult end, boolean includeUsage) {
+        ObjectNode root = chunk(includeUsage);
+        ObjectNode choice = (ObjectNode) root.get("choices").get(0);
+        if (chat) {
+            choice.putObject("delta");
+        } else {
+            choice.put("text", "");
+        }
+        choice.put("finish_reason", end.reason().apiName());
+        return root;
+    }
+
+    /** With {@code stream_options.include_usage}: the last chunk, with no choices and the usage. */
+    ObjectNode usageChunk(GenerationResult end) {
+        ObjectNode root = head(chat ? "chat.completion.chunk" : "text_completion");
+        root.putArray("choices");
+        root.set("usage", usage(end));
+        return root;
+    }
+
+    ObjectNode errorEvent(ApiError e) {
+        ObjectNode root = json.createObjectNode();
+        ObjectNode inner = root.putObject("error");
+        inner.put("message", e.getMessage());
+        inner.put("type", e.type());
+        inner.putNull("param");
+        inner.put("code", e.code());
+        return root;
+    }
+
+    private ObjectNode chunk(boolean includeUsage) {
+        ObjectNode root = head(chat ? "chat.completion.chunk" : "text_completion");
+        ObjectNode choice = root.putArray("choices").addObject();
+        choice.put("index", 0);
+        choice.putNull("logprobs");
+        choice.putNull("finish_reason");
+        if (includeUsage) {
+            root.putNull("usage");
+        }
+        return root;
+    }
+
+    private ObjectNode head(String object) {
+        ObjectNode root = json.createObjectNode();
+        root.put("id", id);
+        root.put("object", object);
+        root.put("created", created);
+        root.put("model", model);
+        return root;
+    }
+
+    private JsonNode usage(GenerationResult end) {
+        return json.createObjectNode()
+                .put("prompt_tokens", end.promptTokens())
+                .put("completion_tokens", end.completionTokens())
+                .put("total_tokens", end.promptTokens() + end.completionTokens());
+    }
+}

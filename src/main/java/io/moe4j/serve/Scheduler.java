@@ -1,0 +1,348 @@
+package io.moe4j.serve;
+
+import io.moe4j.generate.Sampler;
+import io.moe4j.generate.StopMatcher;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Continuous batching on one engine thread. Each step feeds the active sequences in one {@link StepModel#step} call:
+ * every decoding sequence feeds the token it sampled last step, and sequences still reading their prompt share a
+ * budget of {@link SchedulerConfig#prefillTokens()} prompt tokens, first come first served (one that gets none this
+ * step sits it out). Prefill and decode thus share a step: requests that join do not pause the others, they only make
+ * steps longer by at most the budget. Between steps, finished and cancelled
+ * sequences leave and waiting requests join, up to {@link SchedulerConfig#maxSequences()}; behind them waits a queue
+ * of at most {@link SchedulerConfig#maxQueue()} requests, and a request that finds it full is refused.
+ *
+ * <p>Every sequence samples with its own seeded {@link Sampler} and sees only its own logits row, so its tokens do not
+ * depend on what else is in the batch (as far as the model's batched forward is exact).
+ */
+public final class Scheduler implements AutoCloseable {
+    private final StepModel model;
+    private final TextCodec text;
+    private final SchedulerConfig config;
+    private final ServeMetrics metrics;
+    private final BlockingQueue<Job> waiting;
+    private final List<Job> active = new ArrayList<>();
+    private final boolean[] eos;
+    private final Thread engine;
+    private final Object admission = new Object();
+    /** Logits to sample in one step (sequences x vocabulary) from which sampling goes parallel. */
+    private static final long PARALLEL_SAMPLING_WORK = 1 << 17;
+    private volatile boolean accepting = true;
+    private volatile boolean abortAll;
+    private volatile int activeCount;
+
+    public Scheduler(StepModel model, TextCodec text, SchedulerConfig config, ServeMetrics metrics) {
+        this.model = model;
+        this.text = text;
+        this.config = config;
+        this.metrics = metrics;
+        // A zero-length queue still lets a request wait for the engine to pick it up between two steps.
+        this.waiting = new ArrayBlockingQueue<>(Math.max(1, config.maxQueue()));
+        this.eos = new boolean[model.vocabSize()];
+        for (int id : text.eosIds()) {
+            if (id < 0 || id >= eos.length) {
+                throw new IllegalArgumentException("eos id " + id + " is outside the vocabulary of " + eos.length);
+            }
+            eos[id] = true;
+        }
+        metrics.gauges(waiting::size, () -> activeCount);
+        this.engine = Thread.ofPlatform().name("moe-engine").daemon(true).unstarted(this::run);
+        engine.start();
+    }
+
+    public StepModel model() {
+        return model;
+    }
+
+    /**
+     * Queues a request; the listener hears its text and its end on the engine thread.
+     *
+     * @throws AdmissionException when the queue is full or the scheduler is shutting down
+     * @throws IllegalArgumentException when the prompt leaves no room to generate in the context, or holds an id
+     *                                  outside the vocabulary
+     */
+    public Ticket submit(GenerationRequest request, GenerationListener listener) {
+        int context = model.contextLength();
+        int[] prompt = request.prompt();
+        if (prompt.length >= context) {
+            throw new IllegalArgumentException("the prompt has " + prompt.length + " tokens; the context holds "
+                    + context + ", so at most " + (context - 1) + " leave room for an answer");
+        }
+        for (int id : prompt) {
+            if (id < 0 || id >= model.vocabSize()) {
+                throw new IllegalArgumentException("token id " + id + " is outside the vocabulary [0, "
+                        + model.vocabSize() + ")");
+            }
+        }
+        Job job = new Job(this, request, listener);
+        // Under the lock that shutdown and the engine's exit take, a job is either queued before the engine can
+        // stop (and is then run or cancelled) or refused: never left waiting for an engine that is gone.
+        synchronized (admission) {
+            if (!accepting) {
+                throw new AdmissionException("the server is shutting down", false);
+            }
+            if (!waiting.offer(job)) {
+                throw new AdmissionException("the queue is full (" + config.maxQueue() + " waiting behind "
+                        + config.maxSequences() + " running sequences); retry later", true);
+            }
+        }
+        return job;
+    }
+
+    public int queueLength() {
+        return waiting.size();
+    }
+
+    public int activeSequences() {
+        return activeCount;
+    }
+
+    /** Called by a cancelled ticket: a job still waiting leaves the queue now. */
+    void cancelWaiting(Job job) {
+        if (waiting.remove(job)) {
+            finish(job, FinishReason.CANCELLED, null);
+        }
+    }
+
+    /**
+     * Stops taking requests, lets running and waiting ones finish for up to {@code grace}, then cancels what is left
+     * and stops the engine thread.
+     */
+    public void shutdown(Duration grace) {
+        synchronized (admission) {
+            accepting = false;
+        }
+        try {
+            engine.join(Math.max(1, grace.toMillis()));
+            if (engine.isAlive()) {
+                abortAll = true;
+                engine.join();
+            }
+        } catch (InterruptedException e) {
+            abortAll = true;
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    @Override
+    public void close() {
+        shutdown(Duration.ZERO);
+    }
+
+    private void run() {
+        try {
+            while (!abortAll && (accepting || !active.isEmpty() || !waiting.isEmpty())) {
+                dropCancelled();
+                admit();
+                if (active.isEmpty()) {
+                    continue;
+                }
+                step();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            for (Job job : active) {
+                finish(job, FinishReason.CANCELLED, null);
+            }
+            active.clear();
+            activeCount = 0;
+            List<Job> left = new ArrayList<>();
+            synchronized (admission) {
+                // Whatever ended the loop, later submissions are refused rather than left waiting for a dead engine.
+                accepting = false;
+                waiting.drainTo(left);
+            }
+            for (Job job : left) {
+                finish(job, FinishReason.CANCELLED, null);
+            }
+        }
+    }
+
+    private void dropCancelled() {
+        for (int i = active.size() - 1; i >= 0; i--) {
+            Job job = active.get(i);
+            if (job.cancelled) {
+                active.remove(i);
+                finish(job, FinishReason.CANCELLED, null);
+            }
+        }
+        activeCount = active.size();
+    }
+
+    /** Moves waiting requests into free slots; with nothing running, waits a little for one to arrive. */
+    private void admit() throws InterruptedException {
+        while (active.size() < config.maxSequences()) {
+            Job job = active.isEmpty() ? waiting.poll(50, TimeUnit.MILLISECONDS) : waiting.poll();
+            if (job == null) {
+                break;
+            }
+            if (job.cancelled) {
+                finish(job, FinishReason.CANCELLED, null);
+                continue;
+            }
+            try {
+                job.sampler = new Sampler(job.request.sampling());
+                job.detokenizer = text.detokenizer();
+                job.stops = new StopMatcher(job.request.stops());
+                job.sequence = model.open();
+            } catch (RuntimeException e) {
+                finish(job, FinishReason.ERROR, "could not open a sequence: " + e.getMessage());
+                continue;
+            }
+            metrics.admitted(job.request.prompt().length);
+            active.add(job);
+        }
+        activeCount = active.size();
+    }
+
+    private void step() {
+        List<Job> stepped = new ArrayList<>(active.size());
+        List<StepModel.Sequence> sequences = new ArrayList<>(active.size());
+        List<int[]> inputs = new ArrayList<>(active.size());
+        int budget = config.prefillTokens();
+        int tokens = 0;
+        for (Job job : active) {
+            int[] input;
+            if (!job.prefilling()) {
+                input = job.nextInput(1);
+            } else if (budget > 0) {
+                input = job.nextInput(budget);
+                budget -= input.length;
+            } else {
+                continue;
+            }
+            stepped.add(job);
+            sequences.add(job.sequence);
+            inputs.add(input);
+            tokens += input.length;
+        }
+        float[][] logits;
+        try {
+            logits = model.step(sequences, inputs);
+            if (logits.length != stepped.size()) {
+                throw new IllegalStateException("the model returned " + logits.length + " logits rows for "
+                        + stepped.size() + " sequences");
+            }
+        } catch (RuntimeException e) {
+            String message = "the model step failed: " + e.getMessage();
+            for (Job job : stepped) {
+                finish(job, FinishReason.ERROR, message);
+            }
+            active.removeAll(stepped);
+            activeCount = active.size();
+            return;
+        }
+        metrics.step(stepped.size(), tokens);
+        for (int i = 0; i < stepped.size(); i++) {
+            stepped.get(i).fed += inputs.get(i).length;
+        }
+        int[] sampled = sampleAll(stepped, logits);
+        List<Job> ended = new ArrayList<>();
+        for (int i = 0; i < stepped.size(); i++) {
+            Job job = stepped.get(i);
+            if (job.prefilling()) {
+                continue;
+            }
+            if (sampled[i] < 0) {
+                finish(job, FinishReason.ERROR, "sampling failed: " + job.samplingError);
+                ended.add(job);
+            } else if (!accept(job, sampled[i])) {
+                ended.add(job);
+            }
+        }
+        active.removeAll(ended);
+        activeCount = active.size();
+    }
+
+    /**
+     * The next token of every stepped sequence that has read its prompt (-1 for the others, and where sampling
+     * failed). Each sequence has its own sampler, so with large vocabularies (where a top-p sort costs milliseconds)
+     * they sample in parallel on the common pool; the model's step is over, so its cores are free.
+     */
+    private int[] sampleAll(List<Job> stepped, float[][] logits) {
+        int vocab = model.vocabSize();
+        int[] sampled = new int[stepped.size()];
+        java.util.function.IntConsumer one = i -> {
+            Job job = stepped.get(i);
+            sampled[i] = -1;
+            if (!job.prefilling()) {
+                try {
+                    sampled[i] = job.sampler.sample(logits[i], 0, vocab);
+                } catch (RuntimeException e) {
+                    job.samplingError = e.getMessage();
+                }
+            }
+        };
+        if (stepped.size() > 1 && (long) stepped.size() * vocab >= PARALLEL_SAMPLING_WORK) {
+            java.util.stream.IntStream.range(0, stepped.size()).parallel().forEach(one);
+        } else {
+            for (int i = 0; i < stepped.size(); i++) {
+                one.accept(i);
+            }
+        }
+        return sampled;
+    }
+
+    /** Takes one sampled token; false when the sequence has ended. */
+    private boolean accept(Job job, int token) {
+        job.generated++;
+        metrics.generated();
+        if (job.generated == 1) {
+            metrics.firstToken((System.nanoTime() - job.submittedNanos) / 1e9);
+        }
+        if (eos[token]) {
+            finish(job, FinishReason.STOP, null);
+            return false;
+        }
+        String shown = job.stops.accept(job.detokenizer.accept(token));
+        if (!shown.isEmpty()) {
+            job.listener.onText(shown);
+        }
+        if (job.stops.stopped()) {
+            finish(job, FinishReason.STOP, null);
+            return false;
+        }
+        // Prompt and generated tokens together stay within the context (as vLLM counts max_model_len): the token
+        // just sampled is the last one when it fills the context.
+        if (job.generated >= job.request.maxTokens()
+                || job.request.prompt().length + job.generated >= model.contextLength()) {
+            finish(job, FinishReason.LENGTH, null);
+            return false;
+        }
+        job.lastToken = token;
+        return true;
+    }
+
+    /** Ends a job once: shows held-back text of a normal end, frees its sequence, tells its listener. */
+    private void finish(Job job, FinishReason reason, String error) {
+        if (!job.markFinished()) {
+            return;
+        }
+        try {
+            if ((reason == FinishReason.STOP || reason == FinishReason.LENGTH) && job.detokenizer != null) {
+                String tail = job.stops.accept(job.detokenizer.flush()) + job.stops.flush();
+                if (!tail.isEmpty()) {
+                    job.listener.onText(tail);
+                }
+            }
+        } finally {
+            if (job.sequence != null) {
+                try {
+                    job.sequence.close();
+                } catch (RuntimeException ignored) {
+                    // The sequence is gone either way; its listener still hears the end below.
+                }
+            }
+            metrics.finished(reason);
+            job.listener.onFinish(new GenerationResult(reason, job.request.prompt().length, job.generated, error));
+        }
+    }
+}

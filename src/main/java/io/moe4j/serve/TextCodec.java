@@ -1,0 +1,33 @@
+package io.moe4j.serve;
+
+/**
+ * The text side of a served model: prompts to token ids, and generated ids back to text. Implementations must be
+ * safe to call from many request threads at once (rendering and encoding happen on the HTTP threads); a
+ * {@link Detokenizer} belongs to one sequence and is used by one thread at a time.
+ */
+public interface TextCodec {
+
+    /** The chat template applied to the conversation, ready for the assistant's answer, as token ids. */
+    int[] renderChat(ChatPrompt prompt);
+
+    /** A plain-text prompt as token ids (with whatever prefix, such as BOS, the model expects). */
+    int[] encode(String prompt);
+
+    /** Token ids that end generation (end of sequence, end of turn); they are never shown as text. */
+    int[] eosIds();
+
+    /** A fresh incremental detokenizer for one sequence. */
+    Detokenizer detokenizer();
+
+    /**
+     * Turns generated ids into text one at a time. Text that is not complete yet (a partial UTF-8 character, a byte
+     * token of a longer sequence) is held back until a later id completes it.
+     */
+    interface Detokenizer {
+        /** The new text this id completes (often the id's own text; possibly empty). */
+        String accept(int id);
+
+        /** What is still held back when the sequence ends (incomplete bytes become U+FFFD). */
+        String flush();
+    }
+}

@@ -1,0 +1,22 @@
+/**
+ * {@code moe serve}: an OpenAI-compatible HTTP server with continuous batching.
+ *
+ * <p>The pieces, in the order a request meets them:
+ * <ul>
+ *   <li>{@link io.moe4j.serve.OpenAiServer}: the HTTP routes on Javalin; reads and bounds the body, refuses with
+ *       OpenAI error objects ({@link io.moe4j.serve.ApiError}), answers whole or as server-sent events.</li>
+ *   <li>{@link io.moe4j.serve.RequestParser}: checks every field and builds an {@link io.moe4j.serve.ApiRequest}.</li>
+ *   <li>{@link io.moe4j.serve.TextCodec}: renders the chat (or encodes the prompt) to ids, and turns generated ids
+ *       back into text with an incremental detokenizer.</li>
+ *   <li>{@link io.moe4j.serve.Scheduler}: one engine thread that steps every active sequence together through
+ *       {@link io.moe4j.serve.StepModel#step}, admits waiting requests between steps, samples each sequence with its
+ *       own seeded sampler and ends it at eos, a stop string, max tokens or the context end.</li>
+ *   <li>{@link io.moe4j.serve.ServeMetrics}: counters and histograms for {@code GET /metrics}.</li>
+ * </ul>
+ *
+ * <p>A real model joins by implementing {@link io.moe4j.serve.StepModel} (sequences with their KV caches, one batched
+ * forward per step) and {@link io.moe4j.serve.TextCodec} (tokenizer and chat template), then
+ * {@code new OpenAiServer(new ServedModel(id, model, text), schedulerConfig, serverConfig).start()}. The
+ * {@link io.moe4j.serve.toy} package holds a deterministic byte-level model of both for tests.
+ */
+package io.moe4j.serve;

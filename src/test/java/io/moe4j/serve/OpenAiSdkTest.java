@@ -1,0 +1,251 @@
+package io.moe4j.serve;
+
+import com.openai.client.OpenAIClient;
+import com.openai.client.okhttp.OpenAIOkHttpClient;
+import com.openai.core.JsonValue;
+import com.openai.core.http.StreamResponse;
+import com.openai.errors.BadRequestException;
+import com.openai.errors.NotFoundException;
+import com.openai.errors.OpenAIServiceException;
+import com.openai.errors.UnauthorizedException;
+import com.openai.models.chat.completions.ChatCompletion;
+import com.openai.models.chat.completions.ChatCompletionChunk;
+import com.openai.models.chat.completions.ChatCompletionCreateParams;
+import com.openai.models.chat.completions.ChatCompletionStreamOptions;
+import com.openai.models.completions.Completion;
+import com.openai.models.completions.CompletionCreateParams;
+import com.openai.models.completions.CompletionUsage;
+import com.openai.models.models.Model;
+import io.moe4j.serve.toy.ByteText;
+import io.moe4j.serve.toy.ToyModel;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** The server on loopback, driven by the official OpenAI Java SDK. */
+@Timeout(60)
+class OpenAiSdkTest {
+    private static OpenAiServer server;
+    private static OpenAIClient client;
+
+    @BeforeAll
+    static void start() {
+        // eos when the hash is divisible by 16: answers end by themselves, at lengths that differ by prompt.
+        ServedModel served = new ServedModel("toy-model", new ToyModel(256, 16, 0, 0), new ByteText());
+        server = new OpenAiServer(served, new SchedulerConfig(4, 16, 64), ServerConfig.local(0)).start();
+        client = client("unused");
+    }
+
+    static OpenAIClient client(String key) {
+        return OpenAIOkHttpClient.builder().baseUrl("http://127.0.0.1:" + server.port() + "/v1").apiKey(key)
+                .maxRetries(0).timeout(Duration.ofSeconds(20)).build();
+    }
+
+    @AfterAll
+    static void stop() {
+        client.close();
+        server.close();
+    }
+
+    private static ChatCompletionCreateParams.Builder chat(String user) {
+        return ChatCompletionCreateParams.builder().model("toy-model").addUserMessage(user).temperature(0.0);
+    }
+
+    @Test
+    void listsTheModel() {
+        List<Model> models = client.models().list().data();
+        assertThat(models).extracting(Model::id).containsExactly("toy-model");
+        assertThat(client.models().retrieve("toy-model").id()).isEqualTo("toy-model");
+        assertThatThrownBy(() -> client.models().retrieve("other")).isInstanceOf(NotFoundException.class);
+    }
+
+    @Test
+    void chatCompletionWithUsage() {
+        ChatCompletion c = client.chat().completions().create(chat("Hello there").maxCompletionTokens(12).build());
+        ChatCompletion.Choice choice = c.choices().getFirst();
+        String text = choice.message().content().orElseThrow();
+        CompletionUsage usage = c.usage().orElseThrow();
+        assertThat(c.model()).isEqualTo("toy-model");
+        assertThat(c.id()).startsWith("chatcmpl-");
+        int prompt = new ByteText().renderChat(new ChatPrompt(List.of(new ChatMessage("user", "Hello there", null)),
+                null)).length;
+        assertThat(usage.promptTokens()).isEqualTo(prompt);
+        assertThat(usage.totalTokens()).isEqualTo(prompt + usage.completionTokens());
+        if (choice.finishReason().equals(ChatCompletion.Choice.FinishReason.LENGTH)) {
+            assertThat(usage.completionTokens()).isEqualTo(12);
+            assertThat(text).hasSize(12);
+        } else {
+            assertThat(choice.finishReason()).isEqualTo(ChatCompletion.Choice.FinishReason.STOP);
+            assertThat(text).hasSize((int) usage.completionTokens() - 1);
+        }
+        // Greedy: the same request gives the same answer.
+        assertThat(client.chat().completions().create(chat("Hello there").maxCompletionTokens(12).build())
+                .choices().getFirst().message().content()).contains(text);
+    }
+
+    @Test
+    void streamedChatEqualsThePlainAnswerAndEndsWithUsage() {
+        String plain = client.chat().completions().create(chat("Stream me").maxTokens(40).build())
+                .choices().getFirst().message().content().orElseThrow();
+        ChatCompletionCreateParams params = chat("Stream me").maxTokens(40)
+                .streamOptions(ChatCompletionStreamOptions.builder().includeUsage(true).build()).build();
+        StringBuilder text = new StringBuilder();
+        List<String> finishes = new ArrayList<>();
+        List<CompletionUsage> usages = new ArrayList<>();
+        try (StreamResponse<ChatCompletionChunk> stream = client.chat().completions().createStreaming(params)) {
+            stream.stream().forEach(chunk -> {
+                chunk.usage().ifPresent(usages::add);
+                for (ChatCompletionChunk.Choice choice : chunk.choices()) {
+                    choice.delta().content().ifPresent(text::append);
+                    choice.finishReason().ifPresent(f -> finishes.add(f.asString()));
+                }
+            });
+        }
+        assertThat(text.toString()).isEqualTo(plain);
+        assertThat(finishes).hasSize(1);
+        assertThat(usages).hasSize(1);
+        assertThat(usages.getFirst().completionTokens()).isPositive();
+    }
+
+    @Test
+    void stopStringsCutTheAnswer() {
+        String full = client.chat().completions().create(chat("Cut me").maxTokens(30).build())
+                .choices().getFirst().message().content().orElseThrow();
+        assertThat(full.length()).as("answer long enough to cut").isGreaterThan(8);
+        String stop = full.substring(5, 7);
+        int at = full.indexOf(stop);
+        ChatCompletion c = client.chat().completions().create(chat("Cut me").maxTokens(30)
+                .stop(ChatCompletionCreateParams.Stop.ofStrings(List.of("#never#", stop))).build());
+        assertThat(c.choices().getFirst().message().content()).contains(full.substring(0, at));
+        assertThat(c.choices().getFirst().finishReason()).isEqualTo(ChatCompletion.Choice.FinishReason.STOP);
+        // Streamed, the stop string never shows either.
+        StringBuilder streamed = new StringBuilder();
+        try (StreamResponse<ChatCompletionChunk> s = client.chat().completions()
+                .createStreaming(chat("Cut me").maxTokens(30).stop(stop).build())) {
+            s.stream().forEach(ch -> ch.choices().forEach(x -> x.delta().content().ifPresent(streamed::append)));
+        }
+        assertThat(streamed.toString()).isEqualTo(full.substring(0, at));
+    }
+
+    @Test
+    void completionsPlainAndStreamed() {
+        CompletionCreateParams params = CompletionCreateParams.builder().model("toy-model").prompt("Once upon")
+                .maxTokens(9).temperature(0.0).build();
+        Completion c = client.completions().create(params);
+        String text = c.choices().getFirst().text();
+        assertThat(c.usage().orElseThrow().promptTokens()).isEqualTo(9);
+        StringBuilder streamed = new StringBuilder();
+        try (StreamResponse<Completion> s = client.completions().createStreaming(params)) {
+            s.stream().forEach(chunk -> chunk.choices().forEach(ch -> streamed.append(ch.text())));
+        }
+        assertThat(streamed.toString()).isEqualTo(text);
+    }
+
+    @Test
+    void seededSamplingRepeatsAndDiffersBySeed() {
+        ChatCompletionCreateParams.Builder b = chat("Sample").temperature(1.0).topP(0.9).maxTokens(20);
+        String a1 = client.chat().completions().create(b.seed(7).build()).choices().getFirst().message().content()
+                .orElseThrow();
+        String a2 = client.chat().completions().create(b.seed(7).build()).choices().getFirst().message().content()
+                .orElseThrow();
+        String other = client.chat().completions().create(b.seed(8).build()).choices().getFirst().message()
+                .content().orElseThrow();
+        assertThat(a1).isEqualTo(a2);
+        assertThat(other).isNotEqualTo(a1);
+    }
+
+    @Test
+    void errorsReachTheSdkAsOpenAiErrors() {
+        assertThatThrownBy(() -> client.chat().completions().create(ChatCompletionCreateParams.builder()
+                .model("gpt-4o").addUserMessage("hi").build()))
+                .isInstanceOfSatisfying(NotFoundException.class, e -> {
+                    assertThat(e.code()).contains("model_not_found");
+                    assertThat(e.param()).contains("model");
+                });
+        assertThatThrownBy(() -> client.chat().completions().create(chat("hi").n(2).build()))
+                .isInstanceOfSatisfying(BadRequestException.class, e -> assertThat(e.param()).contains("n"));
+        assertThatThrownBy(() -> client.chat().completions().create(chat("hi").temperature(3.5).build()))
+                .isInstanceOfSatisfying(BadRequestException.class,
+                        e -> assertThat(e.param()).contains("temperature"));
+        assertThatThrownBy(() -> client.chat().completions().create(chat("x".repeat(300)).build()))
+                .isInstanceOfSatisfying(BadRequestException.class,
+                        e -> assertThat(e.code()).contains("context_length_exceeded"));
+        assertThatThrownBy(() -> client.chat().completions().create(chat("hi")
+                .putAdditionalBodyProperty("response_format", JsonValue.from(java.util.Map.of("type", "json_object")))
+                .build()))
+                .isInstanceOfSatisfying(BadRequestException.class,
+                        e -> assertThat(e.param()).contains("response_format"));
+        // Streamed requests are refused the same way, before any event.
+        assertThatThrownBy(() -> {
+            try (var s = client.chat().completions().createStreaming(chat("hi").n(3).build())) {
+                s.stream().count();
+            }
+        }).isInstanceOf(OpenAIServiceException.class);
+        assertThat(client.chat().completions().create(chat("still here").maxTokens(3).build()).choices()).hasSize(1);
+    }
+
+    @Test
+    void keepAliveCommentsAreSkippedBySdkStreams() {
+        // 3 ms a step and one prompt token a step: about 20 comments go out before the first token.
+        ServedModel served = new ServedModel("slow", new ToyModel(256, 0, 3_000_000, 0), new ByteText());
+        try (OpenAiServer slow = new OpenAiServer(served, new SchedulerConfig(2, 2, 1),
+                ServerConfig.local(0).withKeepAlive(Duration.ofMillis(5))).start()) {
+            OpenAIClient c = OpenAIOkHttpClient.builder().baseUrl("http://127.0.0.1:" + slow.port() + "/v1")
+                    .apiKey("none").maxRetries(0).build();
+            try {
+                ChatCompletionCreateParams p = ChatCompletionCreateParams.builder().model("slow")
+                        .addUserMessage("a prompt of some length").maxTokens(6).temperature(0.0).build();
+                String plain = c.chat().completions().create(p).choices().getFirst().message().content()
+                        .orElseThrow();
+                StringBuilder streamed = new StringBuilder();
+                try (StreamResponse<ChatCompletionChunk> s = c.chat().completions().createStreaming(p)) {
+                    s.stream().forEach(ch -> ch.choices().forEach(x -> x.delta().content().ifPresent(streamed::append)));
+                }
+                assertThat(streamed.toString()).isEqualTo(plain).hasSize(6);
+            } finally {
+                c.close();
+            }
+        }
+    }
+
+    @Test
+    void aPortInUseIsAClearError() {
+        ServedModel served = new ServedModel("toy", new ToyModel(64, 0, 0, 0), new ByteText());
+        OpenAiServer second = new OpenAiServer(served, SchedulerConfig.defaults(), ServerConfig.local(server.port()));
+        assertThatThrownBy(second::start).isInstanceOf(io.moe4j.MoeException.class)
+                .hasMessageContaining("127.0.0.1:" + server.port());
+        assertThat(client.models().list().data()).hasSize(1);
+    }
+
+    @Test
+    void apiKeyIsRequiredWhenSet() {
+        ServedModel served = new ServedModel("keyed", new ToyModel(128, 0, 0, 0), new ByteText());
+        try (OpenAiServer keyed = new OpenAiServer(served, SchedulerConfig.defaults(),
+                ServerConfig.local(0).withApiKey("s3cret")).start()) {
+            String base = "http://127.0.0.1:" + keyed.port() + "/v1";
+            ChatCompletionCreateParams p = ChatCompletionCreateParams.builder().model("keyed").addUserMessage("hi")
+                    .maxTokens(3).build();
+            OpenAIClient wrong = OpenAIOkHttpClient.builder().baseUrl(base).apiKey("guess").maxRetries(0).build();
+            OpenAIClient right = OpenAIOkHttpClient.builder().baseUrl(base).apiKey("s3cret").maxRetries(0).build();
+            try {
+                assertThatThrownBy(() -> wrong.chat().completions().create(p))
+                        .isInstanceOfSatisfying(UnauthorizedException.class,
+                                e -> assertThat(e.code()).contains("invalid_api_key"));
+                assertThatThrownBy(() -> wrong.models().list()).isInstanceOf(UnauthorizedException.class);
+                assertThat(right.chat().completions().create(p).choices().getFirst().message().content())
+                        .isPresent();
+            } finally {
+                wrong.close();
+                right.close();
+            }
+        }
+    }
+}

@@ -1,0 +1,314 @@
+package io.moe4j.serve;
+
+import io.moe4j.generate.SamplingParams;
+import io.moe4j.serve.toy.ByteText;
+import io.moe4j.serve.toy.ToyModel;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+@Timeout(60)
+class SchedulerTest {
+    private static final ByteText TEXT = new ByteText();
+
+    private static GenerationRequest request(String prompt, int maxTokens, SamplingParams sampling, String... stops) {
+        return new GenerationRequest(TEXT.encode(prompt), sampling, maxTokens, List.of(stops));
+    }
+
+    private static Collector.Outcome alone(ToyModel model, GenerationRequest request) throws Exception {
+        try (Scheduler s = new Scheduler(model, TEXT, new SchedulerConfig(1, 4, 512), new ServeMetrics())) {
+            Collector c = new Collector();
+            s.submit(request, c);
+            return c.await();
+        }
+    }
+
+    @Test
+    void batchedAnswersEqualAnswersServedAloneAndSequencesAreFreed() throws Exception {
+        ToyModel model = new ToyModel(512, 0, 0, 0);
+        List<GenerationRequest> requests = new ArrayList<>();
+        for (int i = 0; i < 24; i++) {
+            SamplingParams sampling = i % 3 == 0 ? SamplingParams.greedy()
+                    : new SamplingParams(0.8, i % 5, 0.9, 0, 1000 + i);
+            requests.add(request("prompt number " + i + " " + "x".repeat(i * 7), 10 + i, sampling));
+        }
+        List<Collector.Outcome> expected = new ArrayList<>();
+        for (GenerationRequest r : requests) {
+            expected.add(alone(model, r));
+        }
+        ServeMetrics metrics = new ServeMetrics();
+        // 16 prompt tokens a step: the longer prompts take several steps while others already decode.
+        try (Scheduler s = new Scheduler(model, TEXT, new SchedulerConfig(8, 32, 16), metrics)) {
+            List<Collector> collectors = new ArrayList<>();
+            for (GenerationRequest r : requests) {
+                Collector c = new Collector();
+                s.submit(r, c);
+                collectors.add(c);
+            }
+            for (int i = 0; i < requests.size(); i++) {
+                Collector.Outcome got = collectors.get(i).await();
+                assertThat(got).as("request %d", i).isEqualTo(expected.get(i));
+                assertThat(got.result().reason()).isEqualTo(FinishReason.LENGTH);
+                assertThat(got.result().completionTokens()).isEqualTo(10 + i);
+                assertThat(got.text()).hasSize(10 + i);
+            }
+        }
+        assertThat(model.largestBatch()).isBetween(2, 8);
+        assertThat(model.openSequences()).isZero();
+        assertThat(metrics.prometheus()).contains("moe4j_sequences_finished_total{reason=\"length\"} 24");
+    }
+
+    @Test
+    void joiningPromptsShareTheStepBudget() throws Exception {
+        ToyModel toy = new ToyModel(1024, 0, 0, 0);
+        List<int[]> steps = java.util.Collections.synchronizedList(new ArrayList<>());
+        StepModel recording = new StepModel() {
+            @Override
+            public int vocabSize() {
+                return toy.vocabSize();
+            }
+
+            @Override
+            public int contextLength() {
+                return toy.contextLength();
+            }
+
+            @Override
+            public Sequence open() {
+                return toy.open();
+            }
+
+            @Override
+            public float[][] step(List<Sequence> sequences, List<int[]> tokens) {
+                steps.add(new int[] {sequences.size(), tokens.stream().mapToInt(t -> t.length).sum()});
+                return toy.step(sequences, tokens);
+            }
+        };
+        try (Scheduler s = new Scheduler(recording, TEXT, new SchedulerConfig(8, 8, 16), new ServeMetrics())) {
+            List<Collector> collectors = new ArrayList<>();
+            for (int i = 0; i < 6; i++) {
+                Collector c = new Collector();
+                s.submit(request("a long prompt " + i + " " + "p".repeat(100), 30, SamplingParams.greedy()), c);
+                collectors.add(c);
+            }
+            for (Collector c : collectors) {
+                assertThat(c.await().result().completionTokens()).isEqualTo(30);
+            }
+        }
+        int fedTokens = 0;
+        for (int[] step : steps) {
+            // At most one token per sequence beyond the 16 prompt tokens a step may carry.
+            assertThat(step[1]).isLessThanOrEqualTo(16 + step[0]);
+        }
+        for (int[] step : steps) {
+            fedTokens += step[1];
+        }
+        // Everything fed: 6 prompts and 29 fed-back tokens each (the last sampled token is never fed).
+        assertThat(fedTokens).isEqualTo(6 * (TEXT.encode("a long prompt 0 " + "p".repeat(100)).length + 29));
+    }
+
+    @Test
+    void largeVocabulariesSampleInParallelWithTheSameTokens() throws Exception {
+        ToyModel toy = new ToyModel(512, 0, 0, 0);
+        int vocab = 1 << 16;
+        // The toy's logits padded to a large vocabulary, so sampling takes the parallel path when batched.
+        StepModel wide = new StepModel() {
+            @Override
+            public int vocabSize() {
+                return vocab;
+            }
+
+            @Override
+            public int contextLength() {
+                return toy.contextLength();
+            }
+
+            @Override
+            public Sequence open() {
+                return toy.open();
+            }
+
+            @Override
+            public float[][] step(List<Sequence> sequences, List<int[]> tokens) {
+                float[][] narrow = toy.step(sequences, tokens);
+                float[][] out = new float[narrow.length][vocab];
+                for (int i = 0; i < narrow.length; i++) {
+                    java.util.Arrays.fill(out[i], -30f);
+                    System.arraycopy(narrow[i], 0, out[i], 0, narrow[i].length);
+                }
+                return out;
+            }
+        };
+        List<GenerationRequest> requests = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            requests.add(request("wide " + i, 12, new SamplingParams(0.9, 0, 0.95, 0, 77 + i)));
+        }
+        List<Collector.Outcome> expected = new ArrayList<>();
+        for (GenerationRequest r : requests) {
+            try (Scheduler s = new Scheduler(wide, TEXT, new SchedulerConfig(1, 1, 64), new ServeMetrics())) {
+                Collector c = new Collector();
+                s.submit(r, c);
+                expected.add(c.await());
+            }
+        }
+        try (Scheduler s = new Scheduler(wide, TEXT, new SchedulerConfig(8, 8, 512), new ServeMetrics())) {
+            List<Collector> collectors = new ArrayList<>();
+            for (GenerationRequest r : requests) {
+                Collector c = new Collector();
+                s.submit(r, c);
+                collectors.add(c);
+            }
+            for (int i = 0; i < requests.size(); i++) {
+                assertThat(collectors.get(i).await()).as("request %d", i).isEqualTo(expected.get(i));
+            }
+        }
+        assertThat(toy.largestBatch()).isGreaterThan(1);
+    }
+
+    @Test
+    void historyDecidesTheAnswer() throws Exception {
+        ToyModel model = new ToyModel(512, 0, 0, 0);
+        String a = alone(model, request("first prompt", 20, SamplingParams.greedy())).text();
+        String b = alone(model, request("second prompt", 20, SamplingParams.greedy())).text();
+        assertThat(a).isNotEqualTo(b).matches("[a-z ,.]{20}");
+    }
+
+    @Test
+    void eosEndsWithStopAndIsNotShown() throws Exception {
+        ToyModel model = new ToyModel(512, 3, 0, 0);
+        int stopped = 0;
+        for (int i = 0; i < 10; i++) {
+            Collector.Outcome o = alone(model, request("eos " + i, 200, SamplingParams.greedy()));
+            if (o.result().reason() == FinishReason.STOP) {
+                stopped++;
+                // The eos token counts as generated but adds no text.
+                assertThat(o.text()).hasSize(o.result().completionTokens() - 1);
+            }
+        }
+        assertThat(stopped).isEqualTo(10);
+    }
+
+    @Test
+    void stopStringsCutTheTextEvenAcrossTokens() throws Exception {
+        ToyModel model = new ToyModel(512, 0, 0, 0);
+        String full = alone(model, request("stop test", 60, SamplingParams.greedy())).text();
+        String stop = full.substring(20, 23);
+        int at = full.indexOf(stop);
+        Collector.Outcome o = alone(model, request("stop test", 60, SamplingParams.greedy(), "never", stop));
+        assertThat(o.result().reason()).isEqualTo(FinishReason.STOP);
+        assertThat(o.text()).isEqualTo(full.substring(0, at));
+        assertThat(o.result().completionTokens()).isEqualTo(at + stop.length());
+    }
+
+    @Test
+    void contextEndStopsWithLength() throws Exception {
+        ToyModel model = new ToyModel(32, 0, 0, 0);
+        Collector.Outcome o = alone(model, request("twenty bytes prompt.", 1000, SamplingParams.greedy()));
+        assertThat(o.result().reason()).isEqualTo(FinishReason.LENGTH);
+        assertThat(o.result().promptTokens() + o.result().completionTokens()).isEqualTo(32);
+        try (Scheduler s = new Scheduler(model, TEXT, SchedulerConfig.defaults(), new ServeMetrics())) {
+            assertThatThrownBy(() -> s.submit(request("x".repeat(32), 1, SamplingParams.greedy()), new Collector()))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("context holds 32");
+        }
+    }
+
+    @Test
+    void fullQueueRefusesAndCancelFreesWaitingAndRunning() throws Exception {
+        ToyModel model = new ToyModel(4096, 0, 2_000_000, 0);
+        try (Scheduler s = new Scheduler(model, TEXT, new SchedulerConfig(1, 2, 512), new ServeMetrics())) {
+            Collector running = new Collector();
+            Ticket runningTicket = s.submit(request("long one", 3000, SamplingParams.greedy()), running);
+            waitUntil(() -> s.activeSequences() == 1);
+            Collector w1 = new Collector();
+            Collector w2 = new Collector();
+            Ticket waitingTicket = s.submit(request("waits", 5, SamplingParams.greedy()), w1);
+            s.submit(request("waits too", 5, SamplingParams.greedy()), w2);
+            assertThatThrownBy(() -> s.submit(request("one too many", 5, SamplingParams.greedy()), new Collector()))
+                    .isInstanceOfSatisfying(AdmissionException.class, e -> assertThat(e.queueFull()).isTrue());
+            waitingTicket.cancel();
+            assertThat(w1.await().result().reason()).isEqualTo(FinishReason.CANCELLED);
+            runningTicket.cancel();
+            runningTicket.cancel();
+            Collector.Outcome cancelled = running.await();
+            assertThat(cancelled.result().reason()).isEqualTo(FinishReason.CANCELLED);
+            assertThat(cancelled.result().completionTokens()).isLessThan(3000);
+            assertThat(w2.await().result().reason()).isEqualTo(FinishReason.LENGTH);
+        }
+        assertThat(model.openSequences()).isZero();
+    }
+
+    @Test
+    void shutdownFinishesWithinGraceThenCancels() throws Exception {
+        ToyModel model = new ToyModel(4096, 0, 1_000_000, 0);
+        Scheduler s = new Scheduler(model, TEXT, new SchedulerConfig(2, 4, 512), new ServeMetrics());
+        Collector shortOne = new Collector();
+        Collector longOne = new Collector();
+        s.submit(request("short", 5, SamplingParams.greedy()), shortOne);
+        s.submit(request("long", 4000, SamplingParams.greedy()), longOne);
+        s.shutdown(Duration.ofMillis(300));
+        assertThat(shortOne.await().result().reason()).isEqualTo(FinishReason.LENGTH);
+        assertThat(longOne.await().result().reason()).isEqualTo(FinishReason.CANCELLED);
+        assertThatThrownBy(() -> s.submit(request("late", 5, SamplingParams.greedy()), new Collector()))
+                .isInstanceOfSatisfying(AdmissionException.class, e -> assertThat(e.queueFull()).isFalse());
+        assertThat(model.openSequences()).isZero();
+    }
+
+    @Test
+    void aFailingStepEndsItsBatchWithErrorAndTheEngineGoesOn() throws Exception {
+        ToyModel toy = new ToyModel(512, 0, 0, 0);
+        CountDownLatch fail = new CountDownLatch(1);
+        StepModel flaky = new StepModel() {
+            @Override
+            public int vocabSize() {
+                return toy.vocabSize();
+            }
+
+            @Override
+            public int contextLength() {
+                return toy.contextLength();
+            }
+
+            @Override
+            public Sequence open() {
+                return toy.open();
+            }
+
+            @Override
+            public float[][] step(List<Sequence> sequences, List<int[]> tokens) {
+                if (fail.getCount() > 0) {
+                    fail.countDown();
+                    throw new IllegalStateException("device lost");
+                }
+                return toy.step(sequences, tokens);
+            }
+        };
+        try (Scheduler s = new Scheduler(flaky, TEXT, SchedulerConfig.defaults(), new ServeMetrics())) {
+            Collector first = new Collector();
+            s.submit(request("first", 5, SamplingParams.greedy()), first);
+            GenerationResult failed = first.await().result();
+            assertThat(failed.reason()).isEqualTo(FinishReason.ERROR);
+            assertThat(failed.error()).contains("device lost");
+            Collector second = new Collector();
+            s.submit(request("second", 5, SamplingParams.greedy()), second);
+            assertThat(second.await().result().reason()).isEqualTo(FinishReason.LENGTH);
+        }
+        assertThat(toy.openSequences()).isZero();
+    }
+
+    private static void waitUntil(java.util.function.BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("condition not met within 10 s");
+            }
+            Thread.sleep(2);
+        }
+    }
+}

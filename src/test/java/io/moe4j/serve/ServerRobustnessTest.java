@@ -1,0 +1,339 @@
+package io.moe4j.serve;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.moe4j.serve.toy.ByteText;
+import io.moe4j.serve.toy.ToyModel;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.BufferedReader;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** Bad requests of many kinds, fuzzed bodies and vanishing clients: each gets its error, the server goes on. */
+@Timeout(60)
+class ServerRobustnessTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String CHAT = "/v1/chat/completions";
+    private static final String TEXT = "/v1/completions";
+    private static ToyModel model;
+    private static OpenAiServer server;
+    private static HttpClient http;
+
+    @BeforeAll
+    static void start() {
+        model = new ToyModel(128, 0, 200_000, 0);
+        ServerConfig config = new ServerConfig("127.0.0.1", 0, null, 64 * 1024, Duration.ofSeconds(5),
+                Duration.ofSeconds(5));
+        server = new OpenAiServer(new ServedModel("toy", model, new ByteText()), new SchedulerConfig(4, 8, 64),
+                config).start();
+        http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    }
+
+    @AfterAll
+    static void stop() {
+        http.close();
+        server.close();
+    }
+
+    private static HttpResponse<String> send(String method, String path, byte[] body) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path))
+                .timeout(Duration.ofSeconds(20)).header("Content-Type", "application/json");
+        b.method(method, body == null ? HttpRequest.BodyPublishers.noBody()
+                : HttpRequest.BodyPublishers.ofByteArray(body));
+        return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private static HttpResponse<String> post(String path, String body) throws Exception {
+        return send("POST", path, body.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** A valid chat body with one field replaced (null value: removed). */
+    private static String chatWith(String field, Object value) {
+        ObjectNode body = JSON.createObjectNode().put("model", "toy").put("max_tokens", 4).put("temperature", 0);
+        body.putArray("messages").addObject().put("role", "user").put("content", "hi");
+        if (value == null) {
+            body.remove(field);
+        } else {
+            body.set(field, JSON.valueToTree(value));
+        }
+        return body.toString();
+    }
+
+    private static void assertError(HttpResponse<String> r, int status, String param, String what) throws Exception {
+        assertThat(r.statusCode()).as(what + ": " + r.body()).isEqualTo(status);
+        JsonNode error = JSON.readTree(r.body()).get("error");
+        assertThat(error).as(what).isNotNull();
+        assertThat(error.get("message").isTextual()).as(what).isTrue();
+        assertThat(error.get("message").asText()).as(what).isNotBlank();
+        assertThat(error.get("type").isTextual()).as(what).isTrue();
+        assertThat(error.has("param") && error.has("code")).as(what).isTrue();
+        if (param != null) {
+            assertThat(error.get("param").asText()).as(what + ": " + r.body()).isEqualTo(param);
+        }
+    }
+
+    private static void assertStillServing() throws Exception {
+        HttpResponse<String> ok = post(CHAT, chatWith("max_tokens", 2));
+        assertThat(ok.statusCode()).as(ok.body()).isEqualTo(200);
+        assertThat(JSON.readTree(ok.body()).at("/choices/0/message/content").asText()).hasSize(2);
+    }
+
+    @Test
+    void everyKindOfBadRequestGetsItsError() throws Exception {
+        Map<String, Object[]> cases = new LinkedHashMap<>();
+        // name -> {path, body, status, param}
+        cases.put("malformed JSON", new Object[] {CHAT, "{\"model\": \"toy\", ", 400, null});
+        cases.put("empty body", new Object[] {CHAT, "", 400, null});
+        cases.put("array body", new Object[] {CHAT, "[1, 2]", 400, null});
+        cases.put("string body", new Object[] {CHAT, "\"hello\"", 400, null});
+        cases.put("trailing tokens", new Object[] {CHAT, chatWith("n", 1) + " {}", 400, null});
+        cases.put("duplicate key", new Object[] {CHAT, "{\"model\":\"toy\",\"model\":\"toy\",\"messages\":[]}", 400, null});
+        cases.put("deep nesting", new Object[] {CHAT, "[".repeat(5000) + "]".repeat(5000), 400, null});
+        cases.put("missing model", new Object[] {CHAT, chatWith("model", null), 400, "model"});
+        cases.put("model not a string", new Object[] {CHAT, chatWith("model", 42), 400, "model"});
+        cases.put("unknown model", new Object[] {CHAT, chatWith("model", "gpt-5"), 404, "model"});
+        cases.put("missing messages", new Object[] {CHAT, chatWith("messages", null), 400, "messages"});
+        cases.put("messages not an array", new Object[] {CHAT, chatWith("messages", "hi"), 400, "messages"});
+        cases.put("messages empty", new Object[] {CHAT, chatWith("messages", List.of()), 400, "messages"});
+        cases.put("message not an object", new Object[] {CHAT, chatWith("messages", List.of("hi")), 400, "messages[0]"});
+        cases.put("role missing", new Object[] {CHAT, chatWith("messages", List.of(Map.of("content", "x"))), 400,
+                "messages[0].role"});
+        cases.put("role unknown", new Object[] {CHAT, chatWith("messages", List.of(Map.of("role", "robot",
+                "content", "x"))), 400, "messages[0].role"});
+        cases.put("content a number", new Object[] {CHAT, chatWith("messages", List.of(Map.of("role", "user",
+                "content", 5))), 400, "messages[0].content"});
+        cases.put("content part not text", new Object[] {CHAT, chatWith("messages", List.of(Map.of("role", "user",
+                "content", List.of(Map.of("type", "image_url", "image_url", Map.of("url", "x")))))), 400,
+                "messages[0].content[0].type"});
+        cases.put("max_tokens a string", new Object[] {CHAT, chatWith("max_tokens", "ten"), 400, "max_tokens"});
+        cases.put("max_tokens zero", new Object[] {CHAT, chatWith("max_tokens", 0), 400, "max_tokens"});
+        cases.put("max_tokens too big for int", new Object[] {CHAT, chatWith("max_tokens", 1L << 40), 400, "max_tokens"});
+        cases.put("max_completion_tokens fractional", new Object[] {CHAT, chatWith("max_completion_tokens", 2.5), 400,
+                "max_completion_tokens"});
+        cases.put("temperature a string", new Object[] {CHAT, chatWith("temperature", "hot"), 400, "temperature"});
+        cases.put("temperature negative", new Object[] {CHAT, chatWith("temperature", -1), 400, "temperature"});
+        cases.put("temperature overflow", new Object[] {CHAT, chatWith("temperature", null).replace("{", "{\"temperature\":1e999,"), 400, "temperature"});
+        cases.put("top_p zero", new Object[] {CHAT, chatWith("top_p", 0), 400, "top_p"});
+        cases.put("top_p above one", new Object[] {CHAT, chatWith("top_p", 1.5), 400, "top_p"});
+        cases.put("seed fractional", new Object[] {CHAT, chatWith("seed", 1.5), 400, "seed"});
+        cases.put("stop a number", new Object[] {CHAT, chatWith("stop", 7), 400, "stop"});
+        cases.put("stop list with a number", new Object[] {CHAT, chatWith("stop", List.of("a", 1)), 400, "stop"});
+        cases.put("too many stops", new Object[] {CHAT, chatWith("stop", java.util.Collections.nCopies(40, "x")), 400, "stop"});
+        cases.put("stream a string", new Object[] {CHAT, chatWith("stream", "yes"), 400, "stream"});
+        cases.put("stream_options without stream", new Object[] {CHAT, chatWith("stream_options",
+                Map.of("include_usage", true)), 400, "stream_options"});
+        cases.put("n of two", new Object[] {CHAT, chatWith("n", 2), 400, "n"});
+        cases.put("logprobs asked", new Object[] {CHAT, chatWith("logprobs", true), 400, "logprobs"});
+        cases.put("presence penalty", new Object[] {CHAT, chatWith("presence_penalty", 0.5), 400, "presence_penalty"});
+        cases.put("logit bias", new Object[] {CHAT, chatWith("logit_bias", Map.of("65", 10)), 400, "logit_bias"});
+        cases.put("json schema output", new Object[] {CHAT, chatWith("response_format", Map.of("type", "json_schema")),
+                400, "response_format"});
+        cases.put("tool_choice required", new Object[] {CHAT, chatWith("tool_choice", "required"), 400, "tool_choice"});
+        cases.put("chat_template_kwargs not an object", new Object[] {CHAT, chatWith("chat_template_kwargs", "x"), 400,
+                "chat_template_kwargs"});
+        cases.put("reasoning_effort not a string", new Object[] {CHAT, chatWith("reasoning_effort", 3), 400,
+                "reasoning_effort"});
+        cases.put("tools not an array", new Object[] {CHAT, chatWith("tools", Map.of("type", "function")), 400, "tools"});
+        cases.put("prompt over the context", new Object[] {CHAT, chatWith("messages", List.of(Map.of("role", "user",
+                "content", "y".repeat(200)))), 400, "messages"});
+        cases.put("body too large", new Object[] {CHAT, chatWith("messages", List.of(Map.of("role", "user",
+                "content", "z".repeat(70_000)))), 413, null});
+        cases.put("completion prompt missing", new Object[] {TEXT, "{\"model\":\"toy\"}", 400, "prompt"});
+        cases.put("completion prompt an object", new Object[] {TEXT, "{\"model\":\"toy\",\"prompt\":{}}", 400, "prompt"});
+        cases.put("completion of two prompts", new Object[] {TEXT, "{\"model\":\"toy\",\"prompt\":[\"a\",\"b\"]}", 400, "prompt"});
+        cases.put("completion ids outside the vocabulary", new Object[] {TEXT,
+                "{\"model\":\"toy\",\"prompt\":[1,2,999999]}", 400, "prompt"});
+        cases.put("completion empty prompt", new Object[] {TEXT, "{\"model\":\"toy\",\"prompt\":\"\"}", 400, "prompt"});
+        cases.put("completion echo", new Object[] {TEXT, "{\"model\":\"toy\",\"prompt\":\"a\",\"echo\":true}", 400, "echo"});
+        cases.put("completion best_of", new Object[] {TEXT, "{\"model\":\"toy\",\"prompt\":\"a\",\"best_of\":3}", 400, "best_of"});
+        cases.put("unknown path", new Object[] {"/v1/embeddings", "{}", 404, null});
+        int kinds = 0;
+        for (Map.Entry<String, Object[]> c : cases.entrySet()) {
+            Object[] v = c.getValue();
+            assertError(post((String) v[0], (String) v[1]), (Integer) v[2], (String) v[3], c.getKey());
+            kinds++;
+        }
+        assertError(send("GET", CHAT, null), 404, null, "GET on a POST route");
+        assertError(send("POST", CHAT, new byte[] {'{', '"', (byte) 0xff, (byte) 0xfe, '"', ':', '1', '}'}), 400, null,
+                "invalid UTF-8");
+        assertThat(kinds + 2).isGreaterThanOrEqualTo(20);
+        assertStillServing();
+        HttpResponse<String> metrics = send("GET", "/metrics", null);
+        assertThat(metrics.body()).contains("moe4j_http_requests_total{route=\"/v1/chat/completions\",status=\"400\"}")
+                .contains("moe4j_http_requests_total{route=\"/v1/chat/completions\",status=\"413\"} 1");
+        assertThat(send("GET", "/health", null).statusCode()).isEqualTo(200);
+    }
+
+    @Test
+    void fuzzedBodiesGetAnAnswerOrAnErrorNeverAFailure() throws Exception {
+        Random random = new Random(20261125);
+        String base = chatWith("stop", List.of("zz"));
+        List<Object> values = new ArrayList<>(List.of(-1, 0, 1, 2, 3.5, 1e30, "", "x", true, false, List.of(),
+                List.of(1, "a"), Map.of(), Map.of("type", "text"), Map.of("role", "user", "content", "q")));
+        values.add(null);
+        String[] fields = {"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
+                "min_p", "seed", "stop", "stream", "stream_options", "n", "logprobs", "tools", "tool_choice",
+                "response_format", "user", "presence_penalty"};
+        int answered = 0;
+        int refused = 0;
+        for (int i = 0; i < 240; i++) {
+            byte[] body;
+            if (i % 3 == 0) {
+                // Byte-level damage: flips, cuts and insertions.
+                byte[] b = base.getBytes(StandardCharsets.UTF_8);
+                int edits = 1 + random.nextInt(3);
+                for (int e = 0; e < edits; e++) {
+                    int at = random.nextInt(b.length);
+                    switch (random.nextInt(3)) {
+                        case 0 -> b[at] = (byte) random.nextInt(256);
+                        case 1 -> b = java.util.Arrays.copyOf(b, at);
+                        default -> {
+                            byte[] longer = new byte[b.length + 1];
+                            System.arraycopy(b, 0, longer, 0, at);
+                            longer[at] = "{}[]\",:0-e\\ ".getBytes(StandardCharsets.UTF_8)[random.nextInt(12)];
+                            System.arraycopy(b, at, longer, at + 1, b.length - at);
+                            b = longer;
+                        }
+                    }
+                    if (b.length == 0) {
+                        break;
+                    }
+                }
+                body = b;
+            } else {
+                // Field-level damage: a known field gets a value of any type.
+                ObjectNode node = (ObjectNode) JSON.readTree(base);
+                int edits = 1 + random.nextInt(2);
+                for (int e = 0; e < edits; e++) {
+                    String field = fields[random.nextInt(fields.length)];
+                    Object value = values.get(random.nextInt(values.size()));
+                    node.set(field, JSON.valueToTree(value));
+                }
+                body = node.toString().getBytes(StandardCharsets.UTF_8);
+            }
+            HttpResponse<String> r = send("POST", i % 5 == 4 ? TEXT : CHAT, body);
+            String what = "fuzz case " + i + ": " + new String(body, StandardCharsets.UTF_8);
+            if (r.statusCode() == 200) {
+                answered++;
+                continue;
+            }
+            refused++;
+            assertThat(r.statusCode()).as(what + " -> " + r.body()).isBetween(400, 499);
+            assertError(r, r.statusCode(), null, what);
+        }
+        assertThat(refused).isGreaterThan(100);
+        assertThat(answered).isPositive();
+        assertStillServing();
+    }
+
+    @Test
+    void aQueuedStreamWhoseClientLeftIsDroppedAtTheNextKeepAlive() throws Exception {
+        ToyModel slow = new ToyModel(4096, 0, 5_000_000, 0);
+        ServerConfig config = new ServerConfig("127.0.0.1", 0, null, 64 * 1024, Duration.ofMillis(50),
+                Duration.ofMillis(20));
+        try (OpenAiServer s = new OpenAiServer(new ServedModel("toy", slow, new ByteText()),
+                new SchedulerConfig(1, 4, 64), config).start()) {
+            URI uri = URI.create("http://127.0.0.1:" + s.port() + CHAT);
+            // The only slot: busy for about 5 s.
+            var busy = http.sendAsync(HttpRequest.newBuilder(uri).POST(HttpRequest.BodyPublishers.ofString(
+                    chatWith("max_tokens", 1000))).build(), HttpResponse.BodyHandlers.ofString());
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (s.scheduler().activeSequences() == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(2);
+            }
+            String streamed = chatWith("max_tokens", 5).replace("\"temperature\":0",
+                    "\"temperature\":0,\"stream\":true");
+            HttpResponse<InputStream> r = http.send(HttpRequest.newBuilder(uri)
+                    .POST(HttpRequest.BodyPublishers.ofString(streamed)).build(),
+                    HttpResponse.BodyHandlers.ofInputStream());
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(r.body(), StandardCharsets.UTF_8))) {
+                assertThat(in.readLine()).startsWith("data: {");
+                assertThat(s.scheduler().queueLength()).isEqualTo(1);
+            }
+            deadline = System.nanoTime() + 3_000_000_000L;
+            while (s.scheduler().queueLength() > 0 && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertThat(s.scheduler().queueLength()).as("the queued request left with its client").isZero();
+            assertThat(busy.isDone()).as("while the first still runs").isFalse();
+            assertThat(s.metrics().prometheus()).contains("moe4j_sequences_finished_total{reason=\"abort\"} 1");
+        }
+    }
+
+    @Test
+    void shutdownEndsRunningStreamsCleanlyAndRefusesNewRequests() throws Exception {
+        ToyModel slow = new ToyModel(4096, 0, 5_000_000, 0);
+        ServerConfig config = new ServerConfig("127.0.0.1", 0, null, 64 * 1024, Duration.ofMillis(300),
+                Duration.ofSeconds(5));
+        OpenAiServer s = new OpenAiServer(new ServedModel("toy", slow, new ByteText()), SchedulerConfig.defaults(),
+                config).start();
+        URI uri = URI.create("http://127.0.0.1:" + s.port() + CHAT);
+        String streamed = chatWith("max_tokens", 2000).replace("\"temperature\":0",
+                "\"temperature\":0,\"stream\":true");
+        var stream = http.sendAsync(HttpRequest.newBuilder(uri).POST(HttpRequest.BodyPublishers.ofString(streamed))
+                .build(), HttpResponse.BodyHandlers.ofString());
+        var quick = http.sendAsync(HttpRequest.newBuilder(uri).POST(HttpRequest.BodyPublishers.ofString(
+                chatWith("max_tokens", 10))).build(), HttpResponse.BodyHandlers.ofString());
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (slow.openSequences() < 2 && System.nanoTime() < deadline) {
+            Thread.sleep(2);
+        }
+        Thread closer = Thread.ofVirtual().start(s::close);
+        Thread.sleep(100);
+        // During the grace period new work is refused with 503 and an error object.
+        HttpResponse<String> late = http.send(HttpRequest.newBuilder(uri).POST(HttpRequest.BodyPublishers.ofString(
+                chatWith("max_tokens", 2))).build(), HttpResponse.BodyHandlers.ofString());
+        assertError(late, 503, null, "a request during shutdown");
+        closer.join();
+        assertThat(quick.get().statusCode()).isEqualTo(200);
+        String body = stream.get().body();
+        assertThat(body).contains("\"finish_reason\":\"abort\"").endsWith("data: [DONE]\n\n");
+        assertThat(slow.openSequences()).isZero();
+    }
+
+    @Test
+    void aClientThatHangsUpIsCancelled() throws Exception {
+        // 5 ms a step: the 2000 tokens asked for would take 10 s had the client stayed.
+        ToyModel slow = new ToyModel(4096, 0, 5_000_000, 0);
+        try (OpenAiServer s = new OpenAiServer(new ServedModel("toy", slow, new ByteText()),
+                SchedulerConfig.defaults(), ServerConfig.local(0)).start()) {
+            String body = chatWith("max_tokens", 2000).replace("\"temperature\":0",
+                    "\"temperature\":0,\"stream\":true");
+            HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + s.port() + CHAT))
+                    .POST(HttpRequest.BodyPublishers.ofString(body)).build();
+            HttpResponse<InputStream> r = http.send(request, HttpResponse.BodyHandlers.ofInputStream());
+            assertThat(r.statusCode()).isEqualTo(200);
+            long hungUp;
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(r.body(), StandardCharsets.UTF_8))) {
+                assertThat(in.readLine()).startsWith("data: {");
+                hungUp = System.nanoTime();
+            }
+            long deadline = hungUp + 5_000_000_000L;
+            while (slow.openSequences() > 0 && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertThat(slow.openSequences()).as("the sequence is freed after the client left").isZero();
+            assertThat(s.metrics().prometheus()).contains("moe4j_sequences_finished_total{reason=\"abort\"} 1");
+            assertThat(s.metrics().generatedTokens()).isLessThan(1000);
+        }
+        assertStillServing();
+    }
+}
