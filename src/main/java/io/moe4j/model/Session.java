@@ -27,6 +27,14 @@ public final class Session implements AutoCloseable {
         return position;
     }
 
+    /**
+     * How many positions layer {@code layer} holds in its cache: all of them for full attention, at most the window
+     * or the current chunk for sliding and chunked layers.
+     */
+    public int cachedPositions(int layer) {
+        return caches[layer].rows();
+    }
+
     /** Feeds the tokens in one pass and returns the logits of every one of them, [tokens.length, vocab]. */
     public float[] prefill(int[] tokens) {
         return forward(tokens, true);
