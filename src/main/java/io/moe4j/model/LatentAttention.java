@@ -16,10 +16,11 @@ public final class LatentAttention implements Attention {
     private final RmsNorm kvANorm;
     private final Linear kvB;
     private final Linear o;
+    private final Parallel parallel;
 
     /** With {@code qA} and {@code qANorm} null, {@code qB} is the plain q_proj (no query low-rank path). */
     public LatentAttention(MlaSpec spec, Linear qA, RmsNorm qANorm, Linear qB, Linear kvA, RmsNorm kvANorm, Linear kvB,
-                           Linear o) {
+                           Linear o, Parallel parallel) {
         this.spec = spec;
         this.qA = qA;
         this.qANorm = qANorm;
@@ -28,6 +29,7 @@ public final class LatentAttention implements Attention {
         this.kvANorm = kvANorm;
         this.kvB = kvB;
         this.o = o;
+        this.parallel = parallel;
     }
 
     @Override
@@ -81,11 +83,12 @@ public final class LatentAttention implements Attention {
         kvB.forward(compressed, cached, kv);
 
         float[] attended = new float[tokens * heads * vDim];
-        float[] scores = new float[cached];
-        for (int t = 0; t < tokens; t++) {
-            long position = start + t;
-            int n = (int) (position - cache.first() + 1);
-            for (int h = 0; h < heads; h++) {
+        // Each head writes only its own slice of every row of `attended`.
+        parallel.forEach(heads, (long) tokens * cached * (qkDim + vDim), h -> {
+            float[] scores = new float[cached];
+            for (int t = 0; t < tokens; t++) {
+                long position = start + t;
+                int n = (int) (position - cache.first() + 1);
                 int qOff = (t * heads + h) * qkDim;
                 for (int j = 0; j < n; j++) {
                     float s = FloatMath.dot(qs, qOff, kv, j * kvWidth + h * (nope + vDim), nope)
@@ -98,7 +101,7 @@ public final class LatentAttention implements Attention {
                     FloatMath.axpy(scores[j], kv, j * kvWidth + h * (nope + vDim) + nope, attended, outOff, vDim);
                 }
             }
-        }
+        });
         float[] out = new float[tokens * o.outFeatures()];
         o.forward(attended, tokens, out);
         return out;

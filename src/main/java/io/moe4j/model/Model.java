@@ -30,10 +30,12 @@ public final class Model implements AutoCloseable {
     private final Linear lmHead;
     private final int contextLimit;
     private final GenerationConfig generation;
+    private final Parallel parallel;
 
     private Model(DecoderConfig config, ModelOptions options, Checkpoint checkpoint, LinearFactory linears,
                   Tensor embedding, List<DecoderLayer> layers, RmsNorm finalNorm, Linear lmHead,
-                  GenerationConfig generation) {
+                  GenerationConfig generation, Parallel parallel) {
+        this.parallel = parallel;
         this.config = config;
         this.generation = generation;
         this.options = options;
@@ -56,10 +58,12 @@ public final class Model implements AutoCloseable {
         GenerationConfig generation = GenerationConfig.load(dir);
         Checkpoint checkpoint = Checkpoint.open(dir);
         List<AutoCloseable> opened = new ArrayList<>();
+        Parallel parallel = new Parallel(options.threads());
+        opened.add(parallel);
         try {
             LinearFactory linears = options.linears().open(checkpoint, config.model(), options.backend(), options.threads());
             opened.add(linears);
-            Loader loader = new Loader(config, checkpoint, linears, options);
+            Loader loader = new Loader(config, checkpoint, linears, options, parallel);
             Tensor embedding = loader.plain(config.embedTokens() + ".weight", config.vocab(), config.hidden());
             List<DecoderLayer> layers = new ArrayList<>();
             for (LayerSpec spec : config.layers()) {
@@ -72,7 +76,7 @@ public final class Model implements AutoCloseable {
                     ? new UnquantizedLinear(embedding, null, config.hidden(), config.vocab())
                     : linears.load(config.lmHead(), config.hidden(), config.vocab(), false);
             return new Model(config, options, checkpoint, linears, embedding, List.copyOf(layers), finalNorm, lmHead,
-                    generation);
+                    generation, parallel);
         } catch (RuntimeException e) {
             for (int i = opened.size() - 1; i >= 0; i--) {
                 try {
@@ -150,11 +154,13 @@ public final class Model implements AutoCloseable {
         }
         lmHead.close();
         linears.close();
+        parallel.close();
         checkpoint.close();
     }
 
     /** Builds the layers of one checkpoint; every tensor is checked for name, dtype and shape as it is read. */
-    private record Loader(DecoderConfig config, Checkpoint checkpoint, LinearFactory linears, ModelOptions options) {
+    private record Loader(DecoderConfig config, Checkpoint checkpoint, LinearFactory linears, ModelOptions options,
+                          Parallel parallel) {
 
         DecoderLayer layer(LayerSpec spec) {
             String p = spec.prefix();
@@ -198,7 +204,7 @@ public final class Model implements AutoCloseable {
                     linears.load(p + "k_proj", h, kvOut, g.bias()),
                     linears.load(p + "v_proj", h, kvOut, g.bias()),
                     linears.load(p + "o_proj", qOut, h, g.bias()),
-                    qNorm, kNorm, sinks);
+                    qNorm, kNorm, sinks, parallel);
         }
 
         private Attention mla(String p, MlaSpec m) {
@@ -218,7 +224,7 @@ public final class Model implements AutoCloseable {
                     linears.load(p + "kv_a_proj_with_mqa", h, m.kvLoraRank() + m.ropeDim(), m.bias()),
                     norm(p + "kv_a_layernorm", m.kvLoraRank(), m.normEps()),
                     linears.load(p + "kv_b_proj", m.kvLoraRank(), m.heads() * (m.nopeDim() + m.vDim()), false),
-                    linears.load(p + "o_proj", m.heads() * m.vDim(), h, m.bias()));
+                    linears.load(p + "o_proj", m.heads() * m.vDim(), h, m.bias()), parallel);
         }
 
         private FeedForward dense(LayerSpec.DenseMlpSpec mlp) {
