@@ -73,7 +73,8 @@ public final class Model implements AutoCloseable {
             }
             RmsNorm finalNorm = loader.norm(config.finalNorm(), config.hidden(), config.normEps());
             Linear lmHead = config.tieEmbeddings()
-                    ? new UnquantizedLinear(embedding, null, config.hidden(), config.vocab())
+                    ? new UnquantizedLinear(embedding, null, config.hidden(), config.vocab(),
+                            options.backend().equals("emulation") ? null : parallel)
                     : linears.load(config.lmHead(), config.hidden(), config.vocab(), false);
             return new Model(config, options, checkpoint, linears, embedding, List.copyOf(layers), finalNorm, lmHead,
                     generation, parallel);
