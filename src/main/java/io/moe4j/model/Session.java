@@ -13,6 +13,8 @@ public final class Session implements AutoCloseable {
     private final Model model;
     private final KvBuffer[] caches;
     private long position;
+    /** Why the last forward failed part-way, leaving the caches inconsistent; null when the session is usable. */
+    private String failure;
 
     Session(Model model) {
         this.model = model;
@@ -52,7 +54,8 @@ public final class Session implements AutoCloseable {
 
     /**
      * Feeds tokens at positions position() .. position()+n-1. Fails, leaving the session as it was, when they would
-     * run past the context limit.
+     * run past the context limit or hold an id outside the vocabulary; a failure inside a layer leaves the caches
+     * part-updated, so the session then refuses work until {@link #reset()}.
      *
      * @param allLogits every position's logits [n, vocab], or only the last one's [vocab]
      */
@@ -66,10 +69,19 @@ public final class Session implements AutoCloseable {
                     + " context limit of " + model.contextLimit() + " (max_position_embeddings "
                     + model.config().maxPositions() + ")");
         }
+        if (failure != null) {
+            throw new IllegalStateException("the session failed part-way (" + failure + "); reset() it to start again");
+        }
         float[] h = model.embed(tokens);
         int hidden = model.config().hidden();
-        for (int l = 0; l < caches.length; l++) {
-            model.layers().get(l).forward(h, n, hidden, position, caches[l]);
+        int layer = 0;
+        try {
+            for (; layer < caches.length; layer++) {
+                model.layers().get(layer).forward(h, n, hidden, position, caches[layer]);
+            }
+        } catch (RuntimeException e) {
+            failure = "layer " + layer + ": " + e.getMessage();
+            throw e;
         }
         position += n;
         if (allLogits) {
@@ -84,6 +96,7 @@ public final class Session implements AutoCloseable {
             c.clear();
         }
         position = 0;
+        failure = null;
     }
 
     @Override
