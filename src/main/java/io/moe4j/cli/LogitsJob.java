@@ -67,6 +67,7 @@ public final class LogitsJob {
         long start = System.nanoTime();
         try (Model model = Model.load(modelDir, options)) {
             long loaded = System.nanoTime();
+            System.getLogger(LogitsJob.class.getName()).log(System.Logger.Level.INFO, model.describe());
             float[] logits = logits(model, ids, incremental);
             long done = System.nanoTime();
             new SafetensorsWriter().addF32(OUTPUT_TENSOR, new long[] {ids.length, model.vocabSize()}, logits).write(output);

@@ -113,6 +113,31 @@ public final class Model implements AutoCloseable {
         return contextLimit;
     }
 
+    /**
+     * One line for logs: family, layers (MoE and dense), attention kinds, context limit, backend and how the linears
+     * run, e.g. {@code gpt_oss: 24 layers (24 MoE), attention sliding 128 ×12, full ×12; context 131072; cpu; ...}.
+     */
+    public String describe() {
+        java.util.Map<String, Integer> kinds = new java.util.LinkedHashMap<>();
+        int moe = 0;
+        for (LayerSpec l : config.layers()) {
+            moe += l.isMoe() ? 1 : 0;
+            String kind = switch (l.attention()) {
+                case MlaSpec m -> "latent";
+                case GqaSpec g -> switch (g.window().kind()) {
+                    case FULL -> g.rope() == null ? "full NoPE" : "full";
+                    case SLIDING -> "sliding " + g.window().size();
+                    case CHUNKED -> "chunked " + g.window().size();
+                };
+            };
+            kinds.merge(kind, 1, Integer::sum);
+        }
+        StringBuilder attention = new StringBuilder();
+        kinds.forEach((k, n) -> attention.append(attention.isEmpty() ? "" : ", ").append(k).append(" ×").append(n));
+        return config.family().modelType() + ": " + config.numLayers() + " layers (" + moe + " MoE), attention "
+                + attention + "; context " + contextLimit + "; " + options.backend() + "; lm_head " + lmHead.describe();
+    }
+
     /** A new sequence with an empty KV cache. */
     public Session newSession() {
         return new Session(this);
