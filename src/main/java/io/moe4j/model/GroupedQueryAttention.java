@@ -43,6 +43,7 @@ public final class GroupedQueryAttention implements Attention {
 
     @Override
     public float[] forward(float[] x, int tokens, long start, KvBuffer cache) {
+        KvBuffer.checkContinues(cache, start);
         int d = spec.headDim();
         int heads = spec.heads();
         int kvHeads = spec.kvHeads();

@@ -39,6 +39,7 @@ public final class LatentAttention implements Attention {
 
     @Override
     public float[] forward(float[] x, int tokens, long start, KvBuffer cache) {
+        KvBuffer.checkContinues(cache, start);
         int heads = spec.heads();
         int nope = spec.nopeDim();
         int ropeDim = spec.ropeDim();
