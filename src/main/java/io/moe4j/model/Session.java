@@ -10,6 +10,9 @@ import java.util.Arrays;
  * same either way. Not thread-safe: one session serves one sequence at a time.
  */
 public final class Session implements AutoCloseable {
+    /** The longest float[] the JVM allocates. */
+    private static final long MAX_ARRAY = Integer.MAX_VALUE - 8;
+
     private final Model model;
     private final KvBuffer[] caches;
     private long position;
@@ -68,6 +71,13 @@ public final class Session implements AutoCloseable {
             throw new MoeException("context overflow: " + position + " positions held + " + n + " new tokens exceed the"
                     + " context limit of " + model.contextLimit() + " (max_position_embeddings "
                     + model.config().maxPositions() + ")");
+        }
+        long hiddenValues = (long) n * model.config().hidden();
+        long logitValues = (long) (allLogits ? n : 1) * model.vocabSize();
+        if (Math.max(hiddenValues, logitValues) > MAX_ARRAY) {
+            throw new MoeException(n + " tokens in one call need " + Math.max(hiddenValues, logitValues)
+                    + " floats in one array, more than Java holds: feed them in smaller pieces"
+                    + (allLogits ? " or ask for the last logits only" : ""));
         }
         if (failure != null) {
             throw new IllegalStateException("the session failed part-way (" + failure + "); reset() it to start again");
