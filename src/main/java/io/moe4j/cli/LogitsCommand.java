@@ -35,10 +35,10 @@ final class LogitsCommand implements Callable<Integer> {
         if (threads != null) {
             options = options.withThreads(threads);
         }
-        long start = System.nanoTime();
-        int tokens = LogitsJob.run(model, input, output, options, incremental);
-        System.err.printf("moe: %d positions (%s) in %.2f s → %s%n", tokens, incremental ? "one at a time" : "one pass",
-                (System.nanoTime() - start) / 1e9, output);
+        LogitsJob.Result r = LogitsJob.run(model, input, output, options, incremental);
+        System.err.printf("moe: %d positions (%s) in %.2f s (%.1f tokens/s; load %.2f s) → %s%n", r.positions(),
+                incremental ? "one at a time" : "one pass", r.runSeconds(), r.positions() / r.runSeconds(),
+                r.loadSeconds(), output);
         return 0;
     }
 }

@@ -57,13 +57,21 @@ public final class LogitsJob {
         }
     }
 
-    /** The whole job, as the CLI runs it; returns the number of positions written. */
-    public static int run(Path modelDir, Path input, Path output, ModelOptions options, boolean incremental) {
+    /** What one run did: positions written, seconds to load the model and to compute the logits. */
+    public record Result(int positions, double loadSeconds, double runSeconds) {
+    }
+
+    /** The whole job, as the CLI runs it. */
+    public static Result run(Path modelDir, Path input, Path output, ModelOptions options, boolean incremental) {
         int[] ids = readInputIds(input);
+        long start = System.nanoTime();
         try (Model model = Model.load(modelDir, options)) {
+            long loaded = System.nanoTime();
+            System.getLogger(LogitsJob.class.getName()).log(System.Logger.Level.INFO, model.describe());
             float[] logits = logits(model, ids, incremental);
+            long done = System.nanoTime();
             new SafetensorsWriter().addF32(OUTPUT_TENSOR, new long[] {ids.length, model.vocabSize()}, logits).write(output);
+            return new Result(ids.length, (loaded - start) / 1e9, (done - loaded) / 1e9);
         }
-        return ids.length;
     }
 }

@@ -91,7 +91,7 @@ public final class ModelConfig {
                 Set<Integer> dense = new HashSet<>();
                 text.path("mlp_only_layers").forEach(n -> dense.add(n.asInt()));
                 int step = text.path("decoder_sparse_step").asInt(1);
-                yield !dense.contains(layer) && requiredInt("num_experts") > 0 && step > 0 && (layer + 1) % step == 0;
+                yield !dense.contains(layer) && qwen3Experts() > 0 && step > 0 && (layer + 1) % step == 0;
             }
             case DEEPSEEK_V3 -> {
                 int firstDense = text.path("first_k_dense_replace").asInt(0);
@@ -144,7 +144,7 @@ public final class ModelConfig {
             case QWEN3_MOE -> {
                 String block = base + "mlp.";
                 yield new MoeLayerConfig(family, layer, hidden, requiredInt("moe_intermediate_size"),
-                        RouterSpec.simple(RouterKind.SOFTMAX_TOPK, requiredInt("num_experts"),
+                        RouterSpec.simple(RouterKind.SOFTMAX_TOPK, qwen3Experts(),
                                 requiredInt("num_experts_per_tok"), text.path("norm_topk_prob").asBoolean(false)),
                         activation(), 0f, perExpert(block), block + "gate.weight", null, null, false, false, false, null);
             }
@@ -184,6 +184,12 @@ public final class ModelConfig {
                         new MoeLayerConfig.SharedExpert(block + "shared_expert.", requiredInt("intermediate_size")));
             }
         };
+    }
+
+    /** Qwen3-MoE's expert count: {@code num_experts} on the hub, {@code num_local_experts} as transformers v5 saves it. */
+    private int qwen3Experts() {
+        return text.has("num_experts") || !text.has("num_local_experts") ? requiredInt("num_experts")
+                : requiredInt("num_local_experts");
     }
 
     private static ExpertNaming perExpert(String block) {

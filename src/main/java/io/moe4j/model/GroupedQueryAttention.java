@@ -16,13 +16,15 @@ public final class GroupedQueryAttention implements Attention {
     private final RmsNorm qNorm;
     private final RmsNorm kNorm;
     private final float[] sinks;
+    private final Parallel parallel;
 
     /**
      * @param qNorm per-head norm of the queries (weighted RMSNorm for Qwen3, weightless for Llama-4), or null
      * @param sinks per-head sink logits, or null
+     * @param parallel the threads that attention heads are spread over
      */
     public GroupedQueryAttention(GqaSpec spec, Linear q, Linear k, Linear v, Linear o, RmsNorm qNorm, RmsNorm kNorm,
-                                 float[] sinks) {
+                                 float[] sinks, Parallel parallel) {
         this.spec = spec;
         this.q = q;
         this.k = k;
@@ -31,6 +33,7 @@ public final class GroupedQueryAttention implements Attention {
         this.qNorm = qNorm;
         this.kNorm = kNorm;
         this.sinks = sinks;
+        this.parallel = parallel;
     }
 
     @Override
@@ -40,6 +43,7 @@ public final class GroupedQueryAttention implements Attention {
 
     @Override
     public float[] forward(float[] x, int tokens, long start, KvBuffer cache) {
+        KvBuffer.checkContinues(cache, start);
         int d = spec.headDim();
         int heads = spec.heads();
         int kvHeads = spec.kvHeads();
@@ -79,14 +83,16 @@ public final class GroupedQueryAttention implements Attention {
         int group = heads / kvHeads;
         float[] data = cache.data();
         int width = cache.width();
-        float[] scores = new float[(int) (cache.end() - cache.first())];
-        for (int t = 0; t < tokens; t++) {
-            long position = start + t;
-            long from = Math.max(spec.window().firstVisible(position), cache.first());
-            int n = (int) (position - from + 1);
-            int base = cache.offset(from);
-            for (int h = 0; h < heads; h++) {
-                int kvh = h / group;
+        int held = (int) (cache.end() - cache.first());
+        // Each head writes only its own slice of every row of `attended`.
+        parallel.forEach(heads, 2L * tokens * held * d, h -> {
+            float[] scores = new float[held];
+            int kvh = h / group;
+            for (int t = 0; t < tokens; t++) {
+                long position = start + t;
+                long from = Math.max(spec.window().firstVisible(position), cache.first());
+                int n = (int) (position - from + 1);
+                int base = cache.offset(from);
                 int qOff = t * qWidth + h * d;
                 for (int j = 0; j < n; j++) {
                     scores[j] = FloatMath.dot(qs, qOff, data, base + j * width + kvh * d, d) * spec.scale();
@@ -96,7 +102,7 @@ public final class GroupedQueryAttention implements Attention {
                     FloatMath.axpy(scores[j], data, base + j * width + kvWidth + kvh * d, attended, qOff, d);
                 }
             }
-        }
+        });
         cache.dropBefore(spec.window().keepFrom(start + tokens));
 
         float[] out = new float[tokens * o.outFeatures()];

@@ -70,6 +70,14 @@ public final class KvBuffer {
         rows = (int) Math.max(0, Math.min(rows, position - first));
     }
 
+    /** Fails unless the cache ends right where new positions start (a session feeds positions in order). */
+    public static void checkContinues(KvBuffer cache, long start) {
+        if (cache.end() != start) {
+            throw new IllegalStateException("the cache holds positions up to " + cache.end() + " but the next tokens start at "
+                    + start + ": a cache serves one sequence, fed in order");
+        }
+    }
+
     public void clear() {
         startRow = 0;
         rows = 0;

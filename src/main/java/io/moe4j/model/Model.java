@@ -30,10 +30,12 @@ public final class Model implements AutoCloseable {
     private final Linear lmHead;
     private final int contextLimit;
     private final GenerationConfig generation;
+    private final Parallel parallel;
 
     private Model(DecoderConfig config, ModelOptions options, Checkpoint checkpoint, LinearFactory linears,
                   Tensor embedding, List<DecoderLayer> layers, RmsNorm finalNorm, Linear lmHead,
-                  GenerationConfig generation) {
+                  GenerationConfig generation, Parallel parallel) {
+        this.parallel = parallel;
         this.config = config;
         this.generation = generation;
         this.options = options;
@@ -56,10 +58,12 @@ public final class Model implements AutoCloseable {
         GenerationConfig generation = GenerationConfig.load(dir);
         Checkpoint checkpoint = Checkpoint.open(dir);
         List<AutoCloseable> opened = new ArrayList<>();
+        Parallel parallel = new Parallel(options.threads());
+        opened.add(parallel);
         try {
             LinearFactory linears = options.linears().open(checkpoint, config.model(), options.backend(), options.threads());
             opened.add(linears);
-            Loader loader = new Loader(config, checkpoint, linears, options);
+            Loader loader = new Loader(config, checkpoint, linears, options, parallel);
             Tensor embedding = loader.plain(config.embedTokens() + ".weight", config.vocab(), config.hidden());
             List<DecoderLayer> layers = new ArrayList<>();
             for (LayerSpec spec : config.layers()) {
@@ -69,10 +73,11 @@ public final class Model implements AutoCloseable {
             }
             RmsNorm finalNorm = loader.norm(config.finalNorm(), config.hidden(), config.normEps());
             Linear lmHead = config.tieEmbeddings()
-                    ? new UnquantizedLinear(embedding, null, config.hidden(), config.vocab())
+                    ? new UnquantizedLinear(embedding, null, config.hidden(), config.vocab(),
+                            options.backend().equals("emulation") ? null : parallel)
                     : linears.load(config.lmHead(), config.hidden(), config.vocab(), false);
             return new Model(config, options, checkpoint, linears, embedding, List.copyOf(layers), finalNorm, lmHead,
-                    generation);
+                    generation, parallel);
         } catch (RuntimeException e) {
             for (int i = opened.size() - 1; i >= 0; i--) {
                 try {
@@ -106,6 +111,31 @@ public final class Model implements AutoCloseable {
     /** The most positions a session can hold: max_position_embeddings, or the smaller limit of the options. */
     public int contextLimit() {
         return contextLimit;
+    }
+
+    /**
+     * One line for logs: family, layers (MoE and dense), attention kinds, context limit, backend and how the linears
+     * run, e.g. {@code gpt_oss: 24 layers (24 MoE), attention sliding 128 ×12, full ×12; context 131072; cpu; ...}.
+     */
+    public String describe() {
+        java.util.Map<String, Integer> kinds = new java.util.LinkedHashMap<>();
+        int moe = 0;
+        for (LayerSpec l : config.layers()) {
+            moe += l.isMoe() ? 1 : 0;
+            String kind = switch (l.attention()) {
+                case MlaSpec m -> "latent";
+                case GqaSpec g -> switch (g.window().kind()) {
+                    case FULL -> g.rope() == null ? "full NoPE" : "full";
+                    case SLIDING -> "sliding " + g.window().size();
+                    case CHUNKED -> "chunked " + g.window().size();
+                };
+            };
+            kinds.merge(kind, 1, Integer::sum);
+        }
+        StringBuilder attention = new StringBuilder();
+        kinds.forEach((k, n) -> attention.append(attention.isEmpty() ? "" : ", ").append(k).append(" ×").append(n));
+        return config.family().modelType() + ": " + config.numLayers() + " layers (" + moe + " MoE), attention "
+                + attention + "; context " + contextLimit + "; " + options.backend() + "; lm_head " + lmHead.describe();
     }
 
     /** A new sequence with an empty KV cache. */
@@ -150,11 +180,13 @@ public final class Model implements AutoCloseable {
         }
         lmHead.close();
         linears.close();
+        parallel.close();
         checkpoint.close();
     }
 
     /** Builds the layers of one checkpoint; every tensor is checked for name, dtype and shape as it is read. */
-    private record Loader(DecoderConfig config, Checkpoint checkpoint, LinearFactory linears, ModelOptions options) {
+    private record Loader(DecoderConfig config, Checkpoint checkpoint, LinearFactory linears, ModelOptions options,
+                          Parallel parallel) {
 
         DecoderLayer layer(LayerSpec spec) {
             String p = spec.prefix();
@@ -198,7 +230,7 @@ public final class Model implements AutoCloseable {
                     linears.load(p + "k_proj", h, kvOut, g.bias()),
                     linears.load(p + "v_proj", h, kvOut, g.bias()),
                     linears.load(p + "o_proj", qOut, h, g.bias()),
-                    qNorm, kNorm, sinks);
+                    qNorm, kNorm, sinks, parallel);
         }
 
         private Attention mla(String p, MlaSpec m) {
@@ -218,7 +250,7 @@ public final class Model implements AutoCloseable {
                     linears.load(p + "kv_a_proj_with_mqa", h, m.kvLoraRank() + m.ropeDim(), m.bias()),
                     norm(p + "kv_a_layernorm", m.kvLoraRank(), m.normEps()),
                     linears.load(p + "kv_b_proj", m.kvLoraRank(), m.heads() * (m.nopeDim() + m.vDim()), false),
-                    linears.load(p + "o_proj", m.heads() * m.vDim(), h, m.bias()));
+                    linears.load(p + "o_proj", m.heads() * m.vDim(), h, m.bias()), parallel);
         }
 
         private FeedForward dense(LayerSpec.DenseMlpSpec mlp) {

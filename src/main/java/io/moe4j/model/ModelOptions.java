@@ -10,10 +10,12 @@ package io.moe4j.model;
  * @param linears      where the attention, dense MLP and lm_head linears come from
  */
 public record ModelOptions(String backend, int threads, int contextLimit, LinearProvider linears) {
+    /** The backends a whole model runs on. */
+    public static final java.util.List<String> BACKENDS = java.util.List.of("emulation", "cpu");
 
     public ModelOptions {
-        if (backend == null || backend.isBlank()) {
-            throw new IllegalArgumentException("backend must be named (emulation or cpu)");
+        if (!BACKENDS.contains(backend)) {
+            throw new IllegalArgumentException("backend '" + backend + "' does not run whole models (one of " + BACKENDS + ")");
         }
         if (threads <= 0) {
             throw new IllegalArgumentException("threads must be positive, got " + threads);

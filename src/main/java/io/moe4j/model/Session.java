@@ -10,9 +10,14 @@ import java.util.Arrays;
  * same either way. Not thread-safe: one session serves one sequence at a time.
  */
 public final class Session implements AutoCloseable {
+    /** The longest float[] the JVM allocates. */
+    private static final long MAX_ARRAY = Integer.MAX_VALUE - 8;
+
     private final Model model;
     private final KvBuffer[] caches;
     private long position;
+    /** Why the last forward failed part-way, leaving the caches inconsistent; null when the session is usable. */
+    private String failure;
 
     Session(Model model) {
         this.model = model;
@@ -32,6 +37,14 @@ public final class Session implements AutoCloseable {
         return model.contextLimit();
     }
 
+    /**
+     * How many positions layer {@code layer} holds in its cache: all of them for full attention, at most the window
+     * or the current chunk for sliding and chunked layers.
+     */
+    public int cachedPositions(int layer) {
+        return caches[layer].rows();
+    }
+
     /** Feeds the tokens in one pass and returns the logits of every one of them, [tokens.length, vocab]. */
     public float[] prefill(int[] tokens) {
         return forward(tokens, true);
@@ -49,7 +62,8 @@ public final class Session implements AutoCloseable {
 
     /**
      * Feeds tokens at positions position() .. position()+n-1. Fails, leaving the session as it was, when they would
-     * run past the context limit.
+     * run past the context limit or hold an id outside the vocabulary; a failure inside a layer leaves the caches
+     * part-updated, so the session then refuses work until {@link #reset()}.
      *
      * @param allLogits every position's logits [n, vocab], or only the last one's [vocab]
      */
@@ -63,10 +77,26 @@ public final class Session implements AutoCloseable {
                     + " context limit of " + model.contextLimit() + " (max_position_embeddings "
                     + model.config().maxPositions() + ")");
         }
+        long hiddenValues = (long) n * model.config().hidden();
+        long logitValues = (long) (allLogits ? n : 1) * model.vocabSize();
+        if (Math.max(hiddenValues, logitValues) > MAX_ARRAY) {
+            throw new MoeException(n + " tokens in one call need " + Math.max(hiddenValues, logitValues)
+                    + " floats in one array, more than Java holds: feed them in smaller pieces"
+                    + (allLogits ? " or ask for the last logits only" : ""));
+        }
+        if (failure != null) {
+            throw new IllegalStateException("the session failed part-way (" + failure + "); reset() it to start again");
+        }
         float[] h = model.embed(tokens);
         int hidden = model.config().hidden();
-        for (int l = 0; l < caches.length; l++) {
-            model.layers().get(l).forward(h, n, hidden, position, caches[l]);
+        int layer = 0;
+        try {
+            for (; layer < caches.length; layer++) {
+                model.layers().get(layer).forward(h, n, hidden, position, caches[layer]);
+            }
+        } catch (RuntimeException e) {
+            failure = "layer " + layer + ": " + e.getMessage();
+            throw e;
         }
         position += n;
         if (allLogits) {
@@ -81,6 +111,7 @@ public final class Session implements AutoCloseable {
             c.clear();
         }
         position = 0;
+        failure = null;
     }
 
     /**

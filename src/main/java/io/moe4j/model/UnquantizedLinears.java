@@ -20,14 +20,38 @@ public final class UnquantizedLinears implements LinearFactory {
             ".weight_packed", ".weight_global_scale", ".input_scale", ".scales", ".blocks", ".qweight", ".g_idx");
 
     private final Checkpoint checkpoint;
+    private final Parallel parallel;
+    private final boolean ownsParallel;
 
-    public UnquantizedLinears(Checkpoint checkpoint) {
-        this.checkpoint = checkpoint;
+    /**
+     * @param parallel threads for the fast (cpu) form, or null for the exact (emulation) form; not closed here
+     */
+    public UnquantizedLinears(Checkpoint checkpoint, Parallel parallel) {
+        this(checkpoint, parallel, false);
     }
 
-    /** The {@link LinearProvider} shape, so it can stand where the quantized factory goes. */
+    private UnquantizedLinears(Checkpoint checkpoint, Parallel parallel, boolean ownsParallel) {
+        this.checkpoint = checkpoint;
+        this.parallel = parallel;
+        this.ownsParallel = ownsParallel;
+    }
+
+    /**
+     * The {@link LinearProvider} shape, so it can stand where the quantized factory goes: exact on the emulation
+     * backend, SIMD on {@code threads} threads otherwise.
+     */
     public static LinearFactory factory(Checkpoint checkpoint, ModelConfig config, String backend, int threads) {
-        return new UnquantizedLinears(checkpoint);
+        if (backend.equals("emulation")) {
+            return new UnquantizedLinears(checkpoint, null);
+        }
+        return new UnquantizedLinears(checkpoint, new Parallel(threads), true);
+    }
+
+    @Override
+    public void close() {
+        if (ownsParallel) {
+            parallel.close();
+        }
     }
 
     @Override
@@ -50,7 +74,7 @@ public final class UnquantizedLinears implements LinearFactory {
             throw new MoeException(checkpoint.root() + ": " + module + ".weight has dtype " + weight.dtype()
                     + "; unquantized linears must be BF16, F16 or F32");
         }
-        return new UnquantizedLinear(weight, b, inFeatures, outFeatures);
+        return new UnquantizedLinear(weight, b, inFeatures, outFeatures, parallel);
     }
 
     private MoeException quantized(String module, String evidence) {

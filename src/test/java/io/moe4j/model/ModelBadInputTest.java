@@ -134,4 +134,59 @@ class ModelBadInputTest {
             assertThat(session.position()).isZero();
         }
     }
+
+    @Test
+    void aBackendThatDoesNotRunWholeModelsIsNamed() {
+        assertThatThrownBy(() -> options().withBackend("cuda")).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'cuda'").hasMessageContaining("emulation");
+    }
+
+    @Test
+    void aSessionThatFailedInsideALayerRefusesWorkUntilReset() {
+        ModelCases.Case c = ModelCases.load(GPT_OSS);
+        java.util.concurrent.atomic.AtomicBoolean failOnce = new java.util.concurrent.atomic.AtomicBoolean(true);
+        LinearProvider failing = (checkpoint, config, backend, threads) -> new io.moe4j.model.linear.LinearFactory() {
+            final UnquantizedLinears inner = new UnquantizedLinears(checkpoint, null);
+
+            @Override
+            public io.moe4j.model.linear.Linear load(String module, int in, int out, boolean bias) {
+                io.moe4j.model.linear.Linear l = inner.load(module, in, out, bias);
+                if (!module.equals("model.layers.1.self_attn.o_proj")) {
+                    return l;
+                }
+                return new io.moe4j.model.linear.Linear() {
+                    public int inFeatures() {
+                        return in;
+                    }
+
+                    public int outFeatures() {
+                        return out;
+                    }
+
+                    public void forward(float[] x, int tokens, float[] y) {
+                        if (failOnce.getAndSet(false)) {
+                            throw new MoeException("injected failure");
+                        }
+                        l.forward(x, tokens, y);
+                    }
+
+                    public long weightBytes() {
+                        return l.weightBytes();
+                    }
+
+                    public String describe() {
+                        return "failing once";
+                    }
+                };
+            }
+        };
+        try (Model model = Model.load(c.dir(), options().withLinears(failing)); Session session = model.newSession()) {
+            assertThatThrownBy(() -> session.prefill(c.inputIds())).hasMessageContaining("injected failure");
+            assertThatThrownBy(() -> session.decode(1)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("layer 1").hasMessageContaining("reset()");
+            session.reset();
+            assertThat(io.moe4j.testing.Norms.relL2(session.prefill(c.inputIds()), c.logits()))
+                    .isLessThanOrEqualTo(c.tolerance("emulation"));
+        }
+    }
 }

@@ -29,7 +29,7 @@ final class ReferenceLinears implements LinearFactory {
 
     ReferenceLinears(Checkpoint checkpoint) {
         this.checkpoint = checkpoint;
-        this.unquantized = new UnquantizedLinears(checkpoint);
+        this.unquantized = new UnquantizedLinears(checkpoint, null);
     }
 
     static LinearProvider provider() {

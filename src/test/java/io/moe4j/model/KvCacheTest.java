@@ -1,0 +1,99 @@
+package io.moe4j.model;
+
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.api.Test;
+
+import java.util.Arrays;
+
+import static io.moe4j.testing.Norms.relL2;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The KV cache: prompts fed in pieces of any size give the reference logits, and sliding-window and chunked layers
+ * keep only the positions a later query can still see.
+ */
+class KvCacheTest {
+
+    static ModelOptions options() {
+        return ModelOptions.defaults().withBackend("emulation").withThreads(1);
+    }
+
+    /** Feeds the case's ids in pieces of {@code piece} tokens, collecting every position's logits. */
+    static float[] inPieces(Session session, int[] ids, int vocab, int piece) {
+        float[] all = new float[ids.length * vocab];
+        for (int start = 0; start < ids.length; start += piece) {
+            int[] part = Arrays.copyOfRange(ids, start, Math.min(ids.length, start + piece));
+            System.arraycopy(session.prefill(part), 0, all, start * vocab, part.length * vocab);
+        }
+        return all;
+    }
+
+    @ParameterizedTest(name = "pieces of {0}")
+    @ValueSource(ints = {3, 5, 7, 9})
+    void gptOssSlidingLayersMatchInPiecesAcrossTheWindow(int piece) {
+        ModelCases.Case c = ModelCases.load("m_gptoss_mxfp4");
+        try (Model model = Model.load(c.dir(), options()); Session session = model.newSession()) {
+            float[] got = inPieces(session, c.inputIds(), c.vocab(), piece);
+            assertThat(relL2(got, c.logits())).isLessThanOrEqualTo(c.tolerance("emulation"));
+        }
+    }
+
+    @ParameterizedTest(name = "pieces of {0}")
+    @ValueSource(ints = {3, 6, 11})
+    void llama4ChunkedLayersMatchInPiecesAcrossChunks(int piece) {
+        ModelCases.Case c = ModelCases.load("m_llama4_bf16");
+        try (Model model = Model.load(c.dir(), options()); Session session = model.newSession()) {
+            float[] got = inPieces(session, c.inputIds(), c.vocab(), piece);
+            assertThat(relL2(got, c.logits())).isLessThanOrEqualTo(c.tolerance("emulation"));
+        }
+    }
+
+    @Test
+    void slidingLayersHoldAWindowAndFullLayersEverything() {
+        ModelCases.Case c = ModelCases.load("m_gptoss_mxfp4"); // layer 0 slides over 8 positions, layer 1 is full
+        try (Model model = Model.load(c.dir(), options()); Session session = model.newSession()) {
+            for (int t = 0; t < c.inputIds().length; t++) {
+                session.decode(c.inputIds()[t]);
+                int fed = t + 1;
+                assertThat(session.cachedPositions(0)).as("sliding layer after %d", fed).isEqualTo(Math.min(fed, 7));
+                assertThat(session.cachedPositions(1)).as("full layer after %d", fed).isEqualTo(fed);
+            }
+        }
+    }
+
+    @Test
+    void chunkedLayersHoldTheCurrentChunkAndNopeLayersEverything() {
+        ModelCases.Case c = ModelCases.load("m_llama4_bf16"); // layers 0-2 chunked by 8, layer 3 NoPE and full
+        try (Model model = Model.load(c.dir(), options()); Session session = model.newSession()) {
+            session.prefill(Arrays.copyOf(c.inputIds(), 13));
+            assertThat(session.cachedPositions(0)).isEqualTo(13 % 8);
+            assertThat(session.cachedPositions(3)).isEqualTo(13);
+            session.prefill(Arrays.copyOfRange(c.inputIds(), 13, 16));
+            assertThat(session.cachedPositions(2)).as("a chunk just completed: none of it is visible later").isZero();
+            assertThat(session.cachedPositions(3)).isEqualTo(16);
+        }
+    }
+
+    @Test
+    void resetStartsTheSequenceAgain() {
+        ModelCases.Case c = ModelCases.load("m_llama4_bf16");
+        try (Model model = Model.load(c.dir(), options()); Session session = model.newSession()) {
+            session.prefill(new int[] {7, 8, 9});
+            session.reset();
+            assertThat(session.position()).isZero();
+            assertThat(relL2(session.prefill(c.inputIds()), c.logits())).isLessThanOrEqualTo(c.tolerance("emulation"));
+        }
+    }
+
+    @Test
+    void prefillLastGivesTheLastRowOfPrefill() {
+        ModelCases.Case c = ModelCases.load("m_gptoss_mxfp4");
+        try (Model model = Model.load(c.dir(), options()); Session a = model.newSession(); Session b = model.newSession()) {
+            float[] all = a.prefill(c.inputIds());
+            float[] last = b.prefillLast(c.inputIds());
+            int n = c.inputIds().length;
+            assertThat(last).containsExactly(Arrays.copyOfRange(all, (n - 1) * c.vocab(), n * c.vocab()));
+        }
+    }
+}
