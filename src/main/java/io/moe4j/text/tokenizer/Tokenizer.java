@@ -86,8 +86,13 @@ public final class Tokenizer {
         return token == null ? OptionalInt.empty() : id(token);
     }
 
-    /** The ids of {@code text}; special tokens written in the text are matched as tokens, none are added. */
+    /**
+     * The ids of {@code text}; special tokens written in the text are matched as tokens, none are added.
+     *
+     * @throws IllegalArgumentException if the text holds an unpaired surrogate (it has no UTF-8 form to tokenize)
+     */
     public int[] encode(String text) {
+        checkWellFormed(text);
         IntList out = new IntList();
         for (AddedVocabulary.Piece piece : rawAdded.split(text)) {
             if (piece.token() != null) {
@@ -110,6 +115,22 @@ public final class Tokenizer {
             }
         }
         return out.toArray();
+    }
+
+    private static void checkWellFormed(String text) {
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (Character.isSurrogate(c)) {
+                boolean paired = Character.isHighSurrogate(c) && i + 1 < text.length()
+                        && Character.isLowSurrogate(text.charAt(i + 1));
+                if (paired) {
+                    i++;
+                } else {
+                    throw new IllegalArgumentException(String.format(
+                            "text to tokenize holds an unpaired surrogate U+%04X at index %d", (int) c, i));
+                }
+            }
+        }
     }
 
     /** The text of {@code ids}, special tokens kept. */

@@ -33,6 +33,14 @@ import java.util.zip.GZIPInputStream;
  */
 final class TokenizerLoader {
     private static final ObjectMapper JSON = new ObjectMapper();
+    /**
+     * Field names are neither canonicalized nor interned: the vocabulary's hundreds of thousands of keys are each
+     * seen once, and putting them through Jackson's symbol table and {@link String#intern} would only cost time.
+     */
+    private static final JsonFactory STREAMING = JsonFactory.builder()
+            .disable(JsonFactory.Feature.CANONICALIZE_FIELD_NAMES)
+            .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
+            .build();
 
     private final Path file;
 
@@ -78,7 +86,7 @@ final class TokenizerLoader {
         Parts parts = new Parts();
         try (InputStream raw = new BufferedInputStream(Files.newInputStream(file), 1 << 16);
              InputStream in = file.getFileName().toString().endsWith(".gz") ? new GZIPInputStream(raw, 1 << 16) : raw;
-             JsonParser p = new JsonFactory().createParser(in)) {
+             JsonParser p = STREAMING.createParser(in)) {
             if (p.nextToken() != JsonToken.START_OBJECT) {
                 throw fail("(root)", "not a JSON object");
             }
