@@ -12,8 +12,8 @@ import java.util.stream.Stream;
  * Load time and encode/decode throughput of the three reference tokenizers.
  *
  * <pre>
- * mvn -o -q test-compile
- * java -cp target/classes:target/test-classes:$(cat cp.txt) io.moe4j.text.tokenizer.TokenizerBench ../shared [corpus files...]
+ * mvn -o -q test-compile dependency:build-classpath -Dmdep.outputFile=target/cp.txt
+ * java -cp target/classes:target/test-classes:$(cat target/cp.txt) io.moe4j.text.tokenizer.TokenizerBench ../shared [corpus files...]
  * </pre>
  * The corpus defaults to this repository's README and Java sources (English prose and code), about 1 MB of text.
  * Beside wall time it prints the CPU time of the process (all threads: parsing, GC, JIT) for loading and of the
