@@ -7,7 +7,6 @@ import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.moe4j.MoeException;
-import io.moe4j.text.tokenizer.PipelineReader.TokenBytes;
 
 import java.io.BufferedInputStream;
 import java.io.IOException;
@@ -133,11 +132,15 @@ final class TokenizerLoader {
                 decoded[t.id()] = normalizer.normalize(t.content());
             }
         }
-        TokenBytes decoding = pipeline.decoder(parts.sections.get("decoder"), decoded);
+        boolean[] special = new boolean[size];
+        for (AddedToken t : added) {
+            special[t.id()] = t.special();
+        }
+        Decoding decoding = pipeline.decoder(parts.sections.get("decoder"), decoded, special);
         String bos = config == null ? null : specialTokenName(config, "bos_token", configFile);
         String eos = config == null ? null : specialTokenName(config, "eos_token", configFile);
-        Tokenizer tokenizer = new Tokenizer(file.toString(), normalizer, preTokenizer, model, added, tokens,
-                decoding.bytes(), decoding.separator(), bos, eos);
+        Tokenizer tokenizer = new Tokenizer(file.toString(), normalizer, preTokenizer, model, added, tokens, special,
+                decoding, bos, eos);
         if (bos != null && tokenizer.bosId().isEmpty()) {
             throw new MoeException(configFile + ": bos_token: \"" + bos + "\" is no token of " + file);
         }

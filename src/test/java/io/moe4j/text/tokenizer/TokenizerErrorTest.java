@@ -69,8 +69,10 @@ class TokenizerErrorTest {
     @Test
     void anUnsupportedNormalizerOrDecoder() {
         ObjectNode root = byteLevel();
-        root.putObject("normalizer").put("type", "Replace");
-        failsWith(root, "normalizer.type", "Replace");
+        root.putObject("normalizer").put("type", "Precompiled");
+        failsWith(root, "normalizer.type", "Precompiled");
+        root.putObject("normalizer").put("type", "Replace").put("content", "x");
+        failsWith(root, "normalizer.pattern");
         ObjectNode other = byteLevel();
         other.putObject("decoder").put("type", "WordPiece");
         failsWith(other, "decoder.type", "WordPiece");
