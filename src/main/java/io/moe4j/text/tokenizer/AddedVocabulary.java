@@ -23,6 +23,8 @@ final class AddedVocabulary {
 
     private final Node root = new Node();
     private final boolean empty;
+    /** The UTF-16 units a token can start with: most positions of a text are ruled out without a map lookup. */
+    private final java.util.BitSet firstUnits = new java.util.BitSet(1 << 16);
 
     /** @param tokens the tokens this matcher finds, each under the text it matches (its content, normalized or not) */
     AddedVocabulary(Map<String, AddedToken> tokens) {
@@ -32,6 +34,7 @@ final class AddedVocabulary {
                 node = node.children.computeIfAbsent(c, k -> new Node());
             }
             node.token = e.getValue();
+            firstUnits.set(e.getKey().charAt(0));
         }
         empty = tokens.isEmpty();
     }
@@ -49,6 +52,10 @@ final class AddedVocabulary {
         int i = 0;
         int length = text.length();
         while (i < length) {
+            if (!firstUnits.get(text.charAt(i))) {
+                i++;
+                continue;
+            }
             // The longest token starting at i.
             Node node = root;
             AddedToken found = null;

@@ -69,9 +69,8 @@ final class BpeModel {
 
     /** The initial symbols of a word (one per character, with byte fallback and unknown handling) merged fully. */
     private int[] merge(String word) {
-        int[] symbols = new int[word.length() * 4];
-        int n = 0;
-        int pendingUnk = 0; // characters of a pending unknown symbol (0: none)
+        IntList symbols = new IntList();
+        boolean pendingUnk = false; // an unknown symbol not yet emitted (consecutive ones may fuse into it)
         int i = 0;
         while (i < word.length()) {
             int end = i + Character.charCount(word.codePointAt(i));
@@ -85,33 +84,31 @@ final class BpeModel {
             i = end;
             Integer id = vocab.get(s);
             if (id != null) {
-                if (pendingUnk > 0) {
-                    symbols[n++] = unkId;
-                    pendingUnk = 0;
+                if (pendingUnk) {
+                    symbols.add(unkId);
+                    pendingUnk = false;
                 }
-                symbols[n++] = id;
+                symbols.add(id);
                 continue;
             }
             if (byteFallback) {
                 int[] bytes = byteFallbackIds(s);
                 if (bytes != null) {
-                    for (int b : bytes) {
-                        symbols[n++] = b;
-                    }
+                    symbols.addAll(bytes);
                     continue;
                 }
             }
             if (unkId >= 0) {
-                if (pendingUnk > 0 && !fuseUnk) {
-                    symbols[n++] = unkId;
+                if (pendingUnk && !fuseUnk) {
+                    symbols.add(unkId);
                 }
-                pendingUnk = 1;
+                pendingUnk = true;
             }
         }
-        if (pendingUnk > 0) {
-            symbols[n++] = unkId;
+        if (pendingUnk) {
+            symbols.add(unkId);
         }
-        return mergeAll(Arrays.copyOf(symbols, n));
+        return mergeAll(symbols.toArray());
     }
 
     /** The {@code <0xAB>} tokens of each UTF-8 byte of {@code s}, or null if any is missing. */

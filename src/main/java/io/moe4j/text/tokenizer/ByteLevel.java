@@ -39,6 +39,11 @@ final class ByteLevel {
         return new String(out);
     }
 
+    /** The symbol of one byte. */
+    static String encodeByte(byte b) {
+        return String.valueOf(BYTE_TO_CHAR[b & 0xFF]);
+    }
+
     /**
      * The bytes a token stands for. As the reference ByteLevel decoder does, a token holding any character outside
      * the table (added tokens such as {@code <｜begin▁of▁sentence｜>} or one with a plain space) is taken as its own

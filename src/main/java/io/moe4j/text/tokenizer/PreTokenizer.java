@@ -38,9 +38,26 @@ sealed interface PreTokenizer {
     record RegexSplit(Pattern pattern, SplitBehavior behavior, boolean invert) implements PreTokenizer {
         @Override
         public void split(String piece, List<String> out) {
+            Matcher m = pattern.matcher(piece);
+            if (behavior == SplitBehavior.ISOLATED) {
+                // The common case (every real tokenizer's regex): matches and the gaps between them, in order.
+                int prev = 0;
+                while (m.find()) {
+                    if (m.start() > prev) {
+                        out.add(piece.substring(prev, m.start()));
+                    }
+                    if (m.end() > m.start()) {
+                        out.add(piece.substring(m.start(), m.end()));
+                    }
+                    prev = m.end();
+                }
+                if (prev < piece.length()) {
+                    out.add(piece.substring(prev));
+                }
+                return;
+            }
             // Spans covering the piece: [start, end, isMatch] in order.
             List<int[]> spans = new ArrayList<>();
-            Matcher m = pattern.matcher(piece);
             int prev = 0;
             while (m.find()) {
                 if (m.start() > prev) {

@@ -42,6 +42,22 @@ sealed interface TextNormalizer {
         }
     }
 
+    /** A prefix put before any non-empty text (SentencePiece's word-start mark '▁'). */
+    record Prepend(String prefix) implements TextNormalizer {
+        @Override
+        public String normalize(String text) {
+            return text.isEmpty() ? text : prefix + text;
+        }
+    }
+
+    /** Every match of a pattern replaced by fixed content (e.g. each space by '▁'). */
+    record Replace(java.util.regex.Pattern pattern, String content) implements TextNormalizer {
+        @Override
+        public String normalize(String text) {
+            return pattern.matcher(text).replaceAll(java.util.regex.Matcher.quoteReplacement(content));
+        }
+    }
+
     /** Normalizers applied one after the other. */
     record Steps(List<TextNormalizer> steps) implements TextNormalizer {
         @Override

@@ -1,6 +1,5 @@
 package io.moe4j.text.tokenizer;
 
-import java.io.ByteArrayOutputStream;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -8,8 +7,9 @@ import java.util.Optional;
 import java.util.OptionalInt;
 
 /**
- * A byte-level BPE tokenizer read from a model's {@code tokenizer.json} and {@code tokenizer_config.json}, giving the
- * same ids as Hugging Face {@code tokenizers} for the files of gpt-oss, Qwen3 and DeepSeek-V3.
+ * A BPE tokenizer read from a model's {@code tokenizer.json} and {@code tokenizer_config.json}, giving the same ids
+ * as Hugging Face {@code tokenizers} for the byte-level files of gpt-oss, Qwen3 and DeepSeek-V3 (and for the
+ * SentencePiece-style BPE of Mistral/Mixtral files: '▁' word marks, byte fallback).
  *
  * <p>Encoding, in the reference's order: added tokens written as-is are cut out of the text first; the text between
  * them is normalized (e.g. NFC), added tokens marked {@code normalized} are cut out of that; the rest is
@@ -30,29 +30,26 @@ public final class Tokenizer {
     private final Map<String, Integer> addedIds;
     private final String[] tokens;
     private final boolean[] special;
-    private final byte[][] tokenBytes;
-    private final byte[] separator;
+    private final Decoding decoding;
     private final String bosToken;
     private final String eosToken;
     private final OptionalInt bosId;
     private final OptionalInt eosId;
 
     Tokenizer(String source, TextNormalizer normalizer, PreTokenizer preTokenizer, BpeModel model,
-              List<AddedToken> added, String[] tokens, byte[][] tokenBytes, byte[] separator,
+              List<AddedToken> added, String[] tokens, boolean[] special, Decoding decoding,
               String bosToken, String eosToken) {
         this.source = source;
         this.normalizer = normalizer;
         this.preTokenizer = preTokenizer;
         this.model = model;
         this.tokens = tokens;
-        this.tokenBytes = tokenBytes;
-        this.separator = separator;
-        this.special = new boolean[tokens.length];
+        this.decoding = decoding;
+        this.special = special;
         Map<String, AddedToken> raw = new java.util.HashMap<>();
         Map<String, AddedToken> normalized = new java.util.HashMap<>();
         Map<String, Integer> ids = new java.util.HashMap<>();
         for (AddedToken t : added) {
-            special[t.id()] = t.special();
             ids.put(t.content(), t.id());
             if (t.normalized()) {
                 // Matched in normalized text, so its own content is normalized the same way.
@@ -86,8 +83,13 @@ public final class Tokenizer {
         return token == null ? OptionalInt.empty() : id(token);
     }
 
-    /** The ids of {@code text}; special tokens written in the text are matched as tokens, none are added. */
+    /**
+     * The ids of {@code text}; special tokens written in the text are matched as tokens, none are added.
+     *
+     * @throws IllegalArgumentException if the text holds an unpaired surrogate (it has no UTF-8 form to tokenize)
+     */
     public int[] encode(String text) {
+        checkWellFormed(text);
         IntList out = new IntList();
         for (AddedVocabulary.Piece piece : rawAdded.split(text)) {
             if (piece.token() != null) {
@@ -112,6 +114,22 @@ public final class Tokenizer {
         return out.toArray();
     }
 
+    private static void checkWellFormed(String text) {
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (Character.isSurrogate(c)) {
+                boolean paired = Character.isHighSurrogate(c) && i + 1 < text.length()
+                        && Character.isLowSurrogate(text.charAt(i + 1));
+                if (paired) {
+                    i++;
+                } else {
+                    throw new IllegalArgumentException(String.format(
+                            "text to tokenize holds an unpaired surrogate U+%04X at index %d", (int) c, i));
+                }
+            }
+        }
+    }
+
     /** The text of {@code ids}, special tokens kept. */
     public String decode(int[] ids) {
         return decode(ids, false);
@@ -119,43 +137,17 @@ public final class Tokenizer {
 
     /** The text of {@code ids}, special tokens kept or left out. */
     public String decode(int[] ids, boolean skipSpecialTokens) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream(ids.length * 4);
-        boolean first = true;
-        for (int id : ids) {
-            byte[] bytes = bytesOf(id, skipSpecialTokens);
-            if (bytes == null) {
-                continue;
-            }
-            if (!first && separator.length > 0) {
-                out.writeBytes(separator);
-            }
-            out.writeBytes(bytes);
-            first = false;
-        }
-        byte[] all = out.toByteArray();
-        return Utf8.decodeLossy(all, 0, all.length);
+        return decoding.decode(ids, skipSpecialTokens);
     }
 
     /** A streaming decoder for one sequence, special tokens kept. */
     public IncrementalDecoder incrementalDecoder() {
-        return new IncrementalDecoder(this, false);
+        return incrementalDecoder(false);
     }
 
     /** A streaming decoder for one sequence, special tokens kept or left out. */
     public IncrementalDecoder incrementalDecoder(boolean skipSpecialTokens) {
-        return new IncrementalDecoder(this, skipSpecialTokens);
-    }
-
-    /** The bytes the decoder gives for {@code id}, or null where it gives nothing. */
-    byte[] bytesOf(int id, boolean skipSpecialTokens) {
-        if (id < 0 || id >= tokenBytes.length || tokenBytes[id] == null) {
-            return null;
-        }
-        return skipSpecialTokens && special[id] ? null : tokenBytes[id];
-    }
-
-    byte[] separator() {
-        return separator;
+        return new IncrementalDecoder(decoding.stream(skipSpecialTokens));
     }
 
     /**

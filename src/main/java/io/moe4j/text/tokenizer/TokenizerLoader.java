@@ -13,14 +13,11 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.text.Normalizer;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.regex.Pattern;
-import java.util.regex.PatternSyntaxException;
 import java.util.zip.GZIPInputStream;
 
 /**
@@ -29,10 +26,18 @@ import java.util.zip.GZIPInputStream;
  * <p>The vocabulary and merges (hundreds of thousands of entries) are read with Jackson's streaming parser straight
  * into their tables; the small sections (normalizer, pre-tokenizer, decoder, added tokens) as trees. The
  * post-processor is not read: it only adds special tokens around an encoding, which {@link Tokenizer#encode} never
- * does.
+ * does. The normalizer, pre-tokenizer and decoder are built by {@link PipelineReader}.
  */
 final class TokenizerLoader {
     private static final ObjectMapper JSON = new ObjectMapper();
+    /**
+     * Field names are neither canonicalized nor interned: the vocabulary's hundreds of thousands of keys are each
+     * seen once, and putting them through Jackson's symbol table and {@link String#intern} would only cost time.
+     */
+    private static final JsonFactory STREAMING = JsonFactory.builder()
+            .disable(JsonFactory.Feature.CANONICALIZE_FIELD_NAMES)
+            .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
+            .build();
 
     private final Path file;
 
@@ -78,7 +83,7 @@ final class TokenizerLoader {
         Parts parts = new Parts();
         try (InputStream raw = new BufferedInputStream(Files.newInputStream(file), 1 << 16);
              InputStream in = file.getFileName().toString().endsWith(".gz") ? new GZIPInputStream(raw, 1 << 16) : raw;
-             JsonParser p = new JsonFactory().createParser(in)) {
+             JsonParser p = STREAMING.createParser(in)) {
             if (p.nextToken() != JsonToken.START_OBJECT) {
                 throw fail("(root)", "not a JSON object");
             }
@@ -104,8 +109,9 @@ final class TokenizerLoader {
 
         BpeModel model = model(parts);
         List<AddedToken> added = inVocabularyIds(addedTokens(parts.sections.get("added_tokens"), config), parts.vocab);
-        TextNormalizer normalizer = normalizer(parts.sections.get("normalizer"), "normalizer");
-        PreTokenizer preTokenizer = preTokenizer(parts.sections.get("pre_tokenizer"), "pre_tokenizer");
+        PipelineReader pipeline = new PipelineReader(file);
+        TextNormalizer normalizer = pipeline.normalizer(parts.sections.get("normalizer"), "normalizer");
+        PreTokenizer preTokenizer = pipeline.preTokenizer(parts.sections.get("pre_tokenizer"), "pre_tokenizer");
 
         int size = 0;
         for (int id : parts.vocab.values()) {
@@ -126,29 +132,15 @@ final class TokenizerLoader {
                 decoded[t.id()] = normalizer.normalize(t.content());
             }
         }
-        JsonNode decoder = parts.sections.get("decoder");
-        byte[][] bytes = new byte[size][];
-        byte[] separator;
-        if (decoder == null || decoder.isNull()) {
-            // Without a decoder the reference joins the tokens with spaces.
-            separator = new byte[] {' '};
-            for (int id = 0; id < size; id++) {
-                bytes[id] = decoded[id] == null ? null : decoded[id].getBytes(java.nio.charset.StandardCharsets.UTF_8);
-            }
-        } else {
-            String type = decoder.path("type").asText("");
-            if (!type.equals("ByteLevel")) {
-                throw fail("decoder.type", "unsupported decoder \"" + type + "\" (supported: ByteLevel)");
-            }
-            separator = new byte[0];
-            for (int id = 0; id < size; id++) {
-                bytes[id] = decoded[id] == null ? null : ByteLevel.decode(decoded[id]);
-            }
+        boolean[] special = new boolean[size];
+        for (AddedToken t : added) {
+            special[t.id()] = t.special();
         }
+        Decoding decoding = pipeline.decoder(parts.sections.get("decoder"), decoded, special);
         String bos = config == null ? null : specialTokenName(config, "bos_token", configFile);
         String eos = config == null ? null : specialTokenName(config, "eos_token", configFile);
-        Tokenizer tokenizer = new Tokenizer(file.toString(), normalizer, preTokenizer, model, added, tokens, bytes,
-                separator, bos, eos);
+        Tokenizer tokenizer = new Tokenizer(file.toString(), normalizer, preTokenizer, model, added, tokens, special,
+                decoding, bos, eos);
         if (bos != null && tokenizer.bosId().isEmpty()) {
             throw new MoeException(configFile + ": bos_token: \"" + bos + "\" is no token of " + file);
         }
@@ -335,82 +327,6 @@ final class TokenizerLoader {
         return new AddedToken(idNode.asInt(), content.asText(), special, t.path("single_word").asBoolean(false),
                 t.path("lstrip").asBoolean(false), t.path("rstrip").asBoolean(false),
                 t.path("normalized").asBoolean(!special));
-    }
-
-    private TextNormalizer normalizer(JsonNode n, String key) {
-        if (n == null || n.isNull()) {
-            return TextNormalizer.IDENTITY;
-        }
-        String type = n.path("type").asText("");
-        return switch (type) {
-            case "NFC" -> new TextNormalizer.UnicodeForm(Normalizer.Form.NFC);
-            case "NFD" -> new TextNormalizer.UnicodeForm(Normalizer.Form.NFD);
-            case "NFKC" -> new TextNormalizer.UnicodeForm(Normalizer.Form.NFKC);
-            case "NFKD" -> new TextNormalizer.UnicodeForm(Normalizer.Form.NFKD);
-            case "Lowercase" -> new TextNormalizer.Lowercase();
-            case "Sequence" -> {
-                JsonNode steps = n.path("normalizers");
-                if (!steps.isArray()) {
-                    throw fail(key + ".normalizers", "missing or not an array");
-                }
-                List<TextNormalizer> list = new ArrayList<>();
-                for (int i = 0; i < steps.size(); i++) {
-                    list.add(normalizer(steps.get(i), key + ".normalizers[" + i + "]"));
-                }
-                yield new TextNormalizer.Steps(List.copyOf(list));
-            }
-            default -> throw fail(key + ".type", "unsupported normalizer \"" + type
-                    + "\" (supported: NFC, NFD, NFKC, NFKD, Lowercase, Sequence)");
-        };
-    }
-
-    private PreTokenizer preTokenizer(JsonNode n, String key) {
-        if (n == null || n.isNull()) {
-            return null;
-        }
-        String type = n.path("type").asText("");
-        return switch (type) {
-            case "Sequence" -> {
-                JsonNode steps = n.path("pretokenizers");
-                if (!steps.isArray()) {
-                    throw fail(key + ".pretokenizers", "missing or not an array");
-                }
-                List<PreTokenizer> list = new ArrayList<>();
-                for (int i = 0; i < steps.size(); i++) {
-                    list.add(preTokenizer(steps.get(i), key + ".pretokenizers[" + i + "]"));
-                }
-                yield new PreTokenizer.Steps(List.copyOf(list));
-            }
-            case "Split" -> split(n, key);
-            case "ByteLevel" -> new PreTokenizer.ByteLevelStep(n.path("add_prefix_space").asBoolean(true),
-                    n.path("use_regex").asBoolean(true));
-            default -> throw fail(key + ".type", "unsupported pre-tokenizer \"" + type
-                    + "\" (supported: Sequence, Split, ByteLevel)");
-        };
-    }
-
-    private PreTokenizer split(JsonNode n, String key) {
-        JsonNode pattern = n.path("pattern");
-        Pattern compiled;
-        if (pattern.has("Regex")) {
-            String regex = pattern.get("Regex").asText();
-            try {
-                compiled = OnigPatterns.compile(regex);
-            } catch (PatternSyntaxException e) {
-                throw fail(key + ".pattern.Regex", "cannot compile /" + regex + "/: " + e.getDescription());
-            }
-        } else if (pattern.has("String")) {
-            compiled = Pattern.compile(Pattern.quote(pattern.get("String").asText()));
-        } else {
-            throw fail(key + ".pattern", "needs a \"Regex\" or a \"String\"");
-        }
-        String behaviorName = n.path("behavior").asText("");
-        SplitBehavior behavior = SplitBehavior.parse(behaviorName);
-        if (behavior == null) {
-            throw fail(key + ".behavior", "unknown split behavior \"" + behaviorName
-                    + "\" (Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous)");
-        }
-        return new PreTokenizer.RegexSplit(compiled, behavior, n.path("invert").asBoolean(false));
     }
 
     private static JsonNode readConfig(Path configFile) {
