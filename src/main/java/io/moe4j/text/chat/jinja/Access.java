@@ -22,6 +22,9 @@ final class Access {
 
     static Object attribute(Object target, String name) {
         switch (target) {
+            case null -> {
+                return Undefined.attribute(null, name);
+            }
             case Undefined u -> throw u.fail();
             case Namespace ns -> {
                 return ns.attributes.containsKey(name) ? ns.attributes.get(name) : Undefined.attribute(ns, name);
@@ -49,6 +52,9 @@ final class Access {
 
     static Object item(Object target, Object key) {
         switch (target) {
+            case null -> {
+                return Undefined.attribute(null, key);
+            }
             case Undefined u -> throw u.fail();
             case Map<?, ?> m -> {
                 for (Map.Entry<?, ?> e : m.entrySet()) {

@@ -110,6 +110,7 @@ final class Py {
     /** Python's {@code str(v)}, which is what {@code {{ v }}} prints (Undefined prints as nothing). */
     static String str(Object v) {
         return switch (v) {
+            case null -> "None";
             case String s -> s;
             case Undefined u -> "";
             default -> repr(v);
@@ -355,6 +356,7 @@ final class Py {
             case List<?> l -> l.size();
             case Map<?, ?> m -> m.size();
             case Undefined u -> 0;
+            case null -> throw new JinjaRuntimeException("object of type 'NoneType' has no len()");
             default -> throw new JinjaRuntimeException("object of type '" + typeName(v) + "' has no len()");
         };
     }
@@ -366,6 +368,7 @@ final class Py {
             case Map<?, ?> m -> new ArrayList<>(m.keySet());
             case String s -> codePoints(s);
             case Undefined u -> List.of();
+            case null -> throw new JinjaRuntimeException("'NoneType' object is not iterable");
             default -> throw new JinjaRuntimeException("'" + typeName(v) + "' object is not iterable");
         };
     }
@@ -452,7 +455,7 @@ final class Py {
                         zeroCheck(y == 0, "integer modulo by zero");
                         yield Math.floorMod(x, y);
                     }
-                    case "**" -> y >= 0 ? powExact(x, y) : Math.pow(x, y);
+                    case "**" -> y >= 0 ? (Object) powExact(x, y) : (Object) Math.pow(x, y);
                     default -> throw new IllegalStateException(op);
                 };
             }

@@ -49,6 +49,11 @@ final class Renderer {
             throw new MoeException("template " + templateName + " line " + line + ": " + e.getMessage());
         } catch (LoopControl e) {
             throw new MoeException("template " + templateName + " line " + line + ": break or continue outside a loop");
+        } catch (MoeException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            // A case the engine does not handle: still one clear error naming the place, not a crash.
+            throw new MoeException("template " + templateName + " line " + line + ": cannot render (" + e + ")", e);
         } catch (StackOverflowError e) {
             throw new MoeException("template " + templateName + " line " + line + ": recursion too deep");
         }
