@@ -14,6 +14,8 @@ import java.util.Map;
  */
 final class Renderer {
     private static final class LoopControl extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
         final boolean isBreak;
 
         LoopControl(boolean isBreak) {
@@ -62,6 +64,8 @@ final class Renderer {
 
     /** What {@code raise_exception} throws; the renderer adds the template name and line. */
     static final class RaisedByTemplate extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
         RaisedByTemplate(String message) {
             super(message, null, false, false);
         }
