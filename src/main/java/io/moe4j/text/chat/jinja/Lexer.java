@@ -125,6 +125,11 @@ final class Lexer {
     }
 
     private void comment(int tag, int p) {
+        if (p >= src.length()) {
+            // Jinja's lexer stops at the end of the source right after an opening '{#' without complaint.
+            pos = src.length();
+            return;
+        }
         int end = src.indexOf("#}", p);
         if (end < 0) {
             throw new JinjaSyntaxException(name, lineOf(tag), "unclosed comment '{#'");
