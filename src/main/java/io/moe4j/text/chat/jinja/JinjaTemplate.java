@@ -111,13 +111,11 @@ public final class JinjaTemplate {
         if (step == 0) {
             throw new JinjaRuntimeException("range() arg 3 must not be zero");
         }
-        List<Object> out = new ArrayList<>();
-        for (long i = start; step > 0 ? i < stop : i > stop; i += step) {
-            out.add(i);
-            if (out.size() > 100_000) {
-                throw new JinjaRuntimeException("range too big (more than 100000 items)");
-            }
+        long size = step > 0 ? Math.max(0, (stop - start + step - 1) / step) : Math.max(0, (start - stop - step - 1) / -step);
+        if (size > 100_000) {
+            // Jinja's sandbox refuses ranges over 100000 items (MAX_RANGE) as well.
+            throw new JinjaRuntimeException("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
         }
-        return out;
+        return new PyRange(start, stop, step, (int) size);
     }
 }

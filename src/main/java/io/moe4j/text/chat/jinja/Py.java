@@ -79,6 +79,7 @@ final class Py {
             case Double d -> "float";
             case String s -> "str";
             case PyTuple t -> "tuple";
+            case PyRange r -> "range";
             case List<?> l -> "list";
             case Map<?, ?> m -> "dict";
             case Undefined u -> "Undefined";
@@ -125,6 +126,7 @@ final class Py {
             case Double d -> floatRepr(d);
             case String s -> stringRepr(s);
             case PyTuple t -> t.size() == 1 ? "(" + repr(t.get(0)) + ",)" : joinRepr(t, "(", ")");
+            case PyRange r -> r.toString();
             case List<?> l -> joinRepr(l, "[", "]");
             case Map<?, ?> m -> {
                 StringBuilder sb = new StringBuilder("{");
@@ -244,7 +246,8 @@ final class Py {
             return toDouble(a) == toDouble(b);
         }
         if (a instanceof List<?> x && b instanceof List<?> y) {
-            if ((a instanceof PyTuple) != (b instanceof PyTuple) || x.size() != y.size()) {
+            if ((a instanceof PyTuple) != (b instanceof PyTuple) || (a instanceof PyRange) != (b instanceof PyRange)
+                    || x.size() != y.size()) {
                 return false;
             }
             for (int i = 0; i < x.size(); i++) {
