@@ -57,6 +57,9 @@ final class Access {
             }
             case Undefined u -> throw u.fail();
             case Map<?, ?> m -> {
+                if (key instanceof String && m.containsKey(key)) {
+                    return m.get(key);
+                }
                 for (Map.Entry<?, ?> e : m.entrySet()) {
                     if (Py.equal(e.getKey(), key)) {
                         return e.getValue();
