@@ -80,6 +80,7 @@ final class Py {
             case String s -> "str";
             case PyTuple t -> "tuple";
             case PyRange r -> "range";
+            case PyDictView dv -> dv.kind();
             case List<?> l -> "list";
             case Map<?, ?> m -> "dict";
             case Undefined u -> "Undefined";
@@ -127,6 +128,7 @@ final class Py {
             case String s -> stringRepr(s);
             case PyTuple t -> t.size() == 1 ? "(" + repr(t.get(0)) + ",)" : joinRepr(t, "(", ")");
             case PyRange r -> r.toString();
+            case PyDictView dv -> dv.kind() + "(" + joinRepr(dv, "[", "]") + ")";
             case List<?> l -> joinRepr(l, "[", "]");
             case Map<?, ?> m -> {
                 StringBuilder sb = new StringBuilder("{");
@@ -247,7 +249,7 @@ final class Py {
         }
         if (a instanceof List<?> x && b instanceof List<?> y) {
             if ((a instanceof PyTuple) != (b instanceof PyTuple) || (a instanceof PyRange) != (b instanceof PyRange)
-                    || x.size() != y.size()) {
+                    || (a instanceof PyDictView) != (b instanceof PyDictView) || x.size() != y.size()) {
                 return false;
             }
             for (int i = 0; i < x.size(); i++) {

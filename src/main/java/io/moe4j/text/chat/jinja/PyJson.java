@@ -37,6 +37,7 @@ final class PyJson {
                     : Py.floatRepr(d));
             case String s -> quote(s, sb);
             case PyRange r -> throw new JinjaRuntimeException("Object of type range is not JSON serializable");
+            case PyDictView dv -> throw new JinjaRuntimeException("Object of type " + dv.kind() + " is not JSON serializable");
             case List<?> l -> {
                 if (l.isEmpty()) {
                     sb.append("[]");
