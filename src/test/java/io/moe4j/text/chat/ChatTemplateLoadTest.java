@@ -88,6 +88,22 @@ class ChatTemplateLoadTest {
     }
 
     @Test
+    void continuingTheFinalMessageRefusesBadCombinations() throws IOException {
+        Files.writeString(dir.resolve("chat_template.jinja"), "{% for m in messages %}[{{ m.content }}]{% endfor %}");
+        ChatTemplate t = ChatTemplate.load(dir);
+        ArrayNode msgs = (ArrayNode) JSON.readTree("[{\"role\": \"assistant\", \"content\": \"Part\"}]");
+        assertThat(t.render(ChatRequest.of(msgs, false).withContinueFinalMessage(true))).isEqualTo("[Part");
+        assertThatThrownBy(() -> t.render(ChatRequest.of(msgs, true).withContinueFinalMessage(true)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("not compatible");
+        ArrayNode noContent = (ArrayNode) JSON.readTree("[{\"role\": \"assistant\"}]");
+        assertThatThrownBy(() -> t.render(ChatRequest.of(noContent, false).withContinueFinalMessage(true)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no \"content\"");
+        Files.writeString(dir.resolve("chat_template.jinja"), "{% for m in messages %}[{{ m.content | upper }}]{% endfor %}");
+        assertThatThrownBy(() -> ChatTemplate.load(dir).render(ChatRequest.of(msgs, false).withContinueFinalMessage(true)))
+                .isInstanceOf(MoeException.class).hasMessageContaining("does not appear");
+    }
+
+    @Test
     void requestLinesAreCheckedAndReadLikeTheFixtures() throws IOException {
         assertThatThrownBy(() -> ChatRequest.fromJson(JSON.readTree("{\"add_generation_prompt\": true}")))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("messages");

@@ -22,7 +22,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * The three fixture templates on inputs beyond the fixture lines: Qwen3 with reasoning in and out of the content,
  * several tool calls and responses, {@code enable_thinking=false}; DeepSeek-V3 with several system messages and
  * tool calls; gpt-oss with developer messages, model identity, reasoning effort, built-in tools, tool schemas with
- * arrays, unions, nullable and defaults, analysis messages, and the two inputs its template refuses.
+ * arrays, unions, nullable and defaults, analysis messages, and the two inputs its template refuses; and
+ * {@code continue_final_message} on all three.
  * {@code template-variations.jsonl} was written by transformers 5.18 ({@code render_jinja_template}, jinja2 3.1.6)
  * with the special tokens of each {@code tokenizer_config.json} and {@code datetime.now()} fixed to the line's date;
  * an {@code error} line holds the message the template raised.
@@ -38,7 +39,7 @@ class ChatTemplateVariationsTest {
                 lines.add(json.readTree(line));
             }
         }
-        assertThat(lines).hasSizeGreaterThanOrEqualTo(19);
+        assertThat(lines).hasSizeGreaterThanOrEqualTo(23);
         Map<String, ChatTemplate> templates = new HashMap<>();
         List<DynamicTest> tests = new ArrayList<>();
         for (int i = 0; i < lines.size(); i++) {

@@ -20,21 +20,27 @@ import java.util.Map;
  */
 public final class JinjaTemplate {
     private final String name;
+    private final String source;
     private final List<Stmt> body;
 
-    private JinjaTemplate(String name, List<Stmt> body) {
+    private JinjaTemplate(String name, String source, List<Stmt> body) {
         this.name = name;
+        this.source = source;
         this.body = body;
     }
 
     /** Parses {@code source}; {@code name} (a file path, say) appears in every error message. */
     public static JinjaTemplate parse(String source, String name) {
         List<Token> tokens = new Lexer(source, name).tokenize();
-        return new JinjaTemplate(name, new Parser(tokens, name).parseTemplate());
+        return new JinjaTemplate(name, source, new Parser(tokens, name).parseTemplate());
     }
 
     public String name() {
         return name;
+    }
+
+    public String source() {
+        return source;
     }
 
     /**
