@@ -32,6 +32,9 @@ final class Access {
             case LoopState loop -> {
                 return loop.attribute(name);
             }
+            case Cycler c -> {
+                return c.attribute(name);
+            }
             case Map<?, ?> m -> {
                 if (DICT_METHODS.contains(name)) {
                     return Methods.bind(m, name);

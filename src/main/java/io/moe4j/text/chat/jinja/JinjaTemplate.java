@@ -73,6 +73,25 @@ public final class JinjaTemplate {
             return ns;
         });
         globals.put("range", (JinjaCallable) (args, kwargs) -> range(args));
+        globals.put("joiner", (JinjaCallable) (args, kwargs) -> {
+            Arguments a = new Arguments("joiner", args, kwargs);
+            String sep = a.string(a.optional(0, "sep", ", "));
+            a.done();
+            boolean[] used = {false};
+            return (JinjaCallable) (x, y) -> {
+                if (used[0]) {
+                    return sep;
+                }
+                used[0] = true;
+                return "";
+            };
+        });
+        globals.put("cycler", (JinjaCallable) (args, kwargs) -> {
+            if (args.isEmpty()) {
+                throw new JinjaRuntimeException("at least one item has to be provided");
+            }
+            return new Cycler(args);
+        });
         globals.put("dict", (JinjaCallable) (args, kwargs) -> {
             Map<Object, Object> m = new LinkedHashMap<>();
             for (Object a : args) {

@@ -17,7 +17,8 @@
  * namespace attributes, block set with filters), macro with defaults, {@code caller()} and call blocks, filter
  * blocks, with, transformers' {@code generation} block; literals, tuples, lists, dicts, slicing with steps,
  * {@code in}, {@code is}, {@code ~}, arithmetic and chained comparisons; the filters and tests chat templates use
- * and the str/dict/list methods they call. Not supported (a clear error at parse time): include, import, extends,
+ * and the str/dict/list methods they call; the globals {@code range}, {@code dict}, {@code namespace},
+ * {@code cycler}, {@code joiner}, {@code raise_exception} and {@code strftime_now}. Not supported (a clear error at parse time): include, import, extends,
  * blocks, recursive loops, {@code *args}/{@code **kwargs} in calls. Integers are 64-bit (an overflow is an
  * error, where Python would grow).
  */
