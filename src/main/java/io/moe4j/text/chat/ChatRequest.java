@@ -15,13 +15,15 @@ import java.util.Set;
  * What a chat template renders: the messages (OpenAI-style objects, keys kept in order), whether to open the
  * assistant's turn, the tools (null when none, as transformers passes None), further keyword arguments the
  * template reads ({@code reasoning_effort}, {@code model_identity}, {@code builtin_tools},
- * {@code enable_thinking} ...), and the clock {@code strftime_now} reads.
+ * {@code enable_thinking} ...), the clock {@code strftime_now} reads, and whether the text should stop inside
+ * the final message so that generation continues it (transformers' {@code continue_final_message}).
  */
 public record ChatRequest(ArrayNode messages, boolean addGenerationPrompt, ArrayNode tools,
-                          Map<String, JsonNode> templateArguments, Clock clock) {
+                          Map<String, JsonNode> templateArguments, Clock clock, boolean continueFinalMessage) {
     /** Keys of a request line that are not template keyword arguments. */
     private static final Set<String> NOT_ARGUMENTS = Set.of(
-            "messages", "add_generation_prompt", "tools", "date", "tokenizer", "kind", "text", "ids", "decoded");
+            "messages", "add_generation_prompt", "tools", "date", "tokenizer", "kind", "text", "ids", "decoded",
+            "continue_final_message");
 
     public ChatRequest {
         Objects.requireNonNull(messages, "messages");
@@ -29,22 +31,32 @@ public record ChatRequest(ArrayNode messages, boolean addGenerationPrompt, Array
         clock = clock == null ? Clock.systemDefaultZone() : clock;
     }
 
+    public ChatRequest(ArrayNode messages, boolean addGenerationPrompt, ArrayNode tools,
+                       Map<String, JsonNode> templateArguments, Clock clock) {
+        this(messages, addGenerationPrompt, tools, templateArguments, clock, false);
+    }
+
     public static ChatRequest of(ArrayNode messages, boolean addGenerationPrompt) {
         return new ChatRequest(messages, addGenerationPrompt, null, Map.of(), null);
     }
 
     public ChatRequest withTools(ArrayNode tools) {
-        return new ChatRequest(messages, addGenerationPrompt, tools, templateArguments, clock);
+        return new ChatRequest(messages, addGenerationPrompt, tools, templateArguments, clock, continueFinalMessage);
+    }
+
+    /** The rendered text ends inside the final message (its content, without the template's end of turn). */
+    public ChatRequest withContinueFinalMessage(boolean continueFinal) {
+        return new ChatRequest(messages, addGenerationPrompt, tools, templateArguments, clock, continueFinal);
     }
 
     public ChatRequest withArgument(String name, JsonNode value) {
         Map<String, JsonNode> args = new LinkedHashMap<>(templateArguments);
         args.put(name, value);
-        return new ChatRequest(messages, addGenerationPrompt, tools, args, clock);
+        return new ChatRequest(messages, addGenerationPrompt, tools, args, clock, continueFinalMessage);
     }
 
     public ChatRequest withClock(Clock clock) {
-        return new ChatRequest(messages, addGenerationPrompt, tools, templateArguments, clock);
+        return new ChatRequest(messages, addGenerationPrompt, tools, templateArguments, clock, continueFinalMessage);
     }
 
     /** A clock fixed at midnight UTC of {@code date} ({@code yyyy-MM-dd}), for reproducible renders. */
@@ -88,7 +100,11 @@ public record ChatRequest(ArrayNode messages, boolean addGenerationPrompt, Array
             }
             clock = fixedDate(date.textValue());
         }
+        JsonNode cont = line.get("continue_final_message");
+        if (cont != null && !cont.isBoolean()) {
+            throw new IllegalArgumentException("'continue_final_message' must be true or false, not " + cont);
+        }
         return new ChatRequest((ArrayNode) messages, agp != null && agp.booleanValue(),
-                tools == null || tools.isNull() ? null : (ArrayNode) tools, args, clock);
+                tools == null || tools.isNull() ? null : (ArrayNode) tools, args, clock, cont != null && cont.booleanValue());
     }
 }

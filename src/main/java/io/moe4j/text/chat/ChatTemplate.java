@@ -137,14 +137,26 @@ public final class ChatTemplate {
     }
 
     public String render(ChatRequest request) {
+        if (!request.continueFinalMessage()) {
+            return render(request, JsonValues.toTemplateValue(request.messages()));
+        }
+        return FinalMessageContinuation.render(this, request);
+    }
+
+    /** Renders with {@code messages} already converted (the continuation marks the final message first). */
+    String render(ChatRequest request, Object messages) {
         JinjaTemplate template = pick(request);
         Map<String, Object> vars = new LinkedHashMap<>(specialTokens);
         request.templateArguments().forEach((k, v) -> vars.put(k, JsonValues.toTemplateValue(v)));
-        vars.put("messages", JsonValues.toTemplateValue(request.messages()));
+        vars.put("messages", messages);
         vars.put("tools", request.tools() == null ? null : JsonValues.toTemplateValue(request.tools()));
         vars.putIfAbsent("documents", null);
         vars.put("add_generation_prompt", request.addGenerationPrompt());
         return template.render(vars, request.clock());
+    }
+
+    String source(ChatRequest request) {
+        return pick(request).source();
     }
 
     private JinjaTemplate pick(ChatRequest request) {

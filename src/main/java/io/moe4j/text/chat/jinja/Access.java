@@ -22,12 +22,18 @@ final class Access {
 
     static Object attribute(Object target, String name) {
         switch (target) {
+            case null -> {
+                return Undefined.attribute(null, name);
+            }
             case Undefined u -> throw u.fail();
             case Namespace ns -> {
                 return ns.attributes.containsKey(name) ? ns.attributes.get(name) : Undefined.attribute(ns, name);
             }
             case LoopState loop -> {
                 return loop.attribute(name);
+            }
+            case Cycler c -> {
+                return c.attribute(name);
             }
             case Map<?, ?> m -> {
                 if (DICT_METHODS.contains(name)) {
@@ -49,8 +55,14 @@ final class Access {
 
     static Object item(Object target, Object key) {
         switch (target) {
+            case null -> {
+                return Undefined.attribute(null, key);
+            }
             case Undefined u -> throw u.fail();
             case Map<?, ?> m -> {
+                if (key instanceof String && m.containsKey(key)) {
+                    return m.get(key);
+                }
                 for (Map.Entry<?, ?> e : m.entrySet()) {
                     if (Py.equal(e.getKey(), key)) {
                         return e.getValue();

@@ -20,7 +20,7 @@ final class Arguments {
     }
 
     Object required(int index, String name) {
-        if (index < positional.size()) {
+        if (index >= 0 && index < positional.size()) {
             usedPositional = Math.max(usedPositional, index + 1);
             return positional.get(index);
         }

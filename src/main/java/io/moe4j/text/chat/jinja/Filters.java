@@ -31,7 +31,7 @@ final class Filters {
         Object result = switch (name) {
             case "abs" -> {
                 defined(v);
-                yield v instanceof Double d ? Math.abs(d) : Py.isInteger(v) ? Math.abs(Py.toLong(v)) : typeError(name, v);
+                yield v instanceof Double d ? (Object) Math.abs(d) : Py.isInteger(v) ? (Object) Math.abs(Py.toLong(v)) : typeError(name, v);
             }
             case "attr" -> Access.attribute(v, a.string(a.required(0, "name")));
             case "capitalize" -> Methods.capitalize(Py.str(v));

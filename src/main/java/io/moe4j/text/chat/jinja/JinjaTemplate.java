@@ -20,21 +20,27 @@ import java.util.Map;
  */
 public final class JinjaTemplate {
     private final String name;
+    private final String source;
     private final List<Stmt> body;
 
-    private JinjaTemplate(String name, List<Stmt> body) {
+    private JinjaTemplate(String name, String source, List<Stmt> body) {
         this.name = name;
+        this.source = source;
         this.body = body;
     }
 
     /** Parses {@code source}; {@code name} (a file path, say) appears in every error message. */
     public static JinjaTemplate parse(String source, String name) {
         List<Token> tokens = new Lexer(source, name).tokenize();
-        return new JinjaTemplate(name, new Parser(tokens, name).parseTemplate());
+        return new JinjaTemplate(name, source, new Parser(tokens, name).parseTemplate());
     }
 
     public String name() {
         return name;
+    }
+
+    public String source() {
+        return source;
     }
 
     /**
@@ -67,6 +73,25 @@ public final class JinjaTemplate {
             return ns;
         });
         globals.put("range", (JinjaCallable) (args, kwargs) -> range(args));
+        globals.put("joiner", (JinjaCallable) (args, kwargs) -> {
+            Arguments a = new Arguments("joiner", args, kwargs);
+            String sep = a.string(a.optional(0, "sep", ", "));
+            a.done();
+            boolean[] used = {false};
+            return (JinjaCallable) (x, y) -> {
+                if (used[0]) {
+                    return sep;
+                }
+                used[0] = true;
+                return "";
+            };
+        });
+        globals.put("cycler", (JinjaCallable) (args, kwargs) -> {
+            if (args.isEmpty()) {
+                throw new JinjaRuntimeException("at least one item has to be provided");
+            }
+            return new Cycler(args);
+        });
         globals.put("dict", (JinjaCallable) (args, kwargs) -> {
             Map<Object, Object> m = new LinkedHashMap<>();
             for (Object a : args) {
@@ -111,13 +136,11 @@ public final class JinjaTemplate {
         if (step == 0) {
             throw new JinjaRuntimeException("range() arg 3 must not be zero");
         }
-        List<Object> out = new ArrayList<>();
-        for (long i = start; step > 0 ? i < stop : i > stop; i += step) {
-            out.add(i);
-            if (out.size() > 100_000) {
-                throw new JinjaRuntimeException("range too big (more than 100000 items)");
-            }
+        long size = step > 0 ? Math.max(0, (stop - start + step - 1) / step) : Math.max(0, (start - stop - step - 1) / -step);
+        if (size > 100_000) {
+            // Jinja's sandbox refuses ranges over 100000 items (MAX_RANGE) as well.
+            throw new JinjaRuntimeException("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
         }
-        return out;
+        return new PyRange(start, stop, step, (int) size);
     }
 }

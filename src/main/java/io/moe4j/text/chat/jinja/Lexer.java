@@ -125,6 +125,11 @@ final class Lexer {
     }
 
     private void comment(int tag, int p) {
+        if (p >= src.length()) {
+            // Jinja's lexer stops at the end of the source right after an opening '{#' without complaint.
+            pos = src.length();
+            return;
+        }
         int end = src.indexOf("#}", p);
         if (end < 0) {
             throw new JinjaSyntaxException(name, lineOf(tag), "unclosed comment '{#'");
@@ -147,6 +152,11 @@ final class Lexer {
 
     private void raw(int tag, Matcher start) {
         int bodyStart = afterClose(start.end(), start.group(1).isEmpty() ? 0 : start.group(1).charAt(0), true);
+        if (bodyStart >= src.length()) {
+            // As with a comment, Jinja's lexer accepts a raw block opened at the very end of the source.
+            pos = src.length();
+            return;
+        }
         Matcher end = RAW_END.matcher(src);
         if (!end.find(bodyStart)) {
             throw new JinjaSyntaxException(name, lineOf(tag), "'raw' block is never closed by 'endraw'");

@@ -7,6 +7,8 @@ final class LoopState {
     private final List<Object> items;
     private final int depth0;
     private int index0;
+    /** The arguments of the last {@code loop.changed(...)} call; null before the first. */
+    private List<Object> lastChanged;
 
     LoopState(List<Object> items, int depth0) {
         this.items = items;
@@ -37,6 +39,11 @@ final class LoopState {
                     throw new JinjaRuntimeException("no items for cycling given");
                 }
                 return args.get(index0 % args.size());
+            };
+            case "changed" -> (JinjaCallable) (args, kwargs) -> {
+                boolean changed = lastChanged == null || !Py.equal(new java.util.ArrayList<>(args), lastChanged);
+                lastChanged = new java.util.ArrayList<>(args);
+                return changed;
             };
             default -> Undefined.attribute(this, name);
         };

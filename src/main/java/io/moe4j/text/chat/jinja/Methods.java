@@ -47,15 +47,15 @@ final class Methods {
                 a.done();
                 List<Object> out = new ArrayList<>();
                 m.forEach((k, v) -> out.add(PyTuple.of(k, v)));
-                yield out;
+                yield new PyDictView("dict_items", out);
             }
             case "keys" -> {
                 a.done();
-                yield new ArrayList<Object>(m.keySet());
+                yield new PyDictView("dict_keys", new ArrayList<Object>(m.keySet()));
             }
             case "values" -> {
                 a.done();
-                yield new ArrayList<Object>(m.values());
+                yield new PyDictView("dict_values", new ArrayList<Object>(m.values()));
             }
             case "get" -> {
                 Object key = a.required(0, "key");

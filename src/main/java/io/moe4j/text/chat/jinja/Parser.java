@@ -15,6 +15,8 @@ final class Parser {
 
     private final String name;
     private final List<Token> tokens;
+    /** Block tags being parsed, innermost last, for the error when one is never closed. */
+    private final java.util.ArrayDeque<Token> open = new java.util.ArrayDeque<>();
     private int at;
 
     Parser(List<Token> tokens, String name) {
@@ -52,12 +54,22 @@ final class Parser {
                         next();
                         return body;
                     }
+                    if (tag.kind() == Token.Kind.NAME && tag.value().startsWith("end") && !open.isEmpty()) {
+                        throw error(tag, "unexpected '" + tag.value() + "': the innermost open block is '"
+                                + open.peekLast().value() + "' (line " + open.peekLast().line() + ")");
+                    }
+                    if (tag.kind() == Token.Kind.NAME && tag.value().startsWith("end")) {
+                        throw error(tag, "unexpected '" + tag.value() + "': no block is open");
+                    }
                     next();
                     body.add(statement());
                 }
                 case EOF -> {
                     if (!ends.isEmpty()) {
-                        throw error(t, "unexpected end of template; expected one of " + ends);
+                        Token opener = open.peekLast();
+                        throw error(t, "unexpected end of template: the '" + opener.value() + "' block opened on line "
+                                + opener.line() + " is never closed" + (ends.size() == 1 ? " by '" + ends.iterator().next()
+                                + "'" : ""));
                     }
                     return body;
                 }
@@ -72,6 +84,13 @@ final class Parser {
             throw error(tag, "expected a tag name, found " + tag.describe());
         }
         next();
+        open.addLast(tag);
+        Stmt stmt = blockStatement(tag);
+        open.removeLast();
+        return stmt;
+    }
+
+    private Stmt blockStatement(Token tag) {
         return switch (tag.value()) {
             case "if" -> ifStatement(tag);
             case "for" -> forStatement(tag);

@@ -79,6 +79,8 @@ final class Py {
             case Double d -> "float";
             case String s -> "str";
             case PyTuple t -> "tuple";
+            case PyRange r -> "range";
+            case PyDictView dv -> dv.kind();
             case List<?> l -> "list";
             case Map<?, ?> m -> "dict";
             case Undefined u -> "Undefined";
@@ -110,6 +112,7 @@ final class Py {
     /** Python's {@code str(v)}, which is what {@code {{ v }}} prints (Undefined prints as nothing). */
     static String str(Object v) {
         return switch (v) {
+            case null -> "None";
             case String s -> s;
             case Undefined u -> "";
             default -> repr(v);
@@ -124,6 +127,8 @@ final class Py {
             case Double d -> floatRepr(d);
             case String s -> stringRepr(s);
             case PyTuple t -> t.size() == 1 ? "(" + repr(t.get(0)) + ",)" : joinRepr(t, "(", ")");
+            case PyRange r -> r.toString();
+            case PyDictView dv -> dv.kind() + "(" + joinRepr(dv, "[", "]") + ")";
             case List<?> l -> joinRepr(l, "[", "]");
             case Map<?, ?> m -> {
                 StringBuilder sb = new StringBuilder("{");
@@ -243,7 +248,8 @@ final class Py {
             return toDouble(a) == toDouble(b);
         }
         if (a instanceof List<?> x && b instanceof List<?> y) {
-            if ((a instanceof PyTuple) != (b instanceof PyTuple) || x.size() != y.size()) {
+            if ((a instanceof PyTuple) != (b instanceof PyTuple) || (a instanceof PyRange) != (b instanceof PyRange)
+                    || (a instanceof PyDictView) != (b instanceof PyDictView) || x.size() != y.size()) {
                 return false;
             }
             for (int i = 0; i < x.size(); i++) {
@@ -355,6 +361,7 @@ final class Py {
             case List<?> l -> l.size();
             case Map<?, ?> m -> m.size();
             case Undefined u -> 0;
+            case null -> throw new JinjaRuntimeException("object of type 'NoneType' has no len()");
             default -> throw new JinjaRuntimeException("object of type '" + typeName(v) + "' has no len()");
         };
     }
@@ -366,6 +373,7 @@ final class Py {
             case Map<?, ?> m -> new ArrayList<>(m.keySet());
             case String s -> codePoints(s);
             case Undefined u -> List.of();
+            case null -> throw new JinjaRuntimeException("'NoneType' object is not iterable");
             default -> throw new JinjaRuntimeException("'" + typeName(v) + "' object is not iterable");
         };
     }
@@ -452,7 +460,7 @@ final class Py {
                         zeroCheck(y == 0, "integer modulo by zero");
                         yield Math.floorMod(x, y);
                     }
-                    case "**" -> y >= 0 ? powExact(x, y) : Math.pow(x, y);
+                    case "**" -> y >= 0 ? (Object) powExact(x, y) : (Object) Math.pow(x, y);
                     default -> throw new IllegalStateException(op);
                 };
             }

@@ -36,6 +36,8 @@ final class PyJson {
             case Double d -> sb.append(Double.isNaN(d) ? "NaN" : Double.isInfinite(d) ? (d > 0 ? "Infinity" : "-Infinity")
                     : Py.floatRepr(d));
             case String s -> quote(s, sb);
+            case PyRange r -> throw new JinjaRuntimeException("Object of type range is not JSON serializable");
+            case PyDictView dv -> throw new JinjaRuntimeException("Object of type " + dv.kind() + " is not JSON serializable");
             case List<?> l -> {
                 if (l.isEmpty()) {
                     sb.append("[]");

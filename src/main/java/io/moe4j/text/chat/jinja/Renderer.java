@@ -14,6 +14,8 @@ import java.util.Map;
  */
 final class Renderer {
     private static final class LoopControl extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
         final boolean isBreak;
 
         LoopControl(boolean isBreak) {
@@ -49,6 +51,11 @@ final class Renderer {
             throw new MoeException("template " + templateName + " line " + line + ": " + e.getMessage());
         } catch (LoopControl e) {
             throw new MoeException("template " + templateName + " line " + line + ": break or continue outside a loop");
+        } catch (MoeException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            // A case the engine does not handle: still one clear error naming the place, not a crash.
+            throw new MoeException("template " + templateName + " line " + line + ": cannot render (" + e + ")", e);
         } catch (StackOverflowError e) {
             throw new MoeException("template " + templateName + " line " + line + ": recursion too deep");
         }
@@ -57,6 +64,8 @@ final class Renderer {
 
     /** What {@code raise_exception} throws; the renderer adds the template name and line. */
     static final class RaisedByTemplate extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
         RaisedByTemplate(String message) {
             super(message, null, false, false);
         }

@@ -4,6 +4,8 @@ import io.moe4j.MoeException;
 
 /** The template called {@code raise_exception(message)}: it refuses the input (e.g. a misplaced tool message). */
 public final class TemplateRaisedException extends MoeException {
+    private static final long serialVersionUID = 1L;
+
     private final String templateMessage;
 
     TemplateRaisedException(String templateName, int line, String templateMessage) {
