@@ -71,10 +71,10 @@ final class FusedGemv {
                 float[] x = in.scaled[t];
                 switch (codec) {
                     case FP4 -> fp4(words, base, seg, x, e8m0, scaleAt, s.scales, out);
-                    case FP6_E3M2 -> fp6(words, base, seg, x, s.scales, out, true);
-                    case FP6_E2M3 -> fp6(words, base, seg, x, s.scales, out, false);
-                    case FP8_E4M3 -> fp8(words, base, seg, x, s.scales, out, true);
-                    case FP8_E5M2 -> fp8(words, base, seg, x, s.scales, out, false);
+                    case FP6_E3M2 -> fp6E3m2(words, base, seg, x, s.scales, out);
+                    case FP6_E2M3 -> fp6E2m3(words, base, seg, x, s.scales, out);
+                    case FP8_E4M3 -> fp8E4m3(words, base, seg, x, s.scales, out);
+                    case FP8_E5M2 -> fp8E5m2(words, base, seg, x, s.scales, out);
                     case F16 -> f16(words, base, seg, x, s.scales, out);
                     case BF16 -> bf16(words, base, seg, x, s.scales, out);
                     case F32 -> f32(words, base, seg, x, s.scales, out);
@@ -225,30 +225,16 @@ final class FusedGemv {
             int c = seg[g] * 8;
             for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 8) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
-                FloatVector w = SlotDecode.int4(v, 0);
-                a0 = w.fma(FloatVector.broadcast(F, x[c]), a0);
-                b0 = w.fma(FloatVector.broadcast(F, z[c]), b0);
-                w = SlotDecode.int4(v, 1);
-                a1 = w.fma(FloatVector.broadcast(F, x[c + 1]), a1);
-                b1 = w.fma(FloatVector.broadcast(F, z[c + 1]), b1);
-                w = SlotDecode.int4(v, 2);
-                a0 = w.fma(FloatVector.broadcast(F, x[c + 2]), a0);
-                b0 = w.fma(FloatVector.broadcast(F, z[c + 2]), b0);
-                w = SlotDecode.int4(v, 3);
-                a1 = w.fma(FloatVector.broadcast(F, x[c + 3]), a1);
-                b1 = w.fma(FloatVector.broadcast(F, z[c + 3]), b1);
-                w = SlotDecode.int4(v, 4);
-                a0 = w.fma(FloatVector.broadcast(F, x[c + 4]), a0);
-                b0 = w.fma(FloatVector.broadcast(F, z[c + 4]), b0);
-                w = SlotDecode.int4(v, 5);
-                a1 = w.fma(FloatVector.broadcast(F, x[c + 5]), a1);
-                b1 = w.fma(FloatVector.broadcast(F, z[c + 5]), b1);
-                w = SlotDecode.int4(v, 6);
-                a0 = w.fma(FloatVector.broadcast(F, x[c + 6]), a0);
-                b0 = w.fma(FloatVector.broadcast(F, z[c + 6]), b0);
-                w = SlotDecode.int4(v, 7);
-                a1 = w.fma(FloatVector.broadcast(F, x[c + 7]), a1);
-                b1 = w.fma(FloatVector.broadcast(F, z[c + 7]), b1);
+                // A loop over the nibbles, not eight written-out lines: written out, C2 (JDK 25) kept a slot's
+                // shift and conversion as heap vectors on every word (as in VectorPanelDecoder.int4).
+                for (int j = 0; j < 8; j += 2) {
+                    FloatVector w = SlotDecode.integers(v.lanewise(SHR, 4 * j).and(0xF));
+                    a0 = w.fma(FloatVector.broadcast(F, x[c + j]), a0);
+                    b0 = w.fma(FloatVector.broadcast(F, z[c + j]), b0);
+                    w = SlotDecode.integers(v.lanewise(SHR, 4 * j + 4).and(0xF));
+                    a1 = w.fma(FloatVector.broadcast(F, x[c + j + 1]), a1);
+                    b1 = w.fma(FloatVector.broadcast(F, z[c + j + 1]), b1);
+                }
             }
             FloatVector off = FloatVector.fromArray(F, zeros, g * L).add(LaneCodec.INT4.offset());
             FloatVector sc = FloatVector.fromArray(F, scales, g * L);
@@ -258,12 +244,8 @@ final class FusedGemv {
         accX.intoArray(out, 0);
         accZ.intoArray(out, L);
     }
-    /**
-     * FP6, 5 slots a word (LaneCodec): magnitude j at 5j to float bits 21.. (E3M2) or 20.. (E2M3), sign 27 + j;
-     * each slot through {@link SlotDecode#minifloat}.
-     */
-    private static void fp6(MemorySegment words, long base, int[] seg, float[] x, float[] scales, float[] out,
-                            boolean e3m2) {
+    /** FP6 E3M2, 5 slots a word (LaneCodec, {@link SlotDecode#fp6E3m2}). */
+    private static void fp6E3m2(MemorySegment words, long base, int[] seg, float[] x, float[] scales, float[] out) {
         FloatVector acc = FloatVector.zero(F);
         for (int g = 0; g < seg.length - 1; g++) {
             FloatVector a0 = FloatVector.zero(F);
@@ -271,38 +253,71 @@ final class FusedGemv {
             int c = seg[g] * 5;
             for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 5) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
-                a0 = SlotDecode.fp6(v, 0, e3m2).fma(FloatVector.broadcast(F, x[c]), a0);
-                a1 = SlotDecode.fp6(v, 1, e3m2).fma(FloatVector.broadcast(F, x[c + 1]), a1);
-                a0 = SlotDecode.fp6(v, 2, e3m2).fma(FloatVector.broadcast(F, x[c + 2]), a0);
-                a1 = SlotDecode.fp6(v, 3, e3m2).fma(FloatVector.broadcast(F, x[c + 3]), a1);
-                a0 = SlotDecode.fp6(v, 4, e3m2).fma(FloatVector.broadcast(F, x[c + 4]), a0);
+                for (int j = 0; j < 4; j += 2) { // a loop, not written out: see SlotDecode
+                    a0 = SlotDecode.fp6E3m2(v, j).fma(FloatVector.broadcast(F, x[c + j]), a0);
+                    a1 = SlotDecode.fp6E3m2(v, j + 1).fma(FloatVector.broadcast(F, x[c + j + 1]), a1);
+                }
+                a0 = SlotDecode.fp6E3m2(v, 4).fma(FloatVector.broadcast(F, x[c + 4]), a0);
             }
             acc = a0.add(a1).fma(FloatVector.fromArray(F, scales, g * L), acc);
         }
         acc.intoArray(out, 0);
     }
 
-    /**
-     * FP8, 4 slots a word (LaneCodec): magnitude j at 7j to float bits 20.. (E4M3) or 21.. (E5M2), sign 28 + j;
-     * each slot through {@link SlotDecode#minifloat}.
-     */
-    private static void fp8(MemorySegment words, long base, int[] seg, float[] x, float[] scales, float[] out,
-                            boolean e4m3) {
+    /** FP6 E2M3, 5 slots a word (LaneCodec, {@link SlotDecode#fp6E2m3}). */
+    private static void fp6E2m3(MemorySegment words, long base, int[] seg, float[] x, float[] scales, float[] out) {
         FloatVector acc = FloatVector.zero(F);
         for (int g = 0; g < seg.length - 1; g++) {
             FloatVector a0 = FloatVector.zero(F);
             FloatVector a1 = a0;
-            FloatVector a2 = a0;
-            FloatVector a3 = a0;
+            int c = seg[g] * 5;
+            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 5) {
+                IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
+                for (int j = 0; j < 4; j += 2) { // a loop, not written out: see SlotDecode
+                    a0 = SlotDecode.fp6E2m3(v, j).fma(FloatVector.broadcast(F, x[c + j]), a0);
+                    a1 = SlotDecode.fp6E2m3(v, j + 1).fma(FloatVector.broadcast(F, x[c + j + 1]), a1);
+                }
+                a0 = SlotDecode.fp6E2m3(v, 4).fma(FloatVector.broadcast(F, x[c + 4]), a0);
+            }
+            acc = a0.add(a1).fma(FloatVector.fromArray(F, scales, g * L), acc);
+        }
+        acc.intoArray(out, 0);
+    }
+
+    /** FP8 E4M3, 4 slots a word (LaneCodec, {@link SlotDecode#fp8E4m3}). */
+    private static void fp8E4m3(MemorySegment words, long base, int[] seg, float[] x, float[] scales, float[] out) {
+        FloatVector acc = FloatVector.zero(F);
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector a0 = FloatVector.zero(F);
+            FloatVector a1 = a0;
             int c = seg[g] * 4;
             for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 4) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
-                a0 = SlotDecode.fp8(v, 0, e4m3).fma(FloatVector.broadcast(F, x[c]), a0);
-                a1 = SlotDecode.fp8(v, 1, e4m3).fma(FloatVector.broadcast(F, x[c + 1]), a1);
-                a2 = SlotDecode.fp8(v, 2, e4m3).fma(FloatVector.broadcast(F, x[c + 2]), a2);
-                a3 = SlotDecode.fp8(v, 3, e4m3).fma(FloatVector.broadcast(F, x[c + 3]), a3);
+                for (int j = 0; j < 4; j += 2) { // a loop, not written out: see SlotDecode
+                    a0 = SlotDecode.fp8E4m3(v, j).fma(FloatVector.broadcast(F, x[c + j]), a0);
+                    a1 = SlotDecode.fp8E4m3(v, j + 1).fma(FloatVector.broadcast(F, x[c + j + 1]), a1);
+                }
             }
-            acc = a0.add(a1).add(a2.add(a3)).fma(FloatVector.fromArray(F, scales, g * L), acc);
+            acc = a0.add(a1).fma(FloatVector.fromArray(F, scales, g * L), acc);
+        }
+        acc.intoArray(out, 0);
+    }
+
+    /** FP8 E5M2, 4 slots a word (LaneCodec, {@link SlotDecode#fp8E5m2}). */
+    private static void fp8E5m2(MemorySegment words, long base, int[] seg, float[] x, float[] scales, float[] out) {
+        FloatVector acc = FloatVector.zero(F);
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector a0 = FloatVector.zero(F);
+            FloatVector a1 = a0;
+            int c = seg[g] * 4;
+            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 4) {
+                IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
+                for (int j = 0; j < 4; j += 2) { // a loop, not written out: see SlotDecode
+                    a0 = SlotDecode.fp8E5m2(v, j).fma(FloatVector.broadcast(F, x[c + j]), a0);
+                    a1 = SlotDecode.fp8E5m2(v, j + 1).fma(FloatVector.broadcast(F, x[c + j + 1]), a1);
+                }
+            }
+            acc = a0.add(a1).fma(FloatVector.fromArray(F, scales, g * L), acc);
         }
         acc.intoArray(out, 0);
     }

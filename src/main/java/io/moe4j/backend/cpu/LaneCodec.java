@@ -17,7 +17,7 @@ import io.moe4j.quant.CodeType;
  *   <li>FP4: the raw 4-bit code in nibble j; a 16-entry table of the values times 2^-{@link #bias()}.</li>
  *   <li>FP6, FP8, F16: magnitude bits placed where, shifted into the float's exponent and mantissa fields, they read
  *       as the element's exponent e and mantissa m; an exponent base of 2^64 is OR-ed in so that every code reads as
- *       a normal float A, and A + min(A - 2^-62, 0) turns the codes with e = 0 (the element's own subnormals, which
+ *       a normal float A, and min(2A - 2^-62, A) turns the codes with e = 0 (the element's own subnormals, which
  *       A reads with a hidden 1) into their exact values, all normal. The sign is OR-ed in last.</li>
  *   <li>Integers (INT4, INT8): stored offset-binary, p = code + {@link #offset()}, and converted to float exactly
  *       (integers, normal or zero); the kernels subtract the offset through the sum of the inputs.</li>
@@ -51,9 +51,10 @@ enum LaneCodec {
      */
     static final int MINIFLOAT_BASE = 0x20000000;
     /**
-     * 2^(64-126), the float that A reaches at element exponent 1. For e = 0, A lies in [H/2, H) and the slot's
-     * value·2^-bias is 2A - H (the element's subnormal 0.m read at exponent 1 - bias); A + min(A - H, 0) gives that
-     * for e = 0 and A itself for e &ge; 1, with every intermediate normal and exact (A - H by Sterbenz's lemma).
+     * H = 2^(64-126), the float that A reaches at element exponent 1. For e = 0, A lies in [H/2, H) and the slot's
+     * value·2^-bias is 2A - H (the element's subnormal 0.m read at exponent 1 - bias), exact and normal or zero; for
+     * e &ge; 1, 2A - H &ge; A. So min(2A - H, A) is the value for every code, and 2A - H is one fused multiply-add of
+     * normal operands.
      */
     static final float MINIFLOAT_HALF = 0x1p-62f;
 

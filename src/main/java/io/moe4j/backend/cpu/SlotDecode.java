@@ -38,48 +38,68 @@ final class SlotDecode {
         return fp4(j == 0 ? word : word.lanewise(SHR, 4 * j));
     }
 
-    /**
-     * FP6 slot j (magnitude at bits 5j..5j+4, sign at 27 + j): value·2^-bias, the magnitude shifted to float bit 21
-     * (E3M2) or 20 (E2M3) up.
+    /*
+     * One method per element format, each with its constants, no branch and no call of its own but the Vector
+     * API's. The kernels call them in short loops over j (two slots a pass), not once per slot written out: each
+     * minifloat slot parses into so many nodes that C2 (JDK 25) stopped inlining at the fourth written-out FP8 slot
+     * (NodeCountInliningCutoff) and allocated that slot's vectors on the heap, 128-384 bytes a word, 10-30x slower
+     * (measured with -XX:+PrintInlining and the allocated bytes per panel). Once inlined, the JIT unrolls the short
+     * loops and the shift counts become constants. A helper of their own called from inside would be a colder call
+     * site, inlined only under 35 bytecodes, so the minifloat step is written out in each ({@link #minifloat} is the
+     * same step on its own). Slots whose magnitude lies above its float position rotate instead of shifting (the
+     * count -1 rotates right by one), so that no branch on j merges two vectors.
      */
-    static FloatVector fp6(IntVector word, int j, boolean e3m2) {
-        int mag = e3m2 ? 0x03E00000 : 0x01F00000;
-        return minifloat(shift(word, (e3m2 ? 21 : 20) - 5 * j).and(mag), shift(word, 4 - j).and(SIGN));
+
+    /** FP6 E3M2 slot j (magnitude at bits 5j..5j+4 to float bits 21..25, sign at 27 + j): value·2^-60. */
+    static FloatVector fp6E3m2(IntVector word, int j) {
+        FloatVector a = word.lanewise(SHL, 21 - 5 * j).and(0x03E00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
+        return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
+                .or(word.lanewise(SHL, 4 - j).and(SIGN)).reinterpretAsFloats();
     }
 
-    /**
-     * FP8 slot j (magnitude at bits 7j..7j+6, sign at 28 + j): value·2^-bias, the magnitude shifted to float bit 20
-     * (E4M3) or 21 (E5M2) up.
-     */
-    static FloatVector fp8(IntVector word, int j, boolean e4m3) {
-        int mag = e4m3 ? 0x07F00000 : 0x0FE00000;
-        return minifloat(shift(word, (e4m3 ? 20 : 21) - 7 * j).and(mag), shift(word, 3 - j).and(SIGN));
+    /** FP6 E2M3 slot j (magnitude at bits 5j..5j+4 to float bits 20..24, sign at 27 + j): value·2^-62. */
+    static FloatVector fp6E2m3(IntVector word, int j) {
+        FloatVector a = word.lanewise(SHL, 20 - 5 * j).and(0x01F00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
+        return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
+                .or(word.lanewise(SHL, 4 - j).and(SIGN)).reinterpretAsFloats();
+    }
+
+    /** FP8 E4M3 slot j (magnitude at bits 7j..7j+6 to float bits 20..26, sign at 28 + j): value·2^-56. */
+    static FloatVector fp8E4m3(IntVector word, int j) {
+        FloatVector a = word.lanewise(VectorOperators.ROL, 20 - 7 * j).and(0x07F00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
+        return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
+                .or(word.lanewise(SHL, 3 - j).and(SIGN)).reinterpretAsFloats();
+    }
+
+    /** FP8 E5M2 slot j (magnitude at bits 7j..7j+6 to float bits 21..27, sign at 28 + j): value·2^-48. */
+    static FloatVector fp8E5m2(IntVector word, int j) {
+        FloatVector a = word.lanewise(SHL, 21 - 7 * j).and(0x0FE00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
+        return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
+                .or(word.lanewise(SHL, 3 - j).and(SIGN)).reinterpretAsFloats();
     }
 
     /** IEEE half slot j (magnitude at bits 15j..15j+14 to float bits 13..27, sign at 30 + j): value·2^-48. */
     static FloatVector f16(IntVector word, int j) {
-        return minifloat(shift(word, 13 - 15 * j).and(0x0FFFE000), shift(word, 1 - j).and(SIGN));
+        FloatVector a = word.lanewise(VectorOperators.ROL, 13 - 15 * j).and(0x0FFFE000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
+        return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
+                .or(word.lanewise(SHL, 1 - j).and(SIGN)).reinterpretAsFloats();
     }
 
     /** INT4 slot j: the offset-binary nibble p = code + 8 as the float p. */
     static FloatVector int4(IntVector word, int j) {
-        return integers(j == 7 ? word.lanewise(SHR, 28) : word.lanewise(SHR, 4 * j).and(0xF));
+        return (FloatVector) word.lanewise(SHR, 4 * j).and(0xF).convert(VectorOperators.I2F, 0);
     }
 
     /** INT8 slot j: the offset-binary byte p = code + 128 as the float p. */
     static FloatVector int8(IntVector word, int j) {
-        return integers(j == 3 ? word.lanewise(SHR, 24) : word.lanewise(SHR, 8 * j).and(0xFF));
+        return (FloatVector) word.lanewise(SHR, 8 * j).and(0xFF).convert(VectorOperators.I2F, 0);
     }
 
     /** bfloat16 slot j: the half as the top half of a float (subnormal codes were packed as zeros). */
     static FloatVector bf16(IntVector word, int j) {
-        return (j == 0 ? word.lanewise(SHL, 16) : word.and(0xFFFF0000)).reinterpretAsFloats();
+        return word.lanewise(SHL, 16 - 16 * j).and(0xFFFF0000).reinterpretAsFloats();
     }
 
-    /** Left by s bits, or right by -s; s is a constant where the kernels call, so one immediate shift. */
-    private static IntVector shift(IntVector v, int s) {
-        return s == 0 ? v : s > 0 ? v.lanewise(SHL, s) : v.lanewise(SHR, -s);
-    }
 
     /** The FP4 codes in bits 0..3 of each lane (higher bits ignored) as value·2^-120, the table the machine suits. */
     static FloatVector fp4(IntVector code) {
@@ -97,17 +117,17 @@ final class SlotDecode {
     }
 
     /**
-     * A sign-magnitude minifloat slot (FP6, FP8, F16): {@code magnitude} holds the element's exponent and mantissa
-     * bits in the float's fields (exponent at bit 23 up, everything else 0), {@code sign} the sign at bit 31 (all
-     * else 0). Returns value·2^-bias: A = magnitude | 2^64 is normal for every code, and A + min(A - H, 0) fixes the
-     * codes of exponent 0 (see {@link LaneCodec#MINIFLOAT_HALF}); the minimum is taken on the float bits as signed
-     * integers (one instruction, where Java's float min is several), which orders them as the floats for a negative
-     * and a positive value and gives +0 for the positive differences.
+     * The minifloat step of the FP6, FP8 and F16 slots above, on its own (the block scales' decode uses it):
+     * {@code magnitude} holds the element's exponent and mantissa bits in the float's fields (exponent at bit 23 up,
+     * everything else 0), {@code sign} the sign at bit 31 (all else 0). Returns value·2^-bias: A = magnitude | 2^64
+     * is normal for every code, and min(2A - H, A) is 2A - H for the codes of exponent 0 and A for the others (see
+     * {@link LaneCodec#MINIFLOAT_HALF}). Both are non-negative, so the minimum is taken on their bits as integers:
+     * one instruction, where Java's float min is several.
      */
     static FloatVector minifloat(IntVector magnitude, IntVector sign) {
         FloatVector a = magnitude.or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
-        FloatVector below = a.sub(LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(0).reinterpretAsFloats();
-        return a.add(below).reinterpretAsInts().or(sign).reinterpretAsFloats();
+        return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts()).or(sign)
+                .reinterpretAsFloats();
     }
 
     /** Small non-negative integers (offset-binary INT4/INT8 codes p) to the floats p, exact. */

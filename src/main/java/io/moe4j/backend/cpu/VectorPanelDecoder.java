@@ -48,10 +48,10 @@ final class VectorPanelDecoder {
         float unbias = Math.scalb(1f, codec.bias());
         switch (codec) {
             case FP4 -> fp4(m.words(), base, seg, s.scales, unbias, out);
-            case FP6_E3M2 -> fp6(m.words(), base, seg, s.scales, unbias, out, true);
-            case FP6_E2M3 -> fp6(m.words(), base, seg, s.scales, unbias, out, false);
-            case FP8_E4M3 -> fp8(m.words(), base, seg, s.scales, unbias, out, true);
-            case FP8_E5M2 -> fp8(m.words(), base, seg, s.scales, unbias, out, false);
+            case FP6_E3M2 -> fp6E3m2(m.words(), base, seg, s.scales, unbias, out);
+            case FP6_E2M3 -> fp6E2m3(m.words(), base, seg, s.scales, unbias, out);
+            case FP8_E4M3 -> fp8E4m3(m.words(), base, seg, s.scales, unbias, out);
+            case FP8_E5M2 -> fp8E5m2(m.words(), base, seg, s.scales, unbias, out);
             case F16 -> f16(m.words(), base, seg, s.scales, unbias, out);
             case BF16 -> bf16(m.words(), base, seg, s.scales, out);
             case F32 -> f32(m.words(), base, seg, s.scales, out);
@@ -87,11 +87,8 @@ final class VectorPanelDecoder {
         }
     }
 
-    /**
-     * FP6, 5 slots a word: magnitude j (5 bits) at 5j, sign j at 27 + j ({@link SlotDecode#fp6}).
-     */
-    private static void fp6(MemorySegment words, long base, int[] seg, float[] scales, float unbias, float[] out,
-                            boolean e3m2) {
+    /** FP6 E3M2, 5 slots a word ({@link SlotDecode#fp6E3m2}); one method per format so that no branch merges vectors. */
+    private static void fp6E3m2(MemorySegment words, long base, int[] seg, float[] scales, float unbias, float[] out) {
         for (int g = 0; g < seg.length - 1; g++) {
             FloatVector scale = FloatVector.fromArray(F, scales, g * L);
             boolean single = single(scale, unbias);
@@ -100,18 +97,32 @@ final class VectorPanelDecoder {
             for (int w = seg[g]; w < seg[g + 1]; w++) {
                 IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
                 int o = w * 5 * L;
-                SlotDecode.fp6(v, 0, e3m2).mul(mul).mul(then).intoArray(out, o);
-                SlotDecode.fp6(v, 1, e3m2).mul(mul).mul(then).intoArray(out, o + L);
-                SlotDecode.fp6(v, 2, e3m2).mul(mul).mul(then).intoArray(out, o + 2 * L);
-                SlotDecode.fp6(v, 3, e3m2).mul(mul).mul(then).intoArray(out, o + 3 * L);
-                SlotDecode.fp6(v, 4, e3m2).mul(mul).mul(then).intoArray(out, o + 4 * L);
+                for (int j = 0; j < 5; j++) { // a loop, not written out: see SlotDecode
+                    SlotDecode.fp6E3m2(v, j).mul(mul).mul(then).intoArray(out, o + j * L);
+                }
             }
         }
     }
 
-    /** FP8, 4 slots a word: magnitude j (7 bits) at 7j, sign j at 28 + j ({@link SlotDecode#fp8}). */
-    private static void fp8(MemorySegment words, long base, int[] seg, float[] scales, float unbias, float[] out,
-                            boolean e4m3) {
+    /** FP6 E2M3, 5 slots a word ({@link SlotDecode#fp6E2m3}); one method per format so that no branch merges vectors. */
+    private static void fp6E2m3(MemorySegment words, long base, int[] seg, float[] scales, float unbias, float[] out) {
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector scale = FloatVector.fromArray(F, scales, g * L);
+            boolean single = single(scale, unbias);
+            FloatVector mul = single ? scale.mul(unbias) : FloatVector.broadcast(F, unbias);
+            FloatVector then = single ? FloatVector.broadcast(F, 1f) : scale;
+            for (int w = seg[g]; w < seg[g + 1]; w++) {
+                IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
+                int o = w * 5 * L;
+                for (int j = 0; j < 5; j++) { // a loop, not written out: see SlotDecode
+                    SlotDecode.fp6E2m3(v, j).mul(mul).mul(then).intoArray(out, o + j * L);
+                }
+            }
+        }
+    }
+
+    /** FP8 E4M3, 4 slots a word ({@link SlotDecode#fp8E4m3}); one method per format so that no branch merges vectors. */
+    private static void fp8E4m3(MemorySegment words, long base, int[] seg, float[] scales, float unbias, float[] out) {
         for (int g = 0; g < seg.length - 1; g++) {
             FloatVector scale = FloatVector.fromArray(F, scales, g * L);
             boolean single = single(scale, unbias);
@@ -120,10 +131,26 @@ final class VectorPanelDecoder {
             for (int w = seg[g]; w < seg[g + 1]; w++) {
                 IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
                 int o = w * 4 * L;
-                SlotDecode.fp8(v, 0, e4m3).mul(mul).mul(then).intoArray(out, o);
-                SlotDecode.fp8(v, 1, e4m3).mul(mul).mul(then).intoArray(out, o + L);
-                SlotDecode.fp8(v, 2, e4m3).mul(mul).mul(then).intoArray(out, o + 2 * L);
-                SlotDecode.fp8(v, 3, e4m3).mul(mul).mul(then).intoArray(out, o + 3 * L);
+                for (int j = 0; j < 4; j++) { // a loop, not written out: see SlotDecode
+                    SlotDecode.fp8E4m3(v, j).mul(mul).mul(then).intoArray(out, o + j * L);
+                }
+            }
+        }
+    }
+
+    /** FP8 E5M2, 4 slots a word ({@link SlotDecode#fp8E5m2}); one method per format so that no branch merges vectors. */
+    private static void fp8E5m2(MemorySegment words, long base, int[] seg, float[] scales, float unbias, float[] out) {
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector scale = FloatVector.fromArray(F, scales, g * L);
+            boolean single = single(scale, unbias);
+            FloatVector mul = single ? scale.mul(unbias) : FloatVector.broadcast(F, unbias);
+            FloatVector then = single ? FloatVector.broadcast(F, 1f) : scale;
+            for (int w = seg[g]; w < seg[g + 1]; w++) {
+                IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
+                int o = w * 4 * L;
+                for (int j = 0; j < 4; j++) { // a loop, not written out: see SlotDecode
+                    SlotDecode.fp8E5m2(v, j).mul(mul).mul(then).intoArray(out, o + j * L);
+                }
             }
         }
     }
