@@ -23,6 +23,7 @@ public final class JsonConstraint {
     private final TokenVocabulary vocabulary;
     private final int[] endTokens;
     private JsonState state;
+    private int lastVisited;
 
     /**
      * @param endTokens the end-of-sequence ids (eos, end of turn) that may end the document; special tokens
@@ -66,14 +67,16 @@ public final class JsonConstraint {
         }
         // After this token: its completion and one end token must fit in remaining - 1.
         int maxCost = remaining - 2;
-        boolean skipPlain = state.isPlainString() && state.cost() <= maxCost;
-        if (skipPlain) {
+        // Inside a string, plain tokens keep the state and so its cost: all allowed or all refused, and the walk
+        // leaves their subtrees alone either way.
+        boolean skipPlain = state.isPlainString();
+        if (skipPlain && state.cost() <= maxCost) {
             System.arraycopy(trie.plainTokens(), 0, mask, 0, n);
         } else {
             Arrays.fill(mask, 0, n, false);
         }
         if (maxCost >= 0) {
-            trie.mark(state, maxCost, skipPlain, mask);
+            lastVisited = trie.mark(state, maxCost, skipPlain, mask);
         }
         for (int id : endTokens) {
             mask[id] = complete;
@@ -103,6 +106,11 @@ public final class JsonConstraint {
     /** The text so far is a complete document (an end token may come). */
     public boolean isComplete() {
         return state.isComplete();
+    }
+
+    /** Trie nodes the last {@link #fillAllowed} visited: what a mask cost, for measurements. */
+    public int lastVisitedNodes() {
+        return lastVisited;
     }
 
     /** Bytes of the shortest text that completes the document. */
