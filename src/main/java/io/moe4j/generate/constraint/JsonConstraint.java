@@ -50,8 +50,9 @@ public final class JsonConstraint {
     }
 
     /**
-     * Sets {@code mask[id]} (length at least the vocabulary size) to whether token id may come next when
-     * {@code remaining} tokens, this one included, may still be produced.
+     * Sets {@code mask[id]} to whether token id may come next when {@code remaining} tokens, this one included, may
+     * still be produced. The mask may be longer than the vocabulary (a model's padded vocabulary): ids past it are
+     * refused.
      *
      * @throws MoeException when {@code remaining} cannot hold even the shortest completion
      */
@@ -75,6 +76,7 @@ public final class JsonConstraint {
         } else {
             Arrays.fill(mask, 0, n, false);
         }
+        Arrays.fill(mask, n, mask.length, false);
         if (maxCost >= 0) {
             lastVisited = trie.mark(state, maxCost, skipPlain, mask);
         }

@@ -8,8 +8,11 @@ import java.util.List;
  * type lists that agree on a prefix). Immutable; {@link #advance} gives a new state or null.
  */
 final class JsonState {
-    /** More live parses than this are cut to the first ones: a narrowing, each kept parse stays valid. */
-    static final int MAX_PARSES = 32;
+    /**
+     * More live parses than this are cut to the first ones: a narrowing, each kept parse stays valid. (A schema
+     * for tool_choice keeps one parse a tool alive while a call writes its arguments before its name.)
+     */
+    static final int MAX_PARSES = 128;
 
     private final JsonGrammar grammar;
     private final Stack[] stacks;

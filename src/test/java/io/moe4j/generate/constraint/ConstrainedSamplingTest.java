@@ -130,6 +130,22 @@ class ConstrainedSamplingTest {
     }
 
     @Test
+    void qwen3VocabularyToo() throws IOException {
+        // The server's acceptance runs on Qwen3's tokenizer: its 151k byte-level tokens, <|im_end|> as the end.
+        ByteLevelVocabulary qwen = ByteLevelVocabulary.load("qwen3");
+        TokenTrie qwenTrie = new TokenTrie(qwen);
+        int end = qwen.addedToken("<|im_end|>");
+        for (int schemaIndex : new int[] {1, 3}) {
+            JsonNode schema = JSON.readTree(SCHEMAS[schemaIndex]);
+            JsonGrammar grammar = JsonGrammar.of(schema);
+            for (long seed = 1; seed <= 5; seed++) {
+                String text = generate(grammar, qwenTrie, qwen, end, seed, MAX_TOKENS);
+                assertThat(SubsetValidator.validate(schema, JSON.readTree(text))).as(text).isNull();
+            }
+        }
+    }
+
+    @Test
     void tightBudgetsStillEndInValidDocuments() throws IOException {
         JsonNode schema = JSON.readTree(SCHEMAS[0]);
         JsonGrammar grammar = JsonGrammar.of(schema);

@@ -17,6 +17,22 @@ class MaskCostTest {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     /** A place in a document: the schema (null: json_object), the text before it, minus its last {@code cut} bytes. */
+    /** tool_choice "required" over three tools: a call that writes its arguments first keeps all three alive. */
+    static final String TOOL_CHOICE = io.moe4j.text.tools.ToolChoiceSchema.required(read("""
+            [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+               "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}}, "required": ["city"]}}},
+             {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object",
+               "properties": {"zone": {"type": "string"}, "h24": {"type": "boolean"}}}}},
+             {"type": "function", "function": {"name": "ping"}}]""")).toString();
+
+    private static com.fasterxml.jackson.databind.JsonNode read(String json) {
+        try {
+            return JSON.readTree(json);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     record Point(String name, String schema, String prefix, int cut) {
         Point(String name, String schema, String prefix) {
             this(name, schema, prefix, 0);
@@ -50,9 +66,11 @@ class MaskCostTest {
             new Point("json_object: free key", null, "{\"ke"),
             new Point("json_object: value", null, "{\"k\":"),
             new Point("json_object: in a string", null, "{\"k\":\"some text"),
+            new Point("tool_choice: arguments first", TOOL_CHOICE, "[{\"arguments\":{"),
+            new Point("tool_choice: in an argument", TOOL_CHOICE, "[{\"arguments\":{\"city\":\"Par"),
         };
         int reps = System.getenv("MOE4J_BENCH") != null ? 200 : 20;
-        boolean[] mask = new boolean[vocabulary.size()];
+        boolean[] mask = new boolean[201088]; // gpt-oss's padded model vocabulary
         StringBuilder table = new StringBuilder();
         table.append(String.format("vocabulary %d tokens, trie %d nodes, built in %.0f ms%n", vocabulary.size(),
                 trie.nodeCount(), buildNanos / 1e6));
