@@ -33,6 +33,9 @@ public final class JsonConstraint {
             throw new MoeException("token trie built for " + trie.vocabularySize() + " tokens, vocabulary has "
                     + vocabulary.size());
         }
+        if (endTokens.length == 0) {
+            throw new MoeException("a JSON constraint needs the end-of-sequence token id(s) that end a document");
+        }
         for (int id : endTokens) {
             if (id < 0 || id >= vocabulary.size()) {
                 throw new MoeException("end token id " + id + " outside the vocabulary of " + vocabulary.size());

@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.zip.GZIPInputStream;
 
 /**
@@ -25,6 +26,25 @@ final class ByteLevelVocabulary implements TokenVocabulary {
     private ByteLevelVocabulary(byte[][] bytes, boolean[] special) {
         this.bytes = bytes;
         this.special = special;
+    }
+
+    private static final Map<String, ByteLevelVocabulary> LOADED = new ConcurrentHashMap<>();
+    private static final Map<String, TokenTrie> TRIES = new ConcurrentHashMap<>();
+
+    /** The family's vocabulary, read once for all the tests of a run. */
+    static ByteLevelVocabulary cached(String family) {
+        return LOADED.computeIfAbsent(family, f -> {
+            try {
+                return load(f);
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
+    }
+
+    /** The family's token trie, built once for all the tests of a run. */
+    static TokenTrie cachedTrie(String family) {
+        return TRIES.computeIfAbsent(family, f -> new TokenTrie(cached(f)));
     }
 
     static Path shared() {

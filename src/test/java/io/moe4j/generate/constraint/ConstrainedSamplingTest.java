@@ -70,8 +70,8 @@ class ConstrainedSamplingTest {
 
     @BeforeAll
     static void load() throws IOException {
-        vocabulary = ByteLevelVocabulary.load("gpt-oss");
-        trie = new TokenTrie(vocabulary);
+        vocabulary = ByteLevelVocabulary.cached("gpt-oss");
+        trie = ByteLevelVocabulary.cachedTrie("gpt-oss");
         eos = vocabulary.addedToken("<|return|>");
     }
 
@@ -132,8 +132,8 @@ class ConstrainedSamplingTest {
     @Test
     void qwen3VocabularyToo() throws IOException {
         // The server's acceptance runs on Qwen3's tokenizer: its 151k byte-level tokens, <|im_end|> as the end.
-        ByteLevelVocabulary qwen = ByteLevelVocabulary.load("qwen3");
-        TokenTrie qwenTrie = new TokenTrie(qwen);
+        ByteLevelVocabulary qwen = ByteLevelVocabulary.cached("qwen3");
+        TokenTrie qwenTrie = ByteLevelVocabulary.cachedTrie("qwen3");
         int end = qwen.addedToken("<|im_end|>");
         for (int schemaIndex : new int[] {1, 3}) {
             JsonNode schema = JSON.readTree(SCHEMAS[schemaIndex]);

@@ -31,8 +31,8 @@ class ToolChoiceSamplingTest {
 
     @BeforeAll
     static void load() throws IOException {
-        vocabulary = ByteLevelVocabulary.load("gpt-oss");
-        trie = new TokenTrie(vocabulary);
+        vocabulary = ByteLevelVocabulary.cached("gpt-oss");
+        trie = ByteLevelVocabulary.cachedTrie("gpt-oss");
         eos = vocabulary.addedToken("<|return|>");
     }
 
