@@ -2,12 +2,13 @@ package io.moe4j.generate.constraint;
 
 /**
  * A persistent stack of frames: pushing shares the frames below. {@code cost} is the sum of the frames' costs, the
- * bytes of the shortest completion of the whole document from here.
+ * bytes of the shortest completion of the whole document from here; {@code depth} counts the frames.
  */
-record Stack(Frame top, Stack below, int cost) {
+record Stack(Frame top, Stack below, int cost, int depth) {
 
     static Stack of(Frame top, Stack below) {
-        return new Stack(top, below, top.cost() + (below == null ? 0 : below.cost));
+        return below == null ? new Stack(top, null, top.cost(), 1)
+                : new Stack(top, below, top.cost() + below.cost, below.depth + 1);
     }
 
     /** This stack with its top frame replaced. */

@@ -11,6 +11,9 @@ import java.util.List;
 
 /** Opens a value: which frame the first byte of a value of a given shape pushes. */
 final class Values {
+    /** Frames a stack may hold before a free value (json_object mode, {@code {}}) may no longer open one. */
+    static final int MAX_FREE_DEPTH = 32;
+
     private Values() {
     }
 
@@ -48,9 +51,12 @@ final class Values {
                 }
             }
             case AnyValueSchema any -> {
+                // Free JSON nests no deeper than MAX_FREE_DEPTH: parsers refuse deep nesting (Jackson at 1000)
+                // and a random model would otherwise open brackets for as long as its budget lasts.
+                boolean nest = parent.depth() < MAX_FREE_DEPTH;
                 switch (b) {
-                    case '{' -> start(AnyValueSchema.OBJECT, b, parent, out);
-                    case '[' -> start(AnyValueSchema.ARRAY, b, parent, out);
+                    case '{' -> start(nest ? AnyValueSchema.OBJECT : AnyValueSchema.KEYWORDS, b, parent, out);
+                    case '[' -> start(nest ? AnyValueSchema.ARRAY : AnyValueSchema.KEYWORDS, b, parent, out);
                     case '"' -> start(StringSchema.INSTANCE, b, parent, out);
                     case 't', 'f', 'n' -> start(AnyValueSchema.KEYWORDS, b, parent, out);
                     default -> start(NumberSchema.NUMBER, b, parent, out);

@@ -113,6 +113,11 @@ class JsonMatcherTest {
         assertThat(JsonMatcher.matches(any, "{}")).isTrue();
         assertThat(JsonMatcher.isPrefix(any, "[")).isFalse();
         assertThat(JsonMatcher.isPrefix(any, "{\"a\":tru ")).isFalse();
+        // free values nest to a bound, then only scalars
+        String deep = "{\"a\":" + "[".repeat(Values.MAX_FREE_DEPTH - 2);
+        assertThat(JsonMatcher.isPrefix(any, deep)).isTrue();
+        assertThat(JsonMatcher.isPrefix(any, deep + "[")).isFalse();
+        assertThat(JsonMatcher.matches(any, deep + "1" + "]".repeat(Values.MAX_FREE_DEPTH - 2) + "}")).isTrue();
     }
 
     @Test
