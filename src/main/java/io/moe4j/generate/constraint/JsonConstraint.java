@@ -10,8 +10,11 @@ import java.util.Arrays;
  *
  * <p><b>Budget.</b> The constraint is told how many tokens the sequence may still produce and keeps a completion
  * within it: a token is allowed only if, after it, the shortest completion in bytes plus one end-of-sequence token
- * fits in the tokens left. Bytes bound tokens from above (a byte-level vocabulary has a token for every byte), so
- * the shortest completion always remains reachable: far from the limit nothing changes; near it, only tokens that
+ * fits in the tokens left. The shortest completion is reckoned in bytes, or, for a grammar made with
+ * {@link JsonGrammar#of(com.fasterxml.jackson.databind.JsonNode, TokenTrie)}, with its fixed pieces (keys, enum values)
+ * in the fewest tokens that spell them. Either bounds tokens from above (a byte-level vocabulary has a token for
+ * every byte) and falls by at least one along the best next token, so the shortest completion always remains
+ * reachable: far from the limit nothing changes; near it, only tokens that
  * move toward the end (closing strings, skipping optional properties, ending arrays) are left. This only narrows the
  * language, and with a budget at least {@link #minTokens()} every sequence ends in a complete document.
  *

@@ -31,7 +31,20 @@ public final class JsonGrammar {
     }
 
     public static JsonGrammar of(JsonNode schema, int maxWhitespace) {
-        return new JsonGrammar(JsonSchemaCompiler.compile(schema), maxWhitespace);
+        return new JsonGrammar(JsonSchemaCompiler.compile(schema, PieceCost.BYTES), maxWhitespace);
+    }
+
+    /**
+     * As {@link #of(JsonNode)}, with the budget reckoned in {@code trie}'s tokens for the fixed pieces of the
+     * document (keys, enum values) rather than in bytes: closer to what a completion really costs, so a tighter
+     * {@code max_tokens} still fits and the way to the end is forced later. Use the grammar with that trie only.
+     */
+    public static JsonGrammar of(JsonNode schema, TokenTrie trie) {
+        return of(schema, DEFAULT_MAX_WHITESPACE, trie);
+    }
+
+    public static JsonGrammar of(JsonNode schema, int maxWhitespace, TokenTrie trie) {
+        return new JsonGrammar(JsonSchemaCompiler.compile(schema, trie::suffixTokens), maxWhitespace);
     }
 
     /** Any JSON object ({@code response_format: {"type": "json_object"}}). */
@@ -48,7 +61,7 @@ public final class JsonGrammar {
         return maxWhitespace;
     }
 
-    /** Bytes of the shortest document. */
+    /** Bytes of the shortest document (fixed pieces in tokens for a grammar made with a trie). */
     public int minLength() {
         return root.minLength();
     }

@@ -56,17 +56,19 @@ final class JsonSchemaCompiler {
     private static final long MAX_MIN_LENGTH = 1 << 20;
 
     private final JsonNode root;
+    private final PieceCost cost;
     private final Set<String> resolving = new HashSet<>();
 
-    private JsonSchemaCompiler(JsonNode root) {
+    private JsonSchemaCompiler(JsonNode root, PieceCost cost) {
         this.root = root;
+        this.cost = cost;
     }
 
-    static ValueSchema compile(JsonNode schema) {
+    static ValueSchema compile(JsonNode schema, PieceCost cost) {
         if (schema == null || schema.isMissingNode() || schema.isNull()) {
             throw new MoeException("JSON schema is missing");
         }
-        return new JsonSchemaCompiler(schema).value(schema, "$");
+        return new JsonSchemaCompiler(schema, cost).value(schema, "$");
     }
 
     private ValueSchema value(JsonNode s, String path) {
@@ -242,7 +244,7 @@ final class JsonSchemaCompiler {
         };
     }
 
-    private static LiteralSchema literal(List<JsonNode> values, String path) {
+    private LiteralSchema literal(List<JsonNode> values, String path) {
         Set<String> distinct = new LinkedHashSet<>();
         for (JsonNode v : values) {
             try {
@@ -253,11 +255,7 @@ final class JsonSchemaCompiler {
         }
         byte[][] texts = distinct.stream().map(t -> t.getBytes(java.nio.charset.StandardCharsets.UTF_8))
                 .toArray(byte[][]::new);
-        int min = Integer.MAX_VALUE;
-        for (byte[] t : texts) {
-            min = Math.min(min, t.length);
-        }
-        return new LiteralSchema(texts, min);
+        return LiteralSchema.of(texts, cost);
     }
 
     private ObjectSchema object(JsonNode s, String path) {
@@ -280,7 +278,11 @@ final class JsonSchemaCompiler {
                 } catch (JsonProcessingException ex) {
                     throw new MoeException("cannot write property name at " + path + ": " + ex.getMessage(), ex);
                 }
-                properties.add(new Property(e.getKey(), key, v, checked(key.length + 1L + v.minLength(), path)));
+                byte[] piece = java.util.Arrays.copyOf(key, key.length + 1);
+                piece[key.length] = ':';
+                int[] keyCosts = cost.suffixes(piece);
+                properties.add(new Property(e.getKey(), key, keyCosts, v,
+                        checked((long) keyCosts[0] + v.minLength(), path)));
             }
         }
         long required = 0;

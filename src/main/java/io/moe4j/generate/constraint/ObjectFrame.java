@@ -162,7 +162,7 @@ record ObjectFrame(ObjectSchema schema, int phase, long seen, int ws, int prop, 
                 for (long rest = alive; rest != 0; rest &= rest - 1) {
                     int i = Long.numberOfTrailingZeros(rest);
                     Property p = s.properties().get(i);
-                    int c = p.key().length - keyPos + 1 + p.value().minLength() + afterValue(s, seen | (1L << i));
+                    int c = p.keyCosts()[keyPos] + p.value().minLength() + afterValue(s, seen | (1L << i));
                     best = Math.min(best, c);
                 }
                 yield best;

@@ -103,6 +103,40 @@ public final class TokenTrie {
         return s.isPlain();
     }
 
+    /**
+     * Entry i: the fewest tokens whose bytes spell piece[i..] (a byte with no token of its own counts one, as the
+     * byte reckoning does); entry piece.length is 0.
+     */
+    int[] suffixTokens(byte[] piece) {
+        int n = piece.length;
+        int[] best = new int[n + 1];
+        for (int i = n - 1; i >= 0; i--) {
+            best[i] = 1 + best[i + 1];
+            int node = 0;
+            for (int j = i; j < n; j++) {
+                node = child(node, piece[j]);
+                if (node < 0) {
+                    break;
+                }
+                if (firstToken[node] >= 0) {
+                    best[i] = Math.min(best[i], 1 + best[j + 1]);
+                }
+            }
+        }
+        return best;
+    }
+
+    /** The child of {@code node} along byte b, or -1. */
+    private int child(int node, byte b) {
+        int end = node + size[node];
+        for (int c = node + 1; c < end; c += size[c]) {
+            if (label[c] == b) {
+                return c;
+            }
+        }
+        return -1;
+    }
+
     public int vocabularySize() {
         return vocabularySize;
     }

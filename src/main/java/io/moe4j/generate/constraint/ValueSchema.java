@@ -36,7 +36,17 @@ sealed interface ValueSchema {
      * One of a fixed set of texts: enum and const values, true, false, null. Each text is the compact JSON of a
      * value, so the document spells the value in that one way (a narrowing: {@code "\u0061"} for "a" is not offered).
      */
-    record LiteralSchema(byte[][] texts, int minLength) implements ValueSchema {
+    record LiteralSchema(byte[][] texts, int[][] suffixCosts, int minLength) implements ValueSchema {
+
+        static LiteralSchema of(byte[][] texts, PieceCost cost) {
+            int[][] suffixes = new int[texts.length][];
+            int min = Integer.MAX_VALUE;
+            for (int i = 0; i < texts.length; i++) {
+                suffixes[i] = cost.suffixes(texts[i]);
+                min = Math.min(min, suffixes[i][0]);
+            }
+            return new LiteralSchema(texts, suffixes, min);
+        }
     }
 
     /** A value that fits any of the alternatives (anyOf, oneOf, a list of types). */
@@ -62,10 +72,11 @@ sealed interface ValueSchema {
     }
 
     /**
-     * A listed property: its name as the JSON string text the document must spell ({@code key}, quotes included)
-     * and {@code entryCost} = key, colon and the value's shortest text.
+     * A listed property: its name as the JSON string text the document must spell ({@code key}, quotes included),
+     * {@code keyCosts[i]} the cost of the key's bytes from i on and the colon, and {@code entryCost} = key, colon and
+     * the value's shortest text.
      */
-    record Property(String name, byte[] key, ValueSchema value, int entryCost) {
+    record Property(String name, byte[] key, int[] keyCosts, ValueSchema value, int entryCost) {
     }
 
     /**
@@ -100,8 +111,8 @@ sealed interface ValueSchema {
 
         static final ObjectSchema OBJECT = new ObjectSchema(List.of(), 0, INSTANCE, 2);
         static final ArraySchema ARRAY = new ArraySchema(List.of(), INSTANCE, 0, Integer.MAX_VALUE, 2);
-        static final LiteralSchema KEYWORDS = new LiteralSchema(new byte[][] {
-                "true".getBytes(), "false".getBytes(), "null".getBytes()}, 4);
+        static final LiteralSchema KEYWORDS = LiteralSchema.of(new byte[][] {
+                "true".getBytes(), "false".getBytes(), "null".getBytes()}, PieceCost.BYTES);
 
         @Override
         public int minLength() {

@@ -4,7 +4,7 @@
  *
  * <pre>{@code
  * TokenTrie trie = new TokenTrie(vocabulary);        // once per tokenizer, immutable, shared by all requests
- * JsonGrammar grammar = JsonGrammar.of(schema);      // once per request; MoeException names a bad keyword
+ * JsonGrammar grammar = JsonGrammar.of(schema, trie); // once per request; MoeException names a bad keyword
  * JsonConstraint c = new JsonConstraint(grammar, trie, vocabulary, endIds);   // once per sequence
  * // c.minTokens() > max_tokens: the request cannot be met
  * for (int produced = 0; produced < maxTokens; produced++) {

@@ -105,10 +105,14 @@ class ConstrainedSamplingTest {
     @ValueSource(ints = {0, 1, 2, 3, 4, 5})
     void sampledDocumentsParseAndValidate(int schemaIndex) throws IOException {
         JsonNode schema = JSON.readTree(SCHEMAS[schemaIndex]);
-        JsonGrammar grammar = JsonGrammar.of(schema);
-        assertThat(grammar.minLength() + 1).isLessThanOrEqualTo(MAX_TOKENS);
+        // budgets reckoned in bytes, and with the fixed pieces in tokens: both must end every sequence
+        JsonGrammar bytes = JsonGrammar.of(schema);
+        JsonGrammar tokens = JsonGrammar.of(schema, trie);
+        assertThat(bytes.minLength() + 1).isLessThanOrEqualTo(MAX_TOKENS);
+        assertThat(tokens.minLength()).isLessThanOrEqualTo(bytes.minLength());
         List<String> texts = new ArrayList<>();
         for (long seed = 1; seed <= 17; seed++) {
+            JsonGrammar grammar = seed % 2 == 0 ? bytes : tokens;
             String text = generate(grammar, trie, vocabulary, eos, seed * 1000 + schemaIndex, MAX_TOKENS);
             JsonNode doc = JSON.readTree(text);
             assertThat(SubsetValidator.validate(schema, doc)).as(text).isNull();
@@ -130,6 +134,30 @@ class ConstrainedSamplingTest {
     }
 
     @Test
+    void tokenReckoningCountsTheFewestTokensOfEachPiece() throws IOException {
+        // suffixTokens against a search over the whole vocabulary: entry i is 1 + entry (i + |t|) for the best
+        // token t that spells a prefix of piece[i..], and never more than the bytes left
+        for (String piece : new String[] {"\"name\":", "\"address\":", "\"fast\"", "\"unit\":", "true"}) {
+            byte[] b = piece.getBytes(StandardCharsets.UTF_8);
+            int[] best = trie.suffixTokens(b);
+            assertThat(best[b.length]).isZero();
+            for (int i = b.length - 1; i >= 0; i--) {
+                int expected = Integer.MAX_VALUE;
+                for (int id = 0; id < vocabulary.size(); id++) {
+                    byte[] t = vocabulary.bytes(id);
+                    if (!vocabulary.isSpecial(id) && t.length > 0 && t.length <= b.length - i
+                            && java.util.Arrays.equals(t, 0, t.length, b, i, i + t.length)) {
+                        expected = Math.min(expected, 1 + best[i + t.length]);
+                    }
+                }
+                assertThat(best[i]).as(piece + " from " + i).isEqualTo(expected).isLessThanOrEqualTo(b.length - i);
+            }
+        }
+        JsonNode schema = JSON.readTree(SCHEMAS[0]);
+        assertThat(JsonGrammar.of(schema, trie).minLength()).isLessThan(JsonGrammar.of(schema).minLength());
+    }
+
+    @Test
     void qwen3VocabularyToo() throws IOException {
         // The server's acceptance runs on Qwen3's tokenizer: its 151k byte-level tokens, <|im_end|> as the end.
         ByteLevelVocabulary qwen = ByteLevelVocabulary.cached("qwen3");
@@ -137,7 +165,7 @@ class ConstrainedSamplingTest {
         int end = qwen.addedToken("<|im_end|>");
         for (int schemaIndex : new int[] {1, 3}) {
             JsonNode schema = JSON.readTree(SCHEMAS[schemaIndex]);
-            JsonGrammar grammar = JsonGrammar.of(schema);
+            JsonGrammar grammar = JsonGrammar.of(schema, qwenTrie);
             for (long seed = 1; seed <= 5; seed++) {
                 String text = generate(grammar, qwenTrie, qwen, end, seed, MAX_TOKENS);
                 assertThat(SubsetValidator.validate(schema, JSON.readTree(text))).as(text).isNull();
@@ -147,12 +175,15 @@ class ConstrainedSamplingTest {
 
     @Test
     void tightBudgetsStillEndInValidDocuments() throws IOException {
-        JsonNode schema = JSON.readTree(SCHEMAS[0]);
-        JsonGrammar grammar = JsonGrammar.of(schema);
-        int min = new JsonConstraint(grammar, trie, vocabulary, eos).minTokens();
-        for (int budget = min; budget < min + 4; budget++) {
-            String text = generate(grammar, trie, vocabulary, eos, budget, budget);
-            assertThat(SubsetValidator.validate(schema, JSON.readTree(text))).as(text).isNull();
+        for (String s : SCHEMAS) {
+            JsonNode schema = JSON.readTree(s);
+            for (JsonGrammar grammar : List.of(JsonGrammar.of(schema), JsonGrammar.of(schema, trie))) {
+                int min = new JsonConstraint(grammar, trie, vocabulary, eos).minTokens();
+                for (int budget = min; budget < min + 3; budget++) {
+                    String text = generate(grammar, trie, vocabulary, eos, budget, budget);
+                    assertThat(SubsetValidator.validate(schema, JSON.readTree(text))).as(text).isNull();
+                }
+            }
         }
     }
 
@@ -160,8 +191,9 @@ class ConstrainedSamplingTest {
     void trieMaskEqualsTheMaskOfEveryTokenTriedAlone() throws IOException {
         // Along sampled texts, the trie walk (with its plain-string shortcut and the budget) must give the same
         // mask as feeding every token's bytes to the matcher one by one.
-        for (int schemaIndex : new int[] {0, 3, 4}) {
-            JsonGrammar grammar = JsonGrammar.of(JSON.readTree(SCHEMAS[schemaIndex]));
+        for (int schemaIndex : new int[] {0, 2, 3, 4}) {
+            JsonNode schema = JSON.readTree(SCHEMAS[schemaIndex]);
+            JsonGrammar grammar = schemaIndex % 2 == 0 ? JsonGrammar.of(schema, trie) : JsonGrammar.of(schema);
             String text = generate(grammar, trie, vocabulary, eos, 99 + schemaIndex, MAX_TOKENS);
             byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
             JsonMatcher matcher = new JsonMatcher(grammar);

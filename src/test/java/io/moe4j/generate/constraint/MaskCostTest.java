@@ -118,6 +118,14 @@ class MaskCostTest {
             }
         }
         }
+        for (int i = 0; i < ConstrainedSamplingTest.SCHEMAS.length; i++) {
+            com.fasterxml.jackson.databind.JsonNode schema = JSON.readTree(ConstrainedSamplingTest.SCHEMAS[i]);
+            int bytes = new JsonConstraint(JsonGrammar.of(schema), trie, vocabulary, eos).minTokens();
+            int tokens = new JsonConstraint(JsonGrammar.of(schema, trie), trie, vocabulary, eos).minTokens();
+            assertThat(tokens).isLessThanOrEqualTo(bytes);
+            table.append(String.format("schema %d: minTokens %d reckoned in bytes, %d with pieces in tokens%n", i,
+                    bytes, tokens));
+        }
         System.out.print(table);
     }
 

@@ -39,7 +39,7 @@ class ToolChoiceSamplingTest {
     @Test
     void requiredGivesCallsWhoseArgumentsValidate() throws IOException {
         JsonNode tools = JSON.readTree(TOOLS);
-        JsonGrammar grammar = JsonGrammar.of(ToolChoiceSchema.required(tools));
+        JsonGrammar grammar = JsonGrammar.of(ToolChoiceSchema.required(tools), trie);
         for (long seed = 1; seed <= 10; seed++) {
             String text = ConstrainedSamplingTest.generate(grammar, trie, vocabulary, eos, seed, 96);
             List<ToolCall> calls = ToolChoiceSchema.calls(text, ToolCallIds.sequential("c"));
@@ -58,7 +58,7 @@ class ToolChoiceSamplingTest {
     @Test
     void namedGivesOneCallToThatFunction() throws IOException {
         JsonNode tools = JSON.readTree(TOOLS);
-        JsonGrammar grammar = JsonGrammar.of(ToolChoiceSchema.named(tools, "get_weather"));
+        JsonGrammar grammar = JsonGrammar.of(ToolChoiceSchema.named(tools, "get_weather"), trie);
         for (long seed = 1; seed <= 5; seed++) {
             String text = ConstrainedSamplingTest.generate(grammar, trie, vocabulary, eos, seed, 64);
             List<ToolCall> calls = ToolChoiceSchema.calls(text, ToolCallIds.sequential("c"));
