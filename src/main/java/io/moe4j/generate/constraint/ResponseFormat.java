@@ -20,6 +20,14 @@ public record ResponseFormat(String type, JsonGrammar grammar) {
 
     /** Reads OpenAI's {@code response_format} object; null or missing means text. */
     public static ResponseFormat parse(JsonNode node) {
+        return parse(node, null);
+    }
+
+    /**
+     * As {@link #parse(JsonNode)}, with a schema's budget reckoned in {@code trie}'s tokens (see
+     * {@link JsonGrammar#of(JsonNode, TokenTrie)}); null: in bytes.
+     */
+    public static ResponseFormat parse(JsonNode node, TokenTrie trie) {
         if (node == null || node.isNull() || node.isMissingNode()) {
             return TEXT;
         }
@@ -36,7 +44,8 @@ public record ResponseFormat(String type, JsonGrammar grammar) {
                     throw new MoeException("response_format.json_schema.schema: missing");
                 }
                 try {
-                    yield new ResponseFormat(type, JsonGrammar.of(schema));
+                    JsonGrammar grammar = trie == null ? JsonGrammar.of(schema) : JsonGrammar.of(schema, trie);
+                    yield new ResponseFormat(type, grammar);
                 } catch (MoeException e) {
                     throw new MoeException("response_format.json_schema.schema: " + e.getMessage(), e);
                 }
