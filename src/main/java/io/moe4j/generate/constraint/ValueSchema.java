@@ -34,7 +34,8 @@ sealed interface ValueSchema {
 
     /**
      * One of a fixed set of texts: enum and const values, true, false, null. Each text is the compact JSON of a
-     * value, so the document spells the value in that one way (a narrowing: {@code "\u0061"} for "a" is not offered).
+     * value, so the document spells the value in that one way (a narrowing: "a" written with the escape
+     * {@code \\u0061} is not offered).
      */
     record LiteralSchema(byte[][] texts, int[][] suffixCosts, int minLength) implements ValueSchema {
 

@@ -171,7 +171,8 @@ class ToolCallParserTest {
             assertThat(out.content()).isEqualTo(text.strip());
         }
         ParsedOutput mixed = qwen.parse("Sure.\n<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": 1}}\n"
-                + "</tool_call>\n<tool_call>\n{\"name\": \"b\", \"arguments\": {\n</tool_call>", ToolCallIds.sequential("c"));
+                + "</tool_call>\n<tool_call>\n{\"name\": \"b\", \"arguments\": {\n</tool_call>",
+                ToolCallIds.sequential("c"));
         assertThat(mixed.toolCalls()).containsExactly(new ToolCall("c0", "a", "{\"x\": 1}"));
         assertThat(mixed.content()).isEqualTo(
                 "Sure.\n<tool_call>\n{\"name\": \"b\", \"arguments\": {\n</tool_call>");

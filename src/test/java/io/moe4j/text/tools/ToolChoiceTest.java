@@ -66,7 +66,8 @@ class ToolChoiceTest {
         assertThat(JsonMatcher.matches(schema.grammar(), "{\"a\":1}")).isTrue();
         assertThat(JsonMatcher.isPrefix(schema.grammar(), "{\"b\"")).isFalse();
         assertThatThrownBy(() -> ResponseFormat.parse(JSON.readTree(
-                "{\"type\": \"json_schema\", \"json_schema\": {\"schema\": {\"type\": \"string\", \"pattern\": \"x\"}}}")))
+                "{\"type\": \"json_schema\", \"json_schema\": {\"schema\": "
+                        + "{\"type\": \"string\", \"pattern\": \"x\"}}}")))
                 .isInstanceOf(MoeException.class)
                 .hasMessageStartingWith("response_format.json_schema.schema:").hasMessageContaining("'pattern'");
         assertThatThrownBy(() -> ResponseFormat.parse(JSON.readTree("{\"type\": \"xml\"}")))
