@@ -251,6 +251,45 @@ class ToolCallParserTest {
     }
 
     @Test
+    void randomMixturesOfMarkersNeverFailAndStreamAsTheyParse() {
+        String[] pieces = {"<tool_call>", "</tool_call>", "<tool", "_call>", "</tool", "\n", " ", "x", "<", ">",
+            "{\"name\": \"a\", \"arguments\": {\"k\": [1]}}", "{\"name\": \"b\"", "}", "\"",
+            "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "function", "<｜tool▁sep｜>", "f\n```json\n",
+            "{\"q\": 2}", "\n```", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>", "<｜tool"};
+        SplittableRandom random = new SplittableRandom(7);
+        for (String family : new String[] {"qwen3", "deepseek-v3"}) {
+            ToolCallParser parser = ToolCallParser.forFamily(family);
+            for (int trial = 0; trial < 2000; trial++) {
+                StringBuilder text = new StringBuilder();
+                int n = random.nextInt(12);
+                for (int k = 0; k < n; k++) {
+                    text.append(pieces[random.nextInt(pieces.length)]);
+                }
+                ParsedOutput whole = parser.parse(text.toString(), ToolCallIds.sequential("c"));
+                ToolCallStream stream = parser.stream(ToolCallIds.sequential("c"));
+                StringBuilder content = new StringBuilder();
+                List<ToolCall> calls = new ArrayList<>();
+                List<ToolStreamEvent> events = new ArrayList<>();
+                int at = 0;
+                while (at < text.length()) {
+                    int next = Math.min(text.length(), at + 1 + random.nextInt(6));
+                    events.addAll(stream.push(text.substring(at, next)));
+                    at = next;
+                }
+                events.addAll(stream.finish());
+                for (ToolStreamEvent e : events) {
+                    switch (e) {
+                        case ContentDelta(String c) -> content.append(c);
+                        case ToolCallDelta(int index, ToolCall call) -> calls.add(call);
+                    }
+                }
+                assertThat(content.toString()).as(text.toString()).isEqualTo(whole.content());
+                assertThat(calls).as(text.toString()).isEqualTo(whole.toolCalls());
+            }
+        }
+    }
+
+    @Test
     void unknownFamilyIsNamed() {
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> ToolCallParser.forFamily("llama-9"))
                 .isInstanceOf(io.moe4j.MoeException.class).hasMessageContaining("'llama-9'")
