@@ -1,0 +1,128 @@
+package io.moe4j.generate.constraint;
+
+import io.moe4j.MoeException;
+import java.util.Arrays;
+
+/**
+ * Constrains one generated sequence to the documents of a {@link JsonGrammar}: before each step {@link #fillAllowed}
+ * gives the tokens that keep the text a valid prefix, after it {@link #accept} takes the token drawn. End-of-sequence
+ * tokens are allowed exactly when the text is a complete document.
+ *
+ * <p><b>Budget.</b> The constraint is told how many tokens the sequence may still produce and keeps a completion
+ * within it: a token is allowed only if, after it, the shortest completion in bytes plus one end-of-sequence token
+ * fits in the tokens left. The shortest completion is reckoned in bytes, or, for a grammar made with
+ * {@link JsonGrammar#of(com.fasterxml.jackson.databind.JsonNode, TokenTrie)}, with its fixed pieces (keys, enum values)
+ * in the fewest tokens that spell them. Either bounds tokens from above (a byte-level vocabulary has a token for
+ * every byte) and falls by at least one along the best next token, so the shortest completion always remains
+ * reachable: far from the limit nothing changes; near it, only tokens that
+ * move toward the end (closing strings, skipping optional properties, ending arrays) are left. This only narrows the
+ * language, and with a budget at least {@link #minTokens()} every sequence ends in a complete document.
+ *
+ * <p>Whitespace is bounded by the grammar ({@link JsonGrammar#maxWhitespace()} bytes a gap, none after the value),
+ * so a model cannot loop on blanks. One instance follows one sequence and is not thread-safe.
+ */
+public final class JsonConstraint {
+    private final TokenTrie trie;
+    private final TokenVocabulary vocabulary;
+    private final int[] endTokens;
+    private JsonState state;
+    private int lastVisited;
+
+    /**
+     * @param endTokens the end-of-sequence ids (eos, end of turn) that may end the document; special tokens
+     */
+    public JsonConstraint(JsonGrammar grammar, TokenTrie trie, TokenVocabulary vocabulary, int... endTokens) {
+        if (trie.vocabularySize() != vocabulary.size()) {
+            throw new MoeException("token trie built for " + trie.vocabularySize() + " tokens, vocabulary has "
+                    + vocabulary.size());
+        }
+        if (endTokens.length == 0) {
+            throw new MoeException("a JSON constraint needs the end-of-sequence token id(s) that end a document");
+        }
+        for (int id : endTokens) {
+            if (id < 0 || id >= vocabulary.size()) {
+                throw new MoeException("end token id " + id + " outside the vocabulary of " + vocabulary.size());
+            }
+        }
+        this.trie = trie;
+        this.vocabulary = vocabulary;
+        this.endTokens = endTokens.clone();
+        this.state = grammar.start();
+    }
+
+    /** The fewest tokens a sequence needs for the shortest document and its end token. */
+    public int minTokens() {
+        return state.cost() + 1;
+    }
+
+    /**
+     * Sets {@code mask[id]} to whether token id may come next when {@code remaining} tokens, this one included, may
+     * still be produced. The mask may be longer than the vocabulary (a model's padded vocabulary): ids past it are
+     * refused.
+     *
+     * @throws MoeException when {@code remaining} cannot hold even the shortest completion
+     */
+    public void fillAllowed(boolean[] mask, int remaining) {
+        int n = vocabulary.size();
+        if (mask.length < n) {
+            throw new IllegalArgumentException("mask has " + mask.length + " entries, vocabulary " + n);
+        }
+        boolean complete = state.isComplete();
+        if (remaining < 1 || (!complete && state.cost() + 1 > remaining)) {
+            throw new MoeException("token budget of " + remaining + " cannot finish the JSON document: it needs at "
+                    + "least " + (complete ? 1 : state.cost() + 1) + " more tokens");
+        }
+        // After this token: its completion and one end token must fit in remaining - 1.
+        int maxCost = remaining - 2;
+        // Inside a string, plain tokens keep the state and so its cost: all allowed or all refused, and the walk
+        // leaves their subtrees alone either way.
+        boolean skipPlain = state.isPlainString();
+        if (skipPlain && state.cost() <= maxCost) {
+            System.arraycopy(trie.plainTokens(), 0, mask, 0, n);
+        } else {
+            Arrays.fill(mask, 0, n, false);
+        }
+        Arrays.fill(mask, n, mask.length, false);
+        if (maxCost >= 0) {
+            lastVisited = trie.mark(state, maxCost, skipPlain, mask);
+        }
+        for (int id : endTokens) {
+            mask[id] = complete;
+        }
+    }
+
+    /** Advances past token {@code id}; fails when the token does not continue a valid prefix. */
+    public void accept(int id) {
+        for (int end : endTokens) {
+            if (id == end) {
+                if (!state.isComplete()) {
+                    throw new MoeException("end token " + id + " before the JSON document is complete");
+                }
+                return;
+            }
+        }
+        if (vocabulary.isSpecial(id)) {
+            throw new MoeException("special token " + id + " inside a JSON document");
+        }
+        JsonState next = state.advance(vocabulary.bytes(id));
+        if (next == null) {
+            throw new MoeException("token " + id + " does not continue the JSON document");
+        }
+        state = next;
+    }
+
+    /** The text so far is a complete document (an end token may come). */
+    public boolean isComplete() {
+        return state.isComplete();
+    }
+
+    /** Trie nodes the last {@link #fillAllowed} visited: what a mask cost, for measurements. */
+    public int lastVisitedNodes() {
+        return lastVisited;
+    }
+
+    /** Bytes of the shortest text that completes the document. */
+    public int minBytesToComplete() {
+        return state.cost();
+    }
+}

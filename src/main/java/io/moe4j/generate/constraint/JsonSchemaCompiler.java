@@ -1,0 +1,393 @@
+package io.moe4j.generate.constraint;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.moe4j.MoeException;
+import io.moe4j.generate.constraint.ValueSchema.AnyOfSchema;
+import io.moe4j.generate.constraint.ValueSchema.AnyValueSchema;
+import io.moe4j.generate.constraint.ValueSchema.ArraySchema;
+import io.moe4j.generate.constraint.ValueSchema.LiteralSchema;
+import io.moe4j.generate.constraint.ValueSchema.NumberSchema;
+import io.moe4j.generate.constraint.ValueSchema.ObjectSchema;
+import io.moe4j.generate.constraint.ValueSchema.Property;
+import io.moe4j.generate.constraint.ValueSchema.StringSchema;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Compiles a JSON schema into the shapes the matcher walks. Supported: {@code type} (one or a list), {@code
+ * properties}, {@code required}, {@code additionalProperties}, {@code enum}, {@code const}, {@code items}, {@code
+ * prefixItems}, {@code minItems}, {@code maxItems}, {@code anyOf}, {@code oneOf}, and {@code $ref} to {@code
+ * #/$defs/..} or {@code #/definitions/..} (not recursive). Annotations ({@code title}, {@code description},
+ * {@code default}, {@code examples}, {@code format}, ...) are ignored, as JSON Schema lets a validator do. Any
+ * other keyword fails with a {@link MoeException} naming it and its path.
+ *
+ * <p>Where the schema allows more than the matcher offers, the matcher offers a subset, never a superset:
+ * <ul>
+ *   <li>an object with {@code properties} takes only those keys, whatever {@code additionalProperties} says
+ *       (absent, true or a schema: extra keys are valid JSON Schema, but a generated document never needs them);
+ *       an object without {@code properties} takes free keys with {@code additionalProperties}' values (any when
+ *       absent or true, none when false);</li>
+ *   <li>{@code oneOf} is matched as {@code anyOf}: exact when the alternatives exclude each other (different types,
+ *       different enum values), which is how tool schemas use it; a document that fits two alternatives would be
+ *       valid for anyOf but not oneOf;</li>
+ *   <li>enum and const values are written as compact JSON, numbers have at most 20 digits a part;</li>
+ *   <li>{@code integer} takes no fraction and no exponent.</li>
+ * </ul>
+ */
+final class JsonSchemaCompiler {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Set<String> ANNOTATIONS = Set.of("title", "description", "default", "examples", "$schema",
+            "$id", "$comment", "deprecated", "readOnly", "writeOnly", "format", "$defs", "definitions");
+    private static final Set<String> SUPPORTED = Set.of("type", "properties", "required", "additionalProperties",
+            "enum", "const", "items", "prefixItems", "minItems", "maxItems", "anyOf", "oneOf", "$ref");
+    private static final Set<String> OBJECT_KEYWORDS = Set.of("properties", "required", "additionalProperties");
+    private static final Set<String> ARRAY_KEYWORDS = Set.of("items", "prefixItems", "minItems", "maxItems");
+    private static final Set<String> TYPES = Set.of("object", "array", "string", "number", "integer", "boolean",
+            "null");
+    private static final int MAX_PROPERTIES = 64;
+    private static final int MAX_MIN_ITEMS = 4096;
+    private static final long MAX_MIN_LENGTH = 1 << 20;
+
+    private final JsonNode root;
+    private final PieceCost cost;
+    private final Set<String> resolving = new HashSet<>();
+
+    private JsonSchemaCompiler(JsonNode root, PieceCost cost) {
+        this.root = root;
+        this.cost = cost;
+    }
+
+    static ValueSchema compile(JsonNode schema, PieceCost cost) {
+        if (schema == null || schema.isMissingNode() || schema.isNull()) {
+            throw new MoeException("JSON schema is missing");
+        }
+        return new JsonSchemaCompiler(schema, cost).value(schema, "$");
+    }
+
+    private ValueSchema value(JsonNode s, String path) {
+        if (s.isBoolean()) {
+            if (s.booleanValue()) {
+                return AnyValueSchema.INSTANCE;
+            }
+            throw new MoeException("JSON schema at " + path + " is false: no value fits it");
+        }
+        if (!s.isObject()) {
+            throw new MoeException("JSON schema at " + path + " must be an object or a boolean, got " + s);
+        }
+        Set<String> keywords = new LinkedHashSet<>();
+        for (Iterator<String> it = s.fieldNames(); it.hasNext(); ) {
+            String k = it.next();
+            if (ANNOTATIONS.contains(k)) {
+                continue;
+            }
+            if (!SUPPORTED.contains(k)) {
+                throw new MoeException("unsupported JSON schema keyword '" + k + "' at " + path);
+            }
+            keywords.add(k);
+        }
+        if (keywords.contains("$ref")) {
+            return reference(s, keywords, path);
+        }
+        if (keywords.contains("anyOf") || keywords.contains("oneOf")) {
+            return alternatives(s, keywords, path);
+        }
+        if (keywords.contains("const") || keywords.contains("enum")) {
+            return literals(s, path);
+        }
+        List<String> types = types(s, keywords, path);
+        List<ValueSchema> alternatives = new ArrayList<>();
+        for (String type : types) {
+            alternatives.add(switch (type) {
+                case "object" -> object(s, path);
+                case "array" -> array(s, path);
+                case "string" -> StringSchema.INSTANCE;
+                case "number" -> NumberSchema.NUMBER;
+                case "integer" -> NumberSchema.INTEGER;
+                case "boolean" -> literal(List.of(JSON.getNodeFactory().booleanNode(true),
+                        JSON.getNodeFactory().booleanNode(false)), path);
+                case "null" -> literal(List.of(JSON.getNodeFactory().nullNode()), path);
+                default -> AnyValueSchema.INSTANCE;
+            });
+        }
+        return anyOf(alternatives);
+    }
+
+    /** The listed types; without {@code type}, the one the other keywords imply, or any value. */
+    private static List<String> types(JsonNode s, Set<String> keywords, String path) {
+        JsonNode type = s.get("type");
+        if (type == null) {
+            boolean object = keywords.stream().anyMatch(OBJECT_KEYWORDS::contains);
+            boolean array = keywords.stream().anyMatch(ARRAY_KEYWORDS::contains);
+            if (object && array) {
+                throw new MoeException("JSON schema at " + path + " has both object and array keywords and no type");
+            }
+            return List.of(object ? "object" : array ? "array" : "any");
+        }
+        List<String> types = new ArrayList<>();
+        if (type.isTextual()) {
+            types.add(type.textValue());
+        } else if (type.isArray() && !type.isEmpty()) {
+            type.forEach(t -> types.add(t.asText()));
+        } else {
+            throw new MoeException("JSON schema 'type' at " + path + " must be a type name or a list of them");
+        }
+        for (String t : types) {
+            if (!TYPES.contains(t)) {
+                throw new MoeException("unknown JSON schema type '" + t + "' at " + path + ".type");
+            }
+        }
+        return types;
+    }
+
+    private ValueSchema reference(JsonNode s, Set<String> keywords, String path) {
+        if (keywords.size() > 1) {
+            keywords.remove("$ref");
+            throw new MoeException("unsupported JSON schema keyword '" + keywords.iterator().next()
+                    + "' beside $ref at " + path);
+        }
+        String ref = s.get("$ref").asText();
+        if (!ref.startsWith("#/")) {
+            throw new MoeException("unsupported $ref '" + ref + "' at " + path + ": only '#/...' within the schema");
+        }
+        JsonNode target = root.at(ref.substring(1));
+        if (target.isMissingNode()) {
+            throw new MoeException("$ref '" + ref + "' at " + path + " points to nothing in the schema");
+        }
+        if (!resolving.add(ref)) {
+            throw new MoeException("recursive $ref '" + ref + "' at " + path + " is not supported");
+        }
+        try {
+            return value(target, ref);
+        } finally {
+            resolving.remove(ref);
+        }
+    }
+
+    private ValueSchema alternatives(JsonNode s, Set<String> keywords, String path) {
+        if (keywords.size() > 1) {
+            String other = keywords.stream().filter(k -> !k.equals("anyOf") && !k.equals("oneOf")).findFirst()
+                    .orElse("oneOf");
+            throw new MoeException("unsupported JSON schema keyword '" + other + "' beside anyOf/oneOf at " + path);
+        }
+        String key = keywords.iterator().next();
+        JsonNode list = s.get(key);
+        if (!list.isArray() || list.isEmpty()) {
+            throw new MoeException("JSON schema '" + key + "' at " + path + " must be a non-empty list");
+        }
+        List<ValueSchema> alternatives = new ArrayList<>();
+        for (int i = 0; i < list.size(); i++) {
+            alternatives.add(value(list.get(i), path + "." + key + "[" + i + "]"));
+        }
+        return anyOf(alternatives);
+    }
+
+    private static ValueSchema anyOf(List<ValueSchema> alternatives) {
+        if (alternatives.size() == 1) {
+            return alternatives.getFirst();
+        }
+        int min = alternatives.stream().mapToInt(ValueSchema::minLength).min().orElseThrow();
+        return new AnyOfSchema(List.copyOf(alternatives), min);
+    }
+
+    /** enum and const, kept to the values whose type the schema's {@code type} (if any) allows. */
+    private ValueSchema literals(JsonNode s, String path) {
+        List<JsonNode> values = new ArrayList<>();
+        if (s.has("const")) {
+            values.add(s.get("const"));
+        }
+        if (s.has("enum")) {
+            JsonNode list = s.get("enum");
+            if (!list.isArray()) {
+                throw new MoeException("JSON schema 'enum' at " + path + " must be a list");
+            }
+            List<JsonNode> listed = new ArrayList<>();
+            list.forEach(listed::add);
+            values = s.has("const") ? values.stream().filter(listed::contains).toList() : listed;
+        }
+        for (String k : List.of("properties", "items", "prefixItems", "minItems", "maxItems", "required",
+                "additionalProperties")) {
+            if (s.has(k)) {
+                throw new MoeException("unsupported JSON schema keyword '" + k + "' beside enum/const at " + path);
+            }
+        }
+        if (s.has("type")) {
+            Set<String> types = new HashSet<>(types(s, Set.of("type"), path));
+            values = values.stream().filter(v -> types.contains(typeOf(v))
+                    || (types.contains("number") && v.isNumber())).toList();
+        }
+        if (values.isEmpty()) {
+            throw new MoeException("JSON schema at " + path + " allows no value (enum/const and type disagree)");
+        }
+        return literal(values, path);
+    }
+
+    private static String typeOf(JsonNode v) {
+        if (v.isIntegralNumber() || (v.isNumber() && v.asDouble() == Math.rint(v.asDouble()))) {
+            return "integer";
+        }
+        if (v.isNumber()) {
+            return "number";
+        }
+        return switch (v.getNodeType()) {
+            case STRING -> "string";
+            case BOOLEAN -> "boolean";
+            case NULL -> "null";
+            case ARRAY -> "array";
+            default -> "object";
+        };
+    }
+
+    private LiteralSchema literal(List<JsonNode> values, String path) {
+        Set<String> distinct = new LinkedHashSet<>();
+        for (JsonNode v : values) {
+            try {
+                distinct.add(JSON.writeValueAsString(v));
+            } catch (JsonProcessingException e) {
+                throw new MoeException("cannot write enum value at " + path + ": " + e.getMessage(), e);
+            }
+        }
+        byte[][] texts = distinct.stream().map(t -> t.getBytes(java.nio.charset.StandardCharsets.UTF_8))
+                .toArray(byte[][]::new);
+        return LiteralSchema.of(texts, cost);
+    }
+
+    private ObjectSchema object(JsonNode s, String path) {
+        List<Property> properties = new ArrayList<>();
+        JsonNode props = s.get("properties");
+        if (props != null) {
+            if (!props.isObject()) {
+                throw new MoeException("JSON schema 'properties' at " + path + " must be an object");
+            }
+            if (props.size() > MAX_PROPERTIES) {
+                throw new MoeException("JSON schema at " + path + " lists " + props.size()
+                        + " properties; at most " + MAX_PROPERTIES + " are supported");
+            }
+            for (Iterator<Map.Entry<String, JsonNode>> it = props.fields(); it.hasNext(); ) {
+                Map.Entry<String, JsonNode> e = it.next();
+                ValueSchema v = value(e.getValue(), path + ".properties." + e.getKey());
+                byte[] key;
+                try {
+                    key = JSON.writeValueAsBytes(e.getKey());
+                } catch (JsonProcessingException ex) {
+                    throw new MoeException("cannot write property name at " + path + ": " + ex.getMessage(), ex);
+                }
+                byte[] piece = java.util.Arrays.copyOf(key, key.length + 1);
+                piece[key.length] = ':';
+                int[] keyCosts = cost.suffixes(piece);
+                properties.add(new Property(e.getKey(), key, keyCosts, v,
+                        checked((long) keyCosts[0] + v.minLength(), path)));
+            }
+        }
+        long required = 0;
+        JsonNode req = s.get("required");
+        if (req != null) {
+            if (!req.isArray()) {
+                throw new MoeException("JSON schema 'required' at " + path + " must be a list of names");
+            }
+            for (JsonNode r : req) {
+                int index = indexOf(properties, r.asText());
+                if (index < 0) {
+                    throw new MoeException("required property '" + r.asText() + "' at " + path
+                            + ".required is not listed in properties");
+                }
+                required |= 1L << index;
+            }
+        }
+        ValueSchema additional = null;
+        if (properties.isEmpty()) {
+            JsonNode add = s.get("additionalProperties");
+            if (add == null || (add.isBoolean() && add.booleanValue())) {
+                additional = AnyValueSchema.INSTANCE;
+            } else if (!(add.isBoolean())) {
+                additional = value(add, path + ".additionalProperties");
+            }
+        } else if (s.has("additionalProperties")) {
+            JsonNode add = s.get("additionalProperties");
+            if (!add.isBoolean()) {
+                value(add, path + ".additionalProperties"); // checked for unsupported keywords, then unused
+            }
+        }
+        long min = 2;
+        int count = Long.bitCount(required);
+        for (long rest = required; rest != 0; rest &= rest - 1) {
+            min += properties.get(Long.numberOfTrailingZeros(rest)).entryCost();
+        }
+        min += Math.max(0, count - 1);
+        return new ObjectSchema(List.copyOf(properties), required, additional, checked(min, path));
+    }
+
+    private static int indexOf(List<Property> properties, String name) {
+        for (int i = 0; i < properties.size(); i++) {
+            if (properties.get(i).name().equals(name)) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    private ArraySchema array(JsonNode s, String path) {
+        List<ValueSchema> prefix = new ArrayList<>();
+        JsonNode pre = s.get("prefixItems");
+        if (pre != null) {
+            if (!pre.isArray()) {
+                throw new MoeException("JSON schema 'prefixItems' at " + path + " must be a list");
+            }
+            for (int i = 0; i < pre.size(); i++) {
+                prefix.add(value(pre.get(i), path + ".prefixItems[" + i + "]"));
+            }
+        }
+        ValueSchema items = AnyValueSchema.INSTANCE;
+        JsonNode it = s.get("items");
+        if (it != null) {
+            if (it.isArray()) {
+                throw new MoeException("unsupported JSON schema keyword 'items' as a list at " + path
+                        + " (use prefixItems)");
+            }
+            items = it.isBoolean() && !it.booleanValue() ? null : value(it, path + ".items");
+        }
+        int minItems = count(s, "minItems", 0, path);
+        int maxItems = count(s, "maxItems", Integer.MAX_VALUE, path);
+        if (minItems > MAX_MIN_ITEMS) {
+            throw new MoeException("JSON schema 'minItems' at " + path + " is " + minItems + "; at most "
+                    + MAX_MIN_ITEMS + " is supported");
+        }
+        ArraySchema probe = new ArraySchema(List.copyOf(prefix), items, minItems, maxItems, 0);
+        if (minItems > probe.capacity()) {
+            throw new MoeException("JSON schema at " + path + " needs " + minItems + " items but allows at most "
+                    + probe.capacity());
+        }
+        long min = 1;
+        for (int i = 0; i < minItems; i++) {
+            min += 1 + probe.item(i).minLength();
+        }
+        min = minItems == 0 ? 2 : min;
+        return new ArraySchema(probe.prefix(), items, minItems, maxItems, checked(min, path));
+    }
+
+    private static int count(JsonNode s, String key, int absent, String path) {
+        JsonNode n = s.get(key);
+        if (n == null) {
+            return absent;
+        }
+        if (!n.canConvertToInt() || n.asInt() < 0 || !n.isIntegralNumber()) {
+            throw new MoeException("JSON schema '" + key + "' at " + path + " must be a non-negative integer, got "
+                    + n);
+        }
+        return n.asInt();
+    }
+
+    private static int checked(long length, String path) {
+        if (length > MAX_MIN_LENGTH) {
+            throw new MoeException("JSON schema at " + path + " needs documents of at least " + length
+                    + " bytes; at most " + MAX_MIN_LENGTH + " are supported");
+        }
+        return (int) length;
+    }
+}
