@@ -13,7 +13,7 @@ import java.util.Properties;
         mixinStandardHelpOptions = true,
         versionProvider = MoeCommand.Version.class,
         description = "Mixture-of-Experts layers of real quantized checkpoints, on the JVM.",
-        subcommands = {DemoCommand.class, GenerateCommand.class, ChatCommand.class, TokenizeCommand.class, InspectCommand.class, ForwardCommand.class, BackendsCommand.class,
+        subcommands = {DemoCommand.class, GenerateCommand.class, ChatCommand.class, ServeCommand.class, TokenizeCommand.class, InspectCommand.class, ForwardCommand.class, BackendsCommand.class,
                 BenchCommand.class, LogitsCommand.class,
                 CommandLine.HelpCommand.class})
 public final class MoeCommand implements Runnable {

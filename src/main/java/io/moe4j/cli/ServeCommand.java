@@ -35,7 +35,7 @@ public final class ServeCommand implements Callable<Integer> {
     @Option(names = "--port", defaultValue = "8000", description = "port (default: ${DEFAULT-VALUE}; 0 picks one)")
     int port;
 
-    @Option(names = "--backend", description = "backend of the model's layers (emulation, cpu, cuda); default: the oracle's choice")
+    @Option(names = "--backend", description = "where the model runs: emulation or cpu (default: cpu)")
     String backend;
 
     @Option(names = "--max-sequences", defaultValue = "16",
@@ -76,13 +76,31 @@ public final class ServeCommand implements Callable<Integer> {
         return 0;
     }
 
-    /** The model to serve. Checkpoints need the decoder stack and tokenizer adapted to the serve interfaces. */
+    @Option(names = "--threads", description = "CPU threads (default: all cores)")
+    Integer threads;
+
+    @Option(names = "--context", defaultValue = "0",
+            description = "most positions a sequence may hold (default: the model's max_position_embeddings)")
+    int context;
+
+    /** The model to serve: a checkpoint directory, or the built-in toy model. */
     ServedModel load() {
         if (TOY.equals(model)) {
             return new ServedModel(servedName != null ? servedName : TOY, new ToyModel(4096, 64, 0, 0), new ByteText());
         }
-        throw new MoeException("--model " + model + ": serving a checkpoint needs the decoder and tokenizer behind "
-                + "io.moe4j.serve.StepModel and TextCodec, which moe serve does not load yet; --model " + TOY
-                + " serves the built-in test model");
+        java.nio.file.Path dir = java.nio.file.Path.of(model);
+        io.moe4j.model.ModelOptions options = io.moe4j.model.ModelOptions.defaults().withContextLimit(context);
+        if (backend != null) {
+            options = options.withBackend(backend);
+        }
+        if (threads != null) {
+            options = options.withThreads(threads);
+        }
+        long start = System.nanoTime();
+        io.moe4j.generate.MoeModel loaded = io.moe4j.generate.MoeModel.load(dir, options);
+        System.err.printf("moe serve: loaded %s on %s in %.1f s%n", dir, options.backend(),
+                (System.nanoTime() - start) / 1e9);
+        String id = servedName != null ? servedName : dir.toAbsolutePath().normalize().getFileName().toString();
+        return new ServedModel(id, new io.moe4j.serve.ModelSteps(loaded.model()), new io.moe4j.serve.ModelText(loaded));
     }
 }

@@ -26,6 +26,14 @@ public final class DecoderLayer implements AutoCloseable {
         FloatMath.addInPlace(h, mixed);
     }
 
+    /** The rows of several sequences in one call: h [tokens, hidden], segments as {@link Attention#forward}. */
+    public void forward(float[] h, int tokens, int hidden, java.util.List<Attention.Segment> segments) {
+        float[] attended = attention.forward(inputNorm.applyRows(h, tokens, hidden), tokens, segments);
+        FloatMath.addInPlace(h, attended);
+        float[] mixed = feedForward.forward(postAttentionNorm.applyRows(h, tokens, hidden), tokens);
+        FloatMath.addInPlace(h, mixed);
+    }
+
     @Override
     public void close() {
         attention.close();

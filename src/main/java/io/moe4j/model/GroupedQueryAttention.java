@@ -1,5 +1,7 @@
 package io.moe4j.model;
 
+import java.util.List;
+
 import io.moe4j.model.linear.Linear;
 
 /**
@@ -43,7 +45,18 @@ public final class GroupedQueryAttention implements Attention {
 
     @Override
     public float[] forward(float[] x, int tokens, long start, KvBuffer cache) {
-        KvBuffer.checkContinues(cache, start);
+        return forward(x, tokens, List.of(new Segment(0, tokens, start, cache)));
+    }
+
+    /**
+     * Several sequences in one call: the projections run once over all rows (so their weights are read once per
+     * step), the attention itself per segment against that segment's own cache.
+     */
+    @Override
+    public float[] forward(float[] x, int tokens, List<Segment> segments) {
+        for (Segment s : segments) {
+            KvBuffer.checkContinues(s.cache(), s.start());
+        }
         int d = spec.headDim();
         int heads = spec.heads();
         int kvHeads = spec.kvHeads();
@@ -56,30 +69,49 @@ public final class GroupedQueryAttention implements Attention {
         k.forward(x, tokens, ks);
         v.forward(x, tokens, vs);
 
-        for (int t = 0; t < tokens; t++) {
-            long position = start + t;
-            for (int h = 0; h < heads; h++) {
-                positionQueryOrKey(qs, t * qWidth + h * d, position, qNorm);
-                if (spec.temperature() != null) {
-                    float f = spec.temperature().factor(position);
-                    for (int i = 0; i < d; i++) {
-                        qs[t * qWidth + h * d + i] *= f;
+        float[] attended = new float[tokens * qWidth];
+        for (Segment s : segments) {
+            for (int t = s.row(); t < s.row() + s.tokens(); t++) {
+                long position = s.start() + (t - s.row());
+                for (int h = 0; h < heads; h++) {
+                    positionQueryOrKey(qs, t * qWidth + h * d, position, qNorm);
+                    if (spec.temperature() != null) {
+                        float f = spec.temperature().factor(position);
+                        for (int i = 0; i < d; i++) {
+                            qs[t * qWidth + h * d + i] *= f;
+                        }
                     }
                 }
+                for (int h = 0; h < kvHeads; h++) {
+                    positionQueryOrKey(ks, t * kvWidth + h * d, position, kNorm);
+                }
             }
-            for (int h = 0; h < kvHeads; h++) {
-                positionQueryOrKey(ks, t * kvWidth + h * d, position, kNorm);
-            }
+            attend(s, qs, ks, vs, attended);
         }
 
+        float[] out = new float[tokens * o.outFeatures()];
+        o.forward(attended, tokens, out);
+        return out;
+    }
+
+    /** Appends the segment's keys and values to its cache and writes its rows of {@code attended}. */
+    private void attend(Segment s, float[] qs, float[] ks, float[] vs, float[] attended) {
+        int d = spec.headDim();
+        int heads = spec.heads();
+        int kvHeads = spec.kvHeads();
+        int qWidth = heads * d;
+        int kvWidth = kvHeads * d;
+        int tokens = s.tokens();
+        KvBuffer cache = s.cache();
+        long start = s.start();
         float[] rows = new float[tokens * 2 * kvWidth];
         for (int t = 0; t < tokens; t++) {
-            System.arraycopy(ks, t * kvWidth, rows, t * 2 * kvWidth, kvWidth);
-            System.arraycopy(vs, t * kvWidth, rows, t * 2 * kvWidth + kvWidth, kvWidth);
+            int src = (s.row() + t) * kvWidth;
+            System.arraycopy(ks, src, rows, t * 2 * kvWidth, kvWidth);
+            System.arraycopy(vs, src, rows, t * 2 * kvWidth + kvWidth, kvWidth);
         }
         cache.append(rows, tokens);
 
-        float[] attended = new float[tokens * qWidth];
         int group = heads / kvHeads;
         float[] data = cache.data();
         int width = cache.width();
@@ -93,7 +125,7 @@ public final class GroupedQueryAttention implements Attention {
                 long from = Math.max(spec.window().firstVisible(position), cache.first());
                 int n = (int) (position - from + 1);
                 int base = cache.offset(from);
-                int qOff = t * qWidth + h * d;
+                int qOff = (s.row() + t) * qWidth + h * d;
                 for (int j = 0; j < n; j++) {
                     scores[j] = FloatMath.dot(qs, qOff, data, base + j * width + kvh * d, d) * spec.scale();
                 }
@@ -104,10 +136,6 @@ public final class GroupedQueryAttention implements Attention {
             }
         });
         cache.dropBefore(spec.window().keepFrom(start + tokens));
-
-        float[] out = new float[tokens * o.outFeatures()];
-        o.forward(attended, tokens, out);
-        return out;
     }
 
     /** The per-head steps before attention, in the family's order: weighted norm, RoPE, weightless norm. */

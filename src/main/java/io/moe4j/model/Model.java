@@ -138,6 +138,84 @@ public final class Model implements AutoCloseable {
                 + attention + "; context " + contextLimit + "; " + options.backend() + "; lm_head " + lmHead.describe();
     }
 
+    /**
+     * One step of continuous batching: feeds {@code tokens.get(i)} to {@code sessions.get(i)} for every i in one
+     * forward (every linear and MoE layer runs once over all the rows; attention runs per sequence against its own
+     * cache) and returns each sequence's logits after its last new token, [sessions][vocab]. Each sequence's logits
+     * are those it would get alone. A failure inside a layer leaves every session of the step refusing work until
+     * reset.
+     */
+    public float[][] step(List<Session> sessions, List<int[]> tokens) {
+        if (sessions.size() != tokens.size()) {
+            throw new IllegalArgumentException(sessions.size() + " sessions but " + tokens.size() + " token runs");
+        }
+        int n = sessions.size();
+        if (n == 0) {
+            return new float[0][];
+        }
+        int total = 0;
+        for (int i = 0; i < n; i++) {
+            Session s = sessions.get(i);
+            if (s.model() != this) {
+                throw new IllegalArgumentException("session " + i + " belongs to another model");
+            }
+            for (int j = 0; j < i; j++) {
+                if (sessions.get(j) == s) {
+                    throw new IllegalArgumentException("session " + i + " appears twice in one step");
+                }
+            }
+            int len = tokens.get(i).length;
+            if (len == 0) {
+                throw new IllegalArgumentException("no tokens to feed to session " + i);
+            }
+            s.checkFeed(len, 1);
+            total += len;
+        }
+        if ((long) total * config.hidden() > Integer.MAX_VALUE - 8) {
+            throw new MoeException(total + " tokens in one step do not fit in one Java array: feed fewer at once");
+        }
+        int[] all = new int[total];
+        int[] rowOf = new int[n];
+        int row = 0;
+        for (int i = 0; i < n; i++) {
+            int[] t = tokens.get(i);
+            rowOf[i] = row;
+            System.arraycopy(t, 0, all, row, t.length);
+            row += t.length;
+        }
+        float[] h = embed(all);
+        int hidden = config.hidden();
+        int layer = 0;
+        try {
+            for (; layer < layers.size(); layer++) {
+                List<Attention.Segment> segments = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    Session s = sessions.get(i);
+                    segments.add(new Attention.Segment(rowOf[i], tokens.get(i).length, s.position(), s.cache(layer)));
+                }
+                layers.get(layer).forward(h, total, hidden, segments);
+            }
+        } catch (RuntimeException e) {
+            for (Session s : sessions) {
+                s.fail("layer " + layer + " of a batched step: " + e.getMessage());
+            }
+            throw e;
+        }
+        float[] last = new float[n * hidden];
+        for (int i = 0; i < n; i++) {
+            sessions.get(i).advance(tokens.get(i).length);
+            int r = rowOf[i] + tokens.get(i).length - 1;
+            System.arraycopy(h, r * hidden, last, i * hidden, hidden);
+        }
+        float[] logits = logits(last, n);
+        float[][] out = new float[n][];
+        int v = config.vocab();
+        for (int i = 0; i < n; i++) {
+            out[i] = java.util.Arrays.copyOfRange(logits, i * v, (i + 1) * v);
+        }
+        return out;
+    }
+
     /** A new sequence with an empty KV cache. */
     public Session newSession() {
         return new Session(this);

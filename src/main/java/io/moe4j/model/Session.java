@@ -72,21 +72,7 @@ public final class Session implements AutoCloseable {
         if (n == 0) {
             throw new IllegalArgumentException("no tokens to feed");
         }
-        if (position + n > model.contextLimit()) {
-            throw new MoeException("context overflow: " + position + " positions held + " + n + " new tokens exceed the"
-                    + " context limit of " + model.contextLimit() + " (max_position_embeddings "
-                    + model.config().maxPositions() + ")");
-        }
-        long hiddenValues = (long) n * model.config().hidden();
-        long logitValues = (long) (allLogits ? n : 1) * model.vocabSize();
-        if (Math.max(hiddenValues, logitValues) > MAX_ARRAY) {
-            throw new MoeException(n + " tokens in one call need " + Math.max(hiddenValues, logitValues)
-                    + " floats in one array, more than Java holds: feed them in smaller pieces"
-                    + (allLogits ? " or ask for the last logits only" : ""));
-        }
-        if (failure != null) {
-            throw new IllegalStateException("the session failed part-way (" + failure + "); reset() it to start again");
-        }
+        checkFeed(n, allLogits ? n : 1);
         float[] h = model.embed(tokens);
         int hidden = model.config().hidden();
         int layer = 0;
@@ -103,6 +89,45 @@ public final class Session implements AutoCloseable {
             return model.logits(h, n);
         }
         return model.logits(Arrays.copyOfRange(h, (n - 1) * hidden, n * hidden), 1);
+    }
+
+    /**
+     * Fails, changing nothing, unless {@code n} more tokens fit in the context, the hidden states and
+     * {@code logitRows} rows of logits fit in Java arrays, and the session has not failed part-way.
+     */
+    void checkFeed(int n, int logitRows) {
+        if (position + n > model.contextLimit()) {
+            throw new MoeException("context overflow: " + position + " positions held + " + n + " new tokens exceed the"
+                    + " context limit of " + model.contextLimit() + " (max_position_embeddings "
+                    + model.config().maxPositions() + ")");
+        }
+        long hiddenValues = (long) n * model.config().hidden();
+        long logitValues = (long) logitRows * model.vocabSize();
+        if (Math.max(hiddenValues, logitValues) > MAX_ARRAY) {
+            throw new MoeException(n + " tokens in one call need " + Math.max(hiddenValues, logitValues)
+                    + " floats in one array, more than Java holds: feed them in smaller pieces"
+                    + (logitRows > 1 ? " or ask for the last logits only" : ""));
+        }
+        if (failure != null) {
+            throw new IllegalStateException("the session failed part-way (" + failure + "); reset() it to start again");
+        }
+    }
+
+    Model model() {
+        return model;
+    }
+
+    KvBuffer cache(int layer) {
+        return caches[layer];
+    }
+
+    void advance(int n) {
+        position += n;
+    }
+
+    /** Marks the caches inconsistent after a failure inside a layer: the session refuses work until reset. */
+    void fail(String why) {
+        failure = why;
     }
 
     /** Empties the cache: the next token is at position 0 again. */

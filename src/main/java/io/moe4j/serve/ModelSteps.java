@@ -1,0 +1,52 @@
+package io.moe4j.serve;
+
+import io.moe4j.model.Model;
+import io.moe4j.model.Session;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/** A loaded decoder as the scheduler steps it: a sequence is a {@link Session}; a step runs them in one batch. */
+public final class ModelSteps implements StepModel {
+    private final Model model;
+
+    public ModelSteps(Model model) {
+        this.model = model;
+    }
+
+    @Override
+    public int vocabSize() {
+        return model.vocabSize();
+    }
+
+    @Override
+    public int contextLength() {
+        return model.contextLimit();
+    }
+
+    @Override
+    public Sequence open() {
+        return new SessionSequence(model.newSession());
+    }
+
+    @Override
+    public float[][] step(List<Sequence> sequences, List<int[]> tokens) {
+        List<Session> sessions = new ArrayList<>(sequences.size());
+        for (Sequence s : sequences) {
+            sessions.add(((SessionSequence) s).session);
+        }
+        return model.step(sessions, tokens);
+    }
+
+    private record SessionSequence(Session session) implements Sequence {
+        @Override
+        public int length() {
+            return (int) session.position();
+        }
+
+        @Override
+        public void close() {
+            session.close();
+        }
+    }
+}

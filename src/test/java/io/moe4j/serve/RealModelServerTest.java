@@ -1,0 +1,113 @@
+package io.moe4j.serve;
+
+import com.openai.client.OpenAIClient;
+import com.openai.client.okhttp.OpenAIOkHttpClient;
+import com.openai.core.http.StreamResponse;
+import com.openai.models.chat.completions.ChatCompletion;
+import com.openai.models.chat.completions.ChatCompletionChunk;
+import com.openai.models.chat.completions.ChatCompletionCreateParams;
+import io.moe4j.generate.GenerationRequest;
+import io.moe4j.generate.GenerationResult;
+import io.moe4j.generate.MoeModel;
+import io.moe4j.generate.SamplingParams;
+import io.moe4j.model.ModelOptions;
+import io.moe4j.testing.RandomModels;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The server over a real decoder: a random two-layer Qwen3-MoE with the real Qwen3 tokenizer and chat template,
+ * driven by the official OpenAI Java SDK. Greedy answers, alone or batched with others, are what the library makes.
+ */
+@Timeout(180)
+class RealModelServerTest {
+    @TempDir
+    static Path tmp;
+    static MoeModel model;
+    static OpenAiServer server;
+    static OpenAIClient client;
+
+    @BeforeAll
+    static void start() {
+        Path dir = RandomModels.qwen3(tmp.resolve("qwen3-random"), 5);
+        model = MoeModel.load(dir, ModelOptions.defaults().withThreads(2));
+        ServedModel served = new ServedModel("qwen3-random", new ModelSteps(model.model()), new ModelText(model));
+        server = new OpenAiServer(served, new SchedulerConfig(8, 32, 256), ServerConfig.local(0)).start();
+        client = OpenAIOkHttpClient.builder().baseUrl("http://127.0.0.1:" + server.port() + "/v1").apiKey("unused")
+                .maxRetries(0).timeout(Duration.ofSeconds(60)).build();
+    }
+
+    @AfterAll
+    static void stop() {
+        client.close();
+        server.close();
+        model.close();
+    }
+
+    private static ChatCompletionCreateParams request(String user, int maxTokens) {
+        return ChatCompletionCreateParams.builder().model("qwen3-random").addUserMessage(user).temperature(0.0)
+                .maxCompletionTokens(maxTokens).build();
+    }
+
+    /** What the library generates for the same chat, greedily, in a session of its own. */
+    private static String library(String user, int maxTokens) {
+        var messages = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.arrayNode();
+        messages.addObject().put("role", "user").put("content", user);
+        int[] prompt = model.encodeChat(io.moe4j.text.chat.ChatRequest.of(messages, true));
+        try (var session = model.model().newSession()) {
+            GenerationResult r = new io.moe4j.generate.Generator(model.tokenizer()).generate(session, prompt,
+                    new GenerationRequest(maxTokens, SamplingParams.greedy(), List.of(), model.eosIds()), p -> { },
+                    () -> false);
+            return r.text();
+        }
+    }
+
+    @Test
+    void aChatCompletionIsTheLibrarysAnswer() {
+        ChatCompletion c = client.chat().completions().create(request("Hello there", 8));
+        assertThat(c.choices().getFirst().message().content().orElseThrow()).isEqualTo(library("Hello there", 8));
+        assertThat(c.usage().orElseThrow().promptTokens()).isGreaterThan(5);
+    }
+
+    @Test
+    void aStreamedCompletionReassemblesToTheSameText() {
+        StringBuilder text = new StringBuilder();
+        try (StreamResponse<ChatCompletionChunk> stream = client.chat().completions()
+                .createStreaming(request("Tell me a story", 8))) {
+            stream.stream().forEach(chunk -> chunk.choices().forEach(ch -> ch.delta().content().ifPresent(text::append)));
+        }
+        assertThat(text.toString()).isEqualTo(library("Tell me a story", 8));
+    }
+
+    @Test
+    void concurrentRequestsAnswerAsEachAlone() throws Exception {
+        List<String> prompts = List.of("One", "Two words", "A third, longer prompt here", "Four", "Five five",
+                "Six sixes", "Seven", "Eight and more");
+        ExecutorService pool = Executors.newFixedThreadPool(prompts.size());
+        try {
+            List<Future<String>> answers = new ArrayList<>();
+            for (String p : prompts) {
+                answers.add(pool.submit(() -> client.chat().completions().create(request(p, 6)).choices().getFirst()
+                        .message().content().orElse("")));
+            }
+            for (int i = 0; i < prompts.size(); i++) {
+                assertThat(answers.get(i).get()).as("answer to %s", prompts.get(i)).isEqualTo(library(prompts.get(i), 6));
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+}
