@@ -40,8 +40,9 @@ final class FusedInputs extends Inputs {
             for (int i = xb; i < xb + padded; i++) {
                 amax = Math.max(amax, Math.abs(in.x[i]));
             }
-            // Largest input near 2^(bias−5), at most 2^126: with codes below 2^5 the products stay below 1 and far
-            // above float's subnormals for any input within 2^-100 of the largest. NaN and infinity pass through.
+            // Largest input near 2^(bias−5), at most 2^126: with decoded slots (value·2^-bias, normal, LaneCodec)
+            // below 2^(16−bias) (E5M2 and F16 reach 57344 and 65504) the products stay below 2^11, and inputs within
+            // 2^-100 of the largest stay normal floats, as do their products. NaN and infinity pass through.
             int exp = amax == 0f || !Float.isFinite(amax) ? 0 : Math.getExponent(amax);
             int k = Math.clamp(Math.min(bias - 6, 125) - exp, bias - 127, 127);
             float up = Math.scalb(1f, k);
