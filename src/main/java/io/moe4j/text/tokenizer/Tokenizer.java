@@ -35,6 +35,7 @@ public final class Tokenizer {
     private final String eosToken;
     private final OptionalInt bosId;
     private final OptionalInt eosId;
+    private final List<AddedToken> addedTokens;
 
     Tokenizer(String source, TextNormalizer normalizer, PreTokenizer preTokenizer, BpeModel model,
               List<AddedToken> added, String[] tokens, boolean[] special, Decoding decoding,
@@ -61,6 +62,7 @@ public final class Tokenizer {
         this.rawAdded = new AddedVocabulary(raw);
         this.normalizedAdded = new AddedVocabulary(normalized);
         this.addedIds = Map.copyOf(ids);
+        this.addedTokens = List.copyOf(added);
         this.bosToken = bosToken;
         this.eosToken = eosToken;
         this.bosId = idOrEmpty(bosToken);
@@ -180,6 +182,11 @@ public final class Tokenizer {
     /** Whether {@code id} is a special added token (chat markers, end of text ...). */
     public boolean isSpecial(int id) {
         return id >= 0 && id < special.length && special[id];
+    }
+
+    /** The added tokens (special and not), as tokenizer.json and tokenizer_config.json list them. */
+    public List<AddedToken> addedTokens() {
+        return addedTokens;
     }
 
     /** The id of the beginning-of-sequence token named by tokenizer_config.json, if any. */
