@@ -93,20 +93,26 @@ public final class Tokenizer {
     public int[] encode(String text) {
         checkWellFormed(text);
         IntList out = new IntList();
-        for (AddedVocabulary.Piece piece : rawAdded.split(text)) {
+        List<AddedVocabulary.Piece> pieces = rawAdded.split(text);
+        for (int p = 0; p < pieces.size(); p++) {
+            AddedVocabulary.Piece piece = pieces.get(p);
             if (piece.token() != null) {
                 out.add(piece.token().id());
                 continue;
             }
             String normal = normalizer.normalize(piece.text());
-            for (AddedVocabulary.Piece inner : normalizedAdded.split(normal)) {
-                if (inner.token() != null) {
-                    out.add(inner.token().id());
+            List<AddedVocabulary.Piece> inner = normalizedAdded.split(normal);
+            for (int q = 0; q < inner.size(); q++) {
+                AddedVocabulary.Piece part = inner.get(q);
+                if (part.token() != null) {
+                    out.add(part.token().id());
                 } else if (preTokenizer == null) {
-                    model.encodeWord(inner.text(), out);
+                    model.encodeWord(part.text(), out);
                 } else {
+                    // The first piece of text begins the input unless an added token came before it.
+                    boolean atStart = p == 0 && q == 0;
                     List<String> words = new java.util.ArrayList<>();
-                    preTokenizer.split(inner.text(), words);
+                    preTokenizer.split(part.text(), atStart, words);
                     for (String word : words) {
                         model.encodeWord(word, out);
                     }
