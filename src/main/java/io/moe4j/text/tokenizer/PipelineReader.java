@@ -31,7 +31,8 @@ final class PipelineReader {
 
     /**
      * The decoding of a {@code decoder} section: ByteLevel, none (tokens joined with spaces, as the reference does),
-     * or the SentencePiece-style chain {@code Replace* ByteFallback? Fuse? Strip?} in that order.
+     * a Metaspace decoder, or the SentencePiece-style chain {@code (Replace|Metaspace)* ByteFallback? Fuse? Strip?}
+     * in that order.
      *
      * @param tokens  per id, the token as the decoder sees it (null where no token has the id)
      * @param special per id, whether it is a special token
@@ -58,16 +59,16 @@ final class PipelineReader {
         if (type.equals("Metaspace")) {
             return pieceChain(JsonNodeFactory.instance.arrayNode().add(decoder), "decoder", tokens, special);
         }
-        throw fail("decoder.type", "unsupported decoder \"" + type + "\" (supported: ByteLevel, Sequence of "
-                + "Replace, ByteFallback, Fuse, Strip)");
+        throw fail("decoder.type", "unsupported decoder \"" + type + "\" (supported: ByteLevel, Metaspace, Sequence "
+                + "of Replace, Metaspace, ByteFallback, Fuse, Strip)");
     }
 
     private Decoding pieceChain(JsonNode steps, String stepsKey, String[] tokens, boolean[] special) {
         if (!steps.isArray()) {
             throw fail(stepsKey, "missing or not an array");
         }
-        // Stage of the chain reached: 0 Replace, 1 ByteFallback, 2 Fuse, 3 Strip; each may appear once, in order
-        // (Replace any number of times), which is the order under which streaming it token by token is exact.
+        // Stage of the chain reached: 0 Replace/Metaspace, 1 ByteFallback, 2 Fuse, 3 Strip; each may appear once, in
+        // order (stage 0 any number of times), which is the order under which streaming token by token is exact.
         int stage = 0;
         String[] pieces = tokens.clone();
         String[] firstPieces = null; // per id, the token as the first of a text, where that differs
@@ -85,7 +86,7 @@ final class PipelineReader {
                 case "Fuse" -> 2;
                 case "Strip" -> 3;
                 default -> throw fail(key + ".type", "unsupported decoder \"" + type
-                        + "\" in a Sequence (supported: Replace, ByteFallback, Fuse, Strip)");
+                        + "\" in a Sequence (supported: Replace, Metaspace, ByteFallback, Fuse, Strip)");
             };
             if (at < stage || (at == stage && at > 0)) {
                 throw fail(key + ".type", type + " out of the order Replace/Metaspace, ByteFallback, Fuse, Strip");
