@@ -7,18 +7,21 @@ import java.nio.charset.StandardCharsets;
 import java.nio.ByteBuffer;
 
 /**
- * The decoder chain of SentencePiece-style BPE tokenizers (Mistral/Mixtral, Llama 2): {@code Replace} steps on each
- * token (the word-start mark '▁' back to a space), {@code ByteFallback} (runs of {@code <0xAB>} tokens read together
+ * The decoder chain of SentencePiece-style BPE tokenizers (Mistral/Mixtral, Llama 2): {@code Replace} or
+ * {@code Metaspace} steps on each token (the word-start mark '▁' back to a space), {@code ByteFallback} (runs of {@code <0xAB>} tokens read together
  * as UTF-8; a run that is not valid UTF-8 becomes one U+FFFD per byte, as in the reference), {@code Fuse} and a
  * {@code Strip} of the leading spaces the normalizer's prepended mark left.
  *
- * @param pieces  per id, the token after the Replace steps (null where no token has the id)
+ * @param pieces  per id, the token after the Replace and Metaspace steps (null where no token has the id)
+ * @param firstPieces null, or per id the token as the first of a text where that differs (a Metaspace decoder drops
+ *                the marks of the first token)
  * @param byteOf  per id, the byte a {@code <0xAB>} token stands for when ByteFallback is on, else -1
  * @param strip   how many leading {@code stripChar}s the whole text loses at most
  * @param stripChar the character Strip removes
  * @param special per id, whether it is a special token
  */
-record PieceDecoding(String[] pieces, int[] byteOf, int strip, char stripChar, boolean[] special)
+record PieceDecoding(String[] pieces, String[] firstPieces, int[] byteOf, int strip, char stripChar,
+                     boolean[] special)
         implements Decoding {
 
     private String pieceOf(int id, boolean skipSpecialTokens) {
@@ -55,12 +58,19 @@ record PieceDecoding(String[] pieces, int[] byteOf, int strip, char stripChar, b
         return new Stream() {
             private final ByteArrayOutputStream run = new ByteArrayOutputStream();
             private int stripLeft = strip;
+            private boolean first = true;
 
             @Override
             public String next(int id) {
                 String piece = pieceOf(id, skipSpecialTokens);
                 if (piece == null) {
                     return "";
+                }
+                if (first) {
+                    first = false;
+                    if (firstPieces != null && firstPieces[id] != null) {
+                        piece = firstPieces[id];
+                    }
                 }
                 if (byteOf[id] >= 0) {
                     // A run is decided only when it ends: later bytes can still make it valid or not.

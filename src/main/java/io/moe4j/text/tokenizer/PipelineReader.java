@@ -1,6 +1,7 @@
 package io.moe4j.text.tokenizer;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import io.moe4j.MoeException;
 
 import java.nio.charset.StandardCharsets;
@@ -30,7 +31,8 @@ final class PipelineReader {
 
     /**
      * The decoding of a {@code decoder} section: ByteLevel, none (tokens joined with spaces, as the reference does),
-     * or the SentencePiece-style chain {@code Replace* ByteFallback? Fuse? Strip?} in that order.
+     * a Metaspace decoder, or the SentencePiece-style chain {@code (Replace|Metaspace)* ByteFallback? Fuse? Strip?}
+     * in that order.
      *
      * @param tokens  per id, the token as the decoder sees it (null where no token has the id)
      * @param special per id, whether it is a special token
@@ -52,47 +54,84 @@ final class PipelineReader {
             return new ByteDecoding(bytes, new byte[0], special);
         }
         if (type.equals("Sequence")) {
-            return pieceChain(decoder.path("decoders"), tokens, special);
+            return pieceChain(decoder.path("decoders"), "decoder.decoders", tokens, special);
         }
-        throw fail("decoder.type", "unsupported decoder \"" + type + "\" (supported: ByteLevel, Sequence of "
-                + "Replace, ByteFallback, Fuse, Strip)");
+        if (type.equals("Metaspace")) {
+            return pieceChain(JsonNodeFactory.instance.arrayNode().add(decoder), "decoder", tokens, special);
+        }
+        throw fail("decoder.type", "unsupported decoder \"" + type + "\" (supported: ByteLevel, Metaspace, Sequence "
+                + "of Replace, Metaspace, ByteFallback, Fuse, Strip)");
     }
 
-    private Decoding pieceChain(JsonNode steps, String[] tokens, boolean[] special) {
+    private Decoding pieceChain(JsonNode steps, String stepsKey, String[] tokens, boolean[] special) {
         if (!steps.isArray()) {
-            throw fail("decoder.decoders", "missing or not an array");
+            throw fail(stepsKey, "missing or not an array");
         }
-        // Stage of the chain reached: 0 Replace, 1 ByteFallback, 2 Fuse, 3 Strip; each may appear once, in order
-        // (Replace any number of times), which is the order under which streaming it token by token is exact.
+        // Stage of the chain reached: 0 Replace/Metaspace, 1 ByteFallback, 2 Fuse, 3 Strip; each may appear once, in
+        // order (stage 0 any number of times), which is the order under which streaming token by token is exact.
         int stage = 0;
         String[] pieces = tokens.clone();
+        String[] firstPieces = null; // per id, the token as the first of a text, where that differs
         boolean byteFallback = false;
         boolean fused = false;
         int strip = 0;
         char stripChar = ' ';
         for (int i = 0; i < steps.size(); i++) {
             JsonNode step = steps.get(i);
-            String key = "decoder.decoders[" + i + "]";
+            String key = stepsKey.equals("decoder") ? stepsKey : stepsKey + "[" + i + "]";
             String type = step.path("type").asText("");
             int at = switch (type) {
-                case "Replace" -> 0;
+                case "Replace", "Metaspace" -> 0;
                 case "ByteFallback" -> 1;
                 case "Fuse" -> 2;
                 case "Strip" -> 3;
                 default -> throw fail(key + ".type", "unsupported decoder \"" + type
-                        + "\" in a Sequence (supported: Replace, ByteFallback, Fuse, Strip)");
+                        + "\" in a Sequence (supported: Replace, Metaspace, ByteFallback, Fuse, Strip)");
             };
             if (at < stage || (at == stage && at > 0)) {
-                throw fail(key + ".type", type + " out of the order Replace, ByteFallback, Fuse, Strip");
+                throw fail(key + ".type", type + " out of the order Replace/Metaspace, ByteFallback, Fuse, Strip");
             }
             stage = at;
             switch (type) {
                 case "Replace" -> {
                     Pattern pattern = pattern(step.path("pattern"), key + ".pattern");
                     String content = step.path("content").asText("");
+                    for (String[] list : firstPieces == null ? new String[][] {pieces} : new String[][] {pieces,
+                        firstPieces}) {
+                        for (int id = 0; id < list.length; id++) {
+                            if (list[id] != null) {
+                                list[id] = pattern.matcher(list[id]).replaceAll(Matcher.quoteReplacement(content));
+                            }
+                        }
+                    }
+                }
+                case "Metaspace" -> {
+                    // The mark becomes a space, except in the first token, which loses its marks altogether
+                    // (the one the pre-tokenizer prepended), unless the prepend scheme is "never".
+                    String mark = step.path("replacement").asText("\u2581");
+                    String scheme = step.path("prepend_scheme").asText("always");
+                    if (step.has("add_prefix_space") && !step.get("add_prefix_space").asBoolean()) {
+                        scheme = "never";
+                    }
+                    if (!scheme.equals("never")) {
+                        if (firstPieces == null) {
+                            firstPieces = pieces.clone();
+                        }
+                        for (int id = 0; id < firstPieces.length; id++) {
+                            if (firstPieces[id] != null) {
+                                firstPieces[id] = firstPieces[id].replace(mark, "");
+                            }
+                        }
+                    } else if (firstPieces != null) {
+                        for (int id = 0; id < firstPieces.length; id++) {
+                            if (firstPieces[id] != null) {
+                                firstPieces[id] = firstPieces[id].replace(mark, " ");
+                            }
+                        }
+                    }
                     for (int id = 0; id < pieces.length; id++) {
                         if (pieces[id] != null) {
-                            pieces[id] = pattern.matcher(pieces[id]).replaceAll(Matcher.quoteReplacement(content));
+                            pieces[id] = pieces[id].replace(mark, " ");
                         }
                     }
                 }
@@ -117,7 +156,14 @@ final class PipelineReader {
         for (int id = 0; id < pieces.length; id++) {
             byteOf[id] = byteFallback && pieces[id] != null ? fallbackByte(pieces[id]) : -1;
         }
-        return new PieceDecoding(pieces, byteOf, strip, stripChar, special);
+        if (firstPieces != null) {
+            for (int id = 0; id < firstPieces.length; id++) {
+                if (firstPieces[id] != null && firstPieces[id].equals(pieces[id])) {
+                    firstPieces[id] = null;
+                }
+            }
+        }
+        return new PieceDecoding(pieces, firstPieces, byteOf, strip, stripChar, special);
     }
 
     /** The byte of a {@code <0xAB>} token, or -1 for any other token. */
@@ -196,11 +242,27 @@ final class PipelineReader {
                 yield new PreTokenizer.Steps(List.copyOf(list));
             }
             case "Split" -> split(n, key);
+            case "Metaspace" -> metaspace(n, key);
             case "ByteLevel" -> new PreTokenizer.ByteLevelStep(n.path("add_prefix_space").asBoolean(true),
                     n.path("use_regex").asBoolean(true));
             default -> throw fail(key + ".type", "unsupported pre-tokenizer \"" + type
-                    + "\" (supported: Sequence, Split, ByteLevel)");
+                    + "\" (supported: Sequence, Split, ByteLevel, Metaspace)");
         };
+    }
+
+    private PreTokenizer metaspace(JsonNode n, String key) {
+        String replacement = n.path("replacement").asText("\u2581");
+        if (replacement.length() != 1) {
+            throw fail(key + ".replacement", "not one character: \"" + replacement + "\"");
+        }
+        String scheme = n.path("prepend_scheme").asText("always");
+        if (!scheme.equals("always") && !scheme.equals("first") && !scheme.equals("never")) {
+            throw fail(key + ".prepend_scheme", "unknown scheme \"" + scheme + "\" (always, first, never)");
+        }
+        if (n.has("add_prefix_space") && !n.get("add_prefix_space").asBoolean()) {
+            scheme = "never"; // the older key; false means no mark is ever prepended
+        }
+        return new PreTokenizer.Metaspace(replacement.charAt(0), scheme, n.path("split").asBoolean(true));
     }
 
     private PreTokenizer split(JsonNode n, String key) {

@@ -10,34 +10,112 @@ import java.util.regex.Pattern;
  * pieces of the step before and cuts each one further; empty pieces are dropped, as in the reference.
  */
 sealed interface PreTokenizer {
-    /** Appends the pieces of {@code piece} to {@code out}. */
-    void split(String piece, List<String> out);
+    /**
+     * Appends the pieces of {@code piece} to {@code out}.
+     *
+     * @param atStart whether the piece begins the input text (no added token before it), which Metaspace's
+     *                {@code prepend_scheme: "first"} asks about; the first piece cut from it inherits that
+     */
+    void split(String piece, boolean atStart, List<String> out);
 
-    /** Cuts all pieces of a list. */
-    default List<String> splitAll(List<String> pieces) {
-        List<String> out = new ArrayList<>(pieces.size() * 2);
-        for (String piece : pieces) {
-            split(piece, out);
-        }
-        return out;
+    /** Whether the first piece {@link #split} makes of {@code piece} begins where {@code piece} begins. */
+    default boolean keepsStart(String piece) {
+        return true;
     }
 
     /** Steps applied one after the other ({@code Sequence}). */
     record Steps(List<PreTokenizer> steps) implements PreTokenizer {
         @Override
-        public void split(String piece, List<String> out) {
+        public void split(String piece, boolean atStart, List<String> out) {
             List<String> pieces = List.of(piece);
+            boolean firstAtStart = atStart;
             for (PreTokenizer step : steps) {
-                pieces = step.splitAll(pieces);
+                List<String> next = new ArrayList<>(pieces.size() * 2);
+                for (int i = 0; i < pieces.size(); i++) {
+                    step.split(pieces.get(i), i == 0 && firstAtStart, next);
+                }
+                // The first piece still begins the text unless the step dropped what the first piece began with.
+                firstAtStart = firstAtStart && !pieces.isEmpty() && step.keepsStart(pieces.get(0));
+                pieces = next;
             }
             out.addAll(pieces);
+        }
+
+        @Override
+        public boolean keepsStart(String piece) {
+            // Conservative for nested sequences: only the outer sequence tracks its steps.
+            List<String> pieces = List.of(piece);
+            for (PreTokenizer step : steps) {
+                if (pieces.isEmpty() || !step.keepsStart(pieces.get(0))) {
+                    return false;
+                }
+                List<String> next = new ArrayList<>();
+                for (String p : pieces) {
+                    step.split(p, false, next);
+                }
+                pieces = next;
+            }
+            return true;
+        }
+    }
+
+    /**
+     * {@code Metaspace}: spaces become the word-start mark ('▁'), a mark is put before the text (always, only before
+     * the start of the input, or never), and the text is cut before each mark.
+     */
+    record Metaspace(char replacement, String prependScheme, boolean split) implements PreTokenizer {
+        @Override
+        public void split(String piece, boolean atStart, List<String> out) {
+            String text = piece.replace(' ', replacement);
+            boolean prepend = switch (prependScheme) {
+                case "always" -> true;
+                case "first" -> atStart;
+                default -> false;
+            };
+            if (prepend && (text.isEmpty() || text.charAt(0) != replacement)) {
+                text = replacement + text;
+            }
+            if (!split) {
+                if (!text.isEmpty()) {
+                    out.add(text);
+                }
+                return;
+            }
+            // MergedWithNext on each mark: every word starts with its mark.
+            int start = 0;
+            for (int i = 1; i < text.length(); i++) {
+                if (text.charAt(i) == replacement) {
+                    out.add(text.substring(start, i));
+                    start = i;
+                }
+            }
+            if (start < text.length()) {
+                out.add(text.substring(start));
+            }
         }
     }
 
     /** {@code Split}: cuts at the matches of a pattern and keeps or joins them per {@link SplitBehavior}. */
     record RegexSplit(Pattern pattern, SplitBehavior behavior, boolean invert) implements PreTokenizer {
         @Override
-        public void split(String piece, List<String> out) {
+        public boolean keepsStart(String piece) {
+            if (behavior != SplitBehavior.REMOVED || piece.isEmpty()) {
+                return true;
+            }
+            // Removed drops the matches (the gaps with invert): is the text at 0 one of them?
+            Matcher m = pattern.matcher(piece);
+            boolean matchAtZero = false;
+            while (m.find()) {
+                if (m.end() > m.start()) {
+                    matchAtZero = m.start() == 0;
+                    break;
+                }
+            }
+            return invert == matchAtZero;
+        }
+
+        @Override
+        public void split(String piece, boolean atStart, List<String> out) {
             Matcher m = pattern.matcher(piece);
             if (behavior == SplitBehavior.ISOLATED) {
                 // The common case (every real tokenizer's regex): matches and the gaps between them, in order.
@@ -139,7 +217,7 @@ sealed interface PreTokenizer {
                 "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+");
 
         @Override
-        public void split(String piece, List<String> out) {
+        public void split(String piece, boolean atStart, List<String> out) {
             if (addPrefixSpace && !piece.startsWith(" ")) {
                 piece = " " + piece;
             }
@@ -148,7 +226,7 @@ sealed interface PreTokenizer {
                 return;
             }
             List<String> words = new ArrayList<>();
-            new RegexSplit(GPT2, SplitBehavior.ISOLATED, false).split(piece, words);
+            new RegexSplit(GPT2, SplitBehavior.ISOLATED, false).split(piece, atStart, words);
             for (String word : words) {
                 out.add(ByteLevel.encode(word));
             }

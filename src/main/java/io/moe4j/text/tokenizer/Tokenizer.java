@@ -35,6 +35,7 @@ public final class Tokenizer {
     private final String eosToken;
     private final OptionalInt bosId;
     private final OptionalInt eosId;
+    private final List<AddedToken> addedTokens;
 
     Tokenizer(String source, TextNormalizer normalizer, PreTokenizer preTokenizer, BpeModel model,
               List<AddedToken> added, String[] tokens, boolean[] special, Decoding decoding,
@@ -61,6 +62,7 @@ public final class Tokenizer {
         this.rawAdded = new AddedVocabulary(raw);
         this.normalizedAdded = new AddedVocabulary(normalized);
         this.addedIds = Map.copyOf(ids);
+        this.addedTokens = List.copyOf(added);
         this.bosToken = bosToken;
         this.eosToken = eosToken;
         this.bosId = idOrEmpty(bosToken);
@@ -91,20 +93,26 @@ public final class Tokenizer {
     public int[] encode(String text) {
         checkWellFormed(text);
         IntList out = new IntList();
-        for (AddedVocabulary.Piece piece : rawAdded.split(text)) {
+        List<AddedVocabulary.Piece> pieces = rawAdded.split(text);
+        for (int p = 0; p < pieces.size(); p++) {
+            AddedVocabulary.Piece piece = pieces.get(p);
             if (piece.token() != null) {
                 out.add(piece.token().id());
                 continue;
             }
             String normal = normalizer.normalize(piece.text());
-            for (AddedVocabulary.Piece inner : normalizedAdded.split(normal)) {
-                if (inner.token() != null) {
-                    out.add(inner.token().id());
+            List<AddedVocabulary.Piece> inner = normalizedAdded.split(normal);
+            for (int q = 0; q < inner.size(); q++) {
+                AddedVocabulary.Piece part = inner.get(q);
+                if (part.token() != null) {
+                    out.add(part.token().id());
                 } else if (preTokenizer == null) {
-                    model.encodeWord(inner.text(), out);
+                    model.encodeWord(part.text(), out);
                 } else {
+                    // The first piece of text begins the input unless an added token came before it.
+                    boolean atStart = p == 0 && q == 0;
                     List<String> words = new java.util.ArrayList<>();
-                    preTokenizer.split(inner.text(), words);
+                    preTokenizer.split(part.text(), atStart, words);
                     for (String word : words) {
                         model.encodeWord(word, out);
                     }
@@ -180,6 +188,11 @@ public final class Tokenizer {
     /** Whether {@code id} is a special added token (chat markers, end of text ...). */
     public boolean isSpecial(int id) {
         return id >= 0 && id < special.length && special[id];
+    }
+
+    /** The added tokens (special and not), as tokenizer.json and tokenizer_config.json list them. */
+    public List<AddedToken> addedTokens() {
+        return addedTokens;
     }
 
     /** The id of the beginning-of-sequence token named by tokenizer_config.json, if any. */

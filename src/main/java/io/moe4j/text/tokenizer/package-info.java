@@ -22,10 +22,11 @@
  *
  * <p>Supported: models of type BPE (merges as "a b" strings or [a, b] pairs, {@code ignore_merges},
  * {@code byte_fallback}, {@code unk_token}/{@code fuse_unk}, subword prefix and suffix); normalizers NFC, NFD, NFKC,
- * NFKD, Lowercase, Prepend, Replace and Sequence; pre-tokenizers Split (every behavior, {@code invert}), ByteLevel
- * and Sequence, or none; decoders ByteLevel ({@link io.moe4j.text.tokenizer.ByteDecoding}), none, and the
- * SentencePiece-style chain Replace, ByteFallback, Fuse, Strip of Mistral/Mixtral files
- * ({@link io.moe4j.text.tokenizer.PieceDecoding}). Anything else (WordPiece, Unigram, the Metaspace pre-tokenizer and
- * decoder ...) is refused at load with an {@link io.moe4j.MoeException} naming the file and key.
+ * NFKD, Lowercase, Prepend, Replace and Sequence; pre-tokenizers Split (every behavior, {@code invert}), ByteLevel,
+ * Metaspace (every prepend scheme) and Sequence, or none; decoders ByteLevel
+ * ({@link io.moe4j.text.tokenizer.ByteDecoding}), none, and the SentencePiece-style chain of Replace or Metaspace,
+ * ByteFallback, Fuse and Strip ({@link io.moe4j.text.tokenizer.PieceDecoding}). Anything else (WordPiece, Unigram,
+ * BERT pre-tokenizers, other decoders ...) is refused at load with an {@link io.moe4j.MoeException} naming the file
+ * and key.
  */
 package io.moe4j.text.tokenizer;

@@ -15,8 +15,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The SentencePiece-style BPE of Mistral/Mixtral tokenizer.json files (normalizer Prepend '▁' + Replace ' ' -> '▁',
- * no pre-tokenizer, byte fallback, decoder Replace + ByteFallback + Fuse + Strip), on a vocabulary small enough to
- * work out by hand: {@code <unk> <s> </s>} = 0, 1, 2; {@code <0x00>..<0xFF>} = 3..258; ▁ = 259, a = 260, b = 261,
+ * no pre-tokenizer, byte fallback, decoder Replace + ByteFallback + Fuse + Strip; or the newer layout with a Metaspace
+ * pre-tokenizer and decoder), on a vocabulary small enough to work out by hand: {@code <unk> <s> </s>} = 0, 1, 2; {@code <0x00>..<0xFF>} = 3..258; ▁ = 259, a = 260, b = 261,
  * ▁a = 262, ab = 263, ▁ab = 264.
  */
 class SentencePieceStyleTest {
@@ -100,6 +100,45 @@ class SentencePieceStyleTest {
         assertThat(stream.flush()).isEqualTo("\uFFFD");
     }
 
+    /** The same vocabulary with the newer layout: no normalizer, a Metaspace pre-tokenizer and decoder. */
+    private static ObjectNode metaspaceJson(String scheme, boolean split) {
+        ObjectNode root = tokenizerJson();
+        root.putNull("normalizer");
+        root.putObject("pre_tokenizer").put("type", "Metaspace").put("replacement", "▁").put("prepend_scheme", scheme)
+                .put("split", split);
+        ObjectNode decoder = root.putObject("decoder").put("type", "Sequence");
+        ArrayNode steps = decoder.putArray("decoders");
+        steps.addObject().put("type", "Metaspace").put("replacement", "▁").put("prepend_scheme", scheme)
+                .put("split", split);
+        steps.addObject().put("type", "ByteFallback");
+        steps.addObject().put("type", "Fuse");
+        return root;
+    }
+
+    @Test
+    void metaspacePrependsTheMarkOnlyAtTheStartOfTheInputWithSchemeFirst() {
+        Tokenizer first = Tokenizer.load(write(dir, metaspaceJson("first", false)));
+        assertThat(first.encode("ab ab")).containsExactly(264, 264);
+        // After a special token the text does not begin the input: no mark, so "ab" merges to ab = 263.
+        assertThat(first.encode("<s>ab")).containsExactly(1, 263);
+        Tokenizer always = Tokenizer.load(write(dir, metaspaceJson("always", false)));
+        assertThat(always.encode("<s>ab")).containsExactly(1, 264);
+        Tokenizer never = Tokenizer.load(write(dir, metaspaceJson("never", true)));
+        // No mark before the first word; split cuts before each mark: "ab", "▁ab".
+        assertThat(never.encode("ab ab")).containsExactly(263, 264);
+    }
+
+    @Test
+    void theMetaspaceDecoderDropsTheMarksOfTheFirstToken() {
+        Tokenizer first = Tokenizer.load(write(dir, metaspaceJson("first", false)));
+        assertThat(first.decode(new int[] {264, 264})).isEqualTo("ab ab");
+        assertThat(first.decode(new int[] {1, 264})).isEqualTo("<s> ab");
+        IncrementalDecoder stream = first.incrementalDecoder(true);
+        assertThat(stream.next(1) + stream.next(264) + stream.next(262)).isEqualTo("ab a");
+        Tokenizer never = Tokenizer.load(write(dir, metaspaceJson("never", true)));
+        assertThat(never.decode(new int[] {264, 264})).isEqualTo(" ab ab");
+    }
+
     @Test
     void aDecoderChainOutOfOrderIsRefused() {
         ObjectNode root = tokenizerJson();
@@ -107,9 +146,9 @@ class SentencePieceStyleTest {
         steps.insert(0, JSON.createObjectNode().put("type", "Fuse"));
         assertThatThrownBy(() -> Tokenizer.load(write(dir, root))).isInstanceOf(MoeException.class)
                 .hasMessageContaining("decoder.decoders[1].type").hasMessageContaining("order");
-        ObjectNode metaspace = tokenizerJson();
-        ((ArrayNode) metaspace.get("decoder").get("decoders")).set(0, JSON.createObjectNode().put("type", "Metaspace"));
-        assertThatThrownBy(() -> Tokenizer.load(write(dir, metaspace))).isInstanceOf(MoeException.class)
-                .hasMessageContaining("decoder.decoders[0].type").hasMessageContaining("Metaspace");
+        ObjectNode other = tokenizerJson();
+        ((ArrayNode) other.get("decoder").get("decoders")).set(0, JSON.createObjectNode().put("type", "CTC"));
+        assertThatThrownBy(() -> Tokenizer.load(write(dir, other))).isInstanceOf(MoeException.class)
+                .hasMessageContaining("decoder.decoders[0].type").hasMessageContaining("CTC");
     }
 }

@@ -79,6 +79,7 @@ class TokenizerEdgeCaseTest {
             // An added token written in the text is that one token.
             assertThat(t.encode(added.get("content").asText())).containsExactly(id);
         }
+        assertThat(t.addedTokens()).hasSize(root.get("added_tokens").size());
         assertThat(t.vocabSize()).isEqualTo(maxId + 1);
         assertThat(t.isSpecial(-1)).isFalse();
         assertThat(t.isSpecial(t.vocabSize())).isFalse();

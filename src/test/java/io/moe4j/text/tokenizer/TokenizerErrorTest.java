@@ -62,8 +62,8 @@ class TokenizerErrorTest {
     void anUnsupportedPreTokenizerInsideASequence() {
         ObjectNode root = byteLevel();
         ObjectNode seq = root.putObject("pre_tokenizer").put("type", "Sequence");
-        seq.putArray("pretokenizers").addObject().put("type", "Metaspace");
-        failsWith(root, "pre_tokenizer.pretokenizers[0].type", "Metaspace");
+        seq.putArray("pretokenizers").addObject().put("type", "BertPreTokenizer");
+        failsWith(root, "pre_tokenizer.pretokenizers[0].type", "BertPreTokenizer");
     }
 
     @Test

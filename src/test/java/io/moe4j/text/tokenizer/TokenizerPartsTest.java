@@ -14,7 +14,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 class TokenizerPartsTest {
     private static List<String> split(String regex, SplitBehavior behavior, boolean invert, String text) {
         List<String> out = new ArrayList<>();
-        new PreTokenizer.RegexSplit(Pattern.compile(regex), behavior, invert).split(text, out);
+        new PreTokenizer.RegexSplit(Pattern.compile(regex), behavior, invert).split(text, true, out);
         return out;
     }
 
@@ -47,7 +47,7 @@ class TokenizerPartsTest {
         assertThat(OnigPatterns.compile("(?i:'s|'t)").matcher("'S").matches()).isTrue();
         List<String> words = new ArrayList<>();
         new PreTokenizer.RegexSplit(OnigPatterns.compile("\\s+(?!\\S)|\\s+|\\S+"), SplitBehavior.ISOLATED, false)
-                .split("a   b ", words);
+                .split("a   b ", true, words);
         assertThat(words).containsExactly("a", "  ", " ", "b", " ");
     }
 
