@@ -1,7 +1,6 @@
 package io.moe4j.model;
 
 import io.moe4j.MoeException;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -21,12 +20,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * leads the runner-up by more than top1_min_margin.
  */
 class ConformanceModelsTest {
-    /**
-     * The switch: true once {@link ModelOptions#defaults()} loads linears through the quantized linear factory. While
-     * false, the cases whose attention or dense MLPs are stored quantized are skipped (and must be refused by name).
-     */
-    static final boolean QUANTIZED_LINEARS = true;
-
     static final List<String> BACKENDS = List.of("emulation", "cpu");
 
     static Stream<Arguments> runs() {
@@ -49,8 +42,6 @@ class ConformanceModelsTest {
     @MethodSource("runs")
     void logitsMatchTransformers(String name, String backend, boolean incremental) {
         ModelCases.Case c = ModelCases.load(name);
-        Assumptions.assumeTrue(QUANTIZED_LINEARS || c.quantizedLinears() == 0,
-                () -> name + ": " + c.quantizedLinears() + " quantized linears need the quantized linear factory");
         ModelOptions options = ModelOptions.defaults().withBackend(backend).withThreads(2);
         try (Model model = Model.load(c.dir(), options); Session session = model.newSession()) {
             float[] got = incremental ? oneAtATime(session, c.inputIds(), c.vocab()) : session.prefill(c.inputIds());
@@ -90,10 +81,10 @@ class ConformanceModelsTest {
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("quantizedCases")
-    void quantizedLinearsAreRefusedByNameWithoutTheQuantizedFactory(String name) {
-        Assumptions.assumeFalse(QUANTIZED_LINEARS, "the quantized linear factory is in use");
+    void quantizedLinearsAreRefusedByNameByTheUnquantizedFactory(String name) {
         ModelCases.Case c = ModelCases.load(name);
-        assertThatThrownBy(() -> Model.load(c.dir(), ModelOptions.defaults().withBackend("emulation").withThreads(1)))
+        assertThatThrownBy(() -> Model.load(c.dir(), ModelOptions.defaults().withBackend("emulation").withThreads(1)
+                .withLinears(UnquantizedLinears::factory)))
                 .isInstanceOf(MoeException.class)
                 .hasMessageContaining("stored quantized")
                 .hasMessageContaining("model.layers.0.");
