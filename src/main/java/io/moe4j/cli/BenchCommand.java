@@ -174,7 +174,14 @@ final class BenchCommand implements Callable<Integer> {
         long budget = memoryGib == null ? io.moe4j.bench.model.MemoryFit.defaultBudget() : (long) (memoryGib * (1L << 30));
         java.nio.file.Path cache = cacheDir != null ? cacheDir
                 : java.nio.file.Path.of(System.getProperty("java.io.tmpdir"), "moe4j-bench");
-        return new ModelBenchRun(p, backend, nThreads, layers, experts,
+        if (layers != null && layers > p.shape().fullLayers() || experts != null && (experts > p.shape().fullExperts()
+                || experts < p.shape().topK())) {
+            throw new IllegalArgumentException(p.cliName() + " has " + p.shape().fullLayers() + " layers and "
+                    + p.shape().fullExperts() + " experts a layer (top-" + p.shape().topK() + "): --layers " + layers
+                    + ", --experts " + experts + " do not fit");
+        }
+        io.moe4j.bench.model.ModelShape shape = io.moe4j.bench.model.MemoryFit.fit(p.shape(), layers, experts, budget);
+        return new ModelBenchRun(p, shape, backend, nThreads,
                 new io.moe4j.bench.model.ModelBench(warm, decodeTokens, promptTokens, SEED), cache, budget,
                 bandwidthMib << 20, json).run();
     }

@@ -1,7 +1,6 @@
 package io.moe4j.cli;
 
 import io.moe4j.bench.MemoryBandwidth;
-import io.moe4j.bench.model.MemoryFit;
 import io.moe4j.bench.model.ModelBench;
 import io.moe4j.bench.model.ModelBenchResult;
 import io.moe4j.bench.model.ModelPreset;
@@ -10,7 +9,10 @@ import io.moe4j.bench.model.SyntheticModel;
 import io.moe4j.bench.model.TokenBytes;
 import io.moe4j.model.Model;
 import io.moe4j.model.ModelOptions;
+import me.tongfei.progressbar.ConsoleProgressBarConsumer;
 import me.tongfei.progressbar.ProgressBar;
+import me.tongfei.progressbar.ProgressBarBuilder;
+import me.tongfei.progressbar.ProgressBarStyle;
 
 import java.nio.file.Path;
 import java.util.Locale;
@@ -19,13 +21,15 @@ import java.util.Locale;
  * {@code moe bench --model-preset P}: writes (or reuses) a synthetic model of the preset's real shape and scheme,
  * loads it through {@link Model#load}, times batch-1 decode and a prompt's prefill, and sets the bytes a token reads
  * against the read bandwidth measured in the same run.
+ *
+ * @param shape the preset's shape as run (fewer layers or experts where the whole model does not fit)
+ * @param budget the memory budget the shape was fitted to, for the message
  */
-record ModelBenchRun(ModelPreset preset, String backend, int threads, Integer layers, Integer experts,
-                     ModelBench bench, Path cacheDir, long budget, long bandwidthBytes, boolean json) {
+record ModelBenchRun(ModelPreset preset, ModelShape shape, String backend, int threads, ModelBench bench,
+                     Path cacheDir, long budget, long bandwidthBytes, boolean json) {
     private static final long SEED = 20261125L;
 
     int run() {
-        ModelShape shape = MemoryFit.fit(preset.shape(), layers, experts, budget);
         Path dir = cacheDir.resolve(String.format(Locale.ROOT, "%s-%dL-%dE", preset.cliName(), shape.layers(),
                 shape.experts()));
         long bytes = SyntheticModel.checkpointBytes(shape);
@@ -38,7 +42,10 @@ record ModelBenchRun(ModelPreset preset, String backend, int threads, Integer la
         if (SyntheticModel.isWritten(dir, shape)) {
             System.err.println("reusing " + dir);
         } else {
-            try (ProgressBar pb = DemoCommand.bar("writing " + dir.getFileName(), bytes)) {
+            try (ProgressBar pb = new ProgressBarBuilder().setTaskName("writing " + dir.getFileName())
+                    .setInitialMax(bytes).setUnit(" MB", 1_000_000).setStyle(ProgressBarStyle.ASCII)
+                    .setUpdateIntervalMillis(500).continuousUpdate()
+                    .setConsumer(new ConsoleProgressBarConsumer(System.err)).build()) {
                 SyntheticModel.writeIfAbsent(dir, shape, SEED, pb::stepBy);
             }
         }
@@ -64,7 +71,7 @@ record ModelBenchRun(ModelPreset preset, String backend, int threads, Integer la
         ModelBenchResult r = new ModelBenchResult(preset.cliName(), preset.scheme(), backend, threads, shape.layers(),
                 shape.fullLayers(), shape.experts(), shape.fullExperts(), bench.decodeTokens(), perToken * 1e3,
                 timing.decodeTokensPerS(), timing.promptTokens(), timing.prefillTokensPerS(), tb, effective, machine,
-                full, effective * 1e9 / full);
+                full, effective * 1e9 / full, timing.decodeCpuSeconds() / (timing.decodeWallSeconds() * threads));
         System.out.print(json ? r.json() + System.lineSeparator() : r.text());
         System.out.flush();
         return 0;

@@ -29,8 +29,14 @@ public record ModelBench(int warmupTokens, int decodeTokens, int promptTokens, l
     /**
      * @param decodeSeconds  each timed decode step's seconds, in order
      * @param prefillSeconds the prompt's one pass
+     * @param decodeCpuSeconds the process's CPU time over the timed decode steps: far below their wall time times
+     *                         the threads, it says the machine was busy with other work (or the workers idle)
      */
-    public record Timing(double[] decodeSeconds, double prefillSeconds, int promptTokens) {
+    public record Timing(double[] decodeSeconds, double prefillSeconds, int promptTokens, double decodeCpuSeconds) {
+        public double decodeWallSeconds() {
+            return Arrays.stream(decodeSeconds).sum();
+        }
+
         public double medianDecodeSeconds() {
             double[] s = decodeSeconds.clone();
             Arrays.sort(s);
@@ -52,15 +58,18 @@ public record ModelBench(int warmupTokens, int decodeTokens, int promptTokens, l
         SplittableRandom rnd = new SplittableRandom(seed);
         int vocab = model.vocabSize();
         double[] decode = new double[decodeTokens];
+        long cpu = 0;
         try (Session s = model.newSession()) {
             float[] logits = s.prefillLast(randomTokens(rnd, SHORT_PROMPT, vocab));
             for (int i = 0; i < warmupTokens + decodeTokens; i++) {
                 int next = argmax(logits);
+                long c0 = processCpuNanos();
                 long t0 = System.nanoTime();
                 logits = s.decode(next);
                 long t1 = System.nanoTime();
                 if (i >= warmupTokens) {
                     decode[i - warmupTokens] = (t1 - t0) / 1e9;
+                    cpu += processCpuNanos() - c0;
                 }
                 step.accept(1);
             }
@@ -73,7 +82,12 @@ public record ModelBench(int warmupTokens, int decodeTokens, int promptTokens, l
             prefill = (System.nanoTime() - t0) / 1e9;
             step.accept(1);
         }
-        return new Timing(decode, prefill, promptTokens);
+        return new Timing(decode, prefill, promptTokens, cpu / 1e9);
+    }
+
+    private static long processCpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory
+                .getOperatingSystemMXBean()).getProcessCpuTime();
     }
 
     private static int[] randomTokens(SplittableRandom rnd, int n, int vocab) {

@@ -13,6 +13,8 @@ import java.util.Locale;
  * @param effectiveGbps   bytesPerToken over the median decode step
  * @param machineGbps     the machine's read bandwidth, measured in the same run with the same threads
  * @param fullBytesPerToken bytes a decode step of the whole real model reads
+ * @param cpuShare        the process's CPU time over the timed decode steps, over their wall time times threads:
+ *                        well below 1, other programs had the cores (or the workers waited)
  * @param projectedTokensPerS the whole real model's decode tokens/s at this run's effective bandwidth (an estimate
  *                          when layers or experts were limited)
  */
@@ -20,7 +22,7 @@ public record ModelBenchResult(String preset, String scheme, String backend, int
                                int experts, int modelExperts, int decodeTokens, double decodeMsPerToken,
                                double decodeTokensPerS, int promptTokens, double prefillTokensPerS,
                                TokenBytes bytes, double effectiveGbps, double machineGbps, long fullBytesPerToken,
-                               double projectedTokensPerS) {
+                               double projectedTokensPerS, double cpuShare) {
 
     public long bytesPerToken() {
         return bytes.total();
@@ -44,11 +46,12 @@ public record ModelBenchResult(String preset, String scheme, String backend, int
                         + "\"prefill_tokens_per_s\":%.3f,\"bytes_per_token\":%d,\"bytes\":{\"embedding_row\":%d,"
                         + "\"attention\":%d,\"experts\":%d,\"dense\":%d,\"norms\":%d,\"lm_head\":%d},"
                         + "\"effective_gbps\":%.3f,\"machine_gbps\":%.3f,\"ratio\":%.4f,"
-                        + "\"full_model_bytes_per_token\":%d,\"projected_full_model_tokens_per_s\":%.3f}",
+                        + "\"full_model_bytes_per_token\":%d,\"projected_full_model_tokens_per_s\":%.3f,"
+                        + "\"decode_cpu_share\":%.3f}",
                 preset, scheme, backend, threads, layers, modelLayers, experts, modelExperts, decodeTokens,
                 decodeMsPerToken, decodeTokensPerS, promptTokens, prefillTokensPerS, bytes.total(), bytes.embeddingRow(),
                 bytes.attention(), bytes.experts(), bytes.dense(), bytes.norms(), bytes.lmHead(), effectiveGbps,
-                machineGbps, ratio(), fullBytesPerToken, projectedTokensPerS);
+                machineGbps, ratio(), fullBytesPerToken, projectedTokensPerS, cpuShare);
     }
 
     /** A few lines for people. */
@@ -56,12 +59,13 @@ public record ModelBenchResult(String preset, String scheme, String backend, int
         StringBuilder b = new StringBuilder();
         b.append(String.format(Locale.ROOT, "%s (%s) on %s, %d threads%n", preset, scheme, backend, threads));
         if (limited()) {
-            b.append(String.format(Locale.ROOT, "  model limited to %d of %d layers, %d of %d experts a layer to fit "
-                    + "this machine's memory; the figures are of the model as run%n", layers, modelLayers, experts,
+            b.append(String.format(Locale.ROOT, "  model limited to %d of %d layers, %d of %d experts a layer (memory"
+                    + " budget or --layers / --experts); the figures are of the model as run%n", layers, modelLayers, experts,
                     modelExperts));
         }
-        b.append(String.format(Locale.ROOT, "  decode (batch 1, median of %d): %.1f ms/token, %.2f tokens/s%n",
-                decodeTokens, decodeMsPerToken, decodeTokensPerS));
+        b.append(String.format(Locale.ROOT, "  decode (batch 1, median of %d): %.1f ms/token, %.2f tokens/s (the "
+                + "process had %.0f%% of %d cores' time)%n", decodeTokens, decodeMsPerToken, decodeTokensPerS,
+                100 * cpuShare, threads));
         b.append(String.format(Locale.ROOT, "  prefill (%d tokens): %.1f tokens/s%n", promptTokens, prefillTokensPerS));
         b.append(String.format(Locale.ROOT, "  bytes a token reads: %.1f MB (experts %.1f, attention %.1f, dense %.1f,"
                         + " lm_head %.1f, norms %.3f, embedding row %.3f)%n", bytes.total() / 1e6,
