@@ -71,12 +71,43 @@ final class BenchCommand implements Callable<Integer> {
             description = "buffer for the bandwidth measurement; far larger than the last-level cache")
     long bandwidthMib;
 
+    @Option(names = "--model-preset", description = "time a whole model instead of one layer: gpt-oss-20b, "
+            + "qwen3-30b-a3b, mixtral-8x7b or deepseek-v3 (real shape and scheme, synthetic weights, batch-1 decode)")
+    String modelPreset;
+
+    @Option(names = "--layers", description = "with --model-preset: layers to run (default: as many as fit "
+            + "--memory-gib)")
+    Integer layers;
+
+    @Option(names = "--experts", description = "with --model-preset: routed experts a layer (default: the model's, "
+            + "fewer only where one MoE layer does not fit --memory-gib)")
+    Integer experts;
+
+    @Option(names = "--decode-tokens", defaultValue = "16",
+            description = "with --model-preset: timed decode steps, median reported (default: ${DEFAULT-VALUE})")
+    int decodeTokens;
+
+    @Option(names = "--prompt-tokens", defaultValue = "128",
+            description = "with --model-preset: the prefill prompt's length (default: ${DEFAULT-VALUE})")
+    int promptTokens;
+
+    @Option(names = "--memory-gib", description = "with --model-preset: memory the model as run may take (default:"
+            + " 30% of the machine's)")
+    Double memoryGib;
+
+    @Option(names = "--cache-dir", description = "with --model-preset: where synthetic models are written and reused"
+            + " (default: the temp dir's moe4j-bench)")
+    java.nio.file.Path cacheDir;
+
     @Option(names = "--warmup", description = "untimed calls first (default: as many as fit in "
             + WARMUP_SECONDS + " s, at least 5, while the JIT compiles the kernels)")
     Integer warmup;
 
     @Override
     public Integer call() {
+        if (modelPreset != null) {
+            return modelBench();
+        }
         BenchPreset p = BenchPreset.fromCliName(preset);
         List<SyntheticScheme> schemes = scheme == null ? p.schemes() : List.of(SyntheticScheme.fromCliName(scheme));
         int nThreads = threads == null ? Runtime.getRuntime().availableProcessors() : threads;
@@ -123,6 +154,36 @@ final class BenchCommand implements Callable<Integer> {
             results.forEach(r -> System.out.println(r.tableRow()));
         }
         return 0;
+    }
+
+    private int modelBench() {
+        io.moe4j.bench.model.ModelPreset p = io.moe4j.bench.model.ModelPreset.fromCliName(modelPreset);
+        int nThreads = threads == null ? Runtime.getRuntime().availableProcessors() : threads;
+        if (scheme != null || fixedRouting || tokens.length != 1 || tokens[0] != 1) {
+            throw new IllegalArgumentException("--model-preset times batch-1 decode in the preset's own scheme: "
+                    + "--scheme, --fixed-routing and --tokens other than 1 do not apply");
+        }
+        if (!backend.equals("cpu") && !backend.equals("emulation")) {
+            throw new IllegalArgumentException("--model-preset runs on backend cpu or emulation, not '" + backend + "'");
+        }
+        if (nThreads < 1 || (layers != null && layers < 1) || (experts != null && experts < 1)
+                || (memoryGib != null && !(memoryGib > 0))) {
+            throw new IllegalArgumentException("--threads, --layers, --experts and --memory-gib must be positive");
+        }
+        int warm = warmup == null ? 4 : warmup;
+        long budget = memoryGib == null ? io.moe4j.bench.model.MemoryFit.defaultBudget() : (long) (memoryGib * (1L << 30));
+        java.nio.file.Path cache = cacheDir != null ? cacheDir
+                : java.nio.file.Path.of(System.getProperty("java.io.tmpdir"), "moe4j-bench");
+        if (layers != null && layers > p.shape().fullLayers() || experts != null && (experts > p.shape().fullExperts()
+                || experts < p.shape().topK())) {
+            throw new IllegalArgumentException(p.cliName() + " has " + p.shape().fullLayers() + " layers and "
+                    + p.shape().fullExperts() + " experts a layer (top-" + p.shape().topK() + "): --layers " + layers
+                    + ", --experts " + experts + " do not fit");
+        }
+        io.moe4j.bench.model.ModelShape shape = io.moe4j.bench.model.MemoryFit.fit(p.shape(), layers, experts, budget);
+        return new ModelBenchRun(p, shape, backend, nThreads,
+                new io.moe4j.bench.model.ModelBench(warm, decodeTokens, promptTokens, SEED), cache, budget,
+                bandwidthMib << 20, json).run();
     }
 
     /**

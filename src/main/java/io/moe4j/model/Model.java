@@ -65,6 +65,11 @@ public final class Model implements AutoCloseable {
             opened.add(linears);
             Loader loader = new Loader(config, checkpoint, linears, options, parallel);
             Tensor embedding = loader.plain(config.embedTokens() + ".weight", config.vocab(), config.hidden());
+            // Fault the table in now, one sequential read: a decode step reads one row, and a row not yet in memory
+            // costs page faults from disk (2.4 ms a token measured on gpt-oss-20b's table) at every new token id.
+            if (embedding.segment().isMapped()) {
+                embedding.segment().load();
+            }
             List<DecoderLayer> layers = new ArrayList<>();
             for (LayerSpec spec : config.layers()) {
                 DecoderLayer layer = loader.layer(spec);

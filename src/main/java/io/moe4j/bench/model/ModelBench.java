@@ -1,0 +1,110 @@
+package io.moe4j.bench.model;
+
+import io.moe4j.model.Model;
+import io.moe4j.model.Session;
+
+import java.util.Arrays;
+import java.util.SplittableRandom;
+import java.util.function.IntConsumer;
+
+/**
+ * Times a loaded model at batch 1 the way generation runs it: a short prompt in one pass, then tokens one at a time,
+ * each the argmax of the last logits (greedy decoding), so every step routes as real text would through its random
+ * weights. Also times a longer prompt's prefill on a fresh session.
+ *
+ * @param warmupTokens untimed decode steps first (JIT compilation)
+ * @param decodeTokens timed decode steps; the median is reported
+ * @param promptTokens the prefill prompt's length
+ */
+public record ModelBench(int warmupTokens, int decodeTokens, int promptTokens, long seed) {
+    /** The prompt before the decode steps: a chat turn's worth of tokens. */
+    static final int SHORT_PROMPT = 8;
+
+    public ModelBench {
+        if (warmupTokens < 0 || decodeTokens < 1 || promptTokens < 1) {
+            throw new IllegalArgumentException("decode tokens and prompt tokens must be positive, warm-up at least 0");
+        }
+    }
+
+    /**
+     * @param decodeSeconds  each timed decode step's seconds, in order
+     * @param prefillSeconds the prompt's one pass
+     * @param decodeCpuSeconds the process's CPU time over the timed decode steps: far below their wall time times
+     *                         the threads, it says the machine was busy with other work (or the workers idle)
+     */
+    public record Timing(double[] decodeSeconds, double prefillSeconds, int promptTokens, double decodeCpuSeconds) {
+        public double decodeWallSeconds() {
+            return Arrays.stream(decodeSeconds).sum();
+        }
+
+        public double medianDecodeSeconds() {
+            double[] s = decodeSeconds.clone();
+            Arrays.sort(s);
+            int n = s.length;
+            return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+        }
+
+        public double decodeTokensPerS() {
+            return 1 / medianDecodeSeconds();
+        }
+
+        public double prefillTokensPerS() {
+            return promptTokens / prefillSeconds;
+        }
+    }
+
+    /** Runs the bench; {@code step} hears of every decode step (warm-up included) and the prefill, for a bar. */
+    public Timing run(Model model, IntConsumer step) {
+        SplittableRandom rnd = new SplittableRandom(seed);
+        int vocab = model.vocabSize();
+        double[] decode = new double[decodeTokens];
+        long cpu = 0;
+        try (Session s = model.newSession()) {
+            float[] logits = s.prefillLast(randomTokens(rnd, SHORT_PROMPT, vocab));
+            for (int i = 0; i < warmupTokens + decodeTokens; i++) {
+                int next = argmax(logits);
+                long c0 = processCpuNanos();
+                long t0 = System.nanoTime();
+                logits = s.decode(next);
+                long t1 = System.nanoTime();
+                if (i >= warmupTokens) {
+                    decode[i - warmupTokens] = (t1 - t0) / 1e9;
+                    cpu += processCpuNanos() - c0;
+                }
+                step.accept(1);
+            }
+        }
+        int[] prompt = randomTokens(rnd, promptTokens, vocab);
+        double prefill;
+        try (Session s = model.newSession()) {
+            long t0 = System.nanoTime();
+            s.prefillLast(prompt);
+            prefill = (System.nanoTime() - t0) / 1e9;
+            step.accept(1);
+        }
+        return new Timing(decode, prefill, promptTokens, cpu / 1e9);
+    }
+
+    private static long processCpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory
+                .getOperatingSystemMXBean()).getProcessCpuTime();
+    }
+
+    private static int[] randomTokens(SplittableRandom rnd, int n, int vocab) {
+        int[] t = new int[n];
+        for (int i = 0; i < n; i++) {
+            t[i] = rnd.nextInt(vocab);
+        }
+        return t;
+    }
+
+    static int argmax(float[] v) {
+        int best = 0;
+        for (int i = 1; i < v.length; i++) {
+            if (v[i] > v[best]) {
+                best = i;
+            }
+        }
+        return best;
+    }
+}

@@ -1,0 +1,79 @@
+package io.moe4j.cli;
+
+import io.moe4j.bench.MemoryBandwidth;
+import io.moe4j.bench.model.ModelBench;
+import io.moe4j.bench.model.ModelBenchResult;
+import io.moe4j.bench.model.ModelPreset;
+import io.moe4j.bench.model.ModelShape;
+import io.moe4j.bench.model.SyntheticModel;
+import io.moe4j.bench.model.TokenBytes;
+import io.moe4j.model.Model;
+import io.moe4j.model.ModelOptions;
+import me.tongfei.progressbar.ConsoleProgressBarConsumer;
+import me.tongfei.progressbar.ProgressBar;
+import me.tongfei.progressbar.ProgressBarBuilder;
+import me.tongfei.progressbar.ProgressBarStyle;
+
+import java.nio.file.Path;
+import java.util.Locale;
+
+/**
+ * {@code moe bench --model-preset P}: writes (or reuses) a synthetic model of the preset's real shape and scheme,
+ * loads it through {@link Model#load}, times batch-1 decode and a prompt's prefill, and sets the bytes a token reads
+ * against the read bandwidth measured in the same run.
+ *
+ * @param shape the preset's shape as run (fewer layers or experts where the whole model does not fit)
+ * @param budget the memory budget the shape was fitted to, for the message
+ */
+record ModelBenchRun(ModelPreset preset, ModelShape shape, String backend, int threads, ModelBench bench,
+                     Path cacheDir, long budget, long bandwidthBytes, boolean json) {
+    private static final long SEED = 20261125L;
+
+    int run() {
+        Path dir = cacheDir.resolve(String.format(Locale.ROOT, "%s-%dL-%dE", preset.cliName(), shape.layers(),
+                shape.experts()));
+        long bytes = SyntheticModel.checkpointBytes(shape);
+        if (shape.layers() < shape.fullLayers() || shape.experts() < shape.fullExperts()) {
+            System.err.printf(Locale.ROOT, "%s: the whole model is %.1f GB; running %d of %d layers, %d of %d experts"
+                            + " a layer (%.1f GB; budget %.1f GB, --layers / --experts / --memory-gib to change)%n",
+                    preset.cliName(), SyntheticModel.checkpointBytes(shape.full()) / 1e9, shape.layers(),
+                    shape.fullLayers(), shape.experts(), shape.fullExperts(), bytes / 1e9, budget / 1e9);
+        }
+        if (SyntheticModel.isWritten(dir, shape)) {
+            System.err.println("reusing " + dir);
+        } else {
+            try (ProgressBar pb = new ProgressBarBuilder().setTaskName("writing " + dir.getFileName())
+                    .setInitialMax(bytes).setUnit(" MB", 1_000_000).setStyle(ProgressBarStyle.ASCII)
+                    .setUpdateIntervalMillis(500).continuousUpdate()
+                    .setConsumer(new ConsoleProgressBarConsumer(System.err)).build()) {
+                SyntheticModel.writeIfAbsent(dir, shape, SEED, pb::stepBy);
+            }
+        }
+        System.err.printf(Locale.ROOT, "measuring memory read bandwidth (%d threads, %d MiB) ...%n", threads,
+                bandwidthBytes >> 20);
+        double machine = MemoryBandwidth.measure(threads, bandwidthBytes, 3);
+        System.err.printf(Locale.ROOT, "memory read bandwidth: %.1f GB/s%n", machine);
+
+        long t0 = System.nanoTime();
+        ModelOptions options = ModelOptions.defaults().withBackend(backend).withThreads(threads);
+        ModelBench.Timing timing;
+        try (Model model = Model.load(dir, options)) {
+            System.err.printf(Locale.ROOT, "loaded in %.1f s%n", (System.nanoTime() - t0) / 1e9);
+            try (ProgressBar pb = DemoCommand.bar("decoding, then a " + bench.promptTokens() + "-token prefill",
+                    bench.warmupTokens() + bench.decodeTokens() + 1L)) {
+                timing = bench.run(model, pb::stepBy);
+            }
+        }
+        TokenBytes tb = TokenBytes.of(shape);
+        double perToken = timing.medianDecodeSeconds();
+        double effective = tb.total() / perToken / 1e9;
+        long full = TokenBytes.of(shape.full()).total();
+        ModelBenchResult r = new ModelBenchResult(preset.cliName(), preset.scheme(), backend, threads, shape.layers(),
+                shape.fullLayers(), shape.experts(), shape.fullExperts(), bench.decodeTokens(), perToken * 1e3,
+                timing.decodeTokensPerS(), timing.promptTokens(), timing.prefillTokensPerS(), tb, effective, machine,
+                full, effective * 1e9 / full, timing.decodeCpuSeconds() / (timing.decodeWallSeconds() * threads));
+        System.out.print(json ? r.json() + System.lineSeparator() : r.text());
+        System.out.flush();
+        return 0;
+    }
+}
