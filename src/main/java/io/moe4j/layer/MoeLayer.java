@@ -99,7 +99,8 @@ public final class MoeLayer implements AutoCloseable {
             weights = ActivationOverride.apply(weights, selection.problem().scheme());
             ExecutionOptions exec = new ExecutionOptions(options.threads());
             experts = selection.chosen().prepare(weights, exec);
-            if (config.shared() != null) {
+            // With expert parallelism the slices' outputs are summed: one slice adds the shared experts.
+            if (config.shared() != null && options.addsSharedExperts()) {
                 ExpertWeights sharedWeights = SharedExpertLoader.load(checkpoint, config,
                         QuantizationConfig.of(model), arena);
                 shared = selection.chosen().prepare(sharedWeights, exec);
@@ -210,6 +211,11 @@ public final class MoeLayer implements AutoCloseable {
 
     public Backend backend() {
         return selection.chosen();
+    }
+
+    /** Whether this layer adds shared experts to its output (it has them, and its options give them to it). */
+    public boolean addsSharedExperts() {
+        return shared != null;
     }
 
     @Override
