@@ -205,6 +205,9 @@ public final class MoeLayer implements AutoCloseable {
     /** Adds the shared experts' output for x [T, H] to out [T, H], when this layer adds them; else nothing. */
     public void shared(float[] x, int tokens, float[] out) {
         checkInput(x, tokens);
+        if (out.length != x.length) {
+            throw new MoeException("output has " + out.length + " values; expected " + x.length);
+        }
         if (shared == null || tokens == 0) {
             return;
         }
