@@ -99,7 +99,8 @@ public final class MoeLayer implements AutoCloseable {
             weights = ActivationOverride.apply(weights, selection.problem().scheme());
             ExecutionOptions exec = new ExecutionOptions(options.threads());
             experts = selection.chosen().prepare(weights, exec);
-            if (config.shared() != null) {
+            // With expert parallelism the slices' outputs are summed: one slice adds the shared experts.
+            if (config.shared() != null && options.addsSharedExperts()) {
                 ExpertWeights sharedWeights = SharedExpertLoader.load(checkpoint, config,
                         QuantizationConfig.of(model), arena);
                 shared = selection.chosen().prepare(sharedWeights, exec);
@@ -164,25 +165,64 @@ public final class MoeLayer implements AutoCloseable {
         return t.toFloatArray();
     }
 
-    /** Runs the layer on x [T, H] (row-major). */
+    /** Runs the layer on x [T, H] (row-major): {@link #route}, {@link #routed}, then {@link #shared}. */
     public MoeOutput forward(float[] x, int tokens) {
+        checkInput(x, tokens);
+        Routing routing = router.route(x, tokens);
+        float[] out = new float[tokens * config.hidden()];
+        if (tokens > 0) {
+            experts.forward(x, tokens, routing, out);
+            shared(x, tokens, out);
+        }
+        return new MoeOutput(tokens, config.hidden(), out, routing);
+    }
+
+    /** The router's choice for x [T, H] over all the layer's experts, wherever they are held. */
+    public Routing route(float[] x, int tokens) {
+        checkInput(x, tokens);
+        return router.route(x, tokens);
+    }
+
+    /**
+     * Writes into out [T, H] the routed experts' part of the output for rows x [T, H] and their routing (global
+     * expert ids, as {@link #route} gives them): the experts held here contribute, the others add zero. With expert
+     * parallelism the rows come from other ranks, with the routing their home rank made.
+     */
+    public void routed(float[] x, int tokens, Routing routing, float[] out) {
+        checkInput(x, tokens);
+        if (routing.tokens() != tokens || routing.topK() != config.topK()) {
+            throw new MoeException("routing of " + routing.tokens() + " tokens × top-" + routing.topK()
+                    + " does not fit " + tokens + " tokens of a top-" + config.topK() + " layer");
+        }
+        if (out.length != x.length) {
+            throw new MoeException("output has " + out.length + " values; expected " + x.length);
+        }
+        if (tokens > 0) {
+            experts.forward(x, tokens, routing, out);
+        }
+    }
+
+    /** Adds the shared experts' output for x [T, H] to out [T, H], when this layer adds them; else nothing. */
+    public void shared(float[] x, int tokens, float[] out) {
+        checkInput(x, tokens);
+        if (out.length != x.length) {
+            throw new MoeException("output has " + out.length + " values; expected " + x.length);
+        }
+        if (shared == null || tokens == 0) {
+            return;
+        }
+        float[] s = new float[tokens * config.hidden()];
+        shared.forward(x, tokens, everyTokenToExpertZero(tokens), s);
+        for (int i = 0; i < out.length; i++) {
+            out[i] += s[i];
+        }
+    }
+
+    private void checkInput(float[] x, int tokens) {
         int h = config.hidden();
         if (tokens < 0 || x.length != (long) tokens * h) {
             throw new MoeException("input has " + x.length + " values; expected tokens × hidden = " + tokens + " × " + h);
         }
-        Routing routing = router.route(x, tokens);
-        float[] out = new float[tokens * h];
-        if (tokens > 0) {
-            experts.forward(x, tokens, routing, out);
-            if (shared != null) {
-                float[] s = new float[tokens * h];
-                shared.forward(x, tokens, everyTokenToExpertZero(tokens), s);
-                for (int i = 0; i < out.length; i++) {
-                    out[i] += s[i];
-                }
-            }
-        }
-        return new MoeOutput(tokens, h, out, routing);
     }
 
     private static Routing everyTokenToExpertZero(int tokens) {
@@ -210,6 +250,11 @@ public final class MoeLayer implements AutoCloseable {
 
     public Backend backend() {
         return selection.chosen();
+    }
+
+    /** Whether this layer adds shared experts to its output (it has them, and its options give them to it). */
+    public boolean addsSharedExperts() {
+        return shared != null;
     }
 
     @Override

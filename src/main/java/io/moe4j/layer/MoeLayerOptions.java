@@ -5,30 +5,52 @@ import io.moe4j.backend.Platform;
 /**
  * How to load and run a layer.
  *
- * @param backend      {@code auto}, a moe4j backend name or a vLLM {@code --moe-backend} string
- * @param threads      CPU worker threads
- * @param localExperts global ids of the experts held here (expert parallelism), or null for all
- * @param platform     the machine to decide for, or null to probe this one
+ * @param backend       {@code auto}, a moe4j backend name or a vLLM {@code --moe-backend} string
+ * @param threads       CPU worker threads
+ * @param localExperts  global ids of the experts held here (expert parallelism), or null for all
+ * @param platform      the machine to decide for, or null to probe this one
+ * @param sharedExperts which layer of an expert-parallel set adds the shared experts (those that have them)
  */
-public record MoeLayerOptions(String backend, int threads, int[] localExperts, Platform platform) {
+public record MoeLayerOptions(String backend, int threads, int[] localExperts, Platform platform,
+                              SharedExperts sharedExperts) {
+
+    public MoeLayerOptions {
+        if (sharedExperts == null) {
+            throw new IllegalArgumentException("sharedExperts must be given (SharedExperts.WITH_EXPERT_ZERO by default)");
+        }
+    }
+
+    /** Options without a shared-expert choice: the layer holding expert 0 adds them. */
+    public MoeLayerOptions(String backend, int threads, int[] localExperts, Platform platform) {
+        this(backend, threads, localExperts, platform, SharedExperts.WITH_EXPERT_ZERO);
+    }
 
     public static MoeLayerOptions defaults() {
         return new MoeLayerOptions("auto", Runtime.getRuntime().availableProcessors(), null, null);
     }
 
     public MoeLayerOptions withBackend(String b) {
-        return new MoeLayerOptions(b, threads, localExperts, platform);
+        return new MoeLayerOptions(b, threads, localExperts, platform, sharedExperts);
     }
 
     public MoeLayerOptions withThreads(int t) {
-        return new MoeLayerOptions(backend, t, localExperts, platform);
+        return new MoeLayerOptions(backend, t, localExperts, platform, sharedExperts);
     }
 
     public MoeLayerOptions withLocalExperts(int[] experts) {
-        return new MoeLayerOptions(backend, threads, experts, platform);
+        return new MoeLayerOptions(backend, threads, experts, platform, sharedExperts);
     }
 
     public MoeLayerOptions withPlatform(Platform p) {
-        return new MoeLayerOptions(backend, threads, localExperts, p);
+        return new MoeLayerOptions(backend, threads, localExperts, p, sharedExperts);
+    }
+
+    public MoeLayerOptions withSharedExperts(SharedExperts s) {
+        return new MoeLayerOptions(backend, threads, localExperts, platform, s);
+    }
+
+    /** Whether a layer loaded with these options adds its shared experts to its output. */
+    public boolean addsSharedExperts() {
+        return sharedExperts.addedBy(localExperts);
     }
 }

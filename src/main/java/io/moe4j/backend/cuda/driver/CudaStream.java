@@ -35,6 +35,14 @@ public final class CudaStream implements AutoCloseable {
         return handle;
     }
 
+    /**
+     * The CUstream itself, for a library that takes a {@code cudaStream_t} (the runtime's name for the same handle),
+     * such as NCCL. The stream stays owned by this object.
+     */
+    public MemorySegment nativeHandle() {
+        return handle();
+    }
+
     /** Whether launches on this stream are being recorded as overlapped launches (inside such a capture). */
     boolean overlapping() {
         return overlapping;
