@@ -15,8 +15,8 @@ if [ ! -f .gpu/jdk25.tar.xz ]; then
 fi
 mvn -q -B -DskipTests test-compile dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile=.gpu/cp.txt
 rm -f .gpu/lib/*.jar
-# JMH and its maths are for benches (left out to keep the bundle under the device's 64 MiB); JUnit comes with the console launcher.
-tr ':' '\n' < .gpu/cp.txt | grep -v -e jmh -e commons-math3 -e /junit- -e opentest4j -e apiguardian | xargs -I{} cp {} .gpu/lib/
+# Left out to keep the bundle under the device's 64 MiB: JMH (benches) and the HTTP server and client of the serve tests; JUnit comes with the console launcher.
+tr ':' '\n' < .gpu/cp.txt | grep -v -e jmh -e commons-math3 -e /junit- -e opentest4j -e apiguardian -e openai -e kotlin -e okhttp -e okio -e jetty -e javalin -e jackson-module -e jackson-datatype -e swagger | xargs -I{} cp {} .gpu/lib/
 mvn -q -B dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:1.11.4 -DoutputDirectory=.gpu
 rm -rf .gpu/classes .gpu/test-classes .gpu/shared
 cp -r target/classes .gpu/classes
