@@ -30,11 +30,14 @@ public final class Model implements AutoCloseable {
     private final Linear lmHead;
     private final int contextLimit;
     private final GenerationConfig generation;
+    /** The decoder on a device (backend cuda), or null when the host layers above run it. */
+    private final DecoderRuntime device;
 
     private Model(DecoderConfig config, ModelOptions options, Checkpoint checkpoint, LinearFactory linears,
                   Tensor embedding, List<DecoderLayer> layers, RmsNorm finalNorm, Linear lmHead,
-                  GenerationConfig generation) {
+                  GenerationConfig generation, DecoderRuntime device) {
         this.config = config;
+        this.device = device;
         this.generation = generation;
         this.options = options;
         this.checkpoint = checkpoint;
@@ -43,7 +46,11 @@ public final class Model implements AutoCloseable {
         this.layers = layers;
         this.finalNorm = finalNorm;
         this.lmHead = lmHead;
-        this.contextLimit = options.contextLimit() == 0 ? config.maxPositions()
+        this.contextLimit = contextLimit(config, options);
+    }
+
+    private static int contextLimit(DecoderConfig config, ModelOptions options) {
+        return options.contextLimit() == 0 ? config.maxPositions()
                 : Math.min(options.contextLimit(), config.maxPositions());
     }
 
@@ -55,6 +62,17 @@ public final class Model implements AutoCloseable {
         DecoderConfig config = DecoderConfig.of(ModelConfig.load(dir));
         GenerationConfig generation = GenerationConfig.load(dir);
         Checkpoint checkpoint = Checkpoint.open(dir);
+        if (ModelOptions.CUDA.equals(options.backend())) {
+            // The whole decoder resident on the GPU; a family or layer kind it does not run yet is refused by name.
+            try {
+                DecoderRuntime device = io.moe4j.model.cuda.DeviceModel.load(config, checkpoint, options,
+                        contextLimit(config, options));
+                return new Model(config, options, checkpoint, null, null, List.of(), null, null, generation, device);
+            } catch (RuntimeException e) {
+                checkpoint.close();
+                throw e;
+            }
+        }
         List<AutoCloseable> opened = new ArrayList<>();
         try {
             LinearFactory linears = options.linears().open(checkpoint, config.model(), options.backend(), options.threads());
@@ -72,7 +90,7 @@ public final class Model implements AutoCloseable {
                     ? new UnquantizedLinear(embedding, null, config.hidden(), config.vocab())
                     : linears.load(config.lmHead(), config.hidden(), config.vocab(), false);
             return new Model(config, options, checkpoint, linears, embedding, List.copyOf(layers), finalNorm, lmHead,
-                    generation);
+                    generation, null);
         } catch (RuntimeException e) {
             for (int i = opened.size() - 1; i >= 0; i--) {
                 try {
@@ -110,7 +128,7 @@ public final class Model implements AutoCloseable {
 
     /** A new sequence with an empty KV cache. */
     public Session newSession() {
-        return new Session(this);
+        return new Session(this, device != null ? device.newSequence() : new HostSequence(this));
     }
 
     List<DecoderLayer> layers() {
@@ -145,11 +163,15 @@ public final class Model implements AutoCloseable {
 
     @Override
     public void close() {
-        for (DecoderLayer layer : layers) {
-            layer.close();
+        if (device != null) {
+            device.close();
+        } else {
+            for (DecoderLayer layer : layers) {
+                layer.close();
+            }
+            lmHead.close();
+            linears.close();
         }
-        lmHead.close();
-        linears.close();
         checkpoint.close();
     }
 

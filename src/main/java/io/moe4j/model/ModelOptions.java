@@ -3,17 +3,20 @@ package io.moe4j.model;
 /**
  * How to load and run a model.
  *
- * @param backend      where the layers run: {@code emulation} (exact float reference) or {@code cpu}
+ * @param backend      where the layers run: {@code emulation} (exact float reference), {@code cpu}, or {@code cuda}
+ *                     (the whole decoder resident on the GPU; families it does not run yet are refused by name)
  * @param threads      CPU worker threads
  * @param contextLimit the most positions a session may hold, 0 for the model's {@code max_position_embeddings}
  *                     (a larger value is capped there)
  * @param linears      where the attention, dense MLP and lm_head linears come from
  */
 public record ModelOptions(String backend, int threads, int contextLimit, LinearProvider linears) {
+    /** The backend that puts the whole decoder on the GPU. */
+    public static final String CUDA = "cuda";
 
     public ModelOptions {
         if (backend == null || backend.isBlank()) {
-            throw new IllegalArgumentException("backend must be named (emulation or cpu)");
+            throw new IllegalArgumentException("backend must be named (emulation, cpu or cuda)");
         }
         if (threads <= 0) {
             throw new IllegalArgumentException("threads must be positive, got " + threads);

@@ -2,8 +2,6 @@ package io.moe4j.model;
 
 import io.moe4j.MoeException;
 
-import java.util.Arrays;
-
 /**
  * One sequence through a {@link Model}: the KV cache of every layer and the number of positions fed so far.
  * Tokens go in as a prompt in one pass ({@link #prefill}) or one at a time ({@link #decode}); the logits are the
@@ -11,15 +9,12 @@ import java.util.Arrays;
  */
 public final class Session implements AutoCloseable {
     private final Model model;
-    private final KvBuffer[] caches;
+    private final SequenceState state;
     private long position;
 
-    Session(Model model) {
+    Session(Model model, SequenceState state) {
         this.model = model;
-        this.caches = new KvBuffer[model.layers().size()];
-        for (int l = 0; l < caches.length; l++) {
-            caches[l] = model.layers().get(l).attention().newCache();
-        }
+        this.state = state;
     }
 
     /** How many positions this session has consumed (the next token's position). */
@@ -63,23 +58,21 @@ public final class Session implements AutoCloseable {
                     + " context limit of " + model.contextLimit() + " (max_position_embeddings "
                     + model.config().maxPositions() + ")");
         }
-        float[] h = model.embed(tokens);
-        int hidden = model.config().hidden();
-        for (int l = 0; l < caches.length; l++) {
-            model.layers().get(l).forward(h, n, hidden, position, caches[l]);
+        int vocab = model.config().vocab();
+        for (int t = 0; t < n; t++) {
+            if (tokens[t] < 0 || tokens[t] >= vocab) {
+                throw new MoeException("token id " + tokens[t] + " at index " + t + " is outside the vocabulary [0, "
+                        + vocab + ")");
+            }
         }
+        float[] logits = state.forward(tokens, position, allLogits);
         position += n;
-        if (allLogits) {
-            return model.logits(h, n);
-        }
-        return model.logits(Arrays.copyOfRange(h, (n - 1) * hidden, n * hidden), 1);
+        return logits;
     }
 
     /** Empties the cache: the next token is at position 0 again. */
     public void reset() {
-        for (KvBuffer c : caches) {
-            c.clear();
-        }
+        state.reset();
         position = 0;
     }
 
@@ -93,13 +86,8 @@ public final class Session implements AutoCloseable {
         if (position < 0 || position > this.position) {
             throw new IllegalArgumentException("cannot rewind to " + position + " (at " + this.position + ")");
         }
-        for (KvBuffer c : caches) {
-            if (c.first() > 0) {
-                return false;
-            }
-        }
-        for (KvBuffer c : caches) {
-            c.truncate(position);
+        if (!state.rewind(position)) {
+            return false;
         }
         this.position = position;
         return true;
@@ -107,6 +95,7 @@ public final class Session implements AutoCloseable {
 
     @Override
     public void close() {
-        reset();
+        state.close();
+        position = 0;
     }
 }

@@ -157,7 +157,33 @@ final class CudaExperts implements Experts {
         }
         engine.context().makeCurrent();
         pool.call(ws -> {
-            run(ws, x, tokens, plan, routing.weightOnInput(), out, timing);
+            run(ws, x, null, tokens, plan, routing.weightOnInput(), out, null, timing);
+            return null;
+        });
+    }
+
+    /**
+     * The forward call on device buffers: x [tokens, hidden] float32 is read from {@code x} and the output written to
+     * {@code out} (both on this engine's device), so that a model resident on the device never moves its hidden
+     * states through the host; only the routing plan goes over the bus. The caller's work that writes x must have
+     * finished (this call runs on a stream of its own); the output is complete when this returns.
+     */
+    void forward(DeviceBuffer x, int tokens, Routing routing, DeviceBuffer out) {
+        long bytes = 4L * tokens * w.hidden();
+        if (tokens < 0 || x.byteSize() < bytes || out.byteSize() < bytes) {
+            throw new IllegalArgumentException("x and out must hold " + tokens + " x " + w.hidden() + " floats");
+        }
+        if (routing.tokens() != tokens) {
+            throw new IllegalArgumentException("routing is for " + routing.tokens() + " tokens, not " + tokens);
+        }
+        RoutePlan plan = RoutePlan.of(routing, w);
+        engine.context().makeCurrent();
+        if (plan.pairs() == 0) {
+            out.fillWords(0, 0, (long) tokens * w.hidden());
+            return;
+        }
+        pool.call(ws -> {
+            run(ws, null, x, tokens, plan, routing.weightOnInput(), null, out, null);
             return null;
         });
     }
@@ -187,8 +213,9 @@ final class CudaExperts implements Experts {
         }
     }
 
-    private void run(Workspace ws, float[] x, int tokens, RoutePlan plan, boolean weightOnInput, float[] out,
-            Timing timing) {
+    /** One call: x and out are host arrays, or (when {@code deviceX} is given) device buffers. */
+    private void run(Workspace ws, float[] x, DeviceBuffer deviceX, int tokens, RoutePlan plan, boolean weightOnInput,
+            float[] out, DeviceBuffer deviceOut, Timing timing) {
         int h = w.hidden();
         int pairs = plan.pairs();
         boolean tiles = usesTiles(plan);
@@ -230,7 +257,9 @@ final class CudaExperts implements Experts {
         long routeBytes = 4L * routes.length;
         long inBytes = xPadded + metaBytes + routeBytes;
         MemorySegment staging = ws.pinned(inBytes + outBytes);
-        HostCopy.toSegment(x, staging, tokens * h);
+        if (deviceX == null) {
+            HostCopy.toSegment(x, staging, tokens * h);
+        }
         meta.write(staging.asSlice(xPadded, metaBytes));
         MemorySegment.copy(routes, 0, staging, JAVA_INT, xPadded + metaBytes, routes.length);
         MemorySegment outHost = staging.asSlice(inBytes, outBytes);
@@ -239,13 +268,17 @@ final class CudaExperts implements Experts {
         boolean graphed = pairs <= GRAPH_MAX_PAIRS && !stages;
         // Small batches move their inputs and output through the bus from the kernels themselves (mapped pinned
         // memory): copy-engine transfers each took a few microseconds to start, longer than the bytes take.
-        boolean mapped = graphed && tuning.mappedTransfers();
+        boolean mapped = graphed && tuning.mappedTransfers() && deviceX == null;
         CudaStream stream = ws.stream();
         DeviceBuffer dx = ws.buffer(Slot.X, xPadded);
         DeviceBuffer dmeta = ws.buffer(Slot.META, metaBytes);
         DeviceBuffer droutes = ws.buffer(Slot.ROUTES, routeBytes);
         if (!mapped) {
-            dx.copyFromAsync(staging.asSlice(0, xBytes), 0, stream);
+            if (deviceX == null) {
+                dx.copyFromAsync(staging.asSlice(0, xBytes), 0, stream);
+            } else {
+                dx.copyFromDeviceAsync(deviceX, 0, 0, xBytes, stream);
+            }
             dmeta.copyFromAsync(staging.asSlice(xPadded, metaBytes), 0, stream);
             droutes.copyFromAsync(staging.asSlice(xPadded + metaBytes, routeBytes), 0, stream);
         }
@@ -290,6 +323,11 @@ final class CudaExperts implements Experts {
         }
         if (timing != null) {
             timing.end().record(stream);
+        }
+        if (deviceOut != null) {
+            deviceOut.copyFromDeviceAsync(dout, 0, 0, outBytes, stream);
+            stream.synchronize();
+            return;
         }
         if (!mapped) {
             dout.copyToAsync(outHost, 0, stream);

@@ -1,0 +1,232 @@
+// moe4j: the decoder's ops on the device, for a model resident there (io.moe4j.model.cuda.DeviceModel).
+//   model_embed         token ids -> float32 rows of a bf16 embedding table
+//   model_rms_norm      RMSNorm of rows (sum of squares in float64, as the host's RmsNorm)
+//   model_linear_bf16   y = x W^T + b for a bf16 W [out, in], optionally added into y (the residual stream)
+//   model_rope          rotary embedding of q or k heads from cos/sin tables made on the host
+//   model_kv_store      a batch's k and v rows into the layer's cache ([position][k | v])
+//   model_attend        causal attention of each (token, head) over the cache: sliding window, sinks (online softmax)
+//   model_router_logits router logits in float64 (exact float products), for the host's selection rules
+//   model_add           a += b
+// Everything is float32 with float32 accumulation unless said otherwise.
+#include "moe4j_common.cuh"
+
+#define LINEAR_TOKENS 4   // tokens a warp of model_linear_bf16 takes per pass over its weight row
+#define ATTEND_WARPS 4
+#define NEG_INF_F __int_as_float(0xff800000)  // no math headers under NVRTC
+#define HEAD_DIM_MAX 256  // the widest head model_attend takes (8 values a lane)
+
+__device__ __forceinline__ float bf16_to_float(u16 b) {
+    return __uint_as_float(((u32) b) << 16);
+}
+
+__device__ __forceinline__ float warp_sum_f(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ double warp_sum_dbl(double v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// grid: tokens; block: 256
+extern "C" __global__ void model_embed(const u16* __restrict__ table, const int* __restrict__ ids,
+                                       float* __restrict__ out, int hidden) {
+    long long row = (long long) ids[blockIdx.x] * hidden;
+    float* o = out + (long long) blockIdx.x * hidden;
+    for (int i = threadIdx.x; i < hidden; i += blockDim.x) o[i] = bf16_to_float(table[row + i]);
+}
+
+// grid: rows; block: 256. weight may be null (a weightless norm).
+extern "C" __global__ void model_rms_norm(const float* __restrict__ x, const float* __restrict__ weight,
+                                          float* __restrict__ out, int n, float eps) {
+    __shared__ double partial[32];
+    const float* r = x + (long long) blockIdx.x * n;
+    double s = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        double v = r[i];
+        s += v * v;
+    }
+    s = warp_sum_dbl(s);
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (lane == 0) partial[warp] = s;
+    __syncthreads();
+    if (warp == 0) {
+        int warps = blockDim.x >> 5;
+        double t = lane < warps ? partial[lane] : 0.0;
+        t = warp_sum_dbl(t);
+        if (lane == 0) partial[0] = t;
+    }
+    __syncthreads();
+    double inv = 1.0 / sqrt(partial[0] / n + (double) eps);
+    float* o = out + (long long) blockIdx.x * n;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float normed = (float) (r[i] * inv);
+        o[i] = weight == nullptr ? normed : weight[i] * normed;
+    }
+}
+
+// One warp per output row, LINEAR_TOKENS tokens per pass over the row (a pass reads the row once; decode is one
+// pass). in must be even (bf16 pairs). grid: ceil(out / 8); block: 256 (8 warps).
+extern "C" __global__ void model_linear_bf16(const float* __restrict__ x, const u16* __restrict__ w,
+                                             const float* __restrict__ bias, float* __restrict__ y, int tokens,
+                                             int in, int out, int accumulate) {
+    int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (row >= out) return;
+    const u32* wr = (const u32*) (w + (long long) row * in);
+    int pairs = in >> 1;
+    float b = bias == nullptr ? 0.f : bias[row];
+    for (int t0 = 0; t0 < tokens; t0 += LINEAR_TOKENS) {
+        float acc[LINEAR_TOKENS];
+#pragma unroll
+        for (int j = 0; j < LINEAR_TOKENS; j++) acc[j] = 0.f;
+        for (int p = lane; p < pairs; p += 32) {
+            u32 packed = wr[p];
+            float w0 = __uint_as_float(packed << 16);
+            float w1 = __uint_as_float(packed & 0xffff0000u);
+#pragma unroll
+            for (int j = 0; j < LINEAR_TOKENS; j++) {
+                if (t0 + j < tokens) {
+                    float2 xv = ((const float2*) (x + (long long) (t0 + j) * in))[p];
+                    acc[j] = fmaf(w0, xv.x, fmaf(w1, xv.y, acc[j]));
+                }
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < LINEAR_TOKENS; j++) {
+            float v = warp_sum_f(acc[j]);
+            if (lane == 0 && t0 + j < tokens) {
+                float* dst = y + (long long) (t0 + j) * out + row;
+                *dst = (accumulate ? *dst : 0.f) + v + b;
+            }
+        }
+    }
+}
+
+// Rotates heads [tokens, heads, headDim] (rows of width rowStride) at positions start + t. cos/sin: [position, half],
+// already multiplied by the attention factor. grid: (tokens, heads); block: half (rounded to a warp).
+extern "C" __global__ void model_rope(float* __restrict__ v, int rowStride, int headDim, const float* __restrict__ cosTable,
+                                      const float* __restrict__ sinTable, long long start, int half, int interleaved) {
+    int i = threadIdx.x;
+    if (i >= half) return;
+    long long pos = start + blockIdx.x;
+    float c = cosTable[pos * half + i];
+    float s = sinTable[pos * half + i];
+    float* h = v + (long long) blockIdx.x * rowStride + (long long) blockIdx.y * headDim;
+    int a = interleaved ? 2 * i : i;
+    int b = interleaved ? a + 1 : i + half;
+    float x1 = h[a], x2 = h[b];
+    h[a] = x1 * c - x2 * s;
+    h[b] = x2 * c + x1 * s;
+}
+
+// cache row of position p: k (width) then v (width). grid: tokens; block: 256
+extern "C" __global__ void model_kv_store(const float* __restrict__ k, const float* __restrict__ v,
+                                          float* __restrict__ cache, int width, long long start) {
+    float* row = cache + (start + blockIdx.x) * 2LL * width;
+    const float* kr = k + (long long) blockIdx.x * width;
+    const float* vr = v + (long long) blockIdx.x * width;
+    for (int i = threadIdx.x; i < width; i += blockDim.x) {
+        row[i] = kr[i];
+        row[width + i] = vr[i];
+    }
+}
+
+// One block (ATTEND_WARPS warps) per (token, head). Each warp runs an online softmax over every ATTEND_WARPS-th key
+// of the query's visible span [from, position]; the warps' partial maxima, sums and outputs are merged at the end,
+// with the head's sink logit (if any) joining the denominator. Lane l holds dimensions l, l + 32, ...
+// grid: (tokens, heads); block: 32 * ATTEND_WARPS
+extern "C" __global__ void model_attend(const float* __restrict__ q, const float* __restrict__ cache,
+                                        const float* __restrict__ sinks, float* __restrict__ out, long long start,
+                                        int heads, int kvHeads, int headDim, int window, float scale) {
+    __shared__ float sMax[ATTEND_WARPS];
+    __shared__ float sSum[ATTEND_WARPS];
+    __shared__ float sAcc[ATTEND_WARPS][HEAD_DIM_MAX];
+    const int per = HEAD_DIM_MAX / 32;
+    int t = blockIdx.x, h = blockIdx.y;
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    long long position = start + t;
+    long long from = window > 0 ? (position - window + 1 > 0 ? position - window + 1 : 0) : 0;
+    int kvh = h / (heads / kvHeads);
+    int width = kvHeads * headDim;
+    const float* qh = q + ((long long) t * heads + h) * headDim;
+    float qv[per], acc[per];
+#pragma unroll
+    for (int i = 0; i < per; i++) {
+        int d = lane + 32 * i;
+        qv[i] = d < headDim ? qh[d] : 0.f;
+        acc[i] = 0.f;
+    }
+    float m = NEG_INF_F, l = 0.f;
+    for (long long j = from + warp; j <= position; j += ATTEND_WARPS) {
+        const float* kr = cache + j * 2LL * width + (long long) kvh * headDim;
+        float s = 0.f;
+#pragma unroll
+        for (int i = 0; i < per; i++) {
+            int d = lane + 32 * i;
+            if (d < headDim) s = fmaf(qv[i], kr[d], s);
+        }
+        s = warp_sum_f(s) * scale;
+        float mNew = fmaxf(m, s);
+        float correction = __expf(m - mNew);
+        float p = __expf(s - mNew);
+        l = l * correction + p;
+        const float* vr = kr + width;
+#pragma unroll
+        for (int i = 0; i < per; i++) {
+            int d = lane + 32 * i;
+            acc[i] = acc[i] * correction + (d < headDim ? p * vr[d] : 0.f);
+        }
+        m = mNew;
+    }
+    if (lane == 0) {
+        sMax[warp] = m;
+        sSum[warp] = l;
+    }
+#pragma unroll
+    for (int i = 0; i < per; i++) {
+        int d = lane + 32 * i;
+        if (d < headDim) sAcc[warp][d] = acc[i];
+    }
+    __syncthreads();
+    if (warp != 0) return;
+    float total = sinks == nullptr ? NEG_INF_F : sinks[h];
+    for (int w = 0; w < ATTEND_WARPS; w++) total = fmaxf(total, sMax[w]);
+    float denominator = sinks == nullptr ? 0.f : __expf(sinks[h] - total);
+    float f[ATTEND_WARPS];
+    for (int w = 0; w < ATTEND_WARPS; w++) {
+        f[w] = sSum[w] > 0.f ? __expf(sMax[w] - total) : 0.f;
+        denominator += sSum[w] * f[w];
+    }
+    float* o = out + ((long long) t * heads + h) * headDim;
+    for (int d = lane; d < headDim; d += 32) {
+        float v = 0.f;
+        for (int w = 0; w < ATTEND_WARPS; w++) v += sAcc[w][d] * f[w];
+        o[d] = v / denominator;
+    }
+}
+
+// logits[t, e] = sum_i x[t, i] * w[e, i] (+ bias[e]) in float64. One warp per (token, expert).
+// grid: (ceil(experts / 8), tokens); block: 256
+extern "C" __global__ void model_router_logits(const float* __restrict__ x, const float* __restrict__ w,
+                                               const float* __restrict__ bias, double* __restrict__ logits,
+                                               int experts, int hidden) {
+    int e = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (e >= experts) return;
+    const float* xr = x + (long long) blockIdx.y * hidden;
+    const float* wr = w + (long long) e * hidden;
+    double s = 0;
+    for (int i = lane; i < hidden; i += 32) s += (double) xr[i] * (double) wr[i];
+    s = warp_sum_dbl(s);
+    if (lane == 0) logits[(long long) blockIdx.y * experts + e] = s + (bias == nullptr ? 0.0 : (double) bias[e]);
+}
+
+// grid: ceil(n / 256); block: 256
+extern "C" __global__ void model_add(float* __restrict__ a, const float* __restrict__ b, long long n) {
+    long long i = (long long) blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] += b[i];
+}
