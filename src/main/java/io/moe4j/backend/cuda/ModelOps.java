@@ -85,6 +85,24 @@ public final class ModelOps implements AutoCloseable {
         }
     }
 
+    /** Writes one int64 at the start of {@code into}, ordered with this stream's work. */
+    public void write(long value, DeviceBuffer into) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment s = arena.allocate(ValueLayout.JAVA_LONG);
+            s.set(ValueLayout.JAVA_LONG, 0, value);
+            into.copyFromAsync(s, 0, stream);
+            stream.synchronize();
+        }
+    }
+
+    /**
+     * Records what {@code work} enqueues on this stream into a graph (no allocations or synchronization inside), to
+     * replay with {@link io.moe4j.backend.cuda.driver.CudaGraph#launch}.
+     */
+    public io.moe4j.backend.cuda.driver.CudaGraph capture(Runnable work) {
+        return stream.capture(work);
+    }
+
     /** Waits for this stream's work, then reads {@code count} floats at {@code offset} bytes of {@code from}. */
     public float[] readFloats(DeviceBuffer from, long offset, int count) {
         stream.synchronize();
@@ -133,22 +151,23 @@ public final class ModelOps implements AutoCloseable {
 
     /**
      * Rotates {@code heads} heads of each of {@code tokens} rows (rows {@code rowStride} floats apart) for positions
-     * start.., from tables cos/sin [position, half] (float32, the attention factor applied).
+     * start.., from tables cos/sin [position, half] (float32, the attention factor applied). {@code start} is the
+     * device address of the first position (int64), so that a step's launches do not change with it.
      */
     public void rope(long v, int tokens, int heads, int rowStride, int headDim, long cos, long sin, long start,
             int half, boolean interleaved) {
         int threads = Math.ceilDiv(half, 32) * 32;
         launch("model_rope", tokens, heads, threads, a -> a.pointer(v).i32(rowStride).i32(headDim).pointer(cos)
-                .pointer(sin).i64(start).i32(half).i32(interleaved ? 1 : 0));
+                .pointer(sin).pointer(start).i32(half).i32(interleaved ? 1 : 0));
     }
 
-    /** Stores k and v rows [tokens, width] in the cache ([position][k | v], float32) at positions start... */
+    /** Stores k and v rows [tokens, width] in the cache ([position][k | v], float32) at positions *start... */
     public void kvStore(long k, long v, long cache, int tokens, int width, long start) {
-        launch("model_kv_store", tokens, 1, THREADS, a -> a.pointer(k).pointer(v).pointer(cache).i32(width).i64(start));
+        launch("model_kv_store", tokens, 1, THREADS, a -> a.pointer(k).pointer(v).pointer(cache).i32(width).pointer(start));
     }
 
     /**
-     * Causal attention of q [tokens, heads, headDim] at positions start.. over the cache, into out (same shape):
+     * Causal attention of q [tokens, heads, headDim] at positions *start.. over the cache, into out (same shape):
      * keys within {@code window} positions of the query (0: all), the head's sink logit in the softmax when
      * {@code sinks} (float32 [heads]) is given.
      */
@@ -158,7 +177,7 @@ public final class ModelOps implements AutoCloseable {
             throw new IllegalArgumentException("head_dim " + headDim + " exceeds the device attention's " + HEAD_DIM_MAX);
         }
         launch("model_attend", tokens, heads, ATTEND_THREADS, a -> a.pointer(q).pointer(cache).pointer(sinks)
-                .pointer(out).i64(start).i32(heads).i32(kvHeads).i32(headDim).i32(window).f32(scale));
+                .pointer(out).pointer(start).i32(heads).i32(kvHeads).i32(headDim).i32(window).f32(scale));
     }
 
     /** Router logits [tokens, experts] float64 of x [tokens, hidden] and a float32 router [experts, hidden]. */

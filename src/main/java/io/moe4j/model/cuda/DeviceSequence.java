@@ -1,6 +1,7 @@
 package io.moe4j.model.cuda;
 
 import io.moe4j.backend.cuda.ModelOps;
+import io.moe4j.backend.cuda.driver.CudaGraph;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
 import io.moe4j.model.GqaSpec;
 import io.moe4j.model.SequenceState;
@@ -11,7 +12,8 @@ import io.moe4j.routing.Routing;
  * position kept, so a sliding layer's attention reads its window and rewinding is always possible) and the
  * activation buffers of a pass, both grown on demand. Between layers the hidden states stay on the device; each MoE
  * layer sends its router logits to the host, where {@link io.moe4j.routing.Router#select} picks the experts with the
- * host's rules, and the experts' routing plan back.
+ * host's rules, and the experts' routing plan back. A decode step's launches between those round trips replay from
+ * CUDA graphs.
  */
 final class DeviceSequence implements SequenceState {
     private static final int FLOAT = 4;
@@ -21,6 +23,11 @@ final class DeviceSequence implements SequenceState {
     private final DeviceBuffer[] caches;
     private int cachePositions;
     private Scratch scratch;
+    /** The first position of the batch being fed (int64), read by the kernels so that decode steps replay. */
+    private final DeviceBuffer position;
+    /** Per stretch of launches (one per layer, then the head): the recorded decode step, and whether one ran. */
+    private final CudaGraph[] graphs;
+    private final boolean[] seen;
     private boolean closed;
 
     /** A pass's activations for up to {@code tokens} tokens. */
@@ -39,6 +46,9 @@ final class DeviceSequence implements SequenceState {
         this.model = model;
         this.ops = model.ops();
         this.caches = new DeviceBuffer[model.layers().size()];
+        this.position = ops.allocate(8);
+        this.graphs = new CudaGraph[caches.length + 1];
+        this.seen = new boolean[caches.length + 1];
     }
 
     @Override
@@ -51,23 +61,70 @@ final class DeviceSequence implements SequenceState {
         reserveCache((int) (start + n));
         int hidden = model.config().hidden();
         long h = s.h().pointer();
-        long xn = s.xn().pointer();
         ops.write(tokens, s.ids(), 0);
-        ops.embed(model.embedding().pointer(), s.ids().pointer(), h, n, hidden);
-        for (int l = 0; l < caches.length; l++) {
-            layer(model.layers().get(l), caches[l], s, n, start);
+        ops.write(start, position);
+        boolean step = n == 1;
+        int layers = caches.length;
+        for (int l = 0; l < layers; l++) {
+            DeviceModel.Layer layer = model.layers().get(l);
+            DeviceBuffer cache = caches[l];
+            boolean first = l == 0;
+            segment(l, step, () -> {
+                if (first) {
+                    ops.embed(model.embedding().pointer(), s.ids().pointer(), h, n, hidden);
+                } else {
+                    ops.add(h, s.moeOut().pointer(), (long) n * hidden);
+                }
+                attention(layer, cache, s, n);
+            });
+            experts(layer, s, n);
         }
         int rows = allLogits ? n : 1;
-        long last = h + (long) (n - rows) * hidden * FLOAT;
-        float eps = model.config().normEps();
-        ops.rmsNorm(last, model.finalNorm().pointer(), xn, rows, hidden, eps);
         int vocab = model.config().vocab();
-        ops.linearBf16(xn, model.lmHead().pointer(), 0, s.logits().pointer(), rows, hidden, vocab, false);
+        segment(layers, step, () -> {
+            ops.add(h, s.moeOut().pointer(), (long) n * hidden);
+            long last = h + (long) (n - rows) * hidden * FLOAT;
+            ops.rmsNorm(last, model.finalNorm().pointer(), s.xn().pointer(), rows, hidden, model.config().normEps());
+            ops.linearBf16(s.xn().pointer(), model.lmHead().pointer(), 0, s.logits().pointer(), rows, hidden, vocab,
+                    false);
+        });
         return ops.readFloats(s.logits(), 0, rows * vocab);
     }
 
-    /** h += attention(norm(h)); h += experts(norm(h)), all on the device but the expert selection. */
-    private void layer(DeviceModel.Layer layer, DeviceBuffer cache, Scratch s, int n, long start) {
+    /**
+     * Runs one stretch of launches between two host round trips. A decode step's stretches are the same every step
+     * (shapes, buffers, and the position read from device memory), so from the second step on each replays as one
+     * CUDA graph: a launch instead of a dozen.
+     */
+    private void segment(int i, boolean step, Runnable work) {
+        if (!step) {
+            work.run();
+            return;
+        }
+        if (graphs[i] == null && seen[i]) {
+            graphs[i] = ops.capture(work);
+        }
+        if (graphs[i] != null) {
+            graphs[i].launch(ops.stream());
+        } else {
+            work.run();
+            seen[i] = true;
+        }
+    }
+
+    /** Forgets the recorded steps (their buffers are about to move). */
+    private void dropGraphs() {
+        for (int i = 0; i < graphs.length; i++) {
+            if (graphs[i] != null) {
+                graphs[i].close();
+                graphs[i] = null;
+            }
+            seen[i] = false;
+        }
+    }
+
+    /** norm(h) -> q, k, v -> RoPE -> cache -> attention -> h += o(...); then norm(h) and the router's logits. */
+    private void attention(DeviceModel.Layer layer, DeviceBuffer cache, Scratch s, int n) {
         GqaSpec g = layer.spec();
         int hidden = model.config().hidden();
         float eps = model.config().normEps();
@@ -79,6 +136,7 @@ final class DeviceSequence implements SequenceState {
         long q = s.q().pointer();
         long k = s.k().pointer();
         long v = s.v().pointer();
+        long start = position.pointer();
         ops.rmsNorm(h, layer.inputNorm().pointer(), xn, n, hidden, eps);
         ops.linearBf16(xn, layer.q().pointer(), pointer(layer.qBias()), q, n, hidden, qWidth, false);
         ops.linearBf16(xn, layer.k().pointer(), pointer(layer.kBias()), k, n, hidden, kvWidth, false);
@@ -92,15 +150,17 @@ final class DeviceSequence implements SequenceState {
         ops.attend(q, cache.pointer(), pointer(layer.sinks()), s.attended().pointer(), n, start, g.heads(),
                 g.kvHeads(), d, layer.window(), g.scale());
         ops.linearBf16(s.attended().pointer(), layer.o().pointer(), pointer(layer.oBias()), h, n, qWidth, hidden, true);
-
         ops.rmsNorm(h, layer.postNorm().pointer(), xn, n, hidden, eps);
-        int experts = layer.moe().router().spec().numExperts();
         ops.routerLogits(xn, layer.routerWeight().pointer(), pointer(layer.routerBias()), s.routerLogits().pointer(),
-                n, experts, hidden);
+                n, layer.moe().router().spec().numExperts(), hidden);
+    }
+
+    /** The host's expert selection on the device's router logits, then the experts on norm(h) into moeOut. */
+    private void experts(DeviceModel.Layer layer, Scratch s, int n) {
+        int experts = layer.moe().router().spec().numExperts();
         double[] logits = ops.readDoubles(s.routerLogits(), n * experts);
         Routing routing = layer.moe().router().select(logits, n);
         ops.experts(layer.moe().experts(), s.xn(), n, routing, s.moeOut());
-        ops.add(h, s.moeOut().pointer(), (long) n * hidden);
     }
 
     private static long pointer(DeviceBuffer b) {
@@ -112,6 +172,7 @@ final class DeviceSequence implements SequenceState {
             return scratch;
         }
         ops.synchronize();
+        dropGraphs();
         int tokens = Math.max(n, scratch == null ? 1 : 2 * scratch.tokens());
         if (scratch != null) {
             scratch.close();
@@ -141,6 +202,7 @@ final class DeviceSequence implements SequenceState {
         }
         int grown = Math.min(model.contextLimit(), Math.max(positions, Math.max(16, 2 * cachePositions)));
         ops.synchronize();
+        dropGraphs();
         for (int l = 0; l < caches.length; l++) {
             GqaSpec g = model.layers().get(l).spec();
             long row = 2L * g.kvHeads() * g.headDim() * FLOAT;
@@ -172,6 +234,8 @@ final class DeviceSequence implements SequenceState {
         }
         closed = true;
         ops.synchronize();
+        dropGraphs();
+        position.close();
         if (scratch != null) {
             scratch.close();
         }

@@ -7,7 +7,8 @@
 //   model_attend        causal attention of each (token, head) over the cache: sliding window, sinks (online softmax)
 //   model_router_logits router logits in float64 (exact float products), for the host's selection rules
 //   model_add           a += b
-// Everything is float32 with float32 accumulation unless said otherwise.
+// Everything is float32 with float32 accumulation unless said otherwise. The batch's first position is read from
+// device memory (start), so that a decode step's launches are the same every step and replay from a CUDA graph.
 #include "moe4j_common.cuh"
 
 #define LINEAR_TOKENS 4   // tokens a warp of model_linear_bf16 takes per pass over its weight row
@@ -69,29 +70,60 @@ extern "C" __global__ void model_rms_norm(const float* __restrict__ x, const flo
 }
 
 // One warp per output row, LINEAR_TOKENS tokens per pass over the row (a pass reads the row once; decode is one
-// pass). in must be even (bf16 pairs). grid: ceil(out / 8); block: 256 (8 warps).
+// pass). in must be even (bf16 pairs); rows of a multiple of 8 are read 16 bytes a lane (8 weights, two float4 of x),
+// unrolled so that each warp keeps several loads in flight (decode is bound by the weights' bytes).
+// grid: ceil(out / 8); block: 256 (8 warps).
 extern "C" __global__ void model_linear_bf16(const float* __restrict__ x, const u16* __restrict__ w,
                                              const float* __restrict__ bias, float* __restrict__ y, int tokens,
                                              int in, int out, int accumulate) {
     int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
     if (row >= out) return;
-    const u32* wr = (const u32*) (w + (long long) row * in);
-    int pairs = in >> 1;
     float b = bias == nullptr ? 0.f : bias[row];
+    bool wide = (in & 7) == 0;
     for (int t0 = 0; t0 < tokens; t0 += LINEAR_TOKENS) {
         float acc[LINEAR_TOKENS];
 #pragma unroll
         for (int j = 0; j < LINEAR_TOKENS; j++) acc[j] = 0.f;
-        for (int p = lane; p < pairs; p += 32) {
-            u32 packed = wr[p];
-            float w0 = __uint_as_float(packed << 16);
-            float w1 = __uint_as_float(packed & 0xffff0000u);
+        if (wide) {
+            const uint4* wr = (const uint4*) (w + (long long) row * in);
+            int groups = in >> 3;
+#pragma unroll 4
+            for (int g = lane; g < groups; g += 32) {
+                uint4 packed = __ldg(wr + g);
+                u32 words[4] = {packed.x, packed.y, packed.z, packed.w};
+                float wv[8];
 #pragma unroll
-            for (int j = 0; j < LINEAR_TOKENS; j++) {
-                if (t0 + j < tokens) {
-                    float2 xv = ((const float2*) (x + (long long) (t0 + j) * in))[p];
-                    acc[j] = fmaf(w0, xv.x, fmaf(w1, xv.y, acc[j]));
+                for (int k = 0; k < 4; k++) {
+                    wv[2 * k] = __uint_as_float(words[k] << 16);
+                    wv[2 * k + 1] = __uint_as_float(words[k] & 0xffff0000u);
+                }
+#pragma unroll
+                for (int j = 0; j < LINEAR_TOKENS; j++) {
+                    if (t0 + j < tokens) {
+                        const float4* xr = (const float4*) (x + (long long) (t0 + j) * in) + 2 * g;
+                        float4 a = xr[0], c = xr[1];
+                        float s = acc[j];
+                        s = fmaf(wv[0], a.x, s); s = fmaf(wv[1], a.y, s); s = fmaf(wv[2], a.z, s);
+                        s = fmaf(wv[3], a.w, s); s = fmaf(wv[4], c.x, s); s = fmaf(wv[5], c.y, s);
+                        s = fmaf(wv[6], c.z, s); s = fmaf(wv[7], c.w, s);
+                        acc[j] = s;
+                    }
+                }
+            }
+        } else {
+            const u32* wr = (const u32*) (w + (long long) row * in);
+            int pairs = in >> 1;
+            for (int p = lane; p < pairs; p += 32) {
+                u32 packed = wr[p];
+                float w0 = __uint_as_float(packed << 16);
+                float w1 = __uint_as_float(packed & 0xffff0000u);
+#pragma unroll
+                for (int j = 0; j < LINEAR_TOKENS; j++) {
+                    if (t0 + j < tokens) {
+                        float2 xv = ((const float2*) (x + (long long) (t0 + j) * in))[p];
+                        acc[j] = fmaf(w0, xv.x, fmaf(w1, xv.y, acc[j]));
+                    }
                 }
             }
         }
@@ -109,10 +141,11 @@ extern "C" __global__ void model_linear_bf16(const float* __restrict__ x, const 
 // Rotates heads [tokens, heads, headDim] (rows of width rowStride) at positions start + t. cos/sin: [position, half],
 // already multiplied by the attention factor. grid: (tokens, heads); block: half (rounded to a warp).
 extern "C" __global__ void model_rope(float* __restrict__ v, int rowStride, int headDim, const float* __restrict__ cosTable,
-                                      const float* __restrict__ sinTable, long long start, int half, int interleaved) {
+                                      const float* __restrict__ sinTable, const long long* __restrict__ start, int half,
+                                      int interleaved) {
     int i = threadIdx.x;
     if (i >= half) return;
-    long long pos = start + blockIdx.x;
+    long long pos = *start + blockIdx.x;
     float c = cosTable[pos * half + i];
     float s = sinTable[pos * half + i];
     float* h = v + (long long) blockIdx.x * rowStride + (long long) blockIdx.y * headDim;
@@ -125,8 +158,8 @@ extern "C" __global__ void model_rope(float* __restrict__ v, int rowStride, int 
 
 // cache row of position p: k (width) then v (width). grid: tokens; block: 256
 extern "C" __global__ void model_kv_store(const float* __restrict__ k, const float* __restrict__ v,
-                                          float* __restrict__ cache, int width, long long start) {
-    float* row = cache + (start + blockIdx.x) * 2LL * width;
+                                          float* __restrict__ cache, int width, const long long* __restrict__ start) {
+    float* row = cache + (*start + blockIdx.x) * 2LL * width;
     const float* kr = k + (long long) blockIdx.x * width;
     const float* vr = v + (long long) blockIdx.x * width;
     for (int i = threadIdx.x; i < width; i += blockDim.x) {
@@ -140,15 +173,16 @@ extern "C" __global__ void model_kv_store(const float* __restrict__ k, const flo
 // with the head's sink logit (if any) joining the denominator. Lane l holds dimensions l, l + 32, ...
 // grid: (tokens, heads); block: 32 * ATTEND_WARPS
 extern "C" __global__ void model_attend(const float* __restrict__ q, const float* __restrict__ cache,
-                                        const float* __restrict__ sinks, float* __restrict__ out, long long start,
-                                        int heads, int kvHeads, int headDim, int window, float scale) {
+                                        const float* __restrict__ sinks, float* __restrict__ out,
+                                        const long long* __restrict__ start, int heads, int kvHeads, int headDim,
+                                        int window, float scale) {
     __shared__ float sMax[ATTEND_WARPS];
     __shared__ float sSum[ATTEND_WARPS];
     __shared__ float sAcc[ATTEND_WARPS][HEAD_DIM_MAX];
     const int per = HEAD_DIM_MAX / 32;
     int t = blockIdx.x, h = blockIdx.y;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    long long position = start + t;
+    long long position = *start + t;
     long long from = window > 0 ? (position - window + 1 > 0 ? position - window + 1 : 0) : 0;
     int kvh = h / (heads / kvHeads);
     int width = kvHeads * headDim;
