@@ -270,14 +270,13 @@ final class CudaExperts implements Experts {
         // memory): copy-engine transfers each took a few microseconds to start, longer than the bytes take.
         boolean mapped = graphed && tuning.mappedTransfers() && deviceX == null;
         CudaStream stream = ws.stream();
-        DeviceBuffer dx = ws.buffer(Slot.X, xPadded);
+        // On device buffers the kernels read the caller's x and write the caller's out: no copies on the device.
+        DeviceBuffer dx = deviceX != null ? deviceX : ws.buffer(Slot.X, xPadded);
         DeviceBuffer dmeta = ws.buffer(Slot.META, metaBytes);
         DeviceBuffer droutes = ws.buffer(Slot.ROUTES, routeBytes);
         if (!mapped) {
             if (deviceX == null) {
                 dx.copyFromAsync(staging.asSlice(0, xBytes), 0, stream);
-            } else {
-                dx.copyFromDeviceAsync(deviceX, 0, 0, xBytes, stream);
             }
             dmeta.copyFromAsync(staging.asSlice(xPadded, metaBytes), 0, stream);
             droutes.copyFromAsync(staging.asSlice(xPadded + metaBytes, routeBytes), 0, stream);
@@ -291,7 +290,7 @@ final class CudaExperts implements Experts {
         DeviceBuffer act = ws.buffer(Slot.ACT, (long) pairs * pitch2 * (tile2 ? 2 : 4));
         DeviceBuffer exp2 = tile2 ? ws.buffer(Slot.EXP2, 4L * pairs) : null;
         DeviceBuffer y = ws.buffer(Slot.Y, 4L * pairs * h);
-        DeviceBuffer dout = ws.buffer(Slot.OUT, outBytes);
+        DeviceBuffer dout = deviceOut != null ? deviceOut : ws.buffer(Slot.OUT, outBytes);
         Transfers transfers = mapped ? new Transfers(staging.address(), (int) (xPadded / 4), (int) (metaBytes / 4),
                 (int) (routeBytes / 4), outHost.address()) : null;
         Launch launch = new Launch(transfers, tokens, pairs, plan.topK(), weightOnInput, direct1, tile1, tile2, dx, in1,
@@ -325,7 +324,6 @@ final class CudaExperts implements Experts {
             timing.end().record(stream);
         }
         if (deviceOut != null) {
-            deviceOut.copyFromDeviceAsync(dout, 0, 0, outBytes, stream);
             stream.synchronize();
             return;
         }

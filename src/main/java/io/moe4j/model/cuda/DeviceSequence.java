@@ -29,6 +29,12 @@ final class DeviceSequence implements SequenceState {
     private final CudaGraph[] graphs;
     private final boolean[] seen;
     private boolean closed;
+    /** With profiling on, host nanoseconds of each phase (see {@link #PHASES}), the stream drained after each. */
+    private long[] phaseNanos;
+    private long phaseMark;
+
+    /** The phases {@link #profile} reports. */
+    static final String[] PHASES = {"inputs", "attention", "router logits to host", "experts", "head", "logits to host"};
 
     /** A pass's activations for up to {@code tokens} tokens. */
     private record Scratch(int tokens, DeviceBuffer ids, DeviceBuffer h, DeviceBuffer xn, DeviceBuffer q, DeviceBuffer k,
@@ -61,8 +67,10 @@ final class DeviceSequence implements SequenceState {
         reserveCache((int) (start + n));
         int hidden = model.config().hidden();
         long h = s.h().pointer();
+        mark(-1);
         ops.write(tokens, s.ids(), 0);
         ops.write(start, position);
+        mark(0);
         boolean step = n == 1;
         int layers = caches.length;
         for (int l = 0; l < layers; l++) {
@@ -77,6 +85,7 @@ final class DeviceSequence implements SequenceState {
                 }
                 attention(layer, cache, s, n);
             });
+            mark(1);
             experts(layer, s, n);
         }
         int rows = allLogits ? n : 1;
@@ -88,7 +97,10 @@ final class DeviceSequence implements SequenceState {
             ops.linearBf16(s.xn().pointer(), model.lmHead().pointer(), 0, s.logits().pointer(), rows, hidden, vocab,
                     false);
         });
-        return ops.readFloats(s.logits(), 0, rows * vocab);
+        mark(4);
+        float[] logits = ops.readFloats(s.logits(), 0, rows * vocab);
+        mark(5);
+        return logits;
     }
 
     /**
@@ -160,7 +172,31 @@ final class DeviceSequence implements SequenceState {
         int experts = layer.moe().router().spec().numExperts();
         double[] logits = ops.readDoubles(s.routerLogits(), n * experts);
         Routing routing = layer.moe().router().select(logits, n);
+        mark(2);
         ops.experts(layer.moe().experts(), s.xn(), n, routing, s.moeOut());
+        mark(3);
+    }
+
+    /** Turns the phase profile on (a bench's breakdown: each phase then waits for the device) and clears it. */
+    void profile(boolean on) {
+        phaseNanos = on ? new long[PHASES.length] : null;
+    }
+
+    /** Host nanoseconds spent in each of {@link #PHASES} since profiling was turned on, or null when it is off. */
+    long[] profile() {
+        return phaseNanos == null ? null : phaseNanos.clone();
+    }
+
+    private void mark(int phase) {
+        if (phaseNanos == null) {
+            return;
+        }
+        ops.synchronize();
+        long now = System.nanoTime();
+        if (phase >= 0) {
+            phaseNanos[phase] += now - phaseMark;
+        }
+        phaseMark = now;
     }
 
     private static long pointer(DeviceBuffer b) {

@@ -77,6 +77,7 @@ public final class DeviceModelBench {
                         ms[ms.length - 1], 1e3 / median, bytes / 1e9, bytes / median / 1e6,
                         100 * bytes / median / 1e6 / copy, limitMs, 1e3 / limitMs);
             }
+            profile(dir, decodeTokens);
             if (prefillTokens > 0) {
                 int[] prompt = IntStream.range(0, prefillTokens).map(i -> 1 + (i * 7919) % (VOCAB - 1)).toArray();
                 try (Session s = model.newSession()) {
@@ -96,6 +97,35 @@ public final class DeviceModelBench {
                 }
             }
             Files.delete(dir);
+        }
+    }
+
+    /**
+     * Where a decode step's time goes: the same decode on a second load of the model, each phase timed on the host
+     * with the device drained after it (so the phases add up to more than a step without profiling).
+     */
+    private static void profile(Path dir, int decodeTokens) {
+        io.moe4j.model.DecoderConfig config = io.moe4j.model.DecoderConfig.of(io.moe4j.config.ModelConfig.load(dir));
+        try (io.moe4j.safetensors.Checkpoint checkpoint = io.moe4j.safetensors.Checkpoint.open(dir);
+                DeviceModel model = DeviceModel.load(config, checkpoint, ModelOptions.defaults(), 4096);
+                DeviceSequence s = (DeviceSequence) model.newSequence()) {
+            float[] logits = s.forward(new int[] {1, 2, 3, 4, 5, 6, 7, 8}, 0, false);
+            long position = 8;
+            for (int i = 0; i < 8; i++) {
+                logits = s.forward(new int[] {argmax(logits)}, position++, false);
+            }
+            s.profile(true);
+            long a = System.nanoTime();
+            for (int i = 0; i < decodeTokens; i++) {
+                logits = s.forward(new int[] {argmax(logits)}, position++, false);
+            }
+            double total = (System.nanoTime() - a) / 1e3 / decodeTokens;
+            long[] nanos = s.profile();
+            StringBuilder line = new StringBuilder(String.format("profiled decode step %.0f us:", total));
+            for (int i = 0; i < nanos.length; i++) {
+                line.append(String.format(" %s %.0f us;", DeviceSequence.PHASES[i], nanos[i] / 1e3 / decodeTokens));
+            }
+            System.out.println(line);
         }
     }
 
