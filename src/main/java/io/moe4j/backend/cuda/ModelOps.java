@@ -28,10 +28,12 @@ public final class ModelOps implements AutoCloseable {
     private static final int WARPS = THREADS / 32;
     /** The widest head model_attend takes (HEAD_DIM_MAX in the source). */
     public static final int HEAD_DIM_MAX = 256;
-    private static final int ATTEND_THREADS = 128;
+    private static final int ATTEND_THREADS = 512; // ATTEND_WARPS in the source
 
     private final CudaEngine engine;
     private final CudaStream stream;
+    /** Pinned host memory the reads land in (a pageable copy of a step's logits took ~0.6 ms), grown on demand. */
+    private io.moe4j.backend.cuda.driver.PinnedBuffer landing;
 
     private ModelOps(CudaEngine engine) {
         this.engine = engine;
@@ -105,22 +107,28 @@ public final class ModelOps implements AutoCloseable {
 
     /** Waits for this stream's work, then reads {@code count} floats at {@code offset} bytes of {@code from}. */
     public float[] readFloats(DeviceBuffer from, long offset, int count) {
-        stream.synchronize();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment s = arena.allocate(ValueLayout.JAVA_FLOAT, Math.max(count, 1));
-            from.copyTo(s.asSlice(0, 4L * count), offset);
-            return s.asSlice(0, 4L * count).toArray(ValueLayout.JAVA_FLOAT);
-        }
+        MemorySegment s = land(from, offset, 4L * count);
+        return s.toArray(ValueLayout.JAVA_FLOAT);
     }
 
     /** Waits for this stream's work, then reads {@code count} doubles at the start of {@code from}. */
     public double[] readDoubles(DeviceBuffer from, int count) {
-        stream.synchronize();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment s = arena.allocate(ValueLayout.JAVA_DOUBLE, Math.max(count, 1));
-            from.copyTo(s.asSlice(0, 8L * count), 0);
-            return s.asSlice(0, 8L * count).toArray(ValueLayout.JAVA_DOUBLE);
+        MemorySegment s = land(from, 0, 8L * count);
+        return s.toArray(ValueLayout.JAVA_DOUBLE);
+    }
+
+    private MemorySegment land(DeviceBuffer from, long offset, long bytes) {
+        if (landing == null || landing.byteSize() < bytes) {
+            stream.synchronize();
+            if (landing != null) {
+                landing.close();
+            }
+            landing = engine.context().allocatePinned(Math.max(bytes, 1 << 16));
         }
+        MemorySegment s = landing.segment().asSlice(0, bytes);
+        from.copyToAsync(s, offset, stream);
+        stream.synchronize();
+        return s;
     }
 
     public void synchronize() {
@@ -220,5 +228,8 @@ public final class ModelOps implements AutoCloseable {
     @Override
     public void close() {
         stream.close();
+        if (landing != null) {
+            landing.close();
+        }
     }
 }

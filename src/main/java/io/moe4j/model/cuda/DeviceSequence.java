@@ -187,6 +187,24 @@ final class DeviceSequence implements SequenceState {
         return phaseNanos == null ? null : phaseNanos.clone();
     }
 
+    /**
+     * Device time of one recorded stretch (a layer's attention, or the head when {@code segment} is the layer count)
+     * replayed back to back {@code times} times, in microseconds a replay; NaN when it has not been recorded. For
+     * benches only: a replay recomputes that stretch on the sequence's current buffers.
+     */
+    double replayMicros(int segment, int times) {
+        if (graphs[segment] == null) {
+            return Double.NaN;
+        }
+        ops.synchronize();
+        long a = System.nanoTime();
+        for (int i = 0; i < times; i++) {
+            graphs[segment].launch(ops.stream());
+        }
+        ops.synchronize();
+        return (System.nanoTime() - a) / 1e3 / times;
+    }
+
     private void mark(int phase) {
         if (phaseNanos == null) {
             return;

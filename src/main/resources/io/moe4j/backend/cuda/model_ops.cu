@@ -12,7 +12,7 @@
 #include "moe4j_common.cuh"
 
 #define LINEAR_TOKENS 4   // tokens a warp of model_linear_bf16 takes per pass over its weight row
-#define ATTEND_WARPS 4
+#define ATTEND_WARPS 16  // warps over a query's keys: decode has only heads x 1 blocks
 #define NEG_INF_F __int_as_float(0xff800000)  // no math headers under NVRTC
 #define HEAD_DIM_MAX 256  // the widest head model_attend takes (8 values a lane)
 

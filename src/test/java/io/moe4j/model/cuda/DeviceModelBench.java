@@ -126,6 +126,8 @@ public final class DeviceModelBench {
                 line.append(String.format(" %s %.0f us;", DeviceSequence.PHASES[i], nanos[i] / 1e3 / decodeTokens));
             }
             System.out.println(line);
+            System.out.printf("replayed alone: layer 0 attention %.1f us, layer 1 attention %.1f us, head %.1f us%n",
+                    s.replayMicros(0, 50), s.replayMicros(1, 50), s.replayMicros(config.layers().size(), 20));
         }
     }
 
