@@ -35,9 +35,17 @@ public final class ModelOps implements AutoCloseable {
     /** Pinned host memory the reads land in (a pageable copy of a step's logits took ~0.6 ms), grown on demand. */
     private io.moe4j.backend.cuda.driver.PinnedBuffer landing;
 
+    /**
+     * Whether recorded steps launch their kernels overlapped (programmatic dependent launch: each kernel of
+     * model_ops.cu waits for the one before at its top), on sm_90+ with a driver that has cuLaunchKernelEx.
+     */
+    private final boolean overlapped;
+
     private ModelOps(CudaEngine engine) {
         this.engine = engine;
         this.stream = engine.context().createStream();
+        this.overlapped = CudaTuning.fromSystemProperties().overlappedLaunches()
+                && engine.context().device().computeCapability() >= 90 && engine.context().driver().hasLaunchKernelEx();
     }
 
     /** The ops on device 0; fails with the probe's reason when this machine has no usable CUDA device. */
@@ -102,7 +110,7 @@ public final class ModelOps implements AutoCloseable {
      * replay with {@link io.moe4j.backend.cuda.driver.CudaGraph#launch}.
      */
     public io.moe4j.backend.cuda.driver.CudaGraph capture(Runnable work) {
-        return stream.capture(work);
+        return stream.capture(work, overlapped);
     }
 
     /** Waits for this stream's work, then reads {@code count} floats at {@code offset} bytes of {@code from}. */
@@ -140,9 +148,13 @@ public final class ModelOps implements AutoCloseable {
         launch("model_embed", tokens, 1, THREADS, a -> a.pointer(table).pointer(ids).pointer(out).i32(hidden));
     }
 
-    /** RMSNorm of {@code rows} rows of n floats; {@code weight} float32 [n] or 0 for none. */
-    public void rmsNorm(long x, long weight, long out, int rows, int n, float eps) {
-        launch("model_rms_norm", rows, 1, THREADS, a -> a.pointer(x).pointer(weight).pointer(out).i32(n).f32(eps));
+    /**
+     * RMSNorm of {@code rows} rows of n floats into out; {@code weight} float32 [n] or 0 for none. With {@code add}
+     * (not 0) each row of x first takes the matching row of add (x += add, written back): the residual stream.
+     */
+    public void rmsNorm(long x, long add, long weight, long out, int rows, int n, float eps) {
+        launch("model_rms_norm", rows, 1, THREADS,
+                a -> a.pointer(x).pointer(add).pointer(weight).pointer(out).i32(n).f32(eps));
     }
 
     /**
@@ -158,33 +170,31 @@ public final class ModelOps implements AutoCloseable {
     }
 
     /**
-     * Rotates {@code heads} heads of each of {@code tokens} rows (rows {@code rowStride} floats apart) for positions
-     * start.., from tables cos/sin [position, half] (float32, the attention factor applied). {@code start} is the
-     * device address of the first position (int64), so that a step's launches do not change with it.
+     * RoPE on the q and k heads of fused rows qkv [tokens, (heads + 2 kvHeads) headDim] at positions *start.. (start:
+     * the device address of an int64, so a step's launches do not change with the position), from tables cos/sin
+     * [position, half] (float32, the attention factor applied); the rotated k and the v go into the cache
+     * ([position][k | v], float32).
      */
-    public void rope(long v, int tokens, int heads, int rowStride, int headDim, long cos, long sin, long start,
-            int half, boolean interleaved) {
+    public void ropeAndStore(long qkv, int tokens, int heads, int kvHeads, int headDim, long cos, long sin, long start,
+            int half, boolean interleaved, long cache) {
         int threads = Math.ceilDiv(half, 32) * 32;
-        launch("model_rope", tokens, heads, threads, a -> a.pointer(v).i32(rowStride).i32(headDim).pointer(cos)
-                .pointer(sin).pointer(start).i32(half).i32(interleaved ? 1 : 0));
-    }
-
-    /** Stores k and v rows [tokens, width] in the cache ([position][k | v], float32) at positions *start... */
-    public void kvStore(long k, long v, long cache, int tokens, int width, long start) {
-        launch("model_kv_store", tokens, 1, THREADS, a -> a.pointer(k).pointer(v).pointer(cache).i32(width).pointer(start));
+        launch("model_rope_store", tokens, heads + kvHeads, threads, a -> a.pointer(qkv).i32(heads).i32(kvHeads)
+                .i32(headDim).pointer(cos).pointer(sin).pointer(start).i32(half).i32(interleaved ? 1 : 0)
+                .pointer(cache));
     }
 
     /**
-     * Causal attention of q [tokens, heads, headDim] at positions *start.. over the cache, into out (same shape):
+     * Causal attention of q [tokens, heads, headDim] (token rows {@code qStride} floats apart) at positions *start..
+     * over the cache, into out [tokens, heads * headDim]:
      * keys within {@code window} positions of the query (0: all), the head's sink logit in the softmax when
      * {@code sinks} (float32 [heads]) is given.
      */
-    public void attend(long q, long cache, long sinks, long out, int tokens, long start, int heads, int kvHeads,
+    public void attend(long q, int qStride, long cache, long sinks, long out, int tokens, long start, int heads, int kvHeads,
             int headDim, int window, float scale) {
         if (headDim > HEAD_DIM_MAX) {
             throw new IllegalArgumentException("head_dim " + headDim + " exceeds the device attention's " + HEAD_DIM_MAX);
         }
-        launch("model_attend", tokens, heads, ATTEND_THREADS, a -> a.pointer(q).pointer(cache).pointer(sinks)
+        launch("model_attend", tokens, heads, ATTEND_THREADS, a -> a.pointer(q).i32(qStride).pointer(cache).pointer(sinks)
                 .pointer(out).pointer(start).i32(heads).i32(kvHeads).i32(headDim).i32(window).f32(scale));
     }
 
@@ -192,11 +202,6 @@ public final class ModelOps implements AutoCloseable {
     public void routerLogits(long x, long w, long bias, long logits, int tokens, int experts, int hidden) {
         launch("model_router_logits", Math.ceilDiv(experts, WARPS), tokens, THREADS,
                 a -> a.pointer(x).pointer(w).pointer(bias).pointer(logits).i32(experts).i32(hidden));
-    }
-
-    /** a[i] += b[i] for n floats. */
-    public void add(long a, long b, long n) {
-        launch("model_add", (int) Math.ceilDiv(n, THREADS), 1, THREADS, args -> args.pointer(a).pointer(b).i64(n));
     }
 
     /**

@@ -35,11 +35,13 @@ import java.util.Optional;
  */
 public final class DeviceModel implements DecoderRuntime {
 
-    /** One layer's weights on the device; bias and sinks buffers may be null. */
-    record Layer(GqaSpec spec, int window, DeviceBuffer inputNorm, DeviceBuffer postNorm, DeviceBuffer q,
-                 DeviceBuffer qBias, DeviceBuffer k, DeviceBuffer kBias, DeviceBuffer v, DeviceBuffer vBias, DeviceBuffer o,
-                 DeviceBuffer oBias, DeviceBuffer sinks, RopeTables rope, MoeLayer moe, DeviceBuffer routerWeight,
-                 DeviceBuffer routerBias) {
+    /**
+     * One layer's weights on the device; bias and sinks buffers may be null. q, k and v are one bf16 matrix
+     * [(heads + 2 kvHeads) headDim, hidden] (their rows one after another) so that one GEMV makes all three.
+     */
+    record Layer(GqaSpec spec, int window, DeviceBuffer inputNorm, DeviceBuffer postNorm, DeviceBuffer qkv,
+                 DeviceBuffer qkvBias, DeviceBuffer o, DeviceBuffer oBias, DeviceBuffer sinks, RopeTables rope,
+                 MoeLayer moe, DeviceBuffer routerWeight, DeviceBuffer routerBias) {
     }
 
     /** cos and sin [position, dim / 2] of one RoPE for every position a session may reach. */
@@ -130,9 +132,10 @@ public final class DeviceModel implements DecoderRuntime {
                 Router router = moe.router();
                 layers.add(new Layer(g, g.window().kind() == AttentionWindow.Kind.SLIDING ? g.window().size() : 0,
                         up.floats(p + "input_layernorm.weight", h), up.floats(p + "post_attention_layernorm.weight", h),
-                        up.bf16(a + "q_proj.weight", qOut, h), g.bias() ? up.floats(a + "q_proj.bias", qOut) : null,
-                        up.bf16(a + "k_proj.weight", kvOut, h), g.bias() ? up.floats(a + "k_proj.bias", kvOut) : null,
-                        up.bf16(a + "v_proj.weight", kvOut, h), g.bias() ? up.floats(a + "v_proj.bias", kvOut) : null,
+                        up.bf16Rows(h, new String[] {a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"},
+                                qOut, kvOut, kvOut),
+                        g.bias() ? up.floats(new String[] {a + "q_proj.bias", a + "k_proj.bias", a + "v_proj.bias"},
+                                qOut, kvOut, kvOut) : null,
                         up.bf16(a + "o_proj.weight", h, qOut), g.bias() ? up.floats(a + "o_proj.bias", h) : null,
                         g.sinks() ? up.floats(a + "sinks", g.heads()) : null, rope, moe,
                         up.own(ops.upload(router.weight())),
@@ -167,14 +170,56 @@ public final class DeviceModel implements DecoderRuntime {
             return own(ops.upload(t.segment()));
         }
 
+        /** bf16 matrices [rows_i, cols] stacked into one device matrix, in the order given. */
+        DeviceBuffer bf16Rows(long cols, String[] names, long... rows) {
+            Tensor[] parts = new Tensor[names.length];
+            long bytes = 0;
+            for (int i = 0; i < names.length; i++) {
+                parts[i] = checkpoint.tensor(names[i]).expectShape(rows[i], cols);
+                if (parts[i].dtype() != DType.BF16) {
+                    throw new MoeException(checkpoint.root() + ": unsupported on cuda: tensor '" + names[i]
+                            + "' has dtype " + parts[i].dtype() + "; the device decoder reads BF16 matrices");
+                }
+                bytes += parts[i].segment().byteSize();
+            }
+            DeviceBuffer b = own(ops.allocate(bytes));
+            long at = 0;
+            for (Tensor t : parts) {
+                b.copyFrom(t.segment(), at);
+                at += t.segment().byteSize();
+            }
+            return b;
+        }
+
         /** A float vector (bf16, f16 or f32 in the checkpoint) as float32. */
         DeviceBuffer floats(String name, long n) {
+            return own(ops.upload(floatArray(name, n)));
+        }
+
+        /** Float vectors one after another, as float32. */
+        DeviceBuffer floats(String[] names, long... n) {
+            float[][] parts = new float[names.length][];
+            int total = 0;
+            for (int i = 0; i < names.length; i++) {
+                parts[i] = floatArray(names[i], n[i]);
+                total += parts[i].length;
+            }
+            float[] all = new float[total];
+            int at = 0;
+            for (float[] p : parts) {
+                System.arraycopy(p, 0, all, at, p.length);
+                at += p.length;
+            }
+            return own(ops.upload(all));
+        }
+
+        private float[] floatArray(String name, long n) {
             Tensor t = checkpoint.tensor(name).expectShape(n);
             if (t.dtype() != DType.BF16 && t.dtype() != DType.F16 && t.dtype() != DType.F32) {
                 throw new MoeException(checkpoint.root() + ": tensor '" + name + "' has dtype " + t.dtype()
                         + "; expected BF16, F16 or F32");
             }
-            return own(ops.upload(t.toFloatArray()));
+            return t.toFloatArray();
         }
 
         /** cos/sin tables with the host Rope's float32 arithmetic, so both decoders rotate alike. */

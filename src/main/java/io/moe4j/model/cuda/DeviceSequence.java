@@ -37,12 +37,12 @@ final class DeviceSequence implements SequenceState {
     static final String[] PHASES = {"inputs", "attention", "router logits to host", "experts", "head", "logits to host"};
 
     /** A pass's activations for up to {@code tokens} tokens. */
-    private record Scratch(int tokens, DeviceBuffer ids, DeviceBuffer h, DeviceBuffer xn, DeviceBuffer q, DeviceBuffer k,
-                           DeviceBuffer v, DeviceBuffer attended, DeviceBuffer moeOut, DeviceBuffer routerLogits,
-                           DeviceBuffer logits) implements AutoCloseable {
+    private record Scratch(int tokens, DeviceBuffer ids, DeviceBuffer h, DeviceBuffer xn, DeviceBuffer qkv,
+                           DeviceBuffer attended, DeviceBuffer moeOut, DeviceBuffer routerLogits, DeviceBuffer logits)
+            implements AutoCloseable {
         @Override
         public void close() {
-            for (DeviceBuffer b : new DeviceBuffer[] {ids, h, xn, q, k, v, attended, moeOut, routerLogits, logits}) {
+            for (DeviceBuffer b : new DeviceBuffer[] {ids, h, xn, qkv, attended, moeOut, routerLogits, logits}) {
                 b.close();
             }
         }
@@ -80,10 +80,8 @@ final class DeviceSequence implements SequenceState {
             segment(l, step, () -> {
                 if (first) {
                     ops.embed(model.embedding().pointer(), s.ids().pointer(), h, n, hidden);
-                } else {
-                    ops.add(h, s.moeOut().pointer(), (long) n * hidden);
                 }
-                attention(layer, cache, s, n);
+                attention(layer, cache, s, n, first ? 0L : s.moeOut().pointer());
             });
             mark(1);
             experts(layer, s, n);
@@ -91,9 +89,10 @@ final class DeviceSequence implements SequenceState {
         int rows = allLogits ? n : 1;
         int vocab = model.config().vocab();
         segment(layers, step, () -> {
-            ops.add(h, s.moeOut().pointer(), (long) n * hidden);
-            long last = h + (long) (n - rows) * hidden * FLOAT;
-            ops.rmsNorm(last, model.finalNorm().pointer(), s.xn().pointer(), rows, hidden, model.config().normEps());
+            // the rows wanted take the last layer's experts (h is not read again: the next pass embeds anew)
+            long at = (long) (n - rows) * hidden * FLOAT;
+            ops.rmsNorm(h + at, s.moeOut().pointer() + at, model.finalNorm().pointer(), s.xn().pointer(), rows, hidden,
+                    model.config().normEps());
             ops.linearBf16(s.xn().pointer(), model.lmHead().pointer(), 0, s.logits().pointer(), rows, hidden, vocab,
                     false);
         });
@@ -135,34 +134,30 @@ final class DeviceSequence implements SequenceState {
         }
     }
 
-    /** norm(h) -> q, k, v -> RoPE -> cache -> attention -> h += o(...); then norm(h) and the router's logits. */
-    private void attention(DeviceModel.Layer layer, DeviceBuffer cache, Scratch s, int n) {
+    /**
+     * h += add (the previous layer's experts, unless 0); norm(h) -> q|k|v -> RoPE, k and v into the cache ->
+     * attention -> h += o(...); then norm(h) and the router's logits.
+     */
+    private void attention(DeviceModel.Layer layer, DeviceBuffer cache, Scratch s, int n, long add) {
         GqaSpec g = layer.spec();
         int hidden = model.config().hidden();
         float eps = model.config().normEps();
         int d = g.headDim();
         int qWidth = g.heads() * d;
-        int kvWidth = g.kvHeads() * d;
+        int qkvWidth = (g.heads() + 2 * g.kvHeads()) * d;
         long h = s.h().pointer();
         long xn = s.xn().pointer();
-        long q = s.q().pointer();
-        long k = s.k().pointer();
-        long v = s.v().pointer();
+        long qkv = s.qkv().pointer();
         long start = position.pointer();
-        ops.rmsNorm(h, layer.inputNorm().pointer(), xn, n, hidden, eps);
-        ops.linearBf16(xn, layer.q().pointer(), pointer(layer.qBias()), q, n, hidden, qWidth, false);
-        ops.linearBf16(xn, layer.k().pointer(), pointer(layer.kBias()), k, n, hidden, kvWidth, false);
-        ops.linearBf16(xn, layer.v().pointer(), pointer(layer.vBias()), v, n, hidden, kvWidth, false);
+        ops.rmsNorm(h, add, layer.inputNorm().pointer(), xn, n, hidden, eps);
+        ops.linearBf16(xn, layer.qkv().pointer(), pointer(layer.qkvBias()), qkv, n, hidden, qkvWidth, false);
         DeviceModel.RopeTables rope = layer.rope();
-        ops.rope(q, n, g.heads(), qWidth, d, rope.cos().pointer(), rope.sin().pointer(), start, rope.half(),
-                rope.interleaved());
-        ops.rope(k, n, g.kvHeads(), kvWidth, d, rope.cos().pointer(), rope.sin().pointer(), start, rope.half(),
-                rope.interleaved());
-        ops.kvStore(k, v, cache.pointer(), n, kvWidth, start);
-        ops.attend(q, cache.pointer(), pointer(layer.sinks()), s.attended().pointer(), n, start, g.heads(),
+        ops.ropeAndStore(qkv, n, g.heads(), g.kvHeads(), d, rope.cos().pointer(), rope.sin().pointer(), start,
+                rope.half(), rope.interleaved(), cache.pointer());
+        ops.attend(qkv, qkvWidth, cache.pointer(), pointer(layer.sinks()), s.attended().pointer(), n, start, g.heads(),
                 g.kvHeads(), d, layer.window(), g.scale());
         ops.linearBf16(s.attended().pointer(), layer.o().pointer(), pointer(layer.oBias()), h, n, qWidth, hidden, true);
-        ops.rmsNorm(h, layer.postNorm().pointer(), xn, n, hidden, eps);
+        ops.rmsNorm(h, 0L, layer.postNorm().pointer(), xn, n, hidden, eps);
         ops.routerLogits(xn, layer.routerWeight().pointer(), pointer(layer.routerBias()), s.routerLogits().pointer(),
                 n, layer.moe().router().spec().numExperts(), hidden);
     }
@@ -234,17 +229,17 @@ final class DeviceSequence implements SequenceState {
         }
         int hidden = model.config().hidden();
         int qWidth = 0;
-        int kvWidth = 0;
+        int qkvWidth = 0;
         int experts = 0;
         for (DeviceModel.Layer l : model.layers()) {
             qWidth = Math.max(qWidth, l.spec().heads() * l.spec().headDim());
-            kvWidth = Math.max(kvWidth, l.spec().kvHeads() * l.spec().headDim());
+            qkvWidth = Math.max(qkvWidth, (l.spec().heads() + 2 * l.spec().kvHeads()) * l.spec().headDim());
             experts = Math.max(experts, l.moe().router().spec().numExperts());
         }
         long t = tokens;
         scratch = new Scratch(tokens, ops.allocate(4 * t), ops.allocate(FLOAT * t * hidden),
-                ops.allocate(FLOAT * t * hidden), ops.allocate(FLOAT * t * qWidth), ops.allocate(FLOAT * t * kvWidth),
-                ops.allocate(FLOAT * t * kvWidth), ops.allocate(FLOAT * t * qWidth), ops.allocate(FLOAT * t * hidden),
+                ops.allocate(FLOAT * t * hidden), ops.allocate(FLOAT * t * qkvWidth), ops.allocate(FLOAT * t * qWidth),
+                ops.allocate(FLOAT * t * hidden),
                 ops.allocate(8 * t * experts), ops.allocate(FLOAT * t * model.config().vocab()));
         return scratch;
     }

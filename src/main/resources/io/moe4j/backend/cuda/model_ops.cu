@@ -1,12 +1,12 @@
 // moe4j: the decoder's ops on the device, for a model resident there (io.moe4j.model.cuda.DeviceModel).
 //   model_embed         token ids -> float32 rows of a bf16 embedding table
-//   model_rms_norm      RMSNorm of rows (sum of squares in float64, as the host's RmsNorm)
+//   model_rms_norm      RMSNorm of rows (sum of squares in float64, as the host's RmsNorm), after adding a residual
 //   model_linear_bf16   y = x W^T + b for a bf16 W [out, in], optionally added into y (the residual stream)
-//   model_rope          rotary embedding of q or k heads from cos/sin tables made on the host
-//   model_kv_store      a batch's k and v rows into the layer's cache ([position][k | v])
+//   model_rope_store    rotary embedding of the q and k heads of fused q|k|v rows (cos/sin tables made on the host),
+//                       and the rotated k and the v into the layer's cache ([position][k | v])
 //   model_attend        causal attention of each (token, head) over the cache: sliding window, sinks (online softmax)
 //   model_router_logits router logits in float64 (exact float products), for the host's selection rules
-//   model_add           a += b
+// Every kernel waits for the one before at its top (overlapped launches in a recorded decode step, sm_90+).
 // Everything is float32 with float32 accumulation unless said otherwise. The batch's first position is read from
 // device memory (start), so that a decode step's launches are the same every step and replay from a CUDA graph.
 #include "moe4j_common.cuh"
@@ -35,19 +35,28 @@ __device__ __forceinline__ double warp_sum_dbl(double v) {
 // grid: tokens; block: 256
 extern "C" __global__ void model_embed(const u16* __restrict__ table, const int* __restrict__ ids,
                                        float* __restrict__ out, int hidden) {
+    enter_after_prior_grid();
     long long row = (long long) ids[blockIdx.x] * hidden;
     float* o = out + (long long) blockIdx.x * hidden;
     for (int i = threadIdx.x; i < hidden; i += blockDim.x) o[i] = bf16_to_float(table[row + i]);
 }
 
-// grid: rows; block: 256. weight may be null (a weightless norm).
-extern "C" __global__ void model_rms_norm(const float* __restrict__ x, const float* __restrict__ weight,
-                                          float* __restrict__ out, int n, float eps) {
+// out = norm(x) per row; with add given, x += add first (the residual stream takes the last block's output) and
+// the norm is of the sum. grid: rows; block: 256. weight may be null (a weightless norm).
+extern "C" __global__ void model_rms_norm(float* __restrict__ x, const float* __restrict__ add,
+                                          const float* __restrict__ weight, float* __restrict__ out, int n, float eps) {
+    enter_after_prior_grid();
     __shared__ double partial[32];
-    const float* r = x + (long long) blockIdx.x * n;
+    float* r = x + (long long) blockIdx.x * n;
+    const float* plus = add == nullptr ? nullptr : add + (long long) blockIdx.x * n;
     double s = 0;
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        double v = r[i];
+        float f = r[i];
+        if (plus != nullptr) {
+            f += plus[i];
+            r[i] = f;
+        }
+        double v = f;
         s += v * v;
     }
     s = warp_sum_dbl(s);
@@ -76,6 +85,7 @@ extern "C" __global__ void model_rms_norm(const float* __restrict__ x, const flo
 extern "C" __global__ void model_linear_bf16(const float* __restrict__ x, const u16* __restrict__ w,
                                              const float* __restrict__ bias, float* __restrict__ y, int tokens,
                                              int in, int out, int accumulate) {
+    enter_after_prior_grid();
     int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
     if (row >= out) return;
@@ -138,33 +148,39 @@ extern "C" __global__ void model_linear_bf16(const float* __restrict__ x, const 
     }
 }
 
-// Rotates heads [tokens, heads, headDim] (rows of width rowStride) at positions start + t. cos/sin: [position, half],
-// already multiplied by the attention factor. grid: (tokens, heads); block: half (rounded to a warp).
-extern "C" __global__ void model_rope(float* __restrict__ v, int rowStride, int headDim, const float* __restrict__ cosTable,
-                                      const float* __restrict__ sinTable, const long long* __restrict__ start, int half,
-                                      int interleaved) {
+// Rows of qkv are [q heads | k heads | v heads] of one token. Block (t, head) rotates one q or k head of token t at
+// position *start + t with cos/sin [position, half] (the attention factor applied); a k head's block also writes the
+// rotated k and the matching v head into the cache row of that position ([k | v], width kvHeads * headDim each).
+// grid: (tokens, heads + kvHeads); block: half rounded up to a warp.
+extern "C" __global__ void model_rope_store(float* __restrict__ qkv, int heads, int kvHeads, int headDim,
+                                            const float* __restrict__ cosTable, const float* __restrict__ sinTable,
+                                            const long long* __restrict__ start, int half, int interleaved,
+                                            float* __restrict__ cache) {
+    enter_after_prior_grid();
     int i = threadIdx.x;
     if (i >= half) return;
+    int head = blockIdx.y;
     long long pos = *start + blockIdx.x;
+    float* row = qkv + (long long) blockIdx.x * (heads + 2 * kvHeads) * headDim;
+    float* h = row + (long long) head * headDim;
     float c = cosTable[pos * half + i];
     float s = sinTable[pos * half + i];
-    float* h = v + (long long) blockIdx.x * rowStride + (long long) blockIdx.y * headDim;
     int a = interleaved ? 2 * i : i;
     int b = interleaved ? a + 1 : i + half;
     float x1 = h[a], x2 = h[b];
-    h[a] = x1 * c - x2 * s;
-    h[b] = x2 * c + x1 * s;
-}
-
-// cache row of position p: k (width) then v (width). grid: tokens; block: 256
-extern "C" __global__ void model_kv_store(const float* __restrict__ k, const float* __restrict__ v,
-                                          float* __restrict__ cache, int width, const long long* __restrict__ start) {
-    float* row = cache + (*start + blockIdx.x) * 2LL * width;
-    const float* kr = k + (long long) blockIdx.x * width;
-    const float* vr = v + (long long) blockIdx.x * width;
-    for (int i = threadIdx.x; i < width; i += blockDim.x) {
-        row[i] = kr[i];
-        row[width + i] = vr[i];
+    float r1 = x1 * c - x2 * s;
+    float r2 = x2 * c + x1 * s;
+    h[a] = r1;
+    h[b] = r2;
+    if (head >= heads) {
+        int kvh = head - heads;
+        int width = kvHeads * headDim;
+        float* k = cache + pos * 2LL * width + (long long) kvh * headDim;
+        const float* v = row + (long long) (heads + kvHeads + kvh) * headDim;
+        k[a] = r1;
+        k[b] = r2;
+        k[width + a] = v[a];
+        k[width + b] = v[b];
     }
 }
 
@@ -172,10 +188,11 @@ extern "C" __global__ void model_kv_store(const float* __restrict__ k, const flo
 // of the query's visible span [from, position]; the warps' partial maxima, sums and outputs are merged at the end,
 // with the head's sink logit (if any) joining the denominator. Lane l holds dimensions l, l + 32, ...
 // grid: (tokens, heads); block: 32 * ATTEND_WARPS
-extern "C" __global__ void model_attend(const float* __restrict__ q, const float* __restrict__ cache,
+extern "C" __global__ void model_attend(const float* __restrict__ q, int qStride, const float* __restrict__ cache,
                                         const float* __restrict__ sinks, float* __restrict__ out,
                                         const long long* __restrict__ start, int heads, int kvHeads, int headDim,
                                         int window, float scale) {
+    enter_after_prior_grid();
     __shared__ float sMax[ATTEND_WARPS];
     __shared__ float sSum[ATTEND_WARPS];
     __shared__ float sAcc[ATTEND_WARPS][HEAD_DIM_MAX];
@@ -186,7 +203,7 @@ extern "C" __global__ void model_attend(const float* __restrict__ q, const float
     long long from = window > 0 ? (position - window + 1 > 0 ? position - window + 1 : 0) : 0;
     int kvh = h / (heads / kvHeads);
     int width = kvHeads * headDim;
-    const float* qh = q + ((long long) t * heads + h) * headDim;
+    const float* qh = q + (long long) t * qStride + (long long) h * headDim;
     float qv[per], acc[per];
 #pragma unroll
     for (int i = 0; i < per; i++) {
@@ -235,7 +252,7 @@ extern "C" __global__ void model_attend(const float* __restrict__ q, const float
         f[w] = sSum[w] > 0.f ? __expf(sMax[w] - total) : 0.f;
         denominator += sSum[w] * f[w];
     }
-    float* o = out + ((long long) t * heads + h) * headDim;
+    float* o = out + ((long long) t * heads + h) * headDim;  // [tokens, heads * headDim]
     for (int d = lane; d < headDim; d += 32) {
         float v = 0.f;
         for (int w = 0; w < ATTEND_WARPS; w++) v += sAcc[w][d] * f[w];
@@ -248,6 +265,7 @@ extern "C" __global__ void model_attend(const float* __restrict__ q, const float
 extern "C" __global__ void model_router_logits(const float* __restrict__ x, const float* __restrict__ w,
                                                const float* __restrict__ bias, double* __restrict__ logits,
                                                int experts, int hidden) {
+    enter_after_prior_grid();
     int e = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
     if (e >= experts) return;
@@ -259,8 +277,3 @@ extern "C" __global__ void model_router_logits(const float* __restrict__ x, cons
     if (lane == 0) logits[(long long) blockIdx.y * experts + e] = s + (bias == nullptr ? 0.0 : (double) bias[e]);
 }
 
-// grid: ceil(n / 256); block: 256
-extern "C" __global__ void model_add(float* __restrict__ a, const float* __restrict__ b, long long n) {
-    long long i = (long long) blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) a[i] += b[i];
-}
