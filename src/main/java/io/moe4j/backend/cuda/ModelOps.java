@@ -24,7 +24,7 @@ import java.util.List;
 public final class ModelOps implements AutoCloseable {
     private static final String SOURCE = "model_ops.cu";
     private static final int THREADS = 256;
-    /** Tokens a warp of model_linear_bf16 takes per pass over its row (LINEAR_TOKENS in the source). */
+    /** Warps per block of the linear and router kernels (one output row a warp). */
     private static final int WARPS = THREADS / 32;
     /** The widest head model_attend takes (HEAD_DIM_MAX in the source). */
     public static final int HEAD_DIM_MAX = 256;
@@ -185,17 +185,18 @@ public final class ModelOps implements AutoCloseable {
 
     /**
      * Causal attention of q [tokens, heads, headDim] (token rows {@code qStride} floats apart) at positions *start..
-     * over the cache, into out [tokens, heads * headDim]:
-     * keys within {@code window} positions of the query (0: all), the head's sink logit in the softmax when
-     * {@code sinks} (float32 [heads]) is given.
+     * over the cache, into out [tokens, heads * headDim]: keys within {@code window} positions of the query (0: all),
+     * the head's sink logit in the softmax when {@code sinks} (float32 [heads]) is given.
      */
-    public void attend(long q, int qStride, long cache, long sinks, long out, int tokens, long start, int heads, int kvHeads,
-            int headDim, int window, float scale) {
+    public void attend(long q, int qStride, long cache, long sinks, long out, int tokens, long start, int heads,
+            int kvHeads, int headDim, int window, float scale) {
         if (headDim > HEAD_DIM_MAX) {
-            throw new IllegalArgumentException("head_dim " + headDim + " exceeds the device attention's " + HEAD_DIM_MAX);
+            throw new IllegalArgumentException("head_dim " + headDim + " exceeds the device attention's "
+                    + HEAD_DIM_MAX);
         }
-        launch("model_attend", tokens, heads, ATTEND_THREADS, a -> a.pointer(q).i32(qStride).pointer(cache).pointer(sinks)
-                .pointer(out).pointer(start).i32(heads).i32(kvHeads).i32(headDim).i32(window).f32(scale));
+        launch("model_attend", tokens, heads, ATTEND_THREADS, a -> a.pointer(q).i32(qStride).pointer(cache)
+                .pointer(sinks).pointer(out).pointer(start).i32(heads).i32(kvHeads).i32(headDim).i32(window)
+                .f32(scale));
     }
 
     /** Router logits [tokens, experts] float64 of x [tokens, hidden] and a float32 router [experts, hidden]. */
