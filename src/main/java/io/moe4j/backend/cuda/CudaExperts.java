@@ -268,7 +268,7 @@ final class CudaExperts implements Experts {
         boolean graphed = pairs <= GRAPH_MAX_PAIRS && !stages;
         // Small batches move their inputs and output through the bus from the kernels themselves (mapped pinned
         // memory): copy-engine transfers each took a few microseconds to start, longer than the bytes take.
-        boolean mapped = graphed && tuning.mappedTransfers() && deviceX == null;
+        boolean mapped = graphed && tuning.mappedTransfers();
         CudaStream stream = ws.stream();
         // On device buffers the kernels read the caller's x and write the caller's out: no copies on the device.
         DeviceBuffer dx = deviceX != null ? deviceX : ws.buffer(Slot.X, xPadded);
@@ -291,8 +291,13 @@ final class CudaExperts implements Experts {
         DeviceBuffer exp2 = tile2 ? ws.buffer(Slot.EXP2, 4L * pairs) : null;
         DeviceBuffer y = ws.buffer(Slot.Y, 4L * pairs * h);
         DeviceBuffer dout = deviceOut != null ? deviceOut : ws.buffer(Slot.OUT, outBytes);
-        Transfers transfers = mapped ? new Transfers(staging.address(), (int) (xPadded / 4), (int) (metaBytes / 4),
-                (int) (routeBytes / 4), outHost.address()) : null;
+        // On device buffers only the plan comes through the bus (moe_copy_in with no x words), and the combine
+        // writes the caller's out.
+        Transfers transfers = !mapped ? null : deviceX == null
+                ? new Transfers(staging.address(), (int) (xPadded / 4), (int) (metaBytes / 4), (int) (routeBytes / 4),
+                        outHost.address())
+                : new Transfers(staging.address() + xPadded, 0, (int) (metaBytes / 4), (int) (routeBytes / 4),
+                        deviceOut.pointer());
         Launch launch = new Launch(transfers, tokens, pairs, plan.topK(), weightOnInput, direct1, tile1, tile2, dx, in1,
                 exp1, pitch1, hbuf, act, exp2, pitch2, y, dout, droutes, dmeta, m + offToken, m + offExpert,
                 m + offWeight, m + offTokenPair, m + offTokenWeight, m + offIdentity, m + offBatches1,
