@@ -65,7 +65,7 @@ public final class Model implements AutoCloseable {
         if (ModelOptions.CUDA.equals(options.backend())) {
             // The whole decoder resident on the GPU; a family or layer kind it does not run yet is refused by name.
             try {
-                DecoderRuntime device = io.moe4j.model.cuda.DeviceModel.load(config, checkpoint, options,
+                DecoderRuntime device = deviceDecoders(options.backend()).load(config, checkpoint, options,
                         contextLimit(config, options));
                 return new Model(config, options, checkpoint, null, null, List.of(), null, null, generation, device);
             } catch (RuntimeException e) {
@@ -102,6 +102,16 @@ public final class Model implements AutoCloseable {
             checkpoint.close();
             throw e;
         }
+    }
+
+    /** The registered provider of device decoders for {@code backend}. */
+    private static DeviceDecoders deviceDecoders(String backend) {
+        for (DeviceDecoders d : java.util.ServiceLoader.load(DeviceDecoders.class, Model.class.getClassLoader())) {
+            if (d.backend().equals(backend)) {
+                return d;
+            }
+        }
+        throw new MoeException("unsupported on " + backend + ": no device decoder for it on the class path");
     }
 
     public DecoderConfig config() {

@@ -63,6 +63,26 @@ class DeviceModelTest {
     }
 
     @Test
+    void twoSessionsOfOneModelInterleaveWithoutSharingState() {
+        ConformanceModelsTest.assumeGpu();
+        ModelCases.Case c = ModelCases.load(CASE);
+        int[] ids = c.inputIds();
+        int v = c.vocab();
+        int half = ids.length / 2;
+        try (Model model = load(c); Session a = model.newSession(); Session b = model.newSession()) {
+            float[] first = a.prefill(Arrays.copyOf(ids, half));
+            float[] other = b.prefill(new int[] {ids[3], ids[1], ids[4]}); // different tokens in between
+            float[] rest = ConformanceModelsTest.oneAtATime(a, Arrays.copyOfRange(ids, half, ids.length), v);
+            float[] got = new float[ids.length * v];
+            System.arraycopy(first, 0, got, 0, first.length);
+            System.arraycopy(rest, 0, got, first.length, rest.length);
+            assertThat(relL2(got, c.logits())).isLessThanOrEqualTo(c.tolerance("cuda"));
+            assertThat(other).hasSize(3 * v);
+            assertThat(b.position()).isEqualTo(3);
+        }
+    }
+
+    @Test
     void badTokensAndOverflowAreRefusedAndLeaveTheSessionUsable() {
         ConformanceModelsTest.assumeGpu();
         ModelCases.Case c = ModelCases.load(CASE);

@@ -19,7 +19,8 @@ import java.util.List;
  * The decoder's ops on the device for a model resident there ({@code model_ops.cu}), on one stream of the
  * process's CUDA engine, and the door to a layer's experts with device buffers. Arguments are device addresses
  * (a buffer's pointer plus a byte offset) so that callers can address rows inside larger buffers; 0 stands for an
- * absent optional input (bias, norm weight, sinks). Not thread-safe: one user (a sequence) at a time.
+ * absent optional input (bias, norm weight, sinks). Not thread-safe: one user at a time (each sequence of a model on
+ * the device opens its own).
  */
 public final class ModelOps implements AutoCloseable {
     private static final String SOURCE = "model_ops.cu";

@@ -243,10 +243,6 @@ public final class DeviceModel implements DecoderRuntime {
         return config;
     }
 
-    ModelOps ops() {
-        return ops;
-    }
-
     int contextLimit() {
         return contextLimit;
     }

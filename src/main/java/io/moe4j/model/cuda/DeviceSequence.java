@@ -50,7 +50,7 @@ final class DeviceSequence implements SequenceState {
 
     DeviceSequence(DeviceModel model) {
         this.model = model;
-        this.ops = model.ops();
+        this.ops = ModelOps.open(); // a stream and landing buffer of its own: sessions of one model may run at once
         this.caches = new DeviceBuffer[model.layers().size()];
         this.position = ops.allocate(8);
         this.graphs = new CudaGraph[caches.length + 1];
@@ -293,5 +293,6 @@ final class DeviceSequence implements SequenceState {
                 c.close();
             }
         }
+        ops.close();
     }
 }
