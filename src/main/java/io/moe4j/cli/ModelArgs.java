@@ -11,7 +11,8 @@ final class ModelArgs {
     @Option(names = "--model", required = true, description = "model directory (config.json, safetensors, tokenizer.json ...)")
     Path model;
 
-    @Option(names = "--backend", defaultValue = "cpu", description = "emulation or cpu (default: ${DEFAULT-VALUE})")
+    @Option(names = "--backend", defaultValue = "cpu",
+            description = "emulation, cpu, or cuda (the whole decoder on the GPU; gpt-oss so far) (default: ${DEFAULT-VALUE})")
     String backend;
 
     @Option(names = "--threads", description = "CPU threads (default: all cores)")

@@ -40,14 +40,17 @@ public final class MoeLayer implements AutoCloseable {
     private final boolean ownsCheckpoint;
     private final Arena arena;
     private final TokenRouter router;
+    private final Router hostRouter;
     private final ExpertWeights weights;
     private final Experts experts;
     private final Experts shared;
     private final Selection selection;
 
     private MoeLayer(MoeLayerConfig config, QuantMethod method, Checkpoint checkpoint, boolean ownsCheckpoint, Arena arena,
-                     TokenRouter router, ExpertWeights weights, Experts experts, Experts shared, Selection selection) {
+                     TokenRouter router, Router hostRouter, ExpertWeights weights, Experts experts, Experts shared,
+                     Selection selection) {
         this.config = config;
+        this.hostRouter = hostRouter;
         this.method = method;
         this.checkpoint = checkpoint;
         this.ownsCheckpoint = ownsCheckpoint;
@@ -109,8 +112,8 @@ public final class MoeLayer implements AutoCloseable {
             if (tokenRouter != router) {
                 LOG.log(System.Logger.Level.INFO, "layer {0}: router on {1}", layer, tokenRouter.where());
             }
-            return new MoeLayer(config, method, checkpoint, ownsCheckpoint, arena, tokenRouter, weights, experts, shared,
-                    selection);
+            return new MoeLayer(config, method, checkpoint, ownsCheckpoint, arena, tokenRouter, router, weights, experts,
+                    shared, selection);
         } catch (RuntimeException e) {
             if (tokenRouter != null) {
                 tokenRouter.close();
@@ -233,6 +236,24 @@ public final class MoeLayer implements AutoCloseable {
 
     public MoeLayerConfig config() {
         return config;
+    }
+
+    /**
+     * The layer's router as loaded (weights, bias and the selection rules on the host), whichever backend routes the
+     * layer's own forward calls: a caller that computes the logits elsewhere selects with {@link Router#select}.
+     */
+    public Router router() {
+        return hostRouter;
+    }
+
+    /** The prepared experts (the backend's own type; a model on the device drives them with device buffers). */
+    public Experts experts() {
+        return experts;
+    }
+
+    /** Whether the layer has shared experts beside the routed ones. */
+    public boolean hasSharedExperts() {
+        return shared != null;
     }
 
     public ExpertWeights weights() {

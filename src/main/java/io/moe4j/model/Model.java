@@ -30,13 +30,17 @@ public final class Model implements AutoCloseable {
     private final Linear lmHead;
     private final int contextLimit;
     private final GenerationConfig generation;
+    /** The host model's threads (attention heads, unquantized linears), or null on a device. */
     private final Parallel parallel;
+    /** The decoder on a device (backend cuda), or null when the host layers above run it. */
+    private final DecoderRuntime device;
 
     private Model(DecoderConfig config, ModelOptions options, Checkpoint checkpoint, LinearFactory linears,
                   Tensor embedding, List<DecoderLayer> layers, RmsNorm finalNorm, Linear lmHead,
-                  GenerationConfig generation, Parallel parallel) {
+                  GenerationConfig generation, Parallel parallel, DecoderRuntime device) {
         this.parallel = parallel;
         this.config = config;
+        this.device = device;
         this.generation = generation;
         this.options = options;
         this.checkpoint = checkpoint;
@@ -45,7 +49,11 @@ public final class Model implements AutoCloseable {
         this.layers = layers;
         this.finalNorm = finalNorm;
         this.lmHead = lmHead;
-        this.contextLimit = options.contextLimit() == 0 ? config.maxPositions()
+        this.contextLimit = contextLimit(config, options);
+    }
+
+    private static int contextLimit(DecoderConfig config, ModelOptions options) {
+        return options.contextLimit() == 0 ? config.maxPositions()
                 : Math.min(options.contextLimit(), config.maxPositions());
     }
 
@@ -57,6 +65,18 @@ public final class Model implements AutoCloseable {
         DecoderConfig config = DecoderConfig.of(ModelConfig.load(dir));
         GenerationConfig generation = GenerationConfig.load(dir);
         Checkpoint checkpoint = Checkpoint.open(dir);
+        if (ModelOptions.CUDA.equals(options.backend())) {
+            // The whole decoder resident on the GPU; a family or layer kind it does not run yet is refused by name.
+            try {
+                DecoderRuntime device = deviceDecoders(options.backend()).load(config, checkpoint, options,
+                        contextLimit(config, options));
+                return new Model(config, options, checkpoint, null, null, List.of(), null, null, generation, null,
+                        device);
+            } catch (RuntimeException e) {
+                checkpoint.close();
+                throw e;
+            }
+        }
         List<AutoCloseable> opened = new ArrayList<>();
         Parallel parallel = new Parallel(options.threads());
         opened.add(parallel);
@@ -82,7 +102,7 @@ public final class Model implements AutoCloseable {
                             options.backend().equals("emulation") ? null : parallel)
                     : linears.load(config.lmHead(), config.hidden(), config.vocab(), false);
             return new Model(config, options, checkpoint, linears, embedding, List.copyOf(layers), finalNorm, lmHead,
-                    generation, parallel);
+                    generation, parallel, null);
         } catch (RuntimeException e) {
             for (int i = opened.size() - 1; i >= 0; i--) {
                 try {
@@ -94,6 +114,16 @@ public final class Model implements AutoCloseable {
             checkpoint.close();
             throw e;
         }
+    }
+
+    /** The registered provider of device decoders for {@code backend}. */
+    private static DeviceDecoders deviceDecoders(String backend) {
+        for (DeviceDecoders d : java.util.ServiceLoader.load(DeviceDecoders.class, Model.class.getClassLoader())) {
+            if (d.backend().equals(backend)) {
+                return d;
+            }
+        }
+        throw new MoeException("unsupported on " + backend + ": no device decoder for it on the class path");
     }
 
     public DecoderConfig config() {
@@ -173,8 +203,17 @@ public final class Model implements AutoCloseable {
             if (len == 0) {
                 throw new IllegalArgumentException("no tokens to feed to session " + i);
             }
-            s.checkFeed(len, 1);
+            s.checkFeed(tokens.get(i), 1);
             total += len;
+        }
+        if (device != null) {
+            // The device decoder steps one sequence at a time (each on its own stream); batching them into one
+            // device forward is not built yet.
+            float[][] out = new float[n][];
+            for (int i = 0; i < n; i++) {
+                out[i] = sessions.get(i).forward(tokens.get(i), false);
+            }
+            return out;
         }
         if ((long) total * config.hidden() > Integer.MAX_VALUE - 8) {
             throw new MoeException(total + " tokens in one step do not fit in one Java array: feed fewer at once");
@@ -196,7 +235,8 @@ public final class Model implements AutoCloseable {
                 List<Attention.Segment> segments = new ArrayList<>(n);
                 for (int i = 0; i < n; i++) {
                     Session s = sessions.get(i);
-                    segments.add(new Attention.Segment(rowOf[i], tokens.get(i).length, s.position(), s.cache(layer)));
+                    segments.add(new Attention.Segment(rowOf[i], tokens.get(i).length, s.position(),
+                            s.host().cache(layer)));
                 }
                 layers.get(layer).forward(h, total, hidden, segments);
             }
@@ -223,7 +263,7 @@ public final class Model implements AutoCloseable {
 
     /** A new sequence with an empty KV cache. */
     public Session newSession() {
-        return new Session(this);
+        return new Session(this, device != null ? device.newSequence() : new HostSequence(this));
     }
 
     List<DecoderLayer> layers() {
@@ -258,12 +298,16 @@ public final class Model implements AutoCloseable {
 
     @Override
     public void close() {
-        for (DecoderLayer layer : layers) {
-            layer.close();
+        if (device != null) {
+            device.close();
+        } else {
+            for (DecoderLayer layer : layers) {
+                layer.close();
+            }
+            lmHead.close();
+            linears.close();
+            parallel.close();
         }
-        lmHead.close();
-        linears.close();
-        parallel.close();
         checkpoint.close();
     }
 

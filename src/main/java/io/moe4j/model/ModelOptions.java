@@ -3,15 +3,19 @@ package io.moe4j.model;
 /**
  * How to load and run a model.
  *
- * @param backend      where the layers run: {@code emulation} (exact float reference) or {@code cpu}
+ * @param backend      where the layers run: {@code emulation} (exact float reference), {@code cpu}, or {@code cuda}
+ *                     (the whole decoder resident on the GPU; families it does not run yet are refused by name)
  * @param threads      CPU worker threads
  * @param contextLimit the most positions a session may hold, 0 for the model's {@code max_position_embeddings}
  *                     (a larger value is capped there)
  * @param linears      where the attention, dense MLP and lm_head linears come from
  */
 public record ModelOptions(String backend, int threads, int contextLimit, LinearProvider linears) {
+    /** The backend that puts the whole decoder on the GPU. */
+    public static final String CUDA = "cuda";
+
     /** The backends a whole model runs on. */
-    public static final java.util.List<String> BACKENDS = java.util.List.of("emulation", "cpu");
+    public static final java.util.List<String> BACKENDS = java.util.List.of("emulation", "cpu", CUDA);
 
     public ModelOptions {
         if (!BACKENDS.contains(backend)) {

@@ -2,29 +2,25 @@ package io.moe4j.model;
 
 import io.moe4j.MoeException;
 
-import java.util.Arrays;
-
 /**
- * One sequence through a {@link Model}: the KV cache of every layer and the number of positions fed so far.
- * Tokens go in as a prompt in one pass ({@link #prefill}) or one at a time ({@link #decode}); the logits are the
- * same either way. Not thread-safe: one session serves one sequence at a time.
+ * One sequence through a {@link Model}: its state in the model's runtime (the KV cache of every layer, on the host
+ * or on the device) and the number of positions fed so far. Tokens go in as a prompt in one pass
+ * ({@link #prefill}) or one at a time ({@link #decode}); the logits are the same either way. Not thread-safe: one
+ * session serves one sequence at a time.
  */
 public final class Session implements AutoCloseable {
     /** The longest float[] the JVM allocates. */
     private static final long MAX_ARRAY = Integer.MAX_VALUE - 8;
 
     private final Model model;
-    private final KvBuffer[] caches;
+    private final SequenceState state;
     private long position;
     /** Why the last forward failed part-way, leaving the caches inconsistent; null when the session is usable. */
     private String failure;
 
-    Session(Model model) {
+    Session(Model model, SequenceState state) {
         this.model = model;
-        this.caches = new KvBuffer[model.layers().size()];
-        for (int l = 0; l < caches.length; l++) {
-            caches[l] = model.layers().get(l).attention().newCache();
-        }
+        this.state = state;
     }
 
     /** How many positions this session has consumed (the next token's position). */
@@ -39,10 +35,10 @@ public final class Session implements AutoCloseable {
 
     /**
      * How many positions layer {@code layer} holds in its cache: all of them for full attention, at most the window
-     * or the current chunk for sliding and chunked layers.
+     * or the current chunk for sliding and chunked layers (host sessions; a device session keeps every position).
      */
     public int cachedPositions(int layer) {
-        return caches[layer].rows();
+        return state instanceof HostSequence host ? host.cache(layer).rows() : (int) position;
     }
 
     /** Feeds the tokens in one pass and returns the logits of every one of them, [tokens.length, vocab]. */
@@ -72,34 +68,35 @@ public final class Session implements AutoCloseable {
         if (n == 0) {
             throw new IllegalArgumentException("no tokens to feed");
         }
-        checkFeed(n, allLogits ? n : 1);
-        float[] h = model.embed(tokens);
-        int hidden = model.config().hidden();
-        int layer = 0;
+        checkFeed(tokens, allLogits ? n : 1);
+        float[] logits;
         try {
-            for (; layer < caches.length; layer++) {
-                model.layers().get(layer).forward(h, n, hidden, position, caches[layer]);
-            }
+            logits = state.forward(tokens, position, allLogits);
         } catch (RuntimeException e) {
-            failure = "layer " + layer + ": " + e.getMessage();
+            failure = e.getMessage();
             throw e;
         }
         position += n;
-        if (allLogits) {
-            return model.logits(h, n);
-        }
-        return model.logits(Arrays.copyOfRange(h, (n - 1) * hidden, n * hidden), 1);
+        return logits;
     }
 
     /**
-     * Fails, changing nothing, unless {@code n} more tokens fit in the context, the hidden states and
-     * {@code logitRows} rows of logits fit in Java arrays, and the session has not failed part-way.
+     * Fails, changing nothing, unless the tokens fit in the context, are ids of the vocabulary, their hidden states
+     * and {@code logitRows} rows of logits fit in Java arrays, and the session has not failed part-way.
      */
-    void checkFeed(int n, int logitRows) {
+    void checkFeed(int[] tokens, int logitRows) {
+        int n = tokens.length;
         if (position + n > model.contextLimit()) {
             throw new MoeException("context overflow: " + position + " positions held + " + n + " new tokens exceed the"
                     + " context limit of " + model.contextLimit() + " (max_position_embeddings "
                     + model.config().maxPositions() + ")");
+        }
+        int vocab = model.config().vocab();
+        for (int t = 0; t < n; t++) {
+            if (tokens[t] < 0 || tokens[t] >= vocab) {
+                throw new MoeException("token id " + tokens[t] + " at index " + t + " is outside the vocabulary [0, "
+                        + vocab + ")");
+            }
         }
         long hiddenValues = (long) n * model.config().hidden();
         long logitValues = (long) logitRows * model.vocabSize();
@@ -117,8 +114,9 @@ public final class Session implements AutoCloseable {
         return model;
     }
 
-    KvBuffer cache(int layer) {
-        return caches[layer];
+    /** The host caches of this session, or null when it lives on a device. */
+    HostSequence host() {
+        return state instanceof HostSequence h ? h : null;
     }
 
     void advance(int n) {
@@ -132,9 +130,7 @@ public final class Session implements AutoCloseable {
 
     /** Empties the cache: the next token is at position 0 again. */
     public void reset() {
-        for (KvBuffer c : caches) {
-            c.clear();
-        }
+        state.reset();
         position = 0;
         failure = null;
     }
@@ -142,27 +138,24 @@ public final class Session implements AutoCloseable {
     /**
      * Goes back to {@code position}: the tokens fed at it and after are forgotten, so a conversation can continue
      * from a shared prefix without running it again. Possible only while every layer still holds all the rows
-     * before {@code position} (a sliding or chunked layer may have dropped some); returns false, changing nothing,
-     * when it is not.
+     * before {@code position} (a sliding or chunked host layer may have dropped some); returns false, changing
+     * nothing, when it is not.
      */
     public boolean rewind(long position) {
         if (position < 0 || position > this.position) {
             throw new IllegalArgumentException("cannot rewind to " + position + " (at " + this.position + ")");
         }
-        for (KvBuffer c : caches) {
-            if (c.first() > 0) {
-                return false;
-            }
-        }
-        for (KvBuffer c : caches) {
-            c.truncate(position);
+        if (failure != null || !state.rewind(position)) {
+            return false;
         }
         this.position = position;
         return true;
     }
 
+    /** Frees the session's caches; a closed session is not used again. */
     @Override
     public void close() {
-        reset();
+        state.close();
+        position = 0;
     }
 }

@@ -1,6 +1,7 @@
 package io.moe4j.model;
 
 import io.moe4j.MoeException;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -20,7 +21,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * leads the runner-up by more than top1_min_margin.
  */
 class ConformanceModelsTest {
-    static final List<String> BACKENDS = List.of("emulation", "cpu");
+    static final List<String> BACKENDS = List.of("emulation", "cpu", "cuda");
+
+    /** The cases the device decoder runs on cuda; every other case must be refused there by name. */
+    static final List<String> CUDA_CASES = List.of("m_gptoss_mxfp4");
 
     static Stream<Arguments> runs() {
         List<Arguments> out = new ArrayList<>();
@@ -43,6 +47,14 @@ class ConformanceModelsTest {
     void logitsMatchTransformers(String name, String backend, boolean incremental) {
         ModelCases.Case c = ModelCases.load(name);
         ModelOptions options = ModelOptions.defaults().withBackend(backend).withThreads(2);
+        if (backend.equals(ModelOptions.CUDA)) {
+            assumeGpu();
+            if (!CUDA_CASES.contains(name)) {
+                assertThatThrownBy(() -> Model.load(c.dir(), options).close()).isInstanceOf(MoeException.class)
+                        .hasMessageContaining("unsupported on cuda: ");
+                return;
+            }
+        }
         try (Model model = Model.load(c.dir(), options); Session session = model.newSession()) {
             float[] got = incremental ? oneAtATime(session, c.inputIds(), c.vocab()) : session.prefill(c.inputIds());
             double tolerance = c.tolerance(backend);
@@ -58,7 +70,8 @@ class ConformanceModelsTest {
             "m_mixtral_ct_fp8_tensor", "m_deepseek_ct_fp8_block", "m_qwen3_ct_w4a16_g128");
 
     static Stream<Arguments> referenceLinearRuns() {
-        return runs().filter(a -> REFERENCE_LINEAR_CASES.contains((String) a.get()[0]));
+        return runs().filter(a -> REFERENCE_LINEAR_CASES.contains((String) a.get()[0])
+                && !a.get()[1].equals(ModelOptions.CUDA)); // the device decoder reads the checkpoint's own linears
     }
 
     /**
@@ -88,6 +101,12 @@ class ConformanceModelsTest {
                 .isInstanceOf(MoeException.class)
                 .hasMessageContaining("stored quantized")
                 .hasMessageContaining("model.layers.0.");
+    }
+
+    /** Skips a cuda run on a machine without a usable CUDA device. */
+    static void assumeGpu() {
+        io.moe4j.backend.cuda.driver.CudaProbe probe = io.moe4j.backend.cuda.driver.CudaRuntime.probe();
+        Assumptions.assumeTrue(probe.available(), () -> "no usable CUDA device: " + probe.reason());
     }
 
     static float[] oneAtATime(Session session, int[] ids, int vocab) {

@@ -157,7 +157,33 @@ final class CudaExperts implements Experts {
         }
         engine.context().makeCurrent();
         pool.call(ws -> {
-            run(ws, x, tokens, plan, routing.weightOnInput(), out, timing);
+            run(ws, x, null, tokens, plan, routing.weightOnInput(), out, null, timing);
+            return null;
+        });
+    }
+
+    /**
+     * The forward call on device buffers: x [tokens, hidden] float32 is read from {@code x} and the output written to
+     * {@code out} (both on this engine's device), so that a model resident on the device never moves its hidden
+     * states through the host; only the routing plan goes over the bus. The caller's work that writes x must have
+     * finished (this call runs on a stream of its own); the output is complete when this returns.
+     */
+    void forward(DeviceBuffer x, int tokens, Routing routing, DeviceBuffer out) {
+        long bytes = 4L * tokens * w.hidden();
+        if (tokens < 0 || x.byteSize() < bytes || out.byteSize() < bytes) {
+            throw new IllegalArgumentException("x and out must hold " + tokens + " x " + w.hidden() + " floats");
+        }
+        if (routing.tokens() != tokens) {
+            throw new IllegalArgumentException("routing is for " + routing.tokens() + " tokens, not " + tokens);
+        }
+        RoutePlan plan = RoutePlan.of(routing, w);
+        engine.context().makeCurrent();
+        if (plan.pairs() == 0) {
+            out.fillWords(0, 0, (long) tokens * w.hidden());
+            return;
+        }
+        pool.call(ws -> {
+            run(ws, null, x, tokens, plan, routing.weightOnInput(), null, out, null);
             return null;
         });
     }
@@ -187,8 +213,9 @@ final class CudaExperts implements Experts {
         }
     }
 
-    private void run(Workspace ws, float[] x, int tokens, RoutePlan plan, boolean weightOnInput, float[] out,
-            Timing timing) {
+    /** One call: x and out are host arrays, or (when {@code deviceX} is given) device buffers. */
+    private void run(Workspace ws, float[] x, DeviceBuffer deviceX, int tokens, RoutePlan plan, boolean weightOnInput,
+            float[] out, DeviceBuffer deviceOut, Timing timing) {
         int h = w.hidden();
         int pairs = plan.pairs();
         boolean tiles = usesTiles(plan);
@@ -230,7 +257,9 @@ final class CudaExperts implements Experts {
         long routeBytes = 4L * routes.length;
         long inBytes = xPadded + metaBytes + routeBytes;
         MemorySegment staging = ws.pinned(inBytes + outBytes);
-        HostCopy.toSegment(x, staging, tokens * h);
+        if (deviceX == null) {
+            HostCopy.toSegment(x, staging, tokens * h);
+        }
         meta.write(staging.asSlice(xPadded, metaBytes));
         MemorySegment.copy(routes, 0, staging, JAVA_INT, xPadded + metaBytes, routes.length);
         MemorySegment outHost = staging.asSlice(inBytes, outBytes);
@@ -241,11 +270,14 @@ final class CudaExperts implements Experts {
         // memory): copy-engine transfers each took a few microseconds to start, longer than the bytes take.
         boolean mapped = graphed && tuning.mappedTransfers();
         CudaStream stream = ws.stream();
-        DeviceBuffer dx = ws.buffer(Slot.X, xPadded);
+        // On device buffers the kernels read the caller's x and write the caller's out: no copies on the device.
+        DeviceBuffer dx = deviceX != null ? deviceX : ws.buffer(Slot.X, xPadded);
         DeviceBuffer dmeta = ws.buffer(Slot.META, metaBytes);
         DeviceBuffer droutes = ws.buffer(Slot.ROUTES, routeBytes);
         if (!mapped) {
-            dx.copyFromAsync(staging.asSlice(0, xBytes), 0, stream);
+            if (deviceX == null) {
+                dx.copyFromAsync(staging.asSlice(0, xBytes), 0, stream);
+            }
             dmeta.copyFromAsync(staging.asSlice(xPadded, metaBytes), 0, stream);
             droutes.copyFromAsync(staging.asSlice(xPadded + metaBytes, routeBytes), 0, stream);
         }
@@ -258,9 +290,14 @@ final class CudaExperts implements Experts {
         DeviceBuffer act = ws.buffer(Slot.ACT, (long) pairs * pitch2 * (tile2 ? 2 : 4));
         DeviceBuffer exp2 = tile2 ? ws.buffer(Slot.EXP2, 4L * pairs) : null;
         DeviceBuffer y = ws.buffer(Slot.Y, 4L * pairs * h);
-        DeviceBuffer dout = ws.buffer(Slot.OUT, outBytes);
-        Transfers transfers = mapped ? new Transfers(staging.address(), (int) (xPadded / 4), (int) (metaBytes / 4),
-                (int) (routeBytes / 4), outHost.address()) : null;
+        DeviceBuffer dout = deviceOut != null ? deviceOut : ws.buffer(Slot.OUT, outBytes);
+        // On device buffers only the plan comes through the bus (moe_copy_in with no x words), and the combine
+        // writes the caller's out.
+        Transfers transfers = !mapped ? null : deviceX == null
+                ? new Transfers(staging.address(), (int) (xPadded / 4), (int) (metaBytes / 4), (int) (routeBytes / 4),
+                        outHost.address())
+                : new Transfers(staging.address() + xPadded, 0, (int) (metaBytes / 4), (int) (routeBytes / 4),
+                        deviceOut.pointer());
         Launch launch = new Launch(transfers, tokens, pairs, plan.topK(), weightOnInput, direct1, tile1, tile2, dx, in1,
                 exp1, pitch1, hbuf, act, exp2, pitch2, y, dout, droutes, dmeta, m + offToken, m + offExpert,
                 m + offWeight, m + offTokenPair, m + offTokenWeight, m + offIdentity, m + offBatches1,
@@ -290,6 +327,10 @@ final class CudaExperts implements Experts {
         }
         if (timing != null) {
             timing.end().record(stream);
+        }
+        if (deviceOut != null) {
+            stream.synchronize();
+            return;
         }
         if (!mapped) {
             dout.copyToAsync(outHost, 0, stream);

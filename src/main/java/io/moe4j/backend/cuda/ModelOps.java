@@ -1,0 +1,242 @@
+package io.moe4j.backend.cuda;
+
+import io.moe4j.MoeException;
+import io.moe4j.backend.Experts;
+import io.moe4j.backend.cuda.driver.CudaContext;
+import io.moe4j.backend.cuda.driver.CudaProbe;
+import io.moe4j.backend.cuda.driver.CudaRuntime;
+import io.moe4j.backend.cuda.driver.CudaStream;
+import io.moe4j.backend.cuda.driver.DeviceBuffer;
+import io.moe4j.backend.cuda.driver.KernelArgs;
+import io.moe4j.routing.Routing;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.List;
+
+/**
+ * The decoder's ops on the device for a model resident there ({@code model_ops.cu}), on one stream of the
+ * process's CUDA engine, and the door to a layer's experts with device buffers. Arguments are device addresses
+ * (a buffer's pointer plus a byte offset) so that callers can address rows inside larger buffers; 0 stands for an
+ * absent optional input (bias, norm weight, sinks). Not thread-safe: one user at a time (each sequence of a model on
+ * the device opens its own).
+ */
+public final class ModelOps implements AutoCloseable {
+    private static final String SOURCE = "model_ops.cu";
+    private static final int THREADS = 256;
+    /** Warps per block of the linear and router kernels (one output row a warp). */
+    private static final int WARPS = THREADS / 32;
+    /** The widest head model_attend takes (HEAD_DIM_MAX in the source). */
+    public static final int HEAD_DIM_MAX = 256;
+    private static final int ATTEND_THREADS = 512; // ATTEND_WARPS in the source
+
+    private final CudaEngine engine;
+    private final CudaStream stream;
+    /** Pinned host memory the reads land in (a pageable copy of a step's logits took ~0.6 ms), grown on demand. */
+    private io.moe4j.backend.cuda.driver.PinnedBuffer landing;
+
+    /**
+     * Whether recorded steps launch their kernels overlapped (programmatic dependent launch: each kernel of
+     * model_ops.cu waits for the one before at its top), on sm_90+ with a driver that has cuLaunchKernelEx.
+     */
+    private final boolean overlapped;
+
+    private ModelOps(CudaEngine engine) {
+        this.engine = engine;
+        this.stream = engine.context().createStream();
+        this.overlapped = CudaTuning.fromSystemProperties().overlappedLaunches()
+                && engine.context().device().computeCapability() >= 90 && engine.context().driver().hasLaunchKernelEx();
+    }
+
+    /** The ops on device 0; fails with the probe's reason when this machine has no usable CUDA device. */
+    public static ModelOps open() {
+        CudaProbe probe = CudaRuntime.probe();
+        if (!probe.available()) {
+            throw new MoeException("unsupported on cuda: no usable CUDA device (" + probe.reason() + ")");
+        }
+        return new ModelOps(CudaEngine.shared());
+    }
+
+    public CudaContext context() {
+        return engine.context();
+    }
+
+    public CudaStream stream() {
+        return stream;
+    }
+
+    public DeviceBuffer allocate(long bytes) {
+        engine.context().makeCurrent();
+        return engine.context().allocate(Math.max(bytes, 16));
+    }
+
+    /** A device copy of host memory (an mmap'd tensor, for instance). */
+    public DeviceBuffer upload(MemorySegment bytes) {
+        DeviceBuffer b = allocate(bytes.byteSize());
+        b.copyFrom(bytes);
+        return b;
+    }
+
+    public DeviceBuffer upload(float[] values) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment s = arena.allocate(ValueLayout.JAVA_FLOAT, values.length);
+            MemorySegment.copy(values, 0, s, ValueLayout.JAVA_FLOAT, 0, values.length);
+            return upload(s);
+        }
+    }
+
+    /** Writes {@code values} at {@code offset} bytes of {@code into}, ordered with this stream's work. */
+    public void write(int[] values, DeviceBuffer into, long offset) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment s = arena.allocate(ValueLayout.JAVA_INT, values.length);
+            MemorySegment.copy(values, 0, s, ValueLayout.JAVA_INT, 0, values.length);
+            into.copyFromAsync(s, offset, stream);
+            stream.synchronize();
+        }
+    }
+
+    /** Writes one int64 at the start of {@code into}, ordered with this stream's work. */
+    public void write(long value, DeviceBuffer into) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment s = arena.allocate(ValueLayout.JAVA_LONG);
+            s.set(ValueLayout.JAVA_LONG, 0, value);
+            into.copyFromAsync(s, 0, stream);
+            stream.synchronize();
+        }
+    }
+
+    /**
+     * Records what {@code work} enqueues on this stream into a graph (no allocations or synchronization inside), to
+     * replay with {@link io.moe4j.backend.cuda.driver.CudaGraph#launch}.
+     */
+    public io.moe4j.backend.cuda.driver.CudaGraph capture(Runnable work) {
+        return stream.capture(work, overlapped);
+    }
+
+    /** Waits for this stream's work, then reads {@code count} floats at {@code offset} bytes of {@code from}. */
+    public float[] readFloats(DeviceBuffer from, long offset, int count) {
+        MemorySegment s = land(from, offset, 4L * count);
+        return s.toArray(ValueLayout.JAVA_FLOAT);
+    }
+
+    /** Waits for this stream's work, then reads {@code count} doubles at the start of {@code from}. */
+    public double[] readDoubles(DeviceBuffer from, int count) {
+        MemorySegment s = land(from, 0, 8L * count);
+        return s.toArray(ValueLayout.JAVA_DOUBLE);
+    }
+
+    private MemorySegment land(DeviceBuffer from, long offset, long bytes) {
+        if (landing == null || landing.byteSize() < bytes) {
+            stream.synchronize();
+            if (landing != null) {
+                landing.close();
+            }
+            landing = engine.context().allocatePinned(Math.max(bytes, 1 << 16));
+        }
+        MemorySegment s = landing.segment().asSlice(0, bytes);
+        from.copyToAsync(s, offset, stream);
+        stream.synchronize();
+        return s;
+    }
+
+    public void synchronize() {
+        stream.synchronize();
+    }
+
+    /** out [tokens, hidden] float32 = rows {@code ids} (int32, on the device) of the bf16 table. */
+    public void embed(long table, long ids, long out, int tokens, int hidden) {
+        launch("model_embed", tokens, 1, THREADS, a -> a.pointer(table).pointer(ids).pointer(out).i32(hidden));
+    }
+
+    /**
+     * RMSNorm of {@code rows} rows of n floats into out; {@code weight} float32 [n] or 0 for none. With {@code add}
+     * (not 0) each row of x first takes the matching row of add (x += add, written back): the residual stream.
+     */
+    public void rmsNorm(long x, long add, long weight, long out, int rows, int n, float eps) {
+        launch("model_rms_norm", rows, 1, THREADS,
+                a -> a.pointer(x).pointer(add).pointer(weight).pointer(out).i32(n).f32(eps));
+    }
+
+    /**
+     * y [tokens, out] = x [tokens, in] · W^T (+ bias float32 [out]) for a bf16 W [out, in] (in even); added to y's
+     * values when {@code accumulate}.
+     */
+    public void linearBf16(long x, long w, long bias, long y, int tokens, int in, int out, boolean accumulate) {
+        if ((in & 1) != 0) {
+            throw new IllegalArgumentException("bf16 linear needs an even input width, got " + in);
+        }
+        launch("model_linear_bf16", Math.ceilDiv(out, WARPS), 1, THREADS, a -> a.pointer(x).pointer(w).pointer(bias)
+                .pointer(y).i32(tokens).i32(in).i32(out).i32(accumulate ? 1 : 0));
+    }
+
+    /**
+     * RoPE on the q and k heads of fused rows qkv [tokens, (heads + 2 kvHeads) headDim] at positions *start.. (start:
+     * the device address of an int64, so a step's launches do not change with the position), from tables cos/sin
+     * [position, half] (float32, the attention factor applied); the rotated k and the v go into the cache
+     * ([position][k | v], float32).
+     */
+    public void ropeAndStore(long qkv, int tokens, int heads, int kvHeads, int headDim, long cos, long sin, long start,
+            int half, boolean interleaved, long cache) {
+        int threads = Math.ceilDiv(half, 32) * 32;
+        launch("model_rope_store", tokens, heads + kvHeads, threads, a -> a.pointer(qkv).i32(heads).i32(kvHeads)
+                .i32(headDim).pointer(cos).pointer(sin).pointer(start).i32(half).i32(interleaved ? 1 : 0)
+                .pointer(cache));
+    }
+
+    /**
+     * Causal attention of q [tokens, heads, headDim] (token rows {@code qStride} floats apart) at positions *start..
+     * over the cache, into out [tokens, heads * headDim]: keys within {@code window} positions of the query (0: all),
+     * the head's sink logit in the softmax when {@code sinks} (float32 [heads]) is given.
+     */
+    public void attend(long q, int qStride, long cache, long sinks, long out, int tokens, long start, int heads,
+            int kvHeads, int headDim, int window, float scale) {
+        if (headDim > HEAD_DIM_MAX) {
+            throw new IllegalArgumentException("head_dim " + headDim + " exceeds the device attention's "
+                    + HEAD_DIM_MAX);
+        }
+        launch("model_attend", tokens, heads, ATTEND_THREADS, a -> a.pointer(q).i32(qStride).pointer(cache)
+                .pointer(sinks).pointer(out).pointer(start).i32(heads).i32(kvHeads).i32(headDim).i32(window)
+                .f32(scale));
+    }
+
+    /** Router logits [tokens, experts] float64 of x [tokens, hidden] and a float32 router [experts, hidden]. */
+    public void routerLogits(long x, long w, long bias, long logits, int tokens, int experts, int hidden) {
+        launch("model_router_logits", Math.ceilDiv(experts, WARPS), tokens, THREADS,
+                a -> a.pointer(x).pointer(w).pointer(bias).pointer(logits).i32(experts).i32(hidden));
+    }
+
+    /**
+     * A layer's experts on device buffers (x and out [tokens, hidden] float32): waits for this stream's work, runs
+     * the experts' pipeline, and returns with out written. Fails by name for experts of another backend.
+     */
+    public void experts(Experts experts, DeviceBuffer x, int tokens, Routing routing, DeviceBuffer out) {
+        if (!(experts instanceof CudaExperts cuda)) {
+            throw new MoeException("unsupported on cuda: experts prepared by the " + experts.backend()
+                    + " backend cannot read device buffers");
+        }
+        stream.synchronize();
+        cuda.forward(x, tokens, routing, out);
+    }
+
+    private interface Args {
+        void fill(KernelArgs args);
+    }
+
+    private void launch(String kernel, int gridX, int gridY, int threads, Args fill) {
+        KernelCache.Kernel k = engine.kernels().get(SOURCE, kernel, List.of());
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena);
+            fill.fill(args);
+            k.function().launch(gridX, gridY, 1, threads, 1, 1, 0, stream, args);
+        }
+    }
+
+    @Override
+    public void close() {
+        stream.close();
+        if (landing != null) {
+            landing.close();
+        }
+    }
+}

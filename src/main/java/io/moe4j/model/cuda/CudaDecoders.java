@@ -1,0 +1,21 @@
+package io.moe4j.model.cuda;
+
+import io.moe4j.model.DecoderConfig;
+import io.moe4j.model.DecoderRuntime;
+import io.moe4j.model.DeviceDecoders;
+import io.moe4j.model.ModelOptions;
+import io.moe4j.safetensors.Checkpoint;
+
+/** The {@code cuda} backend's whole-model decoder: {@link DeviceModel}. Registered as a service. */
+public final class CudaDecoders implements DeviceDecoders {
+
+    @Override
+    public String backend() {
+        return ModelOptions.CUDA;
+    }
+
+    @Override
+    public DecoderRuntime load(DecoderConfig config, Checkpoint checkpoint, ModelOptions options, int contextLimit) {
+        return DeviceModel.load(config, checkpoint, options, contextLimit);
+    }
+}

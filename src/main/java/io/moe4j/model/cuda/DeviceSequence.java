@@ -1,0 +1,298 @@
+package io.moe4j.model.cuda;
+
+import io.moe4j.backend.cuda.ModelOps;
+import io.moe4j.backend.cuda.driver.CudaGraph;
+import io.moe4j.backend.cuda.driver.DeviceBuffer;
+import io.moe4j.model.GqaSpec;
+import io.moe4j.model.SequenceState;
+import io.moe4j.routing.Routing;
+
+/**
+ * One sequence through a {@link DeviceModel}: a float32 KV cache per layer on the device ([position][k | v], every
+ * position kept, so a sliding layer's attention reads its window and rewinding is always possible) and the
+ * activation buffers of a pass, both grown on demand. Between layers the hidden states stay on the device; each MoE
+ * layer sends its router logits to the host, where {@link io.moe4j.routing.Router#select} picks the experts with the
+ * host's rules, and the experts' routing plan back. A decode step's launches between those round trips replay from
+ * CUDA graphs.
+ */
+final class DeviceSequence implements SequenceState {
+    private static final int FLOAT = 4;
+
+    private final DeviceModel model;
+    private final ModelOps ops;
+    private final DeviceBuffer[] caches;
+    private int cachePositions;
+    private Scratch scratch;
+    /** The first position of the batch being fed (int64), read by the kernels so that decode steps replay. */
+    private final DeviceBuffer position;
+    /** Per stretch of launches (one per layer, then the head): the recorded decode step, and whether one ran. */
+    private final CudaGraph[] graphs;
+    private final boolean[] seen;
+    private boolean closed;
+    /** With profiling on, host nanoseconds of each phase (see {@link #PHASES}), the stream drained after each. */
+    private long[] phaseNanos;
+    private long phaseMark;
+
+    /** The phases {@link #profile} reports. */
+    static final String[] PHASES = {"inputs", "attention", "router logits to host", "experts", "head", "logits to host"};
+
+    /** A pass's activations for up to {@code tokens} tokens. */
+    private record Scratch(int tokens, DeviceBuffer ids, DeviceBuffer h, DeviceBuffer xn, DeviceBuffer qkv,
+                           DeviceBuffer attended, DeviceBuffer moeOut, DeviceBuffer routerLogits, DeviceBuffer logits)
+            implements AutoCloseable {
+        @Override
+        public void close() {
+            for (DeviceBuffer b : new DeviceBuffer[] {ids, h, xn, qkv, attended, moeOut, routerLogits, logits}) {
+                b.close();
+            }
+        }
+    }
+
+    DeviceSequence(DeviceModel model) {
+        this.model = model;
+        this.ops = ModelOps.open(); // a stream and landing buffer of its own: sessions of one model may run at once
+        this.caches = new DeviceBuffer[model.layers().size()];
+        this.position = ops.allocate(8);
+        this.graphs = new CudaGraph[caches.length + 1];
+        this.seen = new boolean[caches.length + 1];
+    }
+
+    @Override
+    public float[] forward(int[] tokens, long start, boolean allLogits) {
+        if (closed) {
+            throw new IllegalStateException("this sequence is closed");
+        }
+        int n = tokens.length;
+        Scratch s = scratch(n);
+        reserveCache((int) (start + n));
+        int hidden = model.config().hidden();
+        long h = s.h().pointer();
+        mark(-1);
+        ops.write(tokens, s.ids(), 0);
+        ops.write(start, position);
+        mark(0);
+        boolean step = n == 1;
+        int layers = caches.length;
+        for (int l = 0; l < layers; l++) {
+            DeviceModel.Layer layer = model.layers().get(l);
+            DeviceBuffer cache = caches[l];
+            boolean first = l == 0;
+            segment(l, step, () -> {
+                if (first) {
+                    ops.embed(model.embedding().pointer(), s.ids().pointer(), h, n, hidden);
+                }
+                attention(layer, cache, s, n, first ? 0L : s.moeOut().pointer());
+            });
+            mark(1);
+            experts(layer, s, n);
+        }
+        int rows = allLogits ? n : 1;
+        int vocab = model.config().vocab();
+        segment(layers, step, () -> {
+            // the rows wanted take the last layer's experts (h is not read again: the next pass embeds anew)
+            long at = (long) (n - rows) * hidden * FLOAT;
+            ops.rmsNorm(h + at, s.moeOut().pointer() + at, model.finalNorm().pointer(), s.xn().pointer(), rows, hidden,
+                    model.config().normEps());
+            ops.linearBf16(s.xn().pointer(), model.lmHead().pointer(), 0, s.logits().pointer(), rows, hidden, vocab,
+                    false);
+        });
+        mark(4);
+        float[] logits = ops.readFloats(s.logits(), 0, rows * vocab);
+        mark(5);
+        return logits;
+    }
+
+    /**
+     * Runs one stretch of launches between two host round trips. A decode step's stretches are the same every step
+     * (shapes, buffers, and the position read from device memory), so from the second step on each replays as one
+     * CUDA graph: a launch instead of a dozen.
+     */
+    private void segment(int i, boolean step, Runnable work) {
+        if (!step) {
+            work.run();
+            return;
+        }
+        if (graphs[i] == null && seen[i]) {
+            graphs[i] = ops.capture(work);
+        }
+        if (graphs[i] != null) {
+            graphs[i].launch(ops.stream());
+        } else {
+            work.run();
+            seen[i] = true;
+        }
+    }
+
+    /** Forgets the recorded steps (their buffers are about to move). */
+    private void dropGraphs() {
+        for (int i = 0; i < graphs.length; i++) {
+            if (graphs[i] != null) {
+                graphs[i].close();
+                graphs[i] = null;
+            }
+            seen[i] = false;
+        }
+    }
+
+    /**
+     * h += add (the previous layer's experts, unless 0); norm(h) -> q|k|v -> RoPE, k and v into the cache ->
+     * attention -> h += o(...); then norm(h) and the router's logits.
+     */
+    private void attention(DeviceModel.Layer layer, DeviceBuffer cache, Scratch s, int n, long add) {
+        GqaSpec g = layer.spec();
+        int hidden = model.config().hidden();
+        float eps = model.config().normEps();
+        int d = g.headDim();
+        int qWidth = g.heads() * d;
+        int qkvWidth = (g.heads() + 2 * g.kvHeads()) * d;
+        long h = s.h().pointer();
+        long xn = s.xn().pointer();
+        long qkv = s.qkv().pointer();
+        long start = position.pointer();
+        ops.rmsNorm(h, add, layer.inputNorm().pointer(), xn, n, hidden, eps);
+        ops.linearBf16(xn, layer.qkv().pointer(), pointer(layer.qkvBias()), qkv, n, hidden, qkvWidth, false);
+        DeviceModel.RopeTables rope = layer.rope();
+        ops.ropeAndStore(qkv, n, g.heads(), g.kvHeads(), d, rope.cos().pointer(), rope.sin().pointer(), start,
+                rope.half(), rope.interleaved(), cache.pointer());
+        ops.attend(qkv, qkvWidth, cache.pointer(), pointer(layer.sinks()), s.attended().pointer(), n, start, g.heads(),
+                g.kvHeads(), d, layer.window(), g.scale());
+        ops.linearBf16(s.attended().pointer(), layer.o().pointer(), pointer(layer.oBias()), h, n, qWidth, hidden, true);
+        ops.rmsNorm(h, 0L, layer.postNorm().pointer(), xn, n, hidden, eps);
+        ops.routerLogits(xn, layer.routerWeight().pointer(), pointer(layer.routerBias()), s.routerLogits().pointer(),
+                n, layer.moe().router().spec().numExperts(), hidden);
+    }
+
+    /** The host's expert selection on the device's router logits, then the experts on norm(h) into moeOut. */
+    private void experts(DeviceModel.Layer layer, Scratch s, int n) {
+        int experts = layer.moe().router().spec().numExperts();
+        double[] logits = ops.readDoubles(s.routerLogits(), n * experts);
+        Routing routing = layer.moe().router().select(logits, n);
+        mark(2);
+        ops.experts(layer.moe().experts(), s.xn(), n, routing, s.moeOut());
+        mark(3);
+    }
+
+    /** Turns the phase profile on (a bench's breakdown: each phase then waits for the device) and clears it. */
+    void profile(boolean on) {
+        phaseNanos = on ? new long[PHASES.length] : null;
+    }
+
+    /** Host nanoseconds spent in each of {@link #PHASES} since profiling was turned on, or null when it is off. */
+    long[] profile() {
+        return phaseNanos == null ? null : phaseNanos.clone();
+    }
+
+    /**
+     * Device time of one recorded stretch (a layer's attention, or the head when {@code segment} is the layer count)
+     * replayed back to back {@code times} times, in microseconds a replay; NaN when it has not been recorded. For
+     * benches only: a replay recomputes that stretch on the sequence's current buffers.
+     */
+    double replayMicros(int segment, int times) {
+        if (graphs[segment] == null) {
+            return Double.NaN;
+        }
+        ops.synchronize();
+        long a = System.nanoTime();
+        for (int i = 0; i < times; i++) {
+            graphs[segment].launch(ops.stream());
+        }
+        ops.synchronize();
+        return (System.nanoTime() - a) / 1e3 / times;
+    }
+
+    private void mark(int phase) {
+        if (phaseNanos == null) {
+            return;
+        }
+        ops.synchronize();
+        long now = System.nanoTime();
+        if (phase >= 0) {
+            phaseNanos[phase] += now - phaseMark;
+        }
+        phaseMark = now;
+    }
+
+    private static long pointer(DeviceBuffer b) {
+        return b == null ? 0L : b.pointer();
+    }
+
+    private Scratch scratch(int n) {
+        if (scratch != null && scratch.tokens() >= n) {
+            return scratch;
+        }
+        ops.synchronize();
+        dropGraphs();
+        int tokens = Math.max(n, scratch == null ? 1 : 2 * scratch.tokens());
+        if (scratch != null) {
+            scratch.close();
+            scratch = null;
+        }
+        int hidden = model.config().hidden();
+        int qWidth = 0;
+        int qkvWidth = 0;
+        int experts = 0;
+        for (DeviceModel.Layer l : model.layers()) {
+            qWidth = Math.max(qWidth, l.spec().heads() * l.spec().headDim());
+            qkvWidth = Math.max(qkvWidth, (l.spec().heads() + 2 * l.spec().kvHeads()) * l.spec().headDim());
+            experts = Math.max(experts, l.moe().router().spec().numExperts());
+        }
+        long t = tokens;
+        scratch = new Scratch(tokens, ops.allocate(4 * t), ops.allocate(FLOAT * t * hidden),
+                ops.allocate(FLOAT * t * hidden), ops.allocate(FLOAT * t * qkvWidth), ops.allocate(FLOAT * t * qWidth),
+                ops.allocate(FLOAT * t * hidden),
+                ops.allocate(8 * t * experts), ops.allocate(FLOAT * t * model.config().vocab()));
+        return scratch;
+    }
+
+    /** Grows every layer's cache (doubling, up to the context limit) to hold {@code positions} positions. */
+    private void reserveCache(int positions) {
+        if (positions <= cachePositions) {
+            return;
+        }
+        int grown = Math.min(model.contextLimit(), Math.max(positions, Math.max(16, 2 * cachePositions)));
+        ops.synchronize();
+        dropGraphs();
+        for (int l = 0; l < caches.length; l++) {
+            GqaSpec g = model.layers().get(l).spec();
+            long row = 2L * g.kvHeads() * g.headDim() * FLOAT;
+            DeviceBuffer bigger = ops.allocate(row * grown);
+            if (caches[l] != null) {
+                bigger.copyFromDeviceAsync(caches[l], 0, 0, row * cachePositions, ops.stream());
+                ops.synchronize();
+                caches[l].close();
+            }
+            caches[l] = bigger;
+        }
+        cachePositions = grown;
+    }
+
+    @Override
+    public void reset() {
+        // Positions are overwritten as they are fed again; nothing to clear.
+    }
+
+    @Override
+    public boolean rewind(long position) {
+        return true; // every position is kept (sliding layers read their window from the full cache)
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        ops.synchronize();
+        dropGraphs();
+        position.close();
+        if (scratch != null) {
+            scratch.close();
+        }
+        for (DeviceBuffer c : caches) {
+            if (c != null) {
+                c.close();
+            }
+        }
+        ops.close();
+    }
+}

@@ -1,0 +1,279 @@
+// moe4j: the decoder's ops on the device, for a model resident there (io.moe4j.model.cuda.DeviceModel).
+//   model_embed         token ids -> float32 rows of a bf16 embedding table
+//   model_rms_norm      RMSNorm of rows (sum of squares in float64, as the host's RmsNorm), after adding a residual
+//   model_linear_bf16   y = x W^T + b for a bf16 W [out, in], optionally added into y (the residual stream)
+//   model_rope_store    rotary embedding of the q and k heads of fused q|k|v rows (cos/sin tables made on the host),
+//                       and the rotated k and the v into the layer's cache ([position][k | v])
+//   model_attend        causal attention of each (token, head) over the cache: sliding window, sinks (online softmax)
+//   model_router_logits router logits in float64 (exact float products), for the host's selection rules
+// Every kernel waits for the one before at its top (overlapped launches in a recorded decode step, sm_90+).
+// Everything is float32 with float32 accumulation unless said otherwise. The batch's first position is read from
+// device memory (start), so that a decode step's launches are the same every step and replay from a CUDA graph.
+#include "moe4j_common.cuh"
+
+#define LINEAR_TOKENS 4   // tokens a warp of model_linear_bf16 takes per pass over its weight row
+#define ATTEND_WARPS 16  // warps over a query's keys: decode has only heads x 1 blocks
+#define NEG_INF_F __int_as_float(0xff800000)  // no math headers under NVRTC
+#define HEAD_DIM_MAX 256  // the widest head model_attend takes (8 values a lane)
+
+__device__ __forceinline__ float bf16_to_float(u16 b) {
+    return __uint_as_float(((u32) b) << 16);
+}
+
+__device__ __forceinline__ float warp_sum_f(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ double warp_sum_dbl(double v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// grid: tokens; block: 256
+extern "C" __global__ void model_embed(const u16* __restrict__ table, const int* __restrict__ ids,
+                                       float* __restrict__ out, int hidden) {
+    enter_after_prior_grid();
+    long long row = (long long) ids[blockIdx.x] * hidden;
+    float* o = out + (long long) blockIdx.x * hidden;
+    for (int i = threadIdx.x; i < hidden; i += blockDim.x) o[i] = bf16_to_float(table[row + i]);
+}
+
+// out = norm(x) per row; with add given, x += add first (the residual stream takes the last block's output) and
+// the norm is of the sum. grid: rows; block: 256. weight may be null (a weightless norm).
+extern "C" __global__ void model_rms_norm(float* __restrict__ x, const float* __restrict__ add,
+                                          const float* __restrict__ weight, float* __restrict__ out, int n, float eps) {
+    enter_after_prior_grid();
+    __shared__ double partial[32];
+    float* r = x + (long long) blockIdx.x * n;
+    const float* plus = add == nullptr ? nullptr : add + (long long) blockIdx.x * n;
+    double s = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float f = r[i];
+        if (plus != nullptr) {
+            f += plus[i];
+            r[i] = f;
+        }
+        double v = f;
+        s += v * v;
+    }
+    s = warp_sum_dbl(s);
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (lane == 0) partial[warp] = s;
+    __syncthreads();
+    if (warp == 0) {
+        int warps = blockDim.x >> 5;
+        double t = lane < warps ? partial[lane] : 0.0;
+        t = warp_sum_dbl(t);
+        if (lane == 0) partial[0] = t;
+    }
+    __syncthreads();
+    double inv = 1.0 / sqrt(partial[0] / n + (double) eps);
+    float* o = out + (long long) blockIdx.x * n;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float normed = (float) (r[i] * inv);
+        o[i] = weight == nullptr ? normed : weight[i] * normed;
+    }
+}
+
+// One warp per output row, LINEAR_TOKENS tokens per pass over the row (a pass reads the row once; decode is one
+// pass). in must be even (bf16 pairs); rows of a multiple of 8 are read 16 bytes a lane (8 weights, two float4 of x),
+// unrolled so that each warp keeps several loads in flight (decode is bound by the weights' bytes).
+// grid: ceil(out / 8); block: 256 (8 warps).
+extern "C" __global__ void model_linear_bf16(const float* __restrict__ x, const u16* __restrict__ w,
+                                             const float* __restrict__ bias, float* __restrict__ y, int tokens,
+                                             int in, int out, int accumulate) {
+    enter_after_prior_grid();
+    int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (row >= out) return;
+    float b = bias == nullptr ? 0.f : bias[row];
+    bool wide = (in & 7) == 0;
+    for (int t0 = 0; t0 < tokens; t0 += LINEAR_TOKENS) {
+        float acc[LINEAR_TOKENS];
+#pragma unroll
+        for (int j = 0; j < LINEAR_TOKENS; j++) acc[j] = 0.f;
+        if (wide) {
+            const uint4* wr = (const uint4*) (w + (long long) row * in);
+            int groups = in >> 3;
+#pragma unroll 4
+            for (int g = lane; g < groups; g += 32) {
+                uint4 packed = __ldg(wr + g);
+                u32 words[4] = {packed.x, packed.y, packed.z, packed.w};
+                float wv[8];
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    wv[2 * k] = __uint_as_float(words[k] << 16);
+                    wv[2 * k + 1] = __uint_as_float(words[k] & 0xffff0000u);
+                }
+#pragma unroll
+                for (int j = 0; j < LINEAR_TOKENS; j++) {
+                    if (t0 + j < tokens) {
+                        const float4* xr = (const float4*) (x + (long long) (t0 + j) * in) + 2 * g;
+                        float4 a = xr[0], c = xr[1];
+                        float s = acc[j];
+                        s = fmaf(wv[0], a.x, s); s = fmaf(wv[1], a.y, s); s = fmaf(wv[2], a.z, s);
+                        s = fmaf(wv[3], a.w, s); s = fmaf(wv[4], c.x, s); s = fmaf(wv[5], c.y, s);
+                        s = fmaf(wv[6], c.z, s); s = fmaf(wv[7], c.w, s);
+                        acc[j] = s;
+                    }
+                }
+            }
+        } else {
+            const u32* wr = (const u32*) (w + (long long) row * in);
+            int pairs = in >> 1;
+            for (int p = lane; p < pairs; p += 32) {
+                u32 packed = wr[p];
+                float w0 = __uint_as_float(packed << 16);
+                float w1 = __uint_as_float(packed & 0xffff0000u);
+#pragma unroll
+                for (int j = 0; j < LINEAR_TOKENS; j++) {
+                    if (t0 + j < tokens) {
+                        float2 xv = ((const float2*) (x + (long long) (t0 + j) * in))[p];
+                        acc[j] = fmaf(w0, xv.x, fmaf(w1, xv.y, acc[j]));
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < LINEAR_TOKENS; j++) {
+            float v = warp_sum_f(acc[j]);
+            if (lane == 0 && t0 + j < tokens) {
+                float* dst = y + (long long) (t0 + j) * out + row;
+                *dst = (accumulate ? *dst : 0.f) + v + b;
+            }
+        }
+    }
+}
+
+// Rows of qkv are [q heads | k heads | v heads] of one token. Block (t, head) rotates one q or k head of token t at
+// position *start + t with cos/sin [position, half] (the attention factor applied); a k head's block also writes the
+// rotated k and the matching v head into the cache row of that position ([k | v], width kvHeads * headDim each).
+// grid: (tokens, heads + kvHeads); block: half rounded up to a warp.
+extern "C" __global__ void model_rope_store(float* __restrict__ qkv, int heads, int kvHeads, int headDim,
+                                            const float* __restrict__ cosTable, const float* __restrict__ sinTable,
+                                            const long long* __restrict__ start, int half, int interleaved,
+                                            float* __restrict__ cache) {
+    enter_after_prior_grid();
+    int i = threadIdx.x;
+    if (i >= half) return;
+    int head = blockIdx.y;
+    long long pos = *start + blockIdx.x;
+    float* row = qkv + (long long) blockIdx.x * (heads + 2 * kvHeads) * headDim;
+    float* h = row + (long long) head * headDim;
+    float c = cosTable[pos * half + i];
+    float s = sinTable[pos * half + i];
+    int a = interleaved ? 2 * i : i;
+    int b = interleaved ? a + 1 : i + half;
+    float x1 = h[a], x2 = h[b];
+    float r1 = x1 * c - x2 * s;
+    float r2 = x2 * c + x1 * s;
+    h[a] = r1;
+    h[b] = r2;
+    if (head >= heads) {
+        int kvh = head - heads;
+        int width = kvHeads * headDim;
+        float* k = cache + pos * 2LL * width + (long long) kvh * headDim;
+        const float* v = row + (long long) (heads + kvHeads + kvh) * headDim;
+        k[a] = r1;
+        k[b] = r2;
+        k[width + a] = v[a];
+        k[width + b] = v[b];
+    }
+}
+
+// One block (ATTEND_WARPS warps) per (token, head). Each warp runs an online softmax over every ATTEND_WARPS-th key
+// of the query's visible span [from, position]; the warps' partial maxima, sums and outputs are merged at the end,
+// with the head's sink logit (if any) joining the denominator. Lane l holds dimensions l, l + 32, ...
+// grid: (tokens, heads); block: 32 * ATTEND_WARPS
+extern "C" __global__ void model_attend(const float* __restrict__ q, int qStride, const float* __restrict__ cache,
+                                        const float* __restrict__ sinks, float* __restrict__ out,
+                                        const long long* __restrict__ start, int heads, int kvHeads, int headDim,
+                                        int window, float scale) {
+    enter_after_prior_grid();
+    __shared__ float sMax[ATTEND_WARPS];
+    __shared__ float sSum[ATTEND_WARPS];
+    __shared__ float sAcc[ATTEND_WARPS][HEAD_DIM_MAX];
+    const int per = HEAD_DIM_MAX / 32;
+    int t = blockIdx.x, h = blockIdx.y;
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    long long position = *start + t;
+    long long from = window > 0 ? (position - window + 1 > 0 ? position - window + 1 : 0) : 0;
+    int kvh = h / (heads / kvHeads);
+    int width = kvHeads * headDim;
+    const float* qh = q + (long long) t * qStride + (long long) h * headDim;
+    float qv[per], acc[per];
+#pragma unroll
+    for (int i = 0; i < per; i++) {
+        int d = lane + 32 * i;
+        qv[i] = d < headDim ? qh[d] : 0.f;
+        acc[i] = 0.f;
+    }
+    float m = NEG_INF_F, l = 0.f;
+    for (long long j = from + warp; j <= position; j += ATTEND_WARPS) {
+        const float* kr = cache + j * 2LL * width + (long long) kvh * headDim;
+        float s = 0.f;
+#pragma unroll
+        for (int i = 0; i < per; i++) {
+            int d = lane + 32 * i;
+            if (d < headDim) s = fmaf(qv[i], kr[d], s);
+        }
+        s = warp_sum_f(s) * scale;
+        float mNew = fmaxf(m, s);
+        float correction = __expf(m - mNew);
+        float p = __expf(s - mNew);
+        l = l * correction + p;
+        const float* vr = kr + width;
+#pragma unroll
+        for (int i = 0; i < per; i++) {
+            int d = lane + 32 * i;
+            acc[i] = acc[i] * correction + (d < headDim ? p * vr[d] : 0.f);
+        }
+        m = mNew;
+    }
+    if (lane == 0) {
+        sMax[warp] = m;
+        sSum[warp] = l;
+    }
+#pragma unroll
+    for (int i = 0; i < per; i++) {
+        int d = lane + 32 * i;
+        if (d < headDim) sAcc[warp][d] = acc[i];
+    }
+    __syncthreads();
+    if (warp != 0) return;
+    float total = sinks == nullptr ? NEG_INF_F : sinks[h];
+    for (int w = 0; w < ATTEND_WARPS; w++) total = fmaxf(total, sMax[w]);
+    float denominator = sinks == nullptr ? 0.f : __expf(sinks[h] - total);
+    float f[ATTEND_WARPS];
+    for (int w = 0; w < ATTEND_WARPS; w++) {
+        f[w] = sSum[w] > 0.f ? __expf(sMax[w] - total) : 0.f;
+        denominator += sSum[w] * f[w];
+    }
+    float* o = out + ((long long) t * heads + h) * headDim;  // [tokens, heads * headDim]
+    for (int d = lane; d < headDim; d += 32) {
+        float v = 0.f;
+        for (int w = 0; w < ATTEND_WARPS; w++) v += sAcc[w][d] * f[w];
+        o[d] = v / denominator;
+    }
+}
+
+// logits[t, e] = sum_i x[t, i] * w[e, i] (+ bias[e]) in float64. One warp per (token, expert).
+// grid: (ceil(experts / 8), tokens); block: 256
+extern "C" __global__ void model_router_logits(const float* __restrict__ x, const float* __restrict__ w,
+                                               const float* __restrict__ bias, double* __restrict__ logits,
+                                               int experts, int hidden) {
+    enter_after_prior_grid();
+    int e = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (e >= experts) return;
+    const float* xr = x + (long long) blockIdx.y * hidden;
+    const float* wr = w + (long long) e * hidden;
+    double s = 0;
+    for (int i = lane; i < hidden; i += 32) s += (double) xr[i] * (double) wr[i];
+    s = warp_sum_dbl(s);
+    if (lane == 0) logits[(long long) blockIdx.y * experts + e] = s + (bias == nullptr ? 0.0 : (double) bias[e]);
+}
+

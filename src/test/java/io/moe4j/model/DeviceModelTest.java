@@ -1,0 +1,101 @@
+package io.moe4j.model;
+
+import io.moe4j.MoeException;
+import org.junit.jupiter.api.Test;
+
+import java.util.Arrays;
+
+import static io.moe4j.testing.Norms.relL2;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The decoder resident on the GPU ({@code backend cuda}) beyond one prompt or one token at a time: a prompt fed in
+ * uneven chunks, a rewind that goes back past the sliding window and continues, bad token ids, and the session
+ * limits; all against the transformers logits of the gpt-oss case. Skipped without a usable CUDA device.
+ */
+class DeviceModelTest {
+    private static final String CASE = "m_gptoss_mxfp4";
+
+    private static Model load(ModelCases.Case c) {
+        return Model.load(c.dir(), ModelOptions.defaults().withBackend(ModelOptions.CUDA).withThreads(2));
+    }
+
+    @Test
+    void aPromptInUnevenChunksGivesTheSameLogits() {
+        ConformanceModelsTest.assumeGpu();
+        ModelCases.Case c = ModelCases.load(CASE);
+        int[] ids = c.inputIds();
+        int v = c.vocab();
+        try (Model model = load(c); Session session = model.newSession()) {
+            float[] got = new float[ids.length * v];
+            int at = 0;
+            for (int size : new int[] {1, 6, 2, 9}) {
+                int n = Math.min(size, ids.length - at);
+                System.arraycopy(session.prefill(Arrays.copyOfRange(ids, at, at + n)), 0, got, at * v, n * v);
+                at += n;
+            }
+            float[] rest = session.prefill(Arrays.copyOfRange(ids, at, ids.length));
+            System.arraycopy(rest, 0, got, at * v, rest.length);
+            assertThat(relL2(got, c.logits())).isLessThanOrEqualTo(c.tolerance("cuda"));
+            ConformanceModelsTest.assertClearTop1Agrees(c, got);
+        }
+    }
+
+    @Test
+    void rewindingPastTheSlidingWindowAndFeedingAgainGivesTheSameLogits() {
+        ConformanceModelsTest.assumeGpu();
+        ModelCases.Case c = ModelCases.load(CASE);
+        int[] ids = c.inputIds();
+        int v = c.vocab();
+        int back = 3; // before the last sliding window of the case (8 positions) begins
+        try (Model model = load(c); Session session = model.newSession()) {
+            session.prefill(ids);
+            assertThat(session.rewind(back)).isTrue();
+            assertThat(session.position()).isEqualTo(back);
+            float[] again = session.prefill(Arrays.copyOfRange(ids, back, ids.length));
+            float[] want = Arrays.copyOfRange(c.logits(), back * v, ids.length * v);
+            assertThat(relL2(again, want)).isLessThanOrEqualTo(c.tolerance("cuda"));
+            float[] last = session.prefillLast(new int[] {ids[0]});
+            assertThat(last).hasSize(v);
+            assertThat(session.position()).isEqualTo(ids.length + 1);
+        }
+    }
+
+    @Test
+    void twoSessionsOfOneModelInterleaveWithoutSharingState() {
+        ConformanceModelsTest.assumeGpu();
+        ModelCases.Case c = ModelCases.load(CASE);
+        int[] ids = c.inputIds();
+        int v = c.vocab();
+        int half = ids.length / 2;
+        try (Model model = load(c); Session a = model.newSession(); Session b = model.newSession()) {
+            float[] first = a.prefill(Arrays.copyOf(ids, half));
+            float[] other = b.prefill(new int[] {ids[3], ids[1], ids[4]}); // different tokens in between
+            float[] rest = ConformanceModelsTest.oneAtATime(a, Arrays.copyOfRange(ids, half, ids.length), v);
+            float[] got = new float[ids.length * v];
+            System.arraycopy(first, 0, got, 0, first.length);
+            System.arraycopy(rest, 0, got, first.length, rest.length);
+            assertThat(relL2(got, c.logits())).isLessThanOrEqualTo(c.tolerance("cuda"));
+            assertThat(other).hasSize(3 * v);
+            assertThat(b.position()).isEqualTo(3);
+        }
+    }
+
+    @Test
+    void badTokensAndOverflowAreRefusedAndLeaveTheSessionUsable() {
+        ConformanceModelsTest.assumeGpu();
+        ModelCases.Case c = ModelCases.load(CASE);
+        try (Model model = Model.load(c.dir(), ModelOptions.defaults().withBackend(ModelOptions.CUDA).withThreads(2)
+                .withContextLimit(4)); Session session = model.newSession()) {
+            assertThatThrownBy(() -> session.decode(c.vocab())).isInstanceOf(MoeException.class)
+                    .hasMessageContaining("outside the vocabulary");
+            assertThatThrownBy(() -> session.prefill(new int[] {1, 2, 3, 4, 5})).isInstanceOf(MoeException.class)
+                    .hasMessageContaining("context overflow");
+            assertThat(session.position()).isZero();
+            float[] first = session.prefill(Arrays.copyOf(c.inputIds(), 4));
+            float[] want = Arrays.copyOf(c.logits(), 4 * c.vocab());
+            assertThat(relL2(first, want)).isLessThanOrEqualTo(c.tolerance("cuda"));
+        }
+    }
+}

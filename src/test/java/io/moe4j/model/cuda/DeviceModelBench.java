@@ -1,0 +1,297 @@
+package io.moe4j.model.cuda;
+
+import io.moe4j.backend.cuda.DeviceBandwidth;
+import io.moe4j.model.Model;
+import io.moe4j.model.ModelOptions;
+import io.moe4j.model.Session;
+import io.moe4j.safetensors.DType;
+import io.moe4j.safetensors.SafetensorsWriter;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.stream.IntStream;
+
+/**
+ * Decode and prefill speed of the decoder resident on the GPU, on gpt-oss-20b shapes with synthetic weights (random
+ * bf16 attention, embeddings and lm_head; random MXFP4 experts): writes the checkpoint (one shard a layer) to a
+ * temporary directory, loads it with backend cuda, and reports batch-1 decode tokens/s and the bytes a token reads
+ * against the device-to-device copy bandwidth measured in the same run.
+ *
+ * <p>{@code java ... io.moe4j.model.cuda.DeviceModelBench [layers=24] [decodeTokens=64] [prefillTokens=2048]};
+ * {@code -Dmoe4j.bench.backend=cpu} runs the same on the host (a check of the synthetic checkpoint, not a bench).
+ */
+public final class DeviceModelBench {
+    static final int HIDDEN = 2880;
+    static final int HEADS = 64;
+    static final int KV_HEADS = 8;
+    static final int HEAD_DIM = 64;
+    static final int EXPERTS = 32;
+    static final int TOP_K = 4;
+    static final int INTER = 2880;
+    static final int VOCAB = 201088;
+    static final int WINDOW = 128;
+
+    private DeviceModelBench() {
+    }
+
+    public static void main(String[] args) throws IOException {
+        int layers = args.length > 0 ? Integer.parseInt(args[0]) : 24;
+        int decodeTokens = args.length > 1 ? Integer.parseInt(args[1]) : 64;
+        int prefillTokens = args.length > 2 ? Integer.parseInt(args[2]) : 2048;
+        long t0 = System.nanoTime();
+        Path dir = Files.createTempDirectory("moe4j-gptoss20b-synthetic");
+        write(dir, layers);
+        log(t0, "wrote the synthetic checkpoint (" + layers + " layers) to " + dir);
+        String backend = System.getProperty("moe4j.bench.backend", ModelOptions.CUDA); // cpu: a check of the writer
+        double copy = backend.equals(ModelOptions.CUDA) ? DeviceBandwidth.copyGbps() : Double.NaN;
+        log(t0, String.format("device-to-device copy: %.0f GB/s (read + written)", copy));
+        ModelOptions options = ModelOptions.defaults().withBackend(backend).withContextLimit(4096);
+        try (Model model = Model.load(dir, options)) {
+            log(t0, "loaded on the device");
+            try (Session s = model.newSession()) {
+                float[] logits = s.prefillLast(new int[] {1, 2, 3, 4, 5, 6, 7, 8});
+                for (int i = 0; i < 8; i++) {
+                    logits = s.decode(argmax(logits)); // warm-up: kernels compiled and loaded, buffers grown
+                }
+                double[] ms = new double[decodeTokens];
+                for (int i = 0; i < decodeTokens; i++) {
+                    int next = argmax(logits);
+                    long a = System.nanoTime();
+                    logits = s.decode(next);
+                    ms[i] = (System.nanoTime() - a) / 1e6;
+                }
+                Arrays.sort(ms);
+                double median = ms[ms.length / 2];
+                double bytes = bytesPerDecodedToken(layers);
+                double limitMs = bytes / (copy * 1e9) * 1e3;
+                System.out.printf("decode batch 1, %d tokens after %d: median %.3f ms/token (min %.3f, max %.3f) = %.1f"
+                                + " tokens/s; %.3f GB read a token -> %.0f GB/s = %.1f%% of copy bandwidth (limit %.3f ms"
+                                + " = %.0f tokens/s)%n", decodeTokens, s.position() - decodeTokens, median, ms[0],
+                        ms[ms.length - 1], 1e3 / median, bytes / 1e9, bytes / median / 1e6,
+                        100 * bytes / median / 1e6 / copy, limitMs, 1e3 / limitMs);
+            }
+            profile(dir, decodeTokens);
+            if (prefillTokens > 0) {
+                int[] prompt = IntStream.range(0, prefillTokens).map(i -> 1 + (i * 7919) % (VOCAB - 1)).toArray();
+                try (Session s = model.newSession()) {
+                    s.prefillLast(Arrays.copyOf(prompt, 64)); // warm-up of the batch paths
+                    s.reset();
+                    long a = System.nanoTime();
+                    s.prefillLast(prompt);
+                    double sec = (System.nanoTime() - a) / 1e9;
+                    System.out.printf("prefill %d tokens: %.3f s = %.0f tokens/s%n", prefillTokens, sec,
+                            prefillTokens / sec);
+                }
+            }
+        } finally {
+            try (var files = Files.list(dir)) {
+                for (Path p : files.toList()) {
+                    Files.delete(p);
+                }
+            }
+            Files.delete(dir);
+        }
+    }
+
+    /**
+     * Where a decode step's time goes: the same decode on a second load of the model, each phase timed on the host
+     * with the device drained after it (so the phases add up to more than a step without profiling).
+     */
+    private static void profile(Path dir, int decodeTokens) {
+        io.moe4j.model.DecoderConfig config = io.moe4j.model.DecoderConfig.of(io.moe4j.config.ModelConfig.load(dir));
+        try (io.moe4j.safetensors.Checkpoint checkpoint = io.moe4j.safetensors.Checkpoint.open(dir);
+                DeviceModel model = DeviceModel.load(config, checkpoint, ModelOptions.defaults(), 4096);
+                DeviceSequence s = (DeviceSequence) model.newSequence()) {
+            float[] logits = s.forward(new int[] {1, 2, 3, 4, 5, 6, 7, 8}, 0, false);
+            long position = 8;
+            for (int i = 0; i < 8; i++) {
+                logits = s.forward(new int[] {argmax(logits)}, position++, false);
+            }
+            s.profile(true);
+            long a = System.nanoTime();
+            for (int i = 0; i < decodeTokens; i++) {
+                logits = s.forward(new int[] {argmax(logits)}, position++, false);
+            }
+            double total = (System.nanoTime() - a) / 1e3 / decodeTokens;
+            long[] nanos = s.profile();
+            StringBuilder line = new StringBuilder(String.format("profiled decode step %.0f us:", total));
+            for (int i = 0; i < nanos.length; i++) {
+                line.append(String.format(" %s %.0f us;", DeviceSequence.PHASES[i], nanos[i] / 1e3 / decodeTokens));
+            }
+            System.out.println(line);
+            System.out.printf("replayed alone: layer 0 attention %.1f us, layer 1 attention %.1f us, head %.1f us%n",
+                    s.replayMicros(0, 50), s.replayMicros(1, 50), s.replayMicros(config.layers().size(), 20));
+        }
+    }
+
+    /** Weights a decoded token reads: every layer's attention and router, its top-k experts, lm_head, one embedding row. */
+    static double bytesPerDecodedToken(int layers) {
+        double attention = 2.0 * HIDDEN * (HEADS * HEAD_DIM + 2 * KV_HEADS * HEAD_DIM) + 2.0 * HEADS * HEAD_DIM * HIDDEN;
+        double router = 4.0 * EXPERTS * HIDDEN;
+        double expert = 2.0 * INTER * (HIDDEN / 2 + HIDDEN / 32) + HIDDEN * (INTER / 2 + INTER / 32);
+        return layers * (attention + router + TOP_K * expert) + 2.0 * VOCAB * HIDDEN + 2.0 * HIDDEN;
+    }
+
+    private static int argmax(float[] v) {
+        int best = 0;
+        for (int i = 1; i < v.length; i++) {
+            if (v[i] > v[best]) {
+                best = i;
+            }
+        }
+        return best;
+    }
+
+    private static void log(long t0, String what) {
+        System.out.printf("[%6.1f s] %s%n", (System.nanoTime() - t0) / 1e9, what);
+    }
+
+    private static void write(Path dir, int layers) throws IOException {
+        Map<String, String> weightMap = new LinkedHashMap<>();
+        StringBuilder types = new StringBuilder();
+        for (int l = 0; l < layers; l++) {
+            String file = "layer-" + l + ".safetensors";
+            try (Arena arena = Arena.ofShared()) {
+                SafetensorsWriter w = new SafetensorsWriter();
+                String p = "model.layers." + l + ".";
+                norm(w, arena, p + "input_layernorm.weight");
+                norm(w, arena, p + "post_attention_layernorm.weight");
+                linear(w, arena, p + "self_attn.q_proj", HEADS * HEAD_DIM, HIDDEN, l);
+                linear(w, arena, p + "self_attn.k_proj", KV_HEADS * HEAD_DIM, HIDDEN, l + 100);
+                linear(w, arena, p + "self_attn.v_proj", KV_HEADS * HEAD_DIM, HIDDEN, l + 200);
+                linear(w, arena, p + "self_attn.o_proj", HIDDEN, HEADS * HEAD_DIM, l + 300);
+                w.add(p + "self_attn.sinks", DType.BF16, new long[] {HEADS}, bf16(arena, HEADS, 0.5f, l + 400));
+                linear(w, arena, p + "mlp.router", EXPERTS, HIDDEN, l + 500);
+                experts(w, arena, p + "mlp.experts.gate_up_proj", 2 * INTER, HIDDEN, l + 600);
+                experts(w, arena, p + "mlp.experts.down_proj", HIDDEN, INTER, l + 700);
+                for (String name : namesOf(w)) {
+                    weightMap.put(name, file);
+                }
+                w.write(dir.resolve(file));
+            }
+            types.append(l == 0 ? "" : ", ").append(l % 2 == 0 ? "\"sliding_attention\"" : "\"full_attention\"");
+        }
+        try (Arena arena = Arena.ofShared()) {
+            SafetensorsWriter w = new SafetensorsWriter();
+            w.add("model.embed_tokens.weight", DType.BF16, new long[] {VOCAB, HIDDEN},
+                    bf16(arena, (long) VOCAB * HIDDEN, 0.05f, 900));
+            w.add("lm_head.weight", DType.BF16, new long[] {VOCAB, HIDDEN}, bf16(arena, (long) VOCAB * HIDDEN, 0.03f, 901));
+            norm(w, arena, "model.norm.weight");
+            for (String name : namesOf(w)) {
+                weightMap.put(name, "rest.safetensors");
+            }
+            w.write(dir.resolve("rest.safetensors"));
+        }
+        StringBuilder index = new StringBuilder("{\"metadata\": {}, \"weight_map\": {");
+        int i = 0;
+        for (var e : weightMap.entrySet()) {
+            index.append(i++ == 0 ? "" : ", ").append('"').append(e.getKey()).append("\": \"").append(e.getValue())
+                    .append('"');
+        }
+        Files.writeString(dir.resolve("model.safetensors.index.json"), index.append("}}").toString());
+        Files.writeString(dir.resolve("config.json"), """
+                {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": %d,
+                 "num_hidden_layers": %d, "vocab_size": %d, "num_attention_heads": %d, "num_key_value_heads": %d,
+                 "head_dim": %d, "num_local_experts": %d, "experts_per_token": %d, "num_experts_per_tok": %d,
+                 "intermediate_size": %d, "sliding_window": %d, "layer_types": [%s], "rms_norm_eps": 1e-05,
+                 "rope_theta": 150000, "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
+                 "original_max_position_embeddings": 4096, "rope_type": "yarn", "truncate": false},
+                 "max_position_embeddings": 131072, "initial_context_length": 4096, "attention_bias": true,
+                 "swiglu_limit": 7.0, "tie_word_embeddings": false, "hidden_act": "silu", "torch_dtype": "bfloat16",
+                 "quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn",
+                 "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}}
+                """.formatted(HIDDEN, layers, VOCAB, HEADS, KV_HEADS, HEAD_DIM, EXPERTS, TOP_K, TOP_K, INTER, WINDOW,
+                types));
+    }
+
+    private static java.util.List<String> namesOf(SafetensorsWriter w) {
+        com.fasterxml.jackson.databind.JsonNode header;
+        try {
+            header = new com.fasterxml.jackson.databind.ObjectMapper().readTree(w.headerBytes());
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        java.util.List<String> names = new java.util.ArrayList<>();
+        header.fieldNames().forEachRemaining(n -> {
+            if (!n.equals("__metadata__")) {
+                names.add(n);
+            }
+        });
+        return names;
+    }
+
+    private static void norm(SafetensorsWriter w, Arena arena, String name) {
+        MemorySegment s = arena.allocate(2L * HIDDEN);
+        for (int i = 0; i < HIDDEN; i++) {
+            s.set(ValueLayout.JAVA_SHORT_UNALIGNED, 2L * i, (short) 0x3f80); // 1.0
+        }
+        w.add(name, DType.BF16, new long[] {HIDDEN}, s);
+    }
+
+    private static void linear(SafetensorsWriter w, Arena arena, String module, int out, int in, int seed) {
+        w.add(module + ".weight", DType.BF16, new long[] {out, in},
+                bf16(arena, (long) out * in, (float) (1.0 / Math.sqrt(in)), seed));
+        w.add(module + ".bias", DType.BF16, new long[] {out}, bf16(arena, out, 0.01f, seed + 50));
+    }
+
+    /** Random MXFP4 codes, E8M0 scales around 2^-6 (weights up to ~0.1), bf16 biases. */
+    private static void experts(SafetensorsWriter w, Arena arena, String name, int rows, int cols, int seed) {
+        long blocks = (long) EXPERTS * rows * (cols / 32);
+        MemorySegment codes = arena.allocate(16 * blocks, 64);
+        fill(codes, seed, v -> v);
+        MemorySegment scales = arena.allocate(blocks, 64);
+        fill(scales, seed + 1, v -> {
+            long out = 0;
+            for (int b = 0; b < 8; b++) {
+                out |= (120L + ((v >>> (8 * b)) & 3)) << (8 * b); // E8M0 120..123
+            }
+            return out;
+        });
+        w.add(name + "_blocks", DType.U8, new long[] {EXPERTS, rows, cols / 32, 16}, codes);
+        w.add(name + "_scales", DType.U8, new long[] {EXPERTS, rows, cols / 32}, scales);
+        w.add(name + "_bias", DType.BF16, new long[] {EXPERTS, rows}, bf16(arena, (long) EXPERTS * rows, 0.01f, seed + 2));
+    }
+
+    /** bf16 values uniform in [-amplitude, amplitude). */
+    private static MemorySegment bf16(Arena arena, long n, float amplitude, int seed) {
+        MemorySegment s = arena.allocate(2 * n + 8, 64);
+        fill(s, seed, v -> {
+            long out = 0;
+            for (int k = 0; k < 4; k++) {
+                float f = (((v >>> (16 * k)) & 0xffff) / 65536f - 0.5f) * 2 * amplitude;
+                out |= ((long) (Float.floatToRawIntBits(f) >>> 16) & 0xffff) << (16 * k);
+            }
+            return out;
+        });
+        return s.asSlice(0, 2 * n);
+    }
+
+    /** Fills the segment (a whole number of longs, or its tail byte-wise) from a splitmix64 stream, in parallel. */
+    private static void fill(MemorySegment s, int seed, java.util.function.LongUnaryOperator map) {
+        long words = s.byteSize() / 8;
+        long chunk = 1 << 17;
+        int chunks = (int) Math.ceilDiv(words, chunk);
+        IntStream.range(0, chunks).parallel().forEach(c -> {
+            long x = seed * 0x9E3779B97F4A7C15L + c * 0xBF58476D1CE4E5B9L;
+            long end = Math.min(words, (c + 1) * chunk);
+            for (long i = c * chunk; i < end; i++) {
+                x += 0x9E3779B97F4A7C15L;
+                long z = x;
+                z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+                z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+                z ^= z >>> 31;
+                s.set(ValueLayout.JAVA_LONG_UNALIGNED, 8 * i, map.applyAsLong(z));
+            }
+        });
+        for (long i = words * 8; i < s.byteSize(); i++) {
+            s.set(ValueLayout.JAVA_BYTE, i, (byte) map.applyAsLong((seed + i) * 0x9E3779B97F4A7C15L));
+        }
+    }
+}
