@@ -33,6 +33,7 @@ public final class MoeModel implements AutoCloseable {
     private final Tokenizer tokenizer;
     private final ChatTemplate template;
     private final Set<Integer> eosIds;
+    private ChatOutputs chatOutputs;
 
     private MoeModel(Path dir, Model model, Tokenizer tokenizer, ChatTemplate template, Set<Integer> eosIds) {
         this.dir = dir;
@@ -127,6 +128,14 @@ public final class MoeModel implements AutoCloseable {
         try (Session session = model.newSession()) {
             return new Generator(tokenizer).generate(session, tokenizer.encode(prompt), request, onText, cancelled);
         }
+    }
+
+    /** Reading and shaping this model's chat replies (reply format, tool calls, the constraint trie); shared. */
+    public synchronized ChatOutputs chatOutputs() {
+        if (chatOutputs == null) {
+            chatOutputs = new ChatOutputs(tokenizer, model.config().family(), model.vocabSize(), eosIds);
+        }
+        return chatOutputs;
     }
 
     /** A multi-turn chat that keeps its KV cache between turns. */
