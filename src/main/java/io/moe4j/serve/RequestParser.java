@@ -237,12 +237,10 @@ final class RequestParser {
         return new ChatMessage(role.asText(), text, m);
     }
 
-    /** The field a constraint's message names first (up to its colon), or {@code fallback}. */
-    private static String fieldOf(MoeException e, String fallback) {
+    /** The request field at fault: a tools problem names tools, anything else the field being read. */
+    private static String fieldOf(MoeException e, String field) {
         String m = e.getMessage() == null ? "" : e.getMessage();
-        int colon = m.indexOf(':');
-        String head = colon > 0 ? m.substring(0, colon) : "";
-        return head.startsWith(fallback) || head.startsWith("tools") ? head : fallback;
+        return m.startsWith("tools") ? "tools" : field;
     }
 
     /**
