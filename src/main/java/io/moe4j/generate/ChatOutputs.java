@@ -31,6 +31,7 @@ public final class ChatOutputs {
     private final int[] eos;
     private TokenizerVocabulary vocabulary;
     private TokenTrie trie;
+    private boolean[] freeText;
 
     public ChatOutputs(Tokenizer tokenizer, ModelFamily family, int logitsSize, Collection<Integer> eosIds) {
         this.tokenizer = tokenizer;
@@ -55,6 +56,10 @@ public final class ChatOutputs {
         if (trie == null) {
             vocabulary = new TokenizerVocabulary(tokenizer, logitsSize);
             trie = new TokenTrie(vocabulary);
+            freeText = new boolean[vocabulary.size()];
+            for (int id = 0; id < freeText.length; id++) {
+                freeText[id] = !vocabulary.isSpecial(id) && vocabulary.bytes(id).length > 0;
+            }
         }
         return trie;
     }
@@ -89,7 +94,7 @@ public final class ChatOutputs {
         TokenTrie t = trie();
         JsonConstraint json = new JsonConstraint(grammar, t, vocabulary(), eos);
         if (renderedPrompt.endsWith("<|start|>assistant")) {
-            return new ReplyConstraint(json, vocabulary, ids(HARMONY_REASONING), -1, single("<|end|>"), true,
+            return new ReplyConstraint(json, vocabulary, freeText, ids(HARMONY_REASONING), -1, single("<|end|>"), true,
                     ids(HARMONY_ANSWER), maxTokens);
         }
         OptionalInt open = tokenizer.id(THINK_OPEN);
@@ -98,14 +103,14 @@ public final class ChatOutputs {
             String trimmed = renderedPrompt.stripTrailing();
             int[] bridge = ids("\n\n");
             if (trimmed.endsWith(THINK_OPEN)) {
-                return new ReplyConstraint(json, vocabulary, new int[0], -1, close.getAsInt(), true, bridge, maxTokens);
+                return new ReplyConstraint(json, vocabulary, freeText, new int[0], -1, close.getAsInt(), true, bridge, maxTokens);
             }
             if (!trimmed.endsWith(THINK_CLOSE)) {
-                return new ReplyConstraint(json, vocabulary, new int[0], open.getAsInt(), close.getAsInt(), false,
+                return new ReplyConstraint(json, vocabulary, freeText, new int[0], open.getAsInt(), close.getAsInt(), false,
                         bridge, maxTokens);
             }
         }
-        return new ReplyConstraint(json, vocabulary, new int[0], -1, -1, false, new int[0], maxTokens);
+        return new ReplyConstraint(json, vocabulary, freeText, new int[0], -1, -1, false, new int[0], maxTokens);
     }
 
     private int single(String token) {

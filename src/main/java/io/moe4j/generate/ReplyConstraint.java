@@ -26,6 +26,7 @@ public final class ReplyConstraint {
 
     private final JsonConstraint json;
     private final TokenVocabulary vocabulary;
+    private final boolean[] freeText;
     private final int[] open;
     private final int reasoningStart;
     private final int reasoningEnd;
@@ -37,6 +38,8 @@ public final class ReplyConstraint {
     private int reasoned;
 
     /**
+     * @param freeText       per id, whether reasoning may use it (the non-special tokens that add text); shared,
+     *                       never modified
      * @param open           tokens forced first (may be empty)
      * @param reasoningStart the token that may open reasoning as the first choice (-1: none, or reasoning is already
      *                       open)
@@ -45,10 +48,11 @@ public final class ReplyConstraint {
      * @param bridge         tokens forced after the reasoning end, before the JSON
      * @param maxTokens      the reply's token budget
      */
-    ReplyConstraint(JsonConstraint json, TokenVocabulary vocabulary, int[] open, int reasoningStart, int reasoningEnd,
+    ReplyConstraint(JsonConstraint json, TokenVocabulary vocabulary, boolean[] freeText, int[] open, int reasoningStart, int reasoningEnd,
                     boolean reasoningOpen, int[] bridge, int maxTokens) {
         this.json = json;
         this.vocabulary = vocabulary;
+        this.freeText = freeText;
         this.open = open.clone();
         this.reasoningStart = reasoningStart;
         this.reasoningEnd = reasoningEnd;
@@ -101,11 +105,8 @@ public final class ReplyConstraint {
                 if (reasoned >= reasoningCap || remaining <= json.minTokens() + bridge.length + 1) {
                     only(mask, reasoningEnd);
                 } else {
-                    int n = vocabulary.size();
-                    for (int id = 0; id < n; id++) {
-                        mask[id] = !vocabulary.isSpecial(id) && vocabulary.bytes(id).length > 0;
-                    }
-                    Arrays.fill(mask, n, mask.length, false);
+                    System.arraycopy(freeText, 0, mask, 0, freeText.length);
+                    Arrays.fill(mask, freeText.length, mask.length, false);
                     mask[reasoningEnd] = true;
                 }
             }
