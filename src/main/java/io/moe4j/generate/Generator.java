@@ -1,5 +1,7 @@
 package io.moe4j.generate;
 
+import io.moe4j.MoeException;
+
 import io.moe4j.model.Session;
 import io.moe4j.text.tokenizer.IncrementalDecoder;
 import io.moe4j.text.tokenizer.Tokenizer;
@@ -27,9 +29,23 @@ public final class Generator {
      */
     public GenerationResult generate(Session session, int[] prompt, GenerationRequest request, Consumer<String> onText,
                                      BooleanSupplier cancelled) {
+        return generate(session, prompt, request, onText, cancelled, null);
+    }
+
+    /**
+     * As {@link #generate(Session, int[], GenerationRequest, Consumer, BooleanSupplier)}, each token drawn among
+     * those {@code constraint} allows (null: all); a constrained reply ignores stop strings, which would cut its
+     * JSON short.
+     */
+    public GenerationResult generate(Session session, int[] prompt, GenerationRequest request, Consumer<String> onText,
+                                     BooleanSupplier cancelled, ReplyConstraint constraint) {
+        if (constraint != null && constraint.minTokens() > request.maxTokens()) {
+            throw new MoeException("the constrained reply needs at least " + constraint.minTokens()
+                    + " tokens; max tokens is " + request.maxTokens());
+        }
         Sampler sampler = new Sampler(request.sampling());
         IncrementalDecoder decoder = tokenizer.incrementalDecoder(false);
-        StopMatcher stops = new StopMatcher(request.stop());
+        StopMatcher stops = new StopMatcher(constraint == null ? request.stop() : java.util.List.of());
         StringBuilder text = new StringBuilder();
         int[] made = new int[Math.min(request.maxTokens(), 1 << 16)];
         int count = 0;
@@ -38,12 +54,21 @@ public final class Generator {
         long firstToken = 0;
         FinishReason reason = FinishReason.LENGTH;
         int vocab = logits.length;
+        boolean[] mask = constraint == null ? null : new boolean[Math.max(vocab, constraint.maskSize())];
         while (count < request.maxTokens()) {
             if (cancelled.getAsBoolean()) {
                 reason = FinishReason.CANCELLED;
                 break;
             }
-            int token = sampler.sample(logits, 0, vocab);
+            int token;
+            if (constraint == null) {
+                token = sampler.sample(logits, 0, vocab);
+            } else {
+                int room = (int) Math.min(request.maxTokens() - count, contextLimit(session) - session.position() + 1);
+                constraint.fillAllowed(mask, room);
+                token = sampler.sample(logits, 0, vocab, mask);
+                constraint.accept(token);
+            }
             if (count == made.length) {
                 made = java.util.Arrays.copyOf(made, made.length * 2);
             }

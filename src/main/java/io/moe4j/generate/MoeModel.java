@@ -1,6 +1,8 @@
 package io.moe4j.generate;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import io.moe4j.MoeException;
+import io.moe4j.generate.constraint.JsonGrammar;
 import io.moe4j.model.GenerationConfig;
 import io.moe4j.model.Model;
 import io.moe4j.model.ModelOptions;
@@ -8,6 +10,8 @@ import io.moe4j.model.Session;
 import io.moe4j.text.chat.ChatRequest;
 import io.moe4j.text.chat.ChatTemplate;
 import io.moe4j.text.tokenizer.Tokenizer;
+import io.moe4j.text.tools.ToolCallIds;
+import io.moe4j.text.tools.ToolChoice;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -33,6 +37,7 @@ public final class MoeModel implements AutoCloseable {
     private final Tokenizer tokenizer;
     private final ChatTemplate template;
     private final Set<Integer> eosIds;
+    private ChatOutputs chatOutputs;
 
     private MoeModel(Path dir, Model model, Tokenizer tokenizer, ChatTemplate template, Set<Integer> eosIds) {
         this.dir = dir;
@@ -126,6 +131,44 @@ public final class MoeModel implements AutoCloseable {
                                      BooleanSupplier cancelled) {
         try (Session session = model.newSession()) {
             return new Generator(tokenizer).generate(session, tokenizer.encode(prompt), request, onText, cancelled);
+        }
+    }
+
+    /** Reading and shaping this model's chat replies (reply format, tool calls, the constraint trie); shared. */
+    public synchronized ChatOutputs chatOutputs() {
+        if (chatOutputs == null) {
+            chatOutputs = new ChatOutputs(tokenizer, model.config().family(), model.vocabSize(), eosIds);
+        }
+        return chatOutputs;
+    }
+
+    /**
+     * Generates one chat turn with tools, tool choice and response format in a fresh session: the reply's events
+     * (answer, reasoning, tool calls) reach {@code onEvent} as they are read, and the whole reply is returned.
+     *
+     * @throws MoeException for a schema or tool choice that cannot constrain the answer, or a budget too small
+     */
+    public ChatReply chat(ChatGeneration chat, Consumer<ReplyReader.Event> onEvent, BooleanSupplier cancelled) {
+        if (template == null) {
+            throw new MoeException(dir + ": the model ships no chat template, so it cannot chat");
+        }
+        ChatRequest request = new ChatRequest(chat.messages(), true, chat.tools(), chat.templateArguments(), null);
+        String prompt = template.render(request);
+        ChatOutputs outputs = chatOutputs();
+        JsonNode forced = chat.toolChoice().schema(chat.tools());
+        JsonGrammar grammar = forced != null
+                ? JsonGrammar.of(forced, outputs.trie())
+                : chat.responseFormat().grammar();
+        ReplyConstraint constraint = grammar == null ? null
+                : outputs.constraint(prompt, grammar, chat.request().maxTokens());
+        boolean callsAsJson = forced != null;
+        ReplyReader reader = outputs.reader(prompt, chat.toolChoice() instanceof ToolChoice.Auto,
+                callsAsJson, ToolCallIds.random());
+        try (Session session = model.newSession()) {
+            GenerationResult result = new Generator(tokenizer).generate(session, tokenizer.encode(prompt),
+                    chat.request(), text -> reader.feed(text).forEach(onEvent), cancelled, constraint);
+            reader.finish().forEach(onEvent);
+            return new ChatReply(reader.answer(), reader.reasoning(), reader.toolCalls(), result);
         }
     }
 

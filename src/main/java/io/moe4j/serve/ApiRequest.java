@@ -2,6 +2,7 @@ package io.moe4j.serve;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.moe4j.generate.SamplingParams;
+import io.moe4j.text.tools.ToolChoice;
 
 import java.util.List;
 
@@ -13,10 +14,10 @@ import java.util.List;
  * @param promptIds      the prompt as token ids (completions given ids); null otherwise
  * @param maxTokens      the cap on new tokens, or null for "until the context is full"
  * @param includeUsage   {@code stream_options.include_usage}: a last streamed chunk with the usage
- * @param responseFormat the {@code response_format} object as sent (only {@code {"type": "text"}} is served now)
- * @param toolChoice     the {@code tool_choice} as sent, or null
+ * @param responseFormat the {@code response_format} object as sent (checked), or null
+ * @param toolChoice     the {@code tool_choice} read against the tools (none without tools); null for completions
  */
 public record ApiRequest(boolean isChat, String model, ChatPrompt chat, String promptText, int[] promptIds,
                          SamplingParams sampling, Integer maxTokens, List<String> stops, boolean stream,
-                         boolean includeUsage, JsonNode responseFormat, JsonNode toolChoice) {
+                         boolean includeUsage, JsonNode responseFormat, ToolChoice toolChoice) {
 }

@@ -2,13 +2,21 @@ package io.moe4j.serve;
 
 import io.moe4j.generate.SamplingParams;
 
+import io.moe4j.generate.ReplyConstraint;
 import java.util.List;
 
 /**
  * One sequence to generate: the prompt's ids, how to sample, and when to stop (at most {@code maxTokens} new tokens,
- * an eos id, a stop string, or the model's context end, whichever comes first).
+ * an eos id, a stop string, or the model's context end, whichever comes first). A {@code constraint} (null when
+ * the output is free) narrows each step's choice to the tokens it allows; it follows this one sequence, so a request
+ * with one is submitted once.
  */
-public record GenerationRequest(int[] prompt, SamplingParams sampling, int maxTokens, List<String> stops) {
+public record GenerationRequest(int[] prompt, SamplingParams sampling, int maxTokens, List<String> stops,
+                                ReplyConstraint constraint) {
+    public GenerationRequest(int[] prompt, SamplingParams sampling, int maxTokens, List<String> stops) {
+        this(prompt, sampling, maxTokens, stops, null);
+    }
+
     public GenerationRequest {
         if (prompt.length == 0) {
             throw new IllegalArgumentException("the prompt is empty");

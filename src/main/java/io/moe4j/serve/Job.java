@@ -26,6 +26,7 @@ final class Job implements Ticket {
     int generated;
     int lastToken = -1;
     String samplingError;
+    boolean[] mask;
 
     Job(Scheduler owner, GenerationRequest request, GenerationListener listener) {
         this.owner = owner;

@@ -12,6 +12,13 @@ import io.javalin.http.Context;
 import io.javalin.http.HttpResponseException;
 import io.javalin.json.JavalinJackson;
 import io.moe4j.MoeException;
+import io.moe4j.generate.ChatOutputs;
+import io.moe4j.generate.ReplyConstraint;
+import io.moe4j.generate.ReplyReader;
+import io.moe4j.generate.constraint.JsonGrammar;
+import io.moe4j.generate.constraint.ResponseFormat;
+import io.moe4j.text.tools.ToolCallIds;
+import io.moe4j.text.tools.ToolChoice;
 import org.eclipse.jetty.ee10.servlet.ServletContextRequest;
 
 import java.io.IOException;
@@ -19,6 +26,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -161,7 +169,8 @@ public final class OpenAiServer implements AutoCloseable {
             throw new ApiError(404, "the model '" + request.model() + "' does not exist; this server serves '"
                     + served.id() + "'", "invalid_request_error", "model", "model_not_found");
         }
-        int[] prompt = prompt(request);
+        String promptText = chat ? chatText(request) : null;
+        int[] prompt = promptText != null ? served.text().encode(promptText) : prompt(request);
         String param = chat ? "messages" : "prompt";
         if (prompt.length == 0) {
             throw ApiError.badRequest("the prompt is empty", param);
@@ -173,10 +182,14 @@ public final class OpenAiServer implements AutoCloseable {
         }
         int room = context - prompt.length;
         int maxTokens = request.maxTokens() == null ? room : Math.min(request.maxTokens(), room);
+        ReplyConstraint constraint = chat ? constraint(request, promptText, maxTokens) : null;
+        ReplyReader reader = reader(request, promptText);
+        // Stop strings never cut a constrained reply: its JSON would be left incomplete.
+        List<String> stops = constraint == null ? request.stops() : List.of();
         RequestChannel channel = new RequestChannel();
         Ticket ticket;
         try {
-            ticket = scheduler.submit(new GenerationRequest(prompt, request.sampling(), maxTokens, request.stops()),
+            ticket = scheduler.submit(new GenerationRequest(prompt, request.sampling(), maxTokens, stops, constraint),
                     channel);
         } catch (AdmissionException e) {
             throw e.queueFull() ? new ApiError(429, e.getMessage(), "rate_limit_error", null, "queue_full")
@@ -194,15 +207,73 @@ public final class OpenAiServer implements AutoCloseable {
         }
         try {
             if (request.stream()) {
-                stream(ctx, channel, ticket, shapes, request.includeUsage());
+                stream(ctx, channel, ticket, shapes, request.includeUsage(), reader);
             } else {
-                respond(ctx, channel, shapes);
+                respond(ctx, channel, shapes, reader);
             }
         } catch (InterruptedException e) {
             ticket.cancel();
             Thread.currentThread().interrupt();
             throw new ApiError(503, "the server is shutting down", "server_error", null, "shutting_down");
         }
+    }
+
+    /** The rendered chat as text, where the model's text side renders it so (null otherwise). */
+    private String chatText(ApiRequest request) {
+        try {
+            return served.text().renderChatText(request.chat());
+        } catch (MoeException | IllegalArgumentException e) {
+            throw ApiError.badRequest("the prompt cannot be rendered: " + e.getMessage(), "messages");
+        }
+    }
+
+    /**
+     * The constraint of a request that asks for JSON: a forced tool call (tool_choice required or named) or a
+     * response_format json_object / json_schema; null for free text.
+     */
+    private ReplyConstraint constraint(ApiRequest request, String promptText, int maxTokens) {
+        JsonNode forced = request.toolChoice() == null ? null : request.toolChoice().schema(request.chat().tools());
+        JsonNode format = request.responseFormat();
+        boolean wantsFormat = format != null && !format.path("type").asText().equals("text");
+        if (forced == null && !wantsFormat) {
+            return null;
+        }
+        String param = forced != null ? "tool_choice" : "response_format";
+        ChatOutputs outputs = served.text().chatOutputs();
+        if (outputs == null || promptText == null) {
+            throw ApiError.badRequest("'" + param + "' needs constrained decoding, which this model does not offer",
+                    param);
+        }
+        JsonGrammar grammar;
+        try {
+            grammar = forced != null ? JsonGrammar.of(forced, outputs.trie())
+                    : ResponseFormat.parse(format, outputs.trie()).grammar();
+        } catch (MoeException e) {
+            throw ApiError.badRequest(e.getMessage(), forced != null ? "tools" : "response_format");
+        }
+        ReplyConstraint constraint;
+        try {
+            constraint = outputs.constraint(promptText, grammar, maxTokens);
+        } catch (MoeException e) {
+            throw ApiError.badRequest(e.getMessage(), param);
+        }
+        if (constraint.minTokens() > maxTokens) {
+            throw ApiError.badRequest("the shortest reply that fits '" + param + "' needs " + constraint.minTokens()
+                    + " tokens; max_tokens (or the context left) allows " + maxTokens, "max_tokens");
+        }
+        return constraint;
+    }
+
+    /** A reader that splits the reply into answer, reasoning and tool calls; null where the model offers none. */
+    private ReplyReader reader(ApiRequest request, String promptText) {
+        ChatOutputs outputs = served.text().chatOutputs();
+        if (!request.isChat() || outputs == null || promptText == null) {
+            return null;
+        }
+        ToolChoice choice = request.toolChoice();
+        boolean forced = choice instanceof ToolChoice.Required || choice instanceof ToolChoice.Named;
+        boolean free = choice instanceof ToolChoice.Auto;
+        return outputs.reader(promptText, free, forced, ToolCallIds.random());
     }
 
     private int[] prompt(ApiRequest request) {
@@ -217,7 +288,8 @@ public final class OpenAiServer implements AutoCloseable {
         }
     }
 
-    private void respond(Context ctx, RequestChannel channel, ResponseShapes shapes) throws InterruptedException {
+    private void respond(Context ctx, RequestChannel channel, ResponseShapes shapes, ReplyReader reader)
+            throws InterruptedException {
         StringBuilder text = new StringBuilder();
         while (true) {
             RequestChannel.Event event = channel.next(60_000);
@@ -226,17 +298,68 @@ public final class OpenAiServer implements AutoCloseable {
             }
             if (event.end() == null) {
                 text.append(event.text());
+                if (reader != null) {
+                    reader.feed(event.text());
+                }
                 continue;
             }
             GenerationResult end = event.end();
             failIfAborted(end);
-            ctx.contentType("application/json").result(shapes.whole(text.toString(), end).toString());
+            JsonNode body;
+            if (reader == null) {
+                body = shapes.whole(text.toString(), end);
+            } else {
+                reader.finish();
+                body = shapes.wholeReply(reader.answer(), reader.reasoning(), reader.toolCalls(), end);
+            }
+            ctx.contentType("application/json").result(body.toString());
             return;
         }
     }
 
+    /** Sends the reader's events as chunks: text runs of one kind together, each tool call in two chunks. */
+    private static void sendEvents(OutputStream out, ResponseShapes shapes, List<ReplyReader.Event> events,
+                                   boolean includeUsage) throws IOException {
+        StringBuilder run = new StringBuilder();
+        boolean runIsReasoning = false;
+        for (ReplyReader.Event e : events) {
+            switch (e) {
+                case ReplyReader.Event.Answer(String t) -> {
+                    if (runIsReasoning && !run.isEmpty()) {
+                        send(out, shapes.reasoningChunk(run.toString(), includeUsage));
+                        run.setLength(0);
+                    }
+                    runIsReasoning = false;
+                    run.append(t);
+                }
+                case ReplyReader.Event.Reasoning(String t) -> {
+                    if (!runIsReasoning && !run.isEmpty()) {
+                        send(out, shapes.textChunk(run.toString(), includeUsage));
+                        run.setLength(0);
+                    }
+                    runIsReasoning = true;
+                    run.append(t);
+                }
+                case ReplyReader.Event.Call(int index, io.moe4j.text.tools.ToolCall call) -> {
+                    if (!run.isEmpty()) {
+                        send(out, runIsReasoning ? shapes.reasoningChunk(run.toString(), includeUsage)
+                                : shapes.textChunk(run.toString(), includeUsage));
+                        run.setLength(0);
+                    }
+                    for (JsonNode chunk : shapes.toolCallChunks(index, call, includeUsage)) {
+                        send(out, chunk);
+                    }
+                }
+            }
+        }
+        if (!run.isEmpty()) {
+            send(out, runIsReasoning ? shapes.reasoningChunk(run.toString(), includeUsage)
+                    : shapes.textChunk(run.toString(), includeUsage));
+        }
+    }
+
     private void stream(Context ctx, RequestChannel channel, Ticket ticket, ResponseShapes shapes,
-                        boolean includeUsage) throws InterruptedException {
+                        boolean includeUsage, ReplyReader reader) throws InterruptedException {
         ctx.status(200);
         ctx.res().setContentType("text/event-stream");
         ctx.res().setCharacterEncoding("utf-8");
@@ -263,7 +386,11 @@ public final class OpenAiServer implements AutoCloseable {
                     while ((more = channel.poll()) != null && more.end() == null) {
                         text.append(more.text());
                     }
-                    send(out, shapes.textChunk(text.toString(), includeUsage));
+                    if (reader == null) {
+                        send(out, shapes.textChunk(text.toString(), includeUsage));
+                    } else {
+                        sendEvents(out, shapes, reader.feed(text.toString()), includeUsage);
+                    }
                     if (more == null) {
                         continue;
                     }
@@ -273,7 +400,11 @@ public final class OpenAiServer implements AutoCloseable {
                 if (end.reason() == FinishReason.ERROR) {
                     send(out, shapes.errorEvent(new ApiError(500, end.error(), "server_error", null, null)));
                 } else {
-                    send(out, shapes.finishChunk(end, includeUsage));
+                    if (reader != null) {
+                        sendEvents(out, shapes, reader.finish(), includeUsage);
+                    }
+                    boolean calls = reader != null && !reader.toolCalls().isEmpty();
+                    send(out, shapes.finishChunk(end, includeUsage, calls));
                     if (includeUsage) {
                         send(out, shapes.usageChunk(end));
                     }

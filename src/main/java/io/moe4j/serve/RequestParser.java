@@ -2,7 +2,11 @@ package io.moe4j.serve;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeType;
+import io.moe4j.MoeException;
 import io.moe4j.generate.SamplingParams;
+import io.moe4j.generate.constraint.JsonGrammar;
+import io.moe4j.generate.constraint.ResponseFormat;
+import io.moe4j.text.tools.ToolChoice;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -14,7 +18,7 @@ import java.util.concurrent.ThreadLocalRandom;
 /**
  * Checks an OpenAI request body field by field and builds an {@link ApiRequest}; every refusal is an
  * {@link ApiError} that names the field. Fields this server does not act on are refused when they ask for something
- * (logprobs, penalties, n &gt; 1, structured output), so a client never gets an answer that silently ignored them;
+ * (logprobs, penalties, n &gt; 1), so a client never gets an answer that silently ignored them;
  * fields that only describe the caller (user, metadata, store) are accepted and ignored.
  */
 final class RequestParser {
@@ -44,23 +48,28 @@ final class RequestParser {
         } else {
             tools = null;
         }
-        JsonNode toolChoice = nullToNull(body.get("tool_choice"));
-        if (toolChoice != null) {
-            boolean plain = toolChoice.isTextual()
-                    && (toolChoice.asText().equals("auto") || toolChoice.asText().equals("none"));
-            if (!plain) {
-                throw ApiError.badRequest("'tool_choice' " + toolChoice + " is not supported; use \"auto\" or \"none\"",
-                        "tool_choice");
+        checkToolMessages(messagesNode);
+        ToolChoice toolChoice;
+        try {
+            toolChoice = ToolChoice.parse(nullToNull(body.get("tool_choice")), tools);
+            // A forced call's schema is built from the tools' parameters: a bad one is the tools' fault.
+            JsonNode forced = toolChoice.schema(tools);
+            if (forced != null) {
+                try {
+                    JsonGrammar.of(forced);
+                } catch (MoeException e) {
+                    throw ApiError.badRequest("'tools' parameters cannot constrain a call: " + e.getMessage(), "tools");
+                }
             }
+        } catch (MoeException e) {
+            throw ApiError.badRequest(e.getMessage(), fieldOf(e, "tool_choice"));
         }
         JsonNode format = nullToNull(body.get("response_format"));
         if (format != null) {
-            if (!format.isObject() || !format.path("type").isTextual()) {
-                throw ApiError.badRequest("'response_format' must be an object with a string 'type'", "response_format");
-            }
-            if (!format.get("type").asText().equals("text")) {
-                throw ApiError.badRequest("'response_format' type '" + format.get("type").asText()
-                        + "' is not supported; only 'text' is", "response_format");
+            try {
+                ResponseFormat.parse(format);
+            } catch (MoeException e) {
+                throw ApiError.badRequest(e.getMessage(), fieldOf(e, "response_format"));
             }
         }
         refuseTrue(body, "logprobs");
@@ -118,7 +127,7 @@ final class RequestParser {
     }
 
     private static ApiRequest common(JsonNode body, boolean isChat, String model, ChatPrompt chat, String text,
-                                     int[] ids, Integer maxTokens, JsonNode toolChoice, JsonNode format) {
+                                     int[] ids, Integer maxTokens, ToolChoice toolChoice, JsonNode format) {
         Integer n = optionalInt(body, "n", 1);
         if (n != null && n != 1) {
             throw ApiError.badRequest("'n' must be 1: one choice per request is served", "n");
@@ -226,6 +235,53 @@ final class RequestParser {
             throw ApiError.badRequest("'" + where + ".tool_calls' must be an array", where + ".tool_calls");
         }
         return new ChatMessage(role.asText(), text, m);
+    }
+
+    /** The request field at fault: a tools problem names tools, anything else the field being read. */
+    private static String fieldOf(MoeException e, String field) {
+        String m = e.getMessage() == null ? "" : e.getMessage();
+        return m.startsWith("tools") ? "tools" : field;
+    }
+
+    /**
+     * Each tool message answers a call an earlier assistant message made: its {@code tool_call_id} must be one of
+     * their {@code tool_calls} ids, and each call needs a function name.
+     */
+    private static void checkToolMessages(JsonNode messages) {
+        Set<String> calls = new java.util.HashSet<>();
+        for (int i = 0; i < messages.size(); i++) {
+            JsonNode m = messages.get(i);
+            String where = "messages[" + i + "]";
+            if (m.path("role").asText().equals("assistant") && m.path("tool_calls").isArray()) {
+                JsonNode list = m.get("tool_calls");
+                for (int k = 0; k < list.size(); k++) {
+                    JsonNode call = list.get(k);
+                    String at = where + ".tool_calls[" + k + "]";
+                    if (!call.path("function").path("name").isTextual()) {
+                        throw ApiError.badRequest("'" + at + ".function.name' must be a string", at + ".function.name");
+                    }
+                    JsonNode arguments = call.path("function").path("arguments");
+                    if (!arguments.isMissingNode() && !arguments.isTextual() && !arguments.isObject()) {
+                        throw ApiError.badRequest("'" + at + ".function.arguments' must be a JSON string",
+                                at + ".function.arguments");
+                    }
+                    if (call.path("id").isTextual()) {
+                        calls.add(call.get("id").asText());
+                    }
+                }
+            }
+            if (m.path("role").asText().equals("tool")) {
+                JsonNode id = m.get("tool_call_id");
+                if (id == null || !id.isTextual()) {
+                    throw ApiError.badRequest("'" + where + ".tool_call_id' is required in a tool message and must "
+                            + "be a string", where + ".tool_call_id");
+                }
+                if (!calls.contains(id.asText())) {
+                    throw ApiError.badRequest("'" + where + ".tool_call_id' is '" + id.asText() + "', which no "
+                            + "earlier assistant message's tool_calls holds", where + ".tool_call_id");
+                }
+            }
+        }
     }
 
     /** {@code chat_template_kwargs} (an object of any values) and {@code reasoning_effort} (a string). */

@@ -2,7 +2,11 @@ package io.moe4j.serve;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.moe4j.text.tools.ToolCall;
+
+import java.util.List;
 
 /**
  * The JSON bodies of one response in OpenAI's shapes: {@code chat.completion} and {@code chat.completion.chunk} for
@@ -29,6 +33,67 @@ record ResponseShapes(ObjectMapper json, boolean chat, String id, long created, 
         return root;
     }
 
+    /**
+     * A whole chat reply read apart: the answer as {@code content} (null when the reply only calls tools), the
+     * reasoning as {@code reasoning_content} (as vLLM names it; absent when none), the calls as {@code tool_calls}
+     * with {@code finish_reason: "tool_calls"}.
+     */
+    ObjectNode wholeReply(String answer, String reasoning, List<ToolCall> calls, GenerationResult end) {
+        ObjectNode root = head("chat.completion");
+        ObjectNode choice = root.putArray("choices").addObject();
+        choice.put("index", 0);
+        ObjectNode message = choice.putObject("message");
+        message.put("role", "assistant");
+        if (answer.isEmpty() && !calls.isEmpty()) {
+            message.putNull("content");
+        } else {
+            message.put("content", answer);
+        }
+        if (!reasoning.isEmpty()) {
+            message.put("reasoning_content", reasoning);
+        }
+        message.putNull("refusal");
+        if (!calls.isEmpty()) {
+            ArrayNode list = message.putArray("tool_calls");
+            for (ToolCall c : calls) {
+                ObjectNode call = list.addObject().put("id", c.id()).put("type", "function");
+                call.putObject("function").put("name", c.name()).put("arguments", c.arguments());
+            }
+        }
+        choice.putNull("logprobs");
+        choice.put("finish_reason", finishReason(end, !calls.isEmpty()));
+        root.set("usage", usage(end));
+        return root;
+    }
+
+    private static String finishReason(GenerationResult end, boolean calls) {
+        return calls && end.reason() == FinishReason.STOP ? "tool_calls" : end.reason().apiName();
+    }
+
+    ObjectNode reasoningChunk(String text, boolean includeUsage) {
+        ObjectNode root = chunk(includeUsage);
+        ((ObjectNode) root.get("choices").get(0)).putObject("delta").put("reasoning_content", text);
+        return root;
+    }
+
+    /**
+     * A call as OpenAI streams one: a first chunk with its index, id, type, name and empty arguments, then the
+     * arguments; clients join the pieces by index.
+     */
+    List<ObjectNode> toolCallChunks(int index, ToolCall c, boolean includeUsage) {
+        ObjectNode first = chunk(includeUsage);
+        ObjectNode head = ((ObjectNode) first.get("choices").get(0)).putObject("delta").putArray("tool_calls")
+                .addObject();
+        head.put("index", index).put("id", c.id()).put("type", "function");
+        head.putObject("function").put("name", c.name()).put("arguments", "");
+        ObjectNode second = chunk(includeUsage);
+        ObjectNode rest = ((ObjectNode) second.get("choices").get(0)).putObject("delta").putArray("tool_calls")
+                .addObject();
+        rest.put("index", index);
+        rest.putObject("function").put("arguments", c.arguments());
+        return List.of(first, second);
+    }
+
     /** The chat stream's opening chunk: the assistant role with empty content, as OpenAI sends it. */
     ObjectNode firstChunk(boolean includeUsage) {
         ObjectNode root = chunk(includeUsage);
@@ -50,6 +115,10 @@ record ResponseShapes(ObjectMapper json, boolean chat, String id, long created, 
     }
 
     ObjectNode finishChunk(GenerationResult end, boolean includeUsage) {
+        return finishChunk(end, includeUsage, false);
+    }
+
+    ObjectNode finishChunk(GenerationResult end, boolean includeUsage, boolean calls) {
         ObjectNode root = chunk(includeUsage);
         ObjectNode choice = (ObjectNode) root.get("choices").get(0);
         if (chat) {
@@ -57,7 +126,7 @@ record ResponseShapes(ObjectMapper json, boolean chat, String id, long created, 
         } else {
             choice.put("text", "");
         }
-        choice.put("finish_reason", end.reason().apiName());
+        choice.put("finish_reason", finishReason(end, calls));
         return root;
     }
 

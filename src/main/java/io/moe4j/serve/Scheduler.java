@@ -1,5 +1,6 @@
 package io.moe4j.serve;
 
+import io.moe4j.generate.ReplyConstraint;
 import io.moe4j.generate.Sampler;
 import io.moe4j.generate.StopMatcher;
 
@@ -275,7 +276,7 @@ public final class Scheduler implements AutoCloseable {
             sampled[i] = -1;
             if (!job.prefilling()) {
                 try {
-                    sampled[i] = job.sampler.sample(logits[i], 0, vocab);
+                    sampled[i] = sample(job, logits[i], vocab);
                 } catch (RuntimeException e) {
                     job.samplingError = e.getMessage();
                 }
@@ -289,6 +290,24 @@ public final class Scheduler implements AutoCloseable {
             }
         }
         return sampled;
+    }
+
+    /**
+     * One draw; a constrained sequence draws among the tokens its constraint allows with the tokens it may still
+     * produce, and the constraint follows the token drawn.
+     */
+    private static int sample(Job job, float[] logits, int vocab) {
+        ReplyConstraint constraint = job.request.constraint();
+        if (constraint == null) {
+            return job.sampler.sample(logits, 0, vocab);
+        }
+        if (job.mask == null) {
+            job.mask = new boolean[Math.max(vocab, constraint.maskSize())];
+        }
+        constraint.fillAllowed(job.mask, job.request.maxTokens() - job.generated);
+        int token = job.sampler.sample(logits, 0, vocab, job.mask);
+        constraint.accept(token);
+        return token;
     }
 
     /** Takes one sampled token; false when the sequence has ended. */

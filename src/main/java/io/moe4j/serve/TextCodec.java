@@ -1,5 +1,7 @@
 package io.moe4j.serve;
 
+import io.moe4j.generate.ChatOutputs;
+
 /**
  * The text side of a served model: prompts to token ids, and generated ids back to text. Implementations must be
  * safe to call from many request threads at once (rendering and encoding happen on the HTTP threads); a
@@ -9,6 +11,19 @@ public interface TextCodec {
 
     /** The chat template applied to the conversation, ready for the assistant's answer, as token ids. */
     int[] renderChat(ChatPrompt prompt);
+
+    /**
+     * The chat template applied to the conversation as text (what {@link #renderChat} encodes), or null when the
+     * codec cannot say: replies are then not split into reasoning, answer and tool calls.
+     */
+    default String renderChatText(ChatPrompt prompt) {
+        return null;
+    }
+
+    /** Reply formats, tool calls and constrained decoding for this model; null when it offers none. */
+    default ChatOutputs chatOutputs() {
+        return null;
+    }
 
     /** A plain-text prompt as token ids (with whatever prefix, such as BOS, the model expects). */
     int[] encode(String prompt);

@@ -14,6 +14,17 @@
  *   <li>{@link io.moe4j.serve.ServeMetrics}: counters and histograms for {@code GET /metrics}.</li>
  * </ul>
  *
+ * <p>Agents' requests: {@code tools} and {@code tool_choice} render through the chat template; a reply is read apart
+ * by {@link io.moe4j.generate.ReplyReader} into {@code content}, {@code reasoning_content} (gpt-oss's analysis
+ * channel, Qwen3's {@code <think>}) and {@code tool_calls} (harmony {@code to=functions.NAME}, Qwen3
+ * {@code <tool_call>}, DeepSeek-V3's tool-call tokens; the family from config.json's {@code model_type}), whole or as
+ * {@code delta.reasoning_content} / {@code delta.tool_calls} chunks. {@code response_format} json_object /
+ * json_schema and {@code tool_choice} required / named are kept by a per-sequence
+ * {@link io.moe4j.generate.ReplyConstraint} that the scheduler asks for each step's allowed tokens; its JSON starts
+ * after the family's reasoning, and stop strings do not apply to it. Both come from the model's
+ * {@link io.moe4j.generate.ChatOutputs} ({@link io.moe4j.serve.TextCodec#chatOutputs()}), which holds the vocabulary's
+ * byte trie, built on first use and shared.
+ *
  * <p>A real model joins by implementing {@link io.moe4j.serve.StepModel} (sequences with their KV caches, one batched
  * forward per step) and {@link io.moe4j.serve.TextCodec} (tokenizer and chat template), then
  * {@code new OpenAiServer(new ServedModel(id, model, text), schedulerConfig, serverConfig).start()}. The

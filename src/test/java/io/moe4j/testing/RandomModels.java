@@ -111,6 +111,127 @@ public final class RandomModels {
         }
     }
 
+    /** gpt-oss's vocabulary size as gpt-oss-20b's config.json gives it (the tokenizer's ids end at 200018). */
+    public static final int GPT_OSS_VOCAB = 201_088;
+
+    /**
+     * A two-layer gpt-oss (hidden 64, 4 heads of 16 with sinks, 2 KV heads, a sliding and a full attention layer,
+     * 4 experts of 64, top-2, MXFP4 experts as the checkpoints store them) with the real gpt-oss tokenizer and
+     * chat_template.jinja, written into {@code dir}.
+     */
+    public static Path gptOss(Path dir, long seed) {
+        int vocab = GPT_OSS_VOCAB;
+        int hidden = 64;
+        int heads = 4;
+        int kvHeads = 2;
+        int headDim = 16;
+        int experts = 4;
+        int intermediate = 64;
+        int layers = 2;
+        try {
+            Files.createDirectories(dir);
+            Files.writeString(dir.resolve("config.json"), """
+                    {
+                      "architectures": ["GptOssForCausalLM"],
+                      "model_type": "gpt_oss",
+                      "vocab_size": %d,
+                      "hidden_size": %d,
+                      "num_hidden_layers": %d,
+                      "num_attention_heads": %d,
+                      "num_key_value_heads": %d,
+                      "head_dim": %d,
+                      "num_local_experts": %d,
+                      "experts_per_token": 2,
+                      "num_experts_per_tok": 2,
+                      "intermediate_size": %d,
+                      "sliding_window": 128,
+                      "layer_types": ["sliding_attention", "full_attention"],
+                      "rms_norm_eps": 1e-05,
+                      "rope_theta": 150000,
+                      "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
+                        "original_max_position_embeddings": 4096, "rope_type": "yarn", "truncate": false},
+                      "max_position_embeddings": 4096,
+                      "initial_context_length": 4096,
+                      "attention_bias": true,
+                      "swiglu_limit": 7.0,
+                      "hidden_act": "silu",
+                      "tie_word_embeddings": false,
+                      "bos_token_id": 199998,
+                      "eos_token_id": 200002,
+                      "pad_token_id": 199999,
+                      "torch_dtype": "bfloat16",
+                      "quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": [
+                        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+                    }
+                    """.formatted(vocab, hidden, layers, heads, kvHeads, headDim, experts, intermediate));
+            Files.writeString(dir.resolve("generation_config.json"), """
+                    {"bos_token_id": 199998, "eos_token_id": [200002, 199999, 200012], "pad_token_id": 199999,
+                     "do_sample": true}
+                    """);
+            Path tokenizers = sharedTokenizers().resolve("gpt-oss");
+            try (InputStream in = new GZIPInputStream(Files.newInputStream(tokenizers.resolve("tokenizer.json.gz")))) {
+                Files.copy(in, dir.resolve("tokenizer.json"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            }
+            for (String f : new String[] {"tokenizer_config.json", "chat_template.jinja"}) {
+                Files.copy(tokenizers.resolve(f), dir.resolve(f), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            }
+
+            SplittableRandom random = new SplittableRandom(seed);
+            SafetensorsWriter w = new SafetensorsWriter();
+            w.addBf16("model.embed_tokens.weight", new long[]{vocab, hidden}, gaussian(random, vocab * hidden, 1.0));
+            linear(w, random, "lm_head.weight", vocab, hidden);
+            int i2 = 2 * intermediate;
+            for (int l = 0; l < layers; l++) {
+                String p = "model.layers." + l + ".";
+                w.addBf16(p + "input_layernorm.weight", new long[]{hidden}, ones(hidden));
+                w.addBf16(p + "post_attention_layernorm.weight", new long[]{hidden}, ones(hidden));
+                linear(w, random, p + "self_attn.q_proj.weight", heads * headDim, hidden);
+                linear(w, random, p + "self_attn.k_proj.weight", kvHeads * headDim, hidden);
+                linear(w, random, p + "self_attn.v_proj.weight", kvHeads * headDim, hidden);
+                linear(w, random, p + "self_attn.o_proj.weight", hidden, heads * headDim);
+                w.addBf16(p + "self_attn.q_proj.bias", new long[]{heads * headDim}, gaussian(random, heads * headDim, 0.1));
+                w.addBf16(p + "self_attn.k_proj.bias", new long[]{kvHeads * headDim}, gaussian(random, kvHeads * headDim, 0.1));
+                w.addBf16(p + "self_attn.v_proj.bias", new long[]{kvHeads * headDim}, gaussian(random, kvHeads * headDim, 0.1));
+                w.addBf16(p + "self_attn.o_proj.bias", new long[]{hidden}, gaussian(random, hidden, 0.1));
+                w.addBf16(p + "self_attn.sinks", new long[]{heads}, gaussian(random, heads, 1.0));
+                linear(w, random, p + "mlp.router.weight", experts, hidden);
+                w.addBf16(p + "mlp.router.bias", new long[]{experts}, gaussian(random, experts, 0.1));
+                w.addBf16(p + "mlp.experts.gate_up_proj_bias", new long[]{experts, i2}, gaussian(random, experts * i2, 0.05));
+                w.addBf16(p + "mlp.experts.down_proj_bias", new long[]{experts, hidden}, gaussian(random, experts * hidden, 0.05));
+                // MXFP4: two E2M1 codes a byte, one E8M0 scale per 32; scales near 2^-3 keep activations O(1).
+                w.add(p + "mlp.experts.gate_up_proj_blocks", io.moe4j.safetensors.DType.U8,
+                        new long[]{experts, i2, hidden / 32, 16}, randomBytes(random, experts * i2 * hidden / 2));
+                w.add(p + "mlp.experts.gate_up_proj_scales", io.moe4j.safetensors.DType.U8,
+                        new long[]{experts, i2, hidden / 32}, scales(random, experts * i2 * hidden / 32, 127 - 3));
+                w.add(p + "mlp.experts.down_proj_blocks", io.moe4j.safetensors.DType.U8,
+                        new long[]{experts, hidden, intermediate / 32, 16}, randomBytes(random, experts * hidden * intermediate / 2));
+                w.add(p + "mlp.experts.down_proj_scales", io.moe4j.safetensors.DType.U8,
+                        new long[]{experts, hidden, intermediate / 32}, scales(random, experts * hidden * intermediate / 32, 127 - 4));
+            }
+            w.addBf16("model.norm.weight", new long[]{hidden}, ones(hidden));
+            w.write(dir.resolve("model.safetensors"));
+            return dir;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static byte[] randomBytes(SplittableRandom random, int n) {
+        byte[] b = new byte[n];
+        for (int i = 0; i < n; i++) {
+            b[i] = (byte) random.nextInt(256);
+        }
+        return b;
+    }
+
+    private static byte[] scales(SplittableRandom random, int n, int center) {
+        byte[] b = new byte[n];
+        for (int i = 0; i < n; i++) {
+            b[i] = (byte) (center - 1 + random.nextInt(3));
+        }
+        return b;
+    }
+
     private static void linear(SafetensorsWriter w, SplittableRandom random, String name, int rows, int cols) {
         w.addBf16(name, new long[]{rows, cols}, gaussian(random, rows * cols, 1.0 / Math.sqrt(cols)));
     }

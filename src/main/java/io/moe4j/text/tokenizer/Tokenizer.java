@@ -171,6 +171,18 @@ public final class Tokenizer {
         return tokens[id];
     }
 
+    /**
+     * The bytes token {@code id} adds to decoded text, for byte-level tokenizers (ByteLevel decoder, or none); null
+     * for an id that names no token, or when the decoder does not map each token to fixed bytes (SentencePiece
+     * pieces, whose leading space depends on the position).
+     */
+    public byte[] tokenBytes(int id) {
+        if (decoding instanceof ByteDecoding b && id >= 0 && id < b.bytes().length && b.bytes()[id] != null) {
+            return b.bytes()[id].clone();
+        }
+        return null;
+    }
+
     /** The id of a token written as the vocabulary writes it (or as an added token's content). */
     public OptionalInt id(String token) {
         Integer id = addedIds.get(token);

@@ -1,0 +1,363 @@
+package io.moe4j.serve;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.openai.client.OpenAIClient;
+import com.openai.client.okhttp.OpenAIOkHttpClient;
+import com.openai.core.JsonValue;
+import com.openai.core.http.StreamResponse;
+import com.openai.helpers.ChatCompletionAccumulator;
+import com.openai.models.chat.completions.ChatCompletion;
+import com.openai.models.chat.completions.ChatCompletionChunk;
+import com.openai.models.chat.completions.ChatCompletionCreateParams;
+import com.openai.models.chat.completions.ChatCompletionMessageToolCall;
+import io.moe4j.generate.MoeModel;
+import io.moe4j.model.ModelOptions;
+import io.moe4j.testing.RandomModels;
+import io.moe4j.testing.SchemaCheck;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Tools, reasoning and structured outputs through the server, driven by the official OpenAI Java SDK, over two
+ * random models with real tokenizers and chat templates: a Qwen3-MoE (Qwen3's vocabulary, {@code <think>} and
+ * {@code <tool_call>}) and a gpt-oss (its 200k vocabulary and harmony). Random weights write nothing sensible, so
+ * valid JSON and valid calls can only come from the constraint.
+ */
+@Timeout(300)
+class AgentServerTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    static final List<String> SCHEMAS = List.of(
+            // nested objects, an optional field
+            """
+            {"type": "object", "properties": {
+               "name": {"type": "string"},
+               "address": {"type": "object", "properties": {"city": {"type": "string"}, "zip": {"type": "string"}},
+                           "required": ["city"], "additionalProperties": false}},
+             "required": ["name", "address"], "additionalProperties": false}
+            """,
+            // arrays of enums and a bounded array
+            """
+            {"type": "object", "properties": {
+               "colors": {"type": "array", "items": {"enum": ["red", "green", "blue"]}, "maxItems": 3},
+               "count": {"type": "integer"}},
+             "required": ["colors", "count"]}
+            """,
+            // enums of several kinds, a boolean
+            """
+            {"type": "object", "properties": {
+               "status": {"type": "string", "enum": ["ok", "failed", "pending"]},
+               "level": {"enum": [1, 2, 3]},
+               "urgent": {"type": "boolean"}},
+             "required": ["status", "level", "urgent"], "additionalProperties": false}
+            """,
+            // an array of objects with optional fields
+            """
+            {"type": "object", "properties": {
+               "items": {"type": "array", "minItems": 1, "maxItems": 2, "items": {"type": "object",
+                 "properties": {"id": {"type": "integer"}, "done": {"type": "boolean"}, "note": {"type": "string"}},
+                 "required": ["id"], "additionalProperties": false}}},
+             "required": ["items"], "additionalProperties": false}
+            """,
+            // a number, an optional nested object, anyOf
+            """
+            {"type": "object", "properties": {
+               "score": {"type": "number"},
+               "meta": {"type": "object", "properties": {"source": {"type": "string"}}, "additionalProperties": false},
+               "label": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+             "required": ["score", "label"], "additionalProperties": false}
+            """);
+    private static final String TOOLS = """
+            [{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
+               "parameters": {"type": "object", "properties": {
+                 "city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+                 "required": ["city"], "additionalProperties": false}}},
+             {"type": "function", "function": {"name": "add", "description": "Adds two integers",
+               "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                 "required": ["a", "b"], "additionalProperties": false}}}]
+            """;
+
+    @TempDir
+    static Path tmp;
+    static MoeModel qwen;
+    static MoeModel gptOss;
+    static OpenAiServer qwenServer;
+    static OpenAiServer gptOssServer;
+    static OpenAIClient qwenClient;
+    static OpenAIClient gptOssClient;
+
+    @BeforeAll
+    static void start() {
+        qwen = MoeModel.load(RandomModels.qwen3(tmp.resolve("qwen3"), 11), ModelOptions.defaults().withThreads(2));
+        gptOss = MoeModel.load(RandomModels.gptOss(tmp.resolve("gpt-oss"), 12), ModelOptions.defaults().withThreads(2));
+        qwenServer = serve("qwen3-random", qwen);
+        gptOssServer = serve("gpt-oss-random", gptOss);
+        qwenClient = client(qwenServer);
+        gptOssClient = client(gptOssServer);
+    }
+
+    private static OpenAiServer serve(String id, MoeModel model) {
+        ServedModel served = new ServedModel(id, new ModelSteps(model.model()), new ModelText(model));
+        return new OpenAiServer(served, new SchedulerConfig(10, 128, 512), ServerConfig.local(0)).start();
+    }
+
+    private static OpenAIClient client(OpenAiServer server) {
+        return OpenAIOkHttpClient.builder().baseUrl("http://127.0.0.1:" + server.port() + "/v1").apiKey("unused")
+                .maxRetries(0).timeout(Duration.ofSeconds(120)).build();
+    }
+
+    @AfterAll
+    static void stop() {
+        if (qwenClient != null) {
+            qwenClient.close();
+        }
+        if (gptOssClient != null) {
+            gptOssClient.close();
+        }
+        for (AutoCloseable c : new AutoCloseable[] {qwenServer, gptOssServer, qwen, gptOss}) {
+            try {
+                if (c != null) {
+                    c.close();
+                }
+            } catch (Exception ignored) {
+                // closing what the test opened
+            }
+        }
+    }
+
+    private static String id(boolean gpt) {
+        return gpt ? "gpt-oss-random" : "qwen3-random";
+    }
+
+    private static OpenAIClient client(boolean gpt) {
+        return gpt ? gptOssClient : qwenClient;
+    }
+
+    private static JsonNode tree(String json) {
+        try {
+            return JSON.readTree(json);
+        } catch (Exception e) {
+            throw new AssertionError("not JSON: " + json, e);
+        }
+    }
+
+    private static JsonValue value(String json) {
+        return JsonValue.from(JSON.convertValue(tree(json), Object.class));
+    }
+
+    private static ChatCompletionCreateParams.Builder chat(boolean gpt, String user, int maxTokens, long seed) {
+        return ChatCompletionCreateParams.builder().model(id(gpt)).addUserMessage(user).temperature(1.0).seed(seed)
+                .maxCompletionTokens(maxTokens);
+    }
+
+    private static String reasoning(ChatCompletion c) {
+        JsonValue r = c.choices().getFirst().message()._additionalProperties().get("reasoning_content");
+        return r == null ? "" : String.valueOf(r.asString().orElse(""));
+    }
+
+    /** 50 sampled requests a model over five schemas, ten at a time: every answer parses and validates. */
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    void jsonSchemaOutputsAlwaysValidate(boolean gpt) throws Exception {
+        int requests = 50;
+        ExecutorService pool = Executors.newFixedThreadPool(10);
+        try {
+            List<Future<ChatCompletion>> answers = new ArrayList<>();
+            for (int i = 0; i < requests; i++) {
+                String schema = SCHEMAS.get(i % SCHEMAS.size());
+                long seed = 1000 + i;
+                answers.add(pool.submit(() -> client(gpt).chat().completions().create(
+                        chat(gpt, "Describe something as JSON", gpt ? 72 : 56, seed)
+                                .putAdditionalBodyProperty("response_format", value("""
+                                        {"type": "json_schema", "json_schema": {"name": "thing", "schema": %s}}
+                                        """.formatted(schema))).build())));
+            }
+            int reasoned = 0;
+            for (int i = 0; i < requests; i++) {
+                ChatCompletion c = answers.get(i).get();
+                String content = c.choices().getFirst().message().content().orElseThrow();
+                JsonNode doc = tree(content.strip());
+                assertThat(SchemaCheck.errors(tree(SCHEMAS.get(i % SCHEMAS.size())), doc))
+                        .as("request %d: %s", i, content).isEmpty();
+                assertThat(c.choices().getFirst().finishReason().asString()).isEqualTo("stop");
+                reasoned += reasoning(c).isEmpty() ? 0 : 1;
+            }
+            if (gpt) {
+                // gpt-oss reasons on its analysis channel before the final answer: that text is reasoning_content
+                assertThat(reasoned).isGreaterThan(requests / 2);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    void requiredToolChoiceGivesValidCalls(boolean gpt) {
+        JsonNode tools = tree(TOOLS);
+        for (int seed = 0; seed < 3; seed++) {
+            ChatCompletion c = client(gpt).chat().completions().create(chat(gpt, "What is the weather in Paris?",
+                    96, seed).putAdditionalBodyProperty("tools", value(TOOLS))
+                    .putAdditionalBodyProperty("tool_choice", JsonValue.from("required")).build());
+            var choice = c.choices().getFirst();
+            assertThat(choice.finishReason().asString()).isEqualTo("tool_calls");
+            List<ChatCompletionMessageToolCall> calls = choice.message().toolCalls().orElseThrow();
+            assertThat(calls).isNotEmpty();
+            for (ChatCompletionMessageToolCall call : calls) {
+                var f = call.asFunction();
+                assertThat(f.id()).startsWith("call_");
+                JsonNode parameters = null;
+                for (JsonNode t : tools) {
+                    if (t.path("function").path("name").asText().equals(f.function().name())) {
+                        parameters = t.path("function").path("parameters");
+                    }
+                }
+                assertThat(parameters).as("called tool %s", f.function().name()).isNotNull();
+                assertThat(SchemaCheck.errors(parameters, tree(f.function().arguments()))).isEmpty();
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    void namedToolChoiceStreamsCallsTheSdkReassembles(boolean gpt) {
+        ChatCompletionAccumulator acc = ChatCompletionAccumulator.create();
+        try (StreamResponse<ChatCompletionChunk> stream = client(gpt).chat().completions().createStreaming(
+                chat(gpt, "Add two numbers", 96, 7).putAdditionalBodyProperty("tools", value(TOOLS))
+                        .putAdditionalBodyProperty("tool_choice", value("""
+                                {"type": "function", "function": {"name": "add"}}""")).build())) {
+            stream.stream().forEach(acc::accumulate);
+        }
+        ChatCompletion c = acc.chatCompletion();
+        var choice = c.choices().getFirst();
+        assertThat(choice.finishReason().asString()).isEqualTo("tool_calls");
+        List<ChatCompletionMessageToolCall> calls = choice.message().toolCalls().orElseThrow();
+        assertThat(calls).hasSize(1);
+        var f = calls.getFirst().asFunction();
+        assertThat(f.function().name()).isEqualTo("add");
+        JsonNode parameters = tree(TOOLS).get(1).path("function").path("parameters");
+        assertThat(SchemaCheck.errors(parameters, tree(f.function().arguments()))).isEmpty();
+    }
+
+    @Test
+    void streamedJsonReassemblesWithReasoningApart() {
+        ChatCompletionAccumulator acc = ChatCompletionAccumulator.create();
+        StringBuilder reasoning = new StringBuilder();
+        try (StreamResponse<ChatCompletionChunk> stream = gptOssClient.chat().completions().createStreaming(
+                chat(true, "A colour", 72, 3).putAdditionalBodyProperty("response_format", value("""
+                        {"type": "json_schema", "json_schema": {"name": "c", "schema": %s}}""".formatted(
+                        SCHEMAS.get(1)))).build())) {
+            stream.stream().forEach(chunk -> {
+                acc.accumulate(chunk);
+                chunk.choices().forEach(ch -> {
+                    JsonValue r = ch.delta()._additionalProperties().get("reasoning_content");
+                    if (r != null) {
+                        reasoning.append(String.valueOf(r.asString().orElse("")));
+                    }
+                });
+            });
+        }
+        String content = acc.chatCompletion().choices().getFirst().message().content().orElseThrow();
+        assertThat(SchemaCheck.errors(tree(SCHEMAS.get(1)), tree(content))).isEmpty();
+        assertThat(reasoning.toString()).isNotEmpty().doesNotContain("<|");
+    }
+
+    private static HttpResponse<String> post(OpenAiServer server, String body) throws Exception {
+        try (HttpClient http = HttpClient.newHttpClient()) {
+            return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port()
+                            + "/v1/chat/completions")).header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+        }
+    }
+
+    private static final String ROUND_TRIP = """
+            [{"role": "user", "content": "Weather in Paris?"},
+             {"role": "assistant", "content": null, "tool_calls": [{"id": "call_abc", "type": "function",
+               "function": {"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}}]},
+             {"role": "tool", "tool_call_id": "call_abc", "content": "18 degrees and sunny"}]
+            """;
+
+    /** An assistant turn with calls and the tool's answer render into the next prompt, in each family's markup. */
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    void toolMessagesRoundTripIntoThePrompt(boolean gpt) throws Exception {
+        HttpResponse<String> r = post(gpt ? gptOssServer : qwenServer, """
+                {"model": "%s", "max_tokens": 4, "messages": %s, "tools": %s}""".formatted(id(gpt), ROUND_TRIP, TOOLS));
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        List<ChatMessage> messages = new ArrayList<>();
+        for (JsonNode m : tree(ROUND_TRIP)) {
+            messages.add(new ChatMessage(m.get("role").asText(), m.path("content").isTextual()
+                    ? m.get("content").asText() : null, m));
+        }
+        String prompt = new ModelText(gpt ? gptOss : qwen).renderChatText(new ChatPrompt(messages, tree(TOOLS)));
+        assertThat(prompt).contains("18 degrees and sunny").contains("get_weather");
+        if (gpt) {
+            assertThat(prompt).contains("to=functions.get_weather").contains("{\"city\": \"Paris\"}<|call|>")
+                    .contains("<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>"
+                            + "\"18 degrees and sunny\"");
+        } else {
+            assertThat(prompt).contains("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}")
+                    .contains("<tool_response>\n18 degrees and sunny\n</tool_response>");
+        }
+    }
+
+    @Test
+    void reasoningEffortReachesTheTemplate() {
+        List<ChatMessage> messages = List.of(new ChatMessage("user", "hi", tree("{\"role\": \"user\", \"content\": \"hi\"}")));
+        String prompt = new ModelText(gptOss).renderChatText(new ChatPrompt(messages, null,
+                Map.of("reasoning_effort", JSON.getNodeFactory().textNode("high"))));
+        assertThat(prompt).contains("Reasoning: high");
+    }
+
+    @Test
+    void badInputIsRefusedNamingTheField() throws Exception {
+        String unknownTool = """
+                {"model": "qwen3-random", "messages": [{"role": "user", "content": "x"}], "tools": %s,
+                 "tool_choice": {"type": "function", "function": {"name": "fly"}}}""".formatted(TOOLS);
+        assertRefused(post(qwenServer, unknownTool), "tool_choice", "fly");
+        String orphan = """
+                {"model": "qwen3-random", "messages": [{"role": "user", "content": "x"},
+                 {"role": "tool", "tool_call_id": "call_none", "content": "42"}]}""";
+        assertRefused(post(qwenServer, orphan), "messages[1].tool_call_id", "call_none");
+        String badSchema = """
+                {"model": "qwen3-random", "messages": [{"role": "user", "content": "x"}],
+                 "response_format": {"type": "json_schema", "json_schema": {"name": "x",
+                   "schema": {"type": "object", "patternProperties": {"^a": {"type": "string"}}}}}}""";
+        assertRefused(post(qwenServer, badSchema), "response_format", "patternProperties");
+        String tooShort = """
+                {"model": "gpt-oss-random", "messages": [{"role": "user", "content": "x"}], "max_tokens": 3,
+                 "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": %s}}}"""
+                .formatted(SCHEMAS.getFirst());
+        assertRefused(post(gptOssServer, tooShort), "max_tokens", "max_tokens");
+        String requiredWithoutTools = """
+                {"model": "qwen3-random", "messages": [{"role": "user", "content": "x"}], "tool_choice": "required"}""";
+        assertRefused(post(qwenServer, requiredWithoutTools), "tool_choice", "tools");
+    }
+
+    private static void assertRefused(HttpResponse<String> r, String param, String mentioned) {
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(400);
+        JsonNode error = tree(r.body()).path("error");
+        assertThat(error.path("param").asText()).as(r.body()).startsWith(param);
+        assertThat(error.path("message").asText()).contains(mentioned);
+    }
+}
