@@ -131,7 +131,9 @@ public final class ServeLoad {
                 if (chunk.has("error")) {
                     throw new IllegalStateException("request " + i + ": " + chunk.get("error"));
                 }
-                if (ttft < 0 && !chunk.at("/choices/0/delta/content").asText("").isEmpty()) {
+                // The first text of either kind: a reasoning model streams its analysis before the answer.
+                if (ttft < 0 && !(chunk.at("/choices/0/delta/content").asText("")
+                        + chunk.at("/choices/0/delta/reasoning_content").asText("")).isEmpty()) {
                     ttft = (System.nanoTime() - start) / 1e9;
                 }
                 if (chunk.path("usage").isObject()) {
