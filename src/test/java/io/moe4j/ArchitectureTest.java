@@ -30,14 +30,6 @@ import org.junit.jupiter.api.Test;
  * no main method lives in the engine (benchmark mains belong to the test tree, run with {@code bin/bench}).
  */
 class ArchitectureTest {
-    /**
-     * Cycles that are known and tolerated for now, each with the reason. quant.config builds the quant.method objects
-     * its configs describe, and three methods read their argument records (CtQuantArgs, QuarkQuantSpec) from
-     * quant.config; the split of quant.method removes it by moving those records beside the methods.
-     */
-    private static final List<Set<String>> KNOWN_CYCLES = List.of(
-            Set.of("io.moe4j.quant.config", "io.moe4j.quant.method"));
-
     /** Packages that may depend on io.moe4j.bench: the bench package itself and the command line that runs it. */
     private static final Set<String> BENCH_USERS = Set.of("io.moe4j.bench", "io.moe4j.cli");
 
@@ -64,7 +56,7 @@ class ArchitectureTest {
     void noCyclesBetweenPackages() {
         List<Set<String>> cycles = new ArrayList<>();
         for (Set<String> component : stronglyConnected(dependencies)) {
-            if (component.size() > 1 && !KNOWN_CYCLES.contains(component)) {
+            if (component.size() > 1) {
                 cycles.add(component);
             }
         }

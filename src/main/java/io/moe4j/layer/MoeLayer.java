@@ -105,7 +105,7 @@ public final class MoeLayer implements AutoCloseable {
             // With expert parallelism the slices' outputs are summed: one slice adds the shared experts.
             if (config.shared() != null && options.addsSharedExperts()) {
                 ExpertWeights sharedWeights = SharedExpertLoader.load(checkpoint, config,
-                        QuantizationConfig.of(model), arena);
+                        QuantizationConfig.of(model)::linearMethod, arena);
                 shared = selection.chosen().prepare(sharedWeights, exec);
             }
             tokenRouter = selection.chosen().prepareRouter(router);

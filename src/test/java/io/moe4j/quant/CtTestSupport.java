@@ -1,7 +1,7 @@
 package io.moe4j.quant;
 
 import io.moe4j.config.Projection;
-import io.moe4j.quant.config.CtQuantArgs;
+import io.moe4j.quant.method.CtQuantArgs;
 import io.moe4j.safetensors.Tensor;
 
 import java.lang.foreign.ValueLayout;

@@ -7,7 +7,7 @@ import io.moe4j.config.Projection;
 import io.moe4j.format.ElementFormat;
 import io.moe4j.quant.ActivationQuant;
 import io.moe4j.quant.config.QuantizationConfig;
-import io.moe4j.quant.config.QuarkQuantSpec;
+import io.moe4j.quant.method.QuarkQuantSpec;
 import io.moe4j.quant.method.QuarkOcpMxMethod;
 import io.moe4j.quant.method.QuarkW8A8Int8Method;
 import io.moe4j.safetensors.Checkpoint;

@@ -1,5 +1,6 @@
 package io.moe4j.quant.config;
 
+import io.moe4j.quant.method.CtQuantArgs;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.moe4j.MoeException;
 import io.moe4j.config.ModelConfig;

@@ -16,7 +16,6 @@ import io.moe4j.quant.QuantMethod;
 import io.moe4j.quant.QuantScheme;
 import io.moe4j.quant.ScaleType;
 import io.moe4j.quant.WeightFormat;
-import io.moe4j.quant.config.CtQuantArgs;
 import io.moe4j.safetensors.Checkpoint;
 import io.moe4j.safetensors.DType;
 import io.moe4j.safetensors.SafetensorsException;

@@ -10,7 +10,6 @@ import io.moe4j.quant.LinearWeights;
 import io.moe4j.quant.QuantScheme;
 import io.moe4j.quant.ScaleType;
 import io.moe4j.quant.WeightFormat;
-import io.moe4j.quant.config.CtQuantArgs;
 import io.moe4j.safetensors.Checkpoint;
 import io.moe4j.safetensors.DType;
 import io.moe4j.safetensors.Tensor;

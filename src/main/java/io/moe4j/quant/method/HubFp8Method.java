@@ -8,7 +8,6 @@ import io.moe4j.quant.LoadOptions;
 import io.moe4j.quant.QuantMethod;
 import io.moe4j.quant.QuantScheme;
 import io.moe4j.quant.WeightFormat;
-import io.moe4j.quant.config.CtQuantArgs;
 import io.moe4j.safetensors.Checkpoint;
 
 import java.lang.foreign.Arena;

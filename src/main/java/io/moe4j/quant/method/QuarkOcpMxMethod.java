@@ -15,7 +15,6 @@ import io.moe4j.quant.QuantMethod;
 import io.moe4j.quant.QuantScheme;
 import io.moe4j.quant.ScaleType;
 import io.moe4j.quant.WeightFormat;
-import io.moe4j.quant.config.QuarkQuantSpec;
 import io.moe4j.safetensors.Checkpoint;
 import io.moe4j.safetensors.DType;
 

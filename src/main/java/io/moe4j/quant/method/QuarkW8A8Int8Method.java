@@ -13,7 +13,6 @@ import io.moe4j.quant.LoadOptions;
 import io.moe4j.quant.QuantMethod;
 import io.moe4j.quant.QuantScheme;
 import io.moe4j.quant.WeightFormat;
-import io.moe4j.quant.config.QuarkQuantSpec;
 import io.moe4j.safetensors.Checkpoint;
 import io.moe4j.safetensors.DType;
 import io.moe4j.safetensors.SafetensorsException;

@@ -8,7 +8,7 @@ import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ExpertWeights;
 import io.moe4j.quant.LinearWeights;
 import io.moe4j.quant.QuantScheme;
-import io.moe4j.quant.config.QuantizationConfig;
+import io.moe4j.quant.LinearMethod;
 import io.moe4j.safetensors.Checkpoint;
 
 import java.lang.foreign.Arena;
@@ -27,24 +27,24 @@ public final class SharedExpertLoader {
 
     /** The shared expert with unquantized weights (bf16 / f16 / f32 as its tensors say). */
     public static ExpertWeights load(Checkpoint checkpoint, MoeLayerConfig layer, Arena arena) {
-        return load(checkpoint, layer, null, arena);
+        return load(checkpoint, layer, (java.util.function.Function<String, LinearMethod>) null, arena);
     }
 
     /**
-     * The shared expert in the scheme {@code quantization} gives its modules; null quantization reads it
-     * unquantized. Fails naming the tensor when one is missing or mis-shaped.
+     * The shared expert in the scheme {@code methodOf} gives each module (the quantization config's
+     * {@code linearMethod}); null reads it unquantized. Fails naming the tensor when one is missing or mis-shaped.
      */
-    public static ExpertWeights load(Checkpoint checkpoint, MoeLayerConfig layer, QuantizationConfig quantization,
-                                     Arena arena) {
+    public static ExpertWeights load(Checkpoint checkpoint, MoeLayerConfig layer,
+                                     java.util.function.Function<String, LinearMethod> methodOf, Arena arena) {
         MoeLayerConfig.SharedExpert shared = layer.shared();
         if (shared == null) {
             throw new MoeException("layer " + layer.layer() + " of " + layer.family().modelType() + " has no shared expert");
         }
         int h = layer.hidden();
         int i = shared.intermediate();
-        LinearWeights gate = projection(checkpoint, shared, Projection.GATE, quantization, i, h, arena);
-        LinearWeights up = projection(checkpoint, shared, Projection.UP, quantization, i, h, arena);
-        LinearWeights down = projection(checkpoint, shared, Projection.DOWN, quantization, h, i, arena);
+        LinearWeights gate = projection(checkpoint, shared, Projection.GATE, methodOf, i, h, arena);
+        LinearWeights up = projection(checkpoint, shared, Projection.UP, methodOf, i, h, arena);
+        LinearWeights down = projection(checkpoint, shared, Projection.DOWN, methodOf, h, i, arena);
         String what = "layer " + layer.layer() + " shared expert (" + shared.modulePrefix() + ")";
         boolean quantized = !gate.scheme().weights().unquantized();
         if (quantized && (!gate.scheme().equals(up.scheme()) || !gate.scheme().equals(down.scheme()))) {
@@ -59,11 +59,12 @@ public final class SharedExpertLoader {
     }
 
     private static LinearWeights projection(Checkpoint checkpoint, MoeLayerConfig.SharedExpert shared, Projection p,
-                                            QuantizationConfig quantization, int out, int in, Arena arena) {
+                                            java.util.function.Function<String, LinearMethod> methodOf, int out,
+                                            int in, Arena arena) {
         String weight = shared.weight(p);
         String module = weight.substring(0, weight.length() - ".weight".length());
-        var method = quantization == null ? new UnquantizedLinear(io.moe4j.quant.WeightFormat.BF16)
-                : quantization.linearMethod(module);
+        LinearMethod method = methodOf == null ? new UnquantizedLinear(io.moe4j.quant.WeightFormat.BF16)
+                : methodOf.apply(module);
         return method.load(checkpoint, module, out, in, arena);
     }
 }

@@ -89,7 +89,7 @@ class QuantizedExpertsTest {
         int tokens = 5;
         float[] x = gaussian(tokens * h, 11);
         try (Checkpoint ckpt = Checkpoint.open(dir); Arena arena = Arena.ofShared()) {
-            ExpertWeights shared = SharedExpertLoader.load(ckpt, layer, QuantizationConfig.of(config), arena);
+            ExpertWeights shared = SharedExpertLoader.load(ckpt, layer, QuantizationConfig.of(config)::linearMethod, arena);
             assertThat(shared.scheme().weights()).isEqualTo(WeightFormat.FP8_BLOCK);
             assertThat(shared.a13()).isEqualTo(new ActivationQuant.Fp8Group(128));
             assertThat(shared.a2()).isEqualTo(new ActivationQuant.Fp8Group(128));

@@ -1,4 +1,4 @@
-package io.moe4j.quant.config;
+package io.moe4j.quant.method;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
