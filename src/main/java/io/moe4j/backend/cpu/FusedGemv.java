@@ -23,9 +23,9 @@ import java.nio.ByteOrder;
  * a word is decoded once for both.
  */
 final class FusedGemv {
-    private static final VectorSpecies<Float> F = FloatVector.SPECIES_256;
-    private static final VectorSpecies<Integer> I = IntVector.SPECIES_256;
-    private static final VectorSpecies<Byte> B64 = ByteVector.SPECIES_64;
+    private static final VectorSpecies<Float> F = VectorShapes.F;
+    private static final VectorSpecies<Integer> I = VectorShapes.I;
+    private static final VectorSpecies<Byte> B64 = VectorShapes.B;
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final int L = PanelMatrix.LANES;
     private static final VectorOperators.Binary SHL = VectorOperators.LSHL;
@@ -106,7 +106,7 @@ final class FusedGemv {
             FloatVector a2 = a0;
             FloatVector a3 = a0;
             int c = seg[g] * 8;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 8) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 8) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 // Nibble j shifted to the bottom: the lookup reads only its low bits.
                 a0 = SlotDecode.fp4(v, 0).fma(FloatVector.broadcast(F, x[c]), a0);
@@ -144,7 +144,7 @@ final class FusedGemv {
             FloatVector b0 = a0;
             FloatVector b1 = a0;
             int c = seg[g] * 8;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 8) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 8) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 FloatVector w = SlotDecode.fp4(v, 0);
                 a0 = w.fma(FloatVector.broadcast(F, x[c]), a0);
@@ -192,7 +192,7 @@ final class FusedGemv {
             FloatVector a2 = a0;
             FloatVector a3 = a0;
             int c = seg[g] * 8;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 8) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 8) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 // Nibble j converted to the float p (exact; normal or zero).
                 a0 = SlotDecode.int4(v, 0).fma(FloatVector.broadcast(F, x[c]), a0);
@@ -223,7 +223,7 @@ final class FusedGemv {
             FloatVector b0 = a0;
             FloatVector b1 = a0;
             int c = seg[g] * 8;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 8) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 8) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 // A loop over the nibbles, not eight written-out lines: written out, C2 (JDK 25) kept a slot's
                 // shift and conversion as heap vectors on every word (as in VectorPanelDecoder.int4).
@@ -251,7 +251,7 @@ final class FusedGemv {
             FloatVector a0 = FloatVector.zero(F);
             FloatVector a1 = a0;
             int c = seg[g] * 5;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 5) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 5) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 for (int j = 0; j < 4; j += 2) { // a loop, not written out: see SlotDecode
                     a0 = SlotDecode.fp6E3m2(v, j).fma(FloatVector.broadcast(F, x[c + j]), a0);
@@ -271,7 +271,7 @@ final class FusedGemv {
             FloatVector a0 = FloatVector.zero(F);
             FloatVector a1 = a0;
             int c = seg[g] * 5;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 5) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 5) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 for (int j = 0; j < 4; j += 2) { // a loop, not written out: see SlotDecode
                     a0 = SlotDecode.fp6E2m3(v, j).fma(FloatVector.broadcast(F, x[c + j]), a0);
@@ -291,7 +291,7 @@ final class FusedGemv {
             FloatVector a0 = FloatVector.zero(F);
             FloatVector a1 = a0;
             int c = seg[g] * 4;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 4) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 4) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 for (int j = 0; j < 4; j += 2) { // a loop, not written out: see SlotDecode
                     a0 = SlotDecode.fp8E4m3(v, j).fma(FloatVector.broadcast(F, x[c + j]), a0);
@@ -310,7 +310,7 @@ final class FusedGemv {
             FloatVector a0 = FloatVector.zero(F);
             FloatVector a1 = a0;
             int c = seg[g] * 4;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 4) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 4) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 for (int j = 0; j < 4; j += 2) { // a loop, not written out: see SlotDecode
                     a0 = SlotDecode.fp8E5m2(v, j).fma(FloatVector.broadcast(F, x[c + j]), a0);
@@ -329,7 +329,7 @@ final class FusedGemv {
             FloatVector a0 = FloatVector.zero(F);
             FloatVector a1 = a0;
             int c = seg[g] * 2;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 2) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 2) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 a0 = SlotDecode.f16(v, 0).fma(FloatVector.broadcast(F, x[c]), a0);
                 a1 = SlotDecode.f16(v, 1).fma(FloatVector.broadcast(F, x[c + 1]), a1);
@@ -346,7 +346,7 @@ final class FusedGemv {
             FloatVector a0 = FloatVector.zero(F);
             FloatVector a1 = a0;
             int c = seg[g] * 2;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 2) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 2) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 a0 = SlotDecode.bf16(v, 0).fma(FloatVector.broadcast(F, x[c]), a0);
                 a1 = SlotDecode.bf16(v, 1).fma(FloatVector.broadcast(F, x[c + 1]), a1);
@@ -363,12 +363,12 @@ final class FusedGemv {
             FloatVector a1 = a0;
             int w = seg[g];
             for (; w + 1 < seg[g + 1]; w += 2) {
-                a0 = FloatVector.fromMemorySegment(F, words, base + 32L * w, LE).fma(FloatVector.broadcast(F, x[w]), a0);
-                a1 = FloatVector.fromMemorySegment(F, words, base + 32L * w + 32, LE)
+                a0 = FloatVector.fromMemorySegment(F, words, base + VectorShapes.WORD_BYTES * w, LE).fma(FloatVector.broadcast(F, x[w]), a0);
+                a1 = FloatVector.fromMemorySegment(F, words, base + VectorShapes.WORD_BYTES * (w + 1), LE)
                         .fma(FloatVector.broadcast(F, x[w + 1]), a1);
             }
             if (w < seg[g + 1]) {
-                a0 = FloatVector.fromMemorySegment(F, words, base + 32L * w, LE).fma(FloatVector.broadcast(F, x[w]), a0);
+                a0 = FloatVector.fromMemorySegment(F, words, base + VectorShapes.WORD_BYTES * w, LE).fma(FloatVector.broadcast(F, x[w]), a0);
             }
             acc = a0.add(a1).fma(FloatVector.fromArray(F, scales, g * L), acc);
         }
@@ -385,7 +385,7 @@ final class FusedGemv {
             FloatVector a2 = a0;
             FloatVector a3 = a0;
             int c = seg[g] * 4;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 4) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 4) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 a0 = SlotDecode.int8(v, 0).fma(FloatVector.broadcast(F, x[c]), a0);
                 a1 = SlotDecode.int8(v, 1).fma(FloatVector.broadcast(F, x[c + 1]), a1);

@@ -17,7 +17,7 @@ import jdk.incubator.vector.VectorSpecies;
  * ({@link VectorPanelDot}).
  */
 final class VectorKernels implements CpuKernels {
-    private static final VectorSpecies<Float> F = FloatVector.SPECIES_256;
+    private static final VectorSpecies<Float> F = VectorShapes.F;
     private static final int L = PanelMatrix.LANES;
     /**
      * Up to this many tokens of one expert are multiplied by the fused kernels, each decoding the panel again while

@@ -10,7 +10,7 @@ import jdk.incubator.vector.VectorSpecies;
  * {@code sums} (t·8 + lane); the caller scales and stores them.
  */
 final class VectorPanelDot {
-    private static final VectorSpecies<Float> F = FloatVector.SPECIES_256;
+    private static final VectorSpecies<Float> F = VectorShapes.F;
     private static final int L = PanelMatrix.LANES;
 
     private VectorPanelDot() {

@@ -14,9 +14,9 @@ import java.nio.ByteOrder;
  * a time from their stored types, ahead of the panel's main loop.
  */
 final class VectorScales {
-    private static final VectorSpecies<Float> F = FloatVector.SPECIES_256;
-    private static final VectorSpecies<Integer> I = IntVector.SPECIES_256;
-    private static final VectorSpecies<Byte> B64 = ByteVector.SPECIES_64;
+    private static final VectorSpecies<Float> F = VectorShapes.F;
+    private static final VectorSpecies<Integer> I = VectorShapes.I;
+    private static final VectorSpecies<Byte> B64 = VectorShapes.B;
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final int L = PanelMatrix.LANES;
     /** 2^bias of E4M3 slots: {@link SlotDecode#minifloat} gives an E4M3 code's value times 2^-bias. */
