@@ -26,7 +26,7 @@ public final class CpuBackend implements Backend, BackendTraits.Provider {
      * so a weight-only layer can run with any dynamic activation format moe4j has.
      */
     private static final BackendTraits TRAITS = BackendTraits.withLayout(
-                    "row panels of 8 with lane-interleaved codes, per-panel scales (repacked once at prepare)")
+                    "row panels of one vector's lanes (16 on AVX-512, else 8) with lane-interleaved codes, per-panel scales (repacked once at prepare)")
             .anyDynamicActivation();
 
     @Override

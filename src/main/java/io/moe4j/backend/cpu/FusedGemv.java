@@ -13,7 +13,7 @@ import java.nio.ByteOrder;
  * Products with a few tokens, the decode case that is bound by memory bandwidth: each lane word is turned into its
  * slots' weight vectors by shifts, masks and {@link SlotDecode} (value·2^-bias, normal floats or zero, see
  * {@link LaneCodec}) and multiplied straight into the input, which {@link FusedInputs} scaled by 2^K to match; a segment's block scale
- * meets its partial sum once. Nothing is stored but the 8 results of each panel.
+ * meets its partial sum once. Nothing is stored but the L results of each panel (L = {@link PanelMatrix#LANES}, 8 or 16).
  *
  * <p>The slot extractions are written out with their constants, inline in one loop: shifts by immediates are cheap
  * where shifts by a variable are not, and no vector crosses a method boundary, where the JIT might box it. The word
@@ -86,7 +86,7 @@ final class FusedGemv {
         }
     }
 
-    /** The panel's 8 sums out[from, from + 8), times shard scale and post, into y[at + row] for rows below rowTo. */
+    /** The panel's L sums out[from, from + L), times shard scale and post, into y[at + row] for rows below rowTo. */
     private static void store(PanelMatrix m, int expert, int p, int rowTo, float[] out, int from, float post,
                               float[] y, int at) {
         int r = p * L;
@@ -96,7 +96,7 @@ final class FusedGemv {
         }
     }
 
-    /** out[0, 8) = Σ_g scale_g · Σ_{c in g} w_c · x_c for one panel of FP4 lane words (code j in nibble j). */
+    /** out[0, L) = Σ_g scale_g · Σ_{c in g} w_c · x_c for one panel of FP4 lane words (code j in nibble j). */
     private static void fp4(MemorySegment words, long base, int[] seg, float[] x, MemorySegment e8m0, long scaleAt,
                             float[] scales, float[] out) {
         FloatVector acc = FloatVector.zero(F);
@@ -133,7 +133,7 @@ final class FusedGemv {
                 .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0)).lanewise(SHL, 23).reinterpretAsFloats();
     }
 
-    /** {@link #fp4} for two tokens, each word decoded once: out[0, 8) for x and out[8, 16) for z. */
+    /** {@link #fp4} for two tokens, each word decoded once: out[0, L) for x and out[L, 2L) for z. */
     private static void fp4Pair(MemorySegment words, long base, int[] seg, float[] x, float[] z, MemorySegment e8m0,
                                 long scaleAt, float[] scales, float[] out) {
         FloatVector accX = FloatVector.zero(F);
@@ -180,7 +180,7 @@ final class FusedGemv {
     }
 
     /**
-     * out[0, 8) = Σ_g scale_g · (Σ_{c in g} p_c · x_c − (8 + zero_g) · Σ_{c in g} x_c) for one panel of INT4 lane
+     * out[0, L) = Σ_g scale_g · (Σ_{c in g} p_c · x_c − (8 + zero_g) · Σ_{c in g} x_c) for one panel of INT4 lane
      * words (offset-binary nibbles p = code + 8, nibble j of a word in bits 4j..4j+3).
      */
     private static void int4(MemorySegment words, long base, int[] seg, float[] x, float[] sums, float[] scales,
@@ -212,7 +212,7 @@ final class FusedGemv {
         acc.intoArray(out, 0);
     }
 
-    /** {@link #int4} for two tokens, each word decoded once: out[0, 8) for x and out[8, 16) for z. */
+    /** {@link #int4} for two tokens, each word decoded once: out[0, L) for x and out[L, 2L) for z. */
     private static void int4Pair(MemorySegment words, long base, int[] seg, float[] x, float[] z, float[] sumsX,
                                  float[] sumsZ, float[] scales, float[] zeros, float[] out) {
         FloatVector accX = FloatVector.zero(F);

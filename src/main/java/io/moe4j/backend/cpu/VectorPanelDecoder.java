@@ -9,7 +9,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 
 /**
- * Decodes one panel (8 rows) of a {@link PanelMatrix} into exact weight values, out[c·8 + lane] for packed column
+ * Decodes one panel ({@link PanelMatrix#LANES} rows) of a {@link PanelMatrix} into exact weight values, out[c·L + lane] for packed column
  * c, in the worker's scratch: the tile that {@link VectorPanelDot} then streams from cache once per token. Only a
  * panel is ever dequantized, never a matrix.
  *

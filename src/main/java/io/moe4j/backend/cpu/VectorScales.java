@@ -10,7 +10,7 @@ import jdk.incubator.vector.VectorSpecies;
 import java.nio.ByteOrder;
 
 /**
- * Decodes the block scales and zero points of every segment of a panel into floats, out[g·8 + lane], 8 lanes at
+ * Decodes the block scales and zero points of every segment of a panel into floats, out[g·L + lane], a panel's lanes at
  * a time from their stored types, ahead of the panel's main loop.
  */
 final class VectorScales {
@@ -25,7 +25,7 @@ final class VectorScales {
     private VectorScales() {
     }
 
-    /** scales[g·8 + lane] for the panel's segments (1 where m has no block scales). */
+    /** scales[g·L + lane] for the panel's segments (1 where m has no block scales). */
     static void scales(PanelMatrix m, int expert, int panel, float[] out) {
         int groups = m.groups();
         if (m.scales() == null) {
@@ -66,7 +66,7 @@ final class VectorScales {
         }
     }
 
-    /** zeros[g·8 + lane] for the panel's segments (0 where m has no zero points). */
+    /** zeros[g·L + lane] for the panel's segments (0 where m has no zero points). */
     static void zeros(PanelMatrix m, int expert, int panel, float[] out) {
         int groups = m.groups();
         if (m.zeros() == null) {
