@@ -58,8 +58,10 @@ final class FusedGemv {
             long scaleAt = m.scaleIndex(expert, p, 0);
             int t = 0;
             for (; pairs && t + 2 <= in.n; t += 2) {
-                if (codec == LaneCodec.FP4) {
+                if (codec == LaneCodec.FP4 && SlotDecode.WIDE_FP4_LOOKUP) {
                     fp4Pair(words, base, seg, in.scaled[t], in.scaled[t + 1], e8m0, scaleAt, s.scales, out);
+                } else if (codec == LaneCodec.FP4) {
+                    fp4PairLooped(words, base, seg, in.scaled[t], in.scaled[t + 1], e8m0, scaleAt, s.scales, out);
                 } else {
                     int4Pair(words, base, seg, in.scaled[t], in.scaled[t + 1], in.segmentSums[t],
                             in.segmentSums[t + 1], s.scales, s.zeros, out);
@@ -70,7 +72,13 @@ final class FusedGemv {
             for (; t < in.n; t++) {
                 float[] x = in.scaled[t];
                 switch (codec) {
-                    case FP4 -> fp4(words, base, seg, x, e8m0, scaleAt, s.scales, out);
+                    case FP4 -> {
+                        if (SlotDecode.WIDE_FP4_LOOKUP) {
+                            fp4(words, base, seg, x, e8m0, scaleAt, s.scales, out);
+                        } else {
+                            fp4Looped(words, base, seg, x, e8m0, scaleAt, s.scales, out);
+                        }
+                    }
                     case FP6_E3M2 -> fp6E3m2(words, base, seg, x, s.scales, out);
                     case FP6_E2M3 -> fp6E2m3(words, base, seg, x, s.scales, out);
                     case FP8_E4M3 -> fp8E4m3(words, base, seg, x, s.scales, out);
@@ -121,6 +129,65 @@ final class FusedGemv {
             acc = a0.add(a1).add(a2.add(a3)).fma(fp4Scale(e8m0, scaleAt, g, scales), acc);
         }
         acc.intoArray(out, 0);
+    }
+
+    /**
+     * {@link #fp4} and {@link #fp4Pair} with the slots in short loops (four and two a pass), for the narrow (AVX2)
+     * lookup: its longer decode made C2 (JDK 25) stop inlining the written-out slots from the fifth on
+     * (NodeCountInliningCutoff) and keep their vectors on the heap, 1.0-1.1 against 8.7-16 G multiply-adds/s under
+     * {@code -XX:UseAVX=2}. The wide lookup keeps the written-out form, faster there (docs/cpu.md, "Vector width").
+     * Same sums in the same order.
+     */
+    private static void fp4Looped(MemorySegment words, long base, int[] seg, float[] x, MemorySegment e8m0, long scaleAt,
+                            float[] scales, float[] out) {
+        FloatVector acc = FloatVector.zero(F);
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector a0 = FloatVector.zero(F);
+            FloatVector a1 = a0;
+            FloatVector a2 = a0;
+            FloatVector a3 = a0;
+            int c = seg[g] * 8;
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 8) {
+                IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
+                for (int j = 0; j < 8; j += 4) {
+                    a0 = SlotDecode.fp4(v, j).fma(FloatVector.broadcast(F, x[c + j]), a0);
+                    a1 = SlotDecode.fp4(v, j + 1).fma(FloatVector.broadcast(F, x[c + j + 1]), a1);
+                    a2 = SlotDecode.fp4(v, j + 2).fma(FloatVector.broadcast(F, x[c + j + 2]), a2);
+                    a3 = SlotDecode.fp4(v, j + 3).fma(FloatVector.broadcast(F, x[c + j + 3]), a3);
+                }
+            }
+            acc = a0.add(a1).add(a2.add(a3)).fma(fp4Scale(e8m0, scaleAt, g, scales), acc);
+        }
+        acc.intoArray(out, 0);
+    }
+
+    private static void fp4PairLooped(MemorySegment words, long base, int[] seg, float[] x, float[] z, MemorySegment e8m0,
+                                long scaleAt, float[] scales, float[] out) {
+        FloatVector accX = FloatVector.zero(F);
+        FloatVector accZ = accX;
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector a0 = FloatVector.zero(F);
+            FloatVector a1 = a0;
+            FloatVector b0 = a0;
+            FloatVector b1 = a0;
+            int c = seg[g] * 8;
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 8) {
+                IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
+                for (int j = 0; j < 8; j += 2) {
+                    FloatVector w = SlotDecode.fp4(v, j);
+                    a0 = w.fma(FloatVector.broadcast(F, x[c + j]), a0);
+                    b0 = w.fma(FloatVector.broadcast(F, z[c + j]), b0);
+                    w = SlotDecode.fp4(v, j + 1);
+                    a1 = w.fma(FloatVector.broadcast(F, x[c + j + 1]), a1);
+                    b1 = w.fma(FloatVector.broadcast(F, z[c + j + 1]), b1);
+                }
+            }
+            FloatVector sc = fp4Scale(e8m0, scaleAt, g, scales);
+            accX = a0.add(a1).fma(sc, accX);
+            accZ = b0.add(b1).fma(sc, accZ);
+        }
+        accX.intoArray(out, 0);
+        accZ.intoArray(out, L);
     }
 
     /**
