@@ -26,7 +26,7 @@ public final class CpuBackend implements Backend, BackendTraits.Provider {
      * so a weight-only layer can run with any dynamic activation format moe4j has.
      */
     private static final BackendTraits TRAITS = BackendTraits.withLayout(
-                    "row panels of 8 with lane-interleaved codes, per-panel scales (repacked once at prepare)")
+                    "row panels of one vector's lanes (16 on AVX-512, else 8) with lane-interleaved codes, per-panel scales (repacked once at prepare)")
             .anyDynamicActivation();
 
     @Override
@@ -54,8 +54,11 @@ public final class CpuBackend implements Backend, BackendTraits.Provider {
                     + KernelSelection.PROPERTY + "=true");
         }
         if (noVector.isEmpty()) {
-            return Support.yes("vectorized fused dequant-GEMV for " + wf + " on " + bits
-                    + "-bit vectors (Java Vector API)");
+            // The width the kernels run at on this platform (VectorWidth), which need not be its preferred width.
+            int kernelBits = VectorWidth.choose(System.getProperty(VectorWidth.PROPERTY), bits);
+            String forced = VectorWidth.forced() ? ", -D" + VectorWidth.PROPERTY + "=" + kernelBits : "";
+            return Support.yes("vectorized fused dequant-GEMV for " + wf + " on " + kernelBits
+                    + "-bit vectors (Java Vector API" + forced + ")");
         }
         if ("false".equalsIgnoreCase(System.getProperty(KernelSelection.PROPERTY, "").trim())) {
             return Support.no("-D" + KernelSelection.PROPERTY + "=false forces the Vector API kernels, but "

@@ -22,7 +22,7 @@ interface CpuKernels {
     Inputs prepare(PanelMatrix m, int expert, float[] x, int xOff, int n);
 
     /**
-     * y[yOff + t·yStride + r] = Σ_c W[e][r][c] · x_t[c] for rows [rowFrom, rowTo) (rowFrom a multiple of 8) and the
+     * y[yOff + t·yStride + r] = Σ_c W[e][r][c] · x_t[c] for rows [rowFrom, rowTo) (rowFrom a multiple of {@link PanelMatrix#LANES}) and the
      * n tokens of in. {@code scratch} belongs to the calling worker and {@link Scratch#fit fits} m.
      */
     void multiply(PanelMatrix m, int expert, int rowFrom, int rowTo, Inputs in, float[] y, int yOff, int yStride,

@@ -13,7 +13,7 @@ import java.nio.ByteOrder;
  * Products with a few tokens, the decode case that is bound by memory bandwidth: each lane word is turned into its
  * slots' weight vectors by shifts, masks and {@link SlotDecode} (value·2^-bias, normal floats or zero, see
  * {@link LaneCodec}) and multiplied straight into the input, which {@link FusedInputs} scaled by 2^K to match; a segment's block scale
- * meets its partial sum once. Nothing is stored but the 8 results of each panel.
+ * meets its partial sum once. Nothing is stored but the L results of each panel (L = {@link PanelMatrix#LANES}, 8 or 16).
  *
  * <p>The slot extractions are written out with their constants, inline in one loop: shifts by immediates are cheap
  * where shifts by a variable are not, and no vector crosses a method boundary, where the JIT might box it. The word
@@ -23,9 +23,9 @@ import java.nio.ByteOrder;
  * a word is decoded once for both.
  */
 final class FusedGemv {
-    private static final VectorSpecies<Float> F = FloatVector.SPECIES_256;
-    private static final VectorSpecies<Integer> I = IntVector.SPECIES_256;
-    private static final VectorSpecies<Byte> B64 = ByteVector.SPECIES_64;
+    private static final VectorSpecies<Float> F = VectorShapes.F;
+    private static final VectorSpecies<Integer> I = VectorShapes.I;
+    private static final VectorSpecies<Byte> B64 = VectorShapes.B;
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final int L = PanelMatrix.LANES;
     private static final VectorOperators.Binary SHL = VectorOperators.LSHL;
@@ -58,8 +58,10 @@ final class FusedGemv {
             long scaleAt = m.scaleIndex(expert, p, 0);
             int t = 0;
             for (; pairs && t + 2 <= in.n; t += 2) {
-                if (codec == LaneCodec.FP4) {
+                if (codec == LaneCodec.FP4 && SlotDecode.WIDE_FP4_LOOKUP) {
                     fp4Pair(words, base, seg, in.scaled[t], in.scaled[t + 1], e8m0, scaleAt, s.scales, out);
+                } else if (codec == LaneCodec.FP4) {
+                    fp4PairLooped(words, base, seg, in.scaled[t], in.scaled[t + 1], e8m0, scaleAt, s.scales, out);
                 } else {
                     int4Pair(words, base, seg, in.scaled[t], in.scaled[t + 1], in.segmentSums[t],
                             in.segmentSums[t + 1], s.scales, s.zeros, out);
@@ -70,7 +72,13 @@ final class FusedGemv {
             for (; t < in.n; t++) {
                 float[] x = in.scaled[t];
                 switch (codec) {
-                    case FP4 -> fp4(words, base, seg, x, e8m0, scaleAt, s.scales, out);
+                    case FP4 -> {
+                        if (SlotDecode.WIDE_FP4_LOOKUP) {
+                            fp4(words, base, seg, x, e8m0, scaleAt, s.scales, out);
+                        } else {
+                            fp4Looped(words, base, seg, x, e8m0, scaleAt, s.scales, out);
+                        }
+                    }
                     case FP6_E3M2 -> fp6E3m2(words, base, seg, x, s.scales, out);
                     case FP6_E2M3 -> fp6E2m3(words, base, seg, x, s.scales, out);
                     case FP8_E4M3 -> fp8E4m3(words, base, seg, x, s.scales, out);
@@ -86,7 +94,7 @@ final class FusedGemv {
         }
     }
 
-    /** The panel's 8 sums out[from, from + 8), times shard scale and post, into y[at + row] for rows below rowTo. */
+    /** The panel's L sums out[from, from + L), times shard scale and post, into y[at + row] for rows below rowTo. */
     private static void store(PanelMatrix m, int expert, int p, int rowTo, float[] out, int from, float post,
                               float[] y, int at) {
         int r = p * L;
@@ -96,7 +104,7 @@ final class FusedGemv {
         }
     }
 
-    /** out[0, 8) = Σ_g scale_g · Σ_{c in g} w_c · x_c for one panel of FP4 lane words (code j in nibble j). */
+    /** out[0, L) = Σ_g scale_g · Σ_{c in g} w_c · x_c for one panel of FP4 lane words (code j in nibble j). */
     private static void fp4(MemorySegment words, long base, int[] seg, float[] x, MemorySegment e8m0, long scaleAt,
                             float[] scales, float[] out) {
         FloatVector acc = FloatVector.zero(F);
@@ -106,7 +114,7 @@ final class FusedGemv {
             FloatVector a2 = a0;
             FloatVector a3 = a0;
             int c = seg[g] * 8;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 8) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 8) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 // Nibble j shifted to the bottom: the lookup reads only its low bits.
                 a0 = SlotDecode.fp4(v, 0).fma(FloatVector.broadcast(F, x[c]), a0);
@@ -124,6 +132,65 @@ final class FusedGemv {
     }
 
     /**
+     * {@link #fp4} and {@link #fp4Pair} with the slots in short loops (four and two a pass), for the narrow (AVX2)
+     * lookup: its longer decode made C2 (JDK 25) stop inlining the written-out slots from the fifth on
+     * (NodeCountInliningCutoff) and keep their vectors on the heap, 1.0-1.1 against 8.7-16 G multiply-adds/s under
+     * {@code -XX:UseAVX=2}. The wide lookup keeps the written-out form, faster there (docs/cpu.md, "Vector width").
+     * Same sums in the same order.
+     */
+    private static void fp4Looped(MemorySegment words, long base, int[] seg, float[] x, MemorySegment e8m0, long scaleAt,
+                            float[] scales, float[] out) {
+        FloatVector acc = FloatVector.zero(F);
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector a0 = FloatVector.zero(F);
+            FloatVector a1 = a0;
+            FloatVector a2 = a0;
+            FloatVector a3 = a0;
+            int c = seg[g] * 8;
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 8) {
+                IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
+                for (int j = 0; j < 8; j += 4) {
+                    a0 = SlotDecode.fp4(v, j).fma(FloatVector.broadcast(F, x[c + j]), a0);
+                    a1 = SlotDecode.fp4(v, j + 1).fma(FloatVector.broadcast(F, x[c + j + 1]), a1);
+                    a2 = SlotDecode.fp4(v, j + 2).fma(FloatVector.broadcast(F, x[c + j + 2]), a2);
+                    a3 = SlotDecode.fp4(v, j + 3).fma(FloatVector.broadcast(F, x[c + j + 3]), a3);
+                }
+            }
+            acc = a0.add(a1).add(a2.add(a3)).fma(fp4Scale(e8m0, scaleAt, g, scales), acc);
+        }
+        acc.intoArray(out, 0);
+    }
+
+    private static void fp4PairLooped(MemorySegment words, long base, int[] seg, float[] x, float[] z, MemorySegment e8m0,
+                                long scaleAt, float[] scales, float[] out) {
+        FloatVector accX = FloatVector.zero(F);
+        FloatVector accZ = accX;
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector a0 = FloatVector.zero(F);
+            FloatVector a1 = a0;
+            FloatVector b0 = a0;
+            FloatVector b1 = a0;
+            int c = seg[g] * 8;
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 8) {
+                IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
+                for (int j = 0; j < 8; j += 2) {
+                    FloatVector w = SlotDecode.fp4(v, j);
+                    a0 = w.fma(FloatVector.broadcast(F, x[c + j]), a0);
+                    b0 = w.fma(FloatVector.broadcast(F, z[c + j]), b0);
+                    w = SlotDecode.fp4(v, j + 1);
+                    a1 = w.fma(FloatVector.broadcast(F, x[c + j + 1]), a1);
+                    b1 = w.fma(FloatVector.broadcast(F, z[c + j + 1]), b1);
+                }
+            }
+            FloatVector sc = fp4Scale(e8m0, scaleAt, g, scales);
+            accX = a0.add(a1).fma(sc, accX);
+            accZ = b0.add(b1).fma(sc, accZ);
+        }
+        accX.intoArray(out, 0);
+        accZ.intoArray(out, L);
+    }
+
+    /**
      * Segment g's block scales: E8M0 bytes (none 0 or 255) read as the exponent fields of their floats, 2^(b - 127),
      * normal for every byte 1..254; else the decoded scales.
      */
@@ -133,7 +200,7 @@ final class FusedGemv {
                 .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0)).lanewise(SHL, 23).reinterpretAsFloats();
     }
 
-    /** {@link #fp4} for two tokens, each word decoded once: out[0, 8) for x and out[8, 16) for z. */
+    /** {@link #fp4} for two tokens, each word decoded once: out[0, L) for x and out[L, 2L) for z. */
     private static void fp4Pair(MemorySegment words, long base, int[] seg, float[] x, float[] z, MemorySegment e8m0,
                                 long scaleAt, float[] scales, float[] out) {
         FloatVector accX = FloatVector.zero(F);
@@ -144,7 +211,7 @@ final class FusedGemv {
             FloatVector b0 = a0;
             FloatVector b1 = a0;
             int c = seg[g] * 8;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 8) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 8) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 FloatVector w = SlotDecode.fp4(v, 0);
                 a0 = w.fma(FloatVector.broadcast(F, x[c]), a0);
@@ -180,7 +247,7 @@ final class FusedGemv {
     }
 
     /**
-     * out[0, 8) = Σ_g scale_g · (Σ_{c in g} p_c · x_c − (8 + zero_g) · Σ_{c in g} x_c) for one panel of INT4 lane
+     * out[0, L) = Σ_g scale_g · (Σ_{c in g} p_c · x_c − (8 + zero_g) · Σ_{c in g} x_c) for one panel of INT4 lane
      * words (offset-binary nibbles p = code + 8, nibble j of a word in bits 4j..4j+3).
      */
     private static void int4(MemorySegment words, long base, int[] seg, float[] x, float[] sums, float[] scales,
@@ -192,7 +259,7 @@ final class FusedGemv {
             FloatVector a2 = a0;
             FloatVector a3 = a0;
             int c = seg[g] * 8;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 8) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 8) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 // Nibble j converted to the float p (exact; normal or zero).
                 a0 = SlotDecode.int4(v, 0).fma(FloatVector.broadcast(F, x[c]), a0);
@@ -212,7 +279,7 @@ final class FusedGemv {
         acc.intoArray(out, 0);
     }
 
-    /** {@link #int4} for two tokens, each word decoded once: out[0, 8) for x and out[8, 16) for z. */
+    /** {@link #int4} for two tokens, each word decoded once: out[0, L) for x and out[L, 2L) for z. */
     private static void int4Pair(MemorySegment words, long base, int[] seg, float[] x, float[] z, float[] sumsX,
                                  float[] sumsZ, float[] scales, float[] zeros, float[] out) {
         FloatVector accX = FloatVector.zero(F);
@@ -223,7 +290,7 @@ final class FusedGemv {
             FloatVector b0 = a0;
             FloatVector b1 = a0;
             int c = seg[g] * 8;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 8) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 8) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 // A loop over the nibbles, not eight written-out lines: written out, C2 (JDK 25) kept a slot's
                 // shift and conversion as heap vectors on every word (as in VectorPanelDecoder.int4).
@@ -251,7 +318,7 @@ final class FusedGemv {
             FloatVector a0 = FloatVector.zero(F);
             FloatVector a1 = a0;
             int c = seg[g] * 5;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 5) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 5) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 for (int j = 0; j < 4; j += 2) { // a loop, not written out: see SlotDecode
                     a0 = SlotDecode.fp6E3m2(v, j).fma(FloatVector.broadcast(F, x[c + j]), a0);
@@ -271,7 +338,7 @@ final class FusedGemv {
             FloatVector a0 = FloatVector.zero(F);
             FloatVector a1 = a0;
             int c = seg[g] * 5;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 5) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 5) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 for (int j = 0; j < 4; j += 2) { // a loop, not written out: see SlotDecode
                     a0 = SlotDecode.fp6E2m3(v, j).fma(FloatVector.broadcast(F, x[c + j]), a0);
@@ -291,7 +358,7 @@ final class FusedGemv {
             FloatVector a0 = FloatVector.zero(F);
             FloatVector a1 = a0;
             int c = seg[g] * 4;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 4) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 4) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 for (int j = 0; j < 4; j += 2) { // a loop, not written out: see SlotDecode
                     a0 = SlotDecode.fp8E4m3(v, j).fma(FloatVector.broadcast(F, x[c + j]), a0);
@@ -310,7 +377,7 @@ final class FusedGemv {
             FloatVector a0 = FloatVector.zero(F);
             FloatVector a1 = a0;
             int c = seg[g] * 4;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 4) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 4) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 for (int j = 0; j < 4; j += 2) { // a loop, not written out: see SlotDecode
                     a0 = SlotDecode.fp8E5m2(v, j).fma(FloatVector.broadcast(F, x[c + j]), a0);
@@ -329,7 +396,7 @@ final class FusedGemv {
             FloatVector a0 = FloatVector.zero(F);
             FloatVector a1 = a0;
             int c = seg[g] * 2;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 2) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 2) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 a0 = SlotDecode.f16(v, 0).fma(FloatVector.broadcast(F, x[c]), a0);
                 a1 = SlotDecode.f16(v, 1).fma(FloatVector.broadcast(F, x[c + 1]), a1);
@@ -346,7 +413,7 @@ final class FusedGemv {
             FloatVector a0 = FloatVector.zero(F);
             FloatVector a1 = a0;
             int c = seg[g] * 2;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 2) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 2) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 a0 = SlotDecode.bf16(v, 0).fma(FloatVector.broadcast(F, x[c]), a0);
                 a1 = SlotDecode.bf16(v, 1).fma(FloatVector.broadcast(F, x[c + 1]), a1);
@@ -363,12 +430,12 @@ final class FusedGemv {
             FloatVector a1 = a0;
             int w = seg[g];
             for (; w + 1 < seg[g + 1]; w += 2) {
-                a0 = FloatVector.fromMemorySegment(F, words, base + 32L * w, LE).fma(FloatVector.broadcast(F, x[w]), a0);
-                a1 = FloatVector.fromMemorySegment(F, words, base + 32L * w + 32, LE)
+                a0 = FloatVector.fromMemorySegment(F, words, base + VectorShapes.WORD_BYTES * w, LE).fma(FloatVector.broadcast(F, x[w]), a0);
+                a1 = FloatVector.fromMemorySegment(F, words, base + VectorShapes.WORD_BYTES * (w + 1), LE)
                         .fma(FloatVector.broadcast(F, x[w + 1]), a1);
             }
             if (w < seg[g + 1]) {
-                a0 = FloatVector.fromMemorySegment(F, words, base + 32L * w, LE).fma(FloatVector.broadcast(F, x[w]), a0);
+                a0 = FloatVector.fromMemorySegment(F, words, base + VectorShapes.WORD_BYTES * w, LE).fma(FloatVector.broadcast(F, x[w]), a0);
             }
             acc = a0.add(a1).fma(FloatVector.fromArray(F, scales, g * L), acc);
         }
@@ -385,7 +452,7 @@ final class FusedGemv {
             FloatVector a2 = a0;
             FloatVector a3 = a0;
             int c = seg[g] * 4;
-            for (long o = base + 32L * seg[g], end = base + 32L * seg[g + 1]; o < end; o += 32, c += 4) {
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 4) {
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
                 a0 = SlotDecode.int8(v, 0).fma(FloatVector.broadcast(F, x[c]), a0);
                 a1 = SlotDecode.int8(v, 1).fma(FloatVector.broadcast(F, x[c + 1]), a1);

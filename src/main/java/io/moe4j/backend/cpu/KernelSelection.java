@@ -13,7 +13,7 @@ import java.util.Optional;
  */
 final class KernelSelection {
     static final String PROPERTY = "moe4j.cpu.scalar";
-    /** Narrower vectors would make the 8-lane panels span several registers the JIT may not map to hardware. */
+    /** Narrower vectors would make the 8- or 16-lane panels span several registers the JIT may not map to hardware. */
     static final int MIN_VECTOR_BITS = 256;
     private static final String VECTOR_CLASS = "io.moe4j.backend.cpu.VectorKernels";
 

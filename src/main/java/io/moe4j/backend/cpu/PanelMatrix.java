@@ -14,10 +14,10 @@ import java.lang.foreign.ValueLayout;
  * panel; block scales and zero points keep their type.
  *
  * <pre>
- *   lane word (e, p, w, lane)   int at ((e·panels + p)·wordsPerPanel + w)·32 + 4·lane of {@code words}
- *   block scale (e, p, g, lane) at ((e·panels + p)·groups + g)·8 + lane, in units of the scale type's bytes
+ *   lane word (e, p, w, lane)   int at ((e·panels + p)·wordsPerPanel + w)·4·LANES + 4·lane of {@code words}
+ *   block scale (e, p, g, lane) at ((e·panels + p)·groups + g)·LANES + lane, in units of the scale type's bytes
  *   zero point  (e, p, g, lane) signed byte at the same index in {@code zeros}
- *   shard scale (e, row)        shard[e·panels·8 + row]
+ *   shard scale (e, row)        shard[e·panels·LANES + row]
  * </pre>
  *
  * @param plans  the column plan of each expert (one shared instance unless act-order permutes per expert)
@@ -31,7 +31,8 @@ import java.lang.foreign.ValueLayout;
 record PanelMatrix(ExpertMatrix source, LaneCodec codec, int panels, int wordsPerPanel, ColumnPlan[] plans,
                    int groups, MemorySegment words, ScaleType scaleType, MemorySegment scales, MemorySegment zeros,
                    float[] shard, boolean plainE8m0) {
-    static final int LANES = 8;
+    /** Rows a panel: the lanes of the kernels' vectors, 8 at 256 bits and 16 at 512 ({@link VectorWidth}). */
+    static final int LANES = VectorWidth.LANES;
 
     /** This matrix with {@link #plainE8m0} found by reading its scales. */
     PanelMatrix withScalesChecked() {

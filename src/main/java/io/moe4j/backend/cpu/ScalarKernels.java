@@ -10,7 +10,7 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 
 /**
- * The kernels in plain Java: each panel of 8 rows is decoded from its lane words into exact weight values (block
+ * The kernels in plain Java: each panel of {@link PanelMatrix#LANES} rows is decoded from its lane words into exact weight values (block
  * scales and zero points applied), then multiplied with each token. The fallback where the Vector API is missing,
  * and the readable statement of what the vector kernels compute.
  */
@@ -59,7 +59,7 @@ final class ScalarKernels implements CpuKernels {
         }
     }
 
-    /** scratch[c·8 + lane] = (value − zero) · scale of packed column c of row p·8 + lane (shard scale not applied). */
+    /** scratch[c·LANES + lane] = (value − zero) · scale of packed column c of row p·LANES + lane (shard scale not applied). */
     static void decodePanel(PanelMatrix m, int expert, int p, float[] scratch) {
         LaneCodec codec = m.codec();
         ColumnPlan plan = m.plan(expert);

@@ -12,7 +12,7 @@ final class Scratch {
     float[] zeros = new float[0];
     float[] sums = new float[0];
 
-    /** A buffer for the 8 row sums of each of n tokens. */
+    /** A buffer for the LANES row sums of each of n tokens. */
     float[] sums(int n) {
         if (sums.length < n * PanelMatrix.LANES) {
             sums = new float[n * PanelMatrix.LANES];

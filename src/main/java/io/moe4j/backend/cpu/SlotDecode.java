@@ -13,7 +13,7 @@ import jdk.incubator.vector.VectorSpecies;
  * become immediates and no vector crosses a real call.
  */
 final class SlotDecode {
-    private static final VectorSpecies<Integer> I = IntVector.SPECIES_256;
+    private static final VectorSpecies<Integer> I = VectorShapes.I;
     /**
      * Whether FP4 codes are looked up in one 16-entry table with a two-vector permute (vpermi2d/vpermt2d, AVX-512
      * VL): one shift and one permute a slot. Without AVX-512 the JIT lowers that permute to several instructions
@@ -21,11 +21,14 @@ final class SlotDecode {
      * of magnitudes (vpermps) with the sign OR-ed in after runs faster (14.1).
      */
     static final boolean WIDE_FP4_LOOKUP = IntVector.SPECIES_PREFERRED.vectorBitSize() >= 512;
-    private static final int[] FP4_TABLE = LaneCodec.fp4Table();
-    /** FP4 codes 0..7 (the positive values, also the magnitudes of 8..15). */
+    /** The 16 table entries, padded so that a 16-lane vector can be read from entry 8 too. */
+    private static final int[] FP4_TABLE = java.util.Arrays.copyOf(LaneCodec.fp4Table(), 32);
+    /** FP4 codes 0..7 (the positive values, also the magnitudes of 8..15); with 16 lanes the whole table. */
     private static final IntVector FP4_LOW = IntVector.fromArray(I, FP4_TABLE, 0);
-    /** FP4 codes 8..15 (the negative values). */
+    /** FP4 codes 8..15 (the negative values), used with 8 lanes only. */
     private static final IntVector FP4_HIGH = IntVector.fromArray(I, FP4_TABLE, 8);
+    /** Whether one vector holds the whole table (16 lanes: 512-bit kernels), so one one-vector permute looks up. */
+    private static final boolean ONE_VECTOR_TABLE = I.length() >= 16;
     private static final int SIGN = 0x80000000;
     private static final VectorOperators.Binary SHL = VectorOperators.LSHL;
     private static final VectorOperators.Binary SHR = VectorOperators.LSHR;
@@ -106,9 +109,12 @@ final class SlotDecode {
         return WIDE_FP4_LOOKUP ? fp4Wide(code) : fp4Narrow(code);
     }
 
-    /** {@link #fp4} by one 16-entry lookup (the index wraps to its low 4 bits). */
+    /**
+     * {@link #fp4} by one 16-entry lookup (the index wraps to its low 4 bits): one vpermd of the table where a vector
+     * has 16 lanes, else a two-vector permute of its halves (vpermi2d).
+     */
     static FloatVector fp4Wide(IntVector code) {
-        return code.selectFrom(FP4_LOW, FP4_HIGH).reinterpretAsFloats();
+        return (ONE_VECTOR_TABLE ? code.selectFrom(FP4_LOW) : code.selectFrom(FP4_LOW, FP4_HIGH)).reinterpretAsFloats();
     }
 
     /** {@link #fp4} by an 8-entry lookup of the magnitude (bits 0..2; the index wraps) and the sign (bit 3) OR-ed. */

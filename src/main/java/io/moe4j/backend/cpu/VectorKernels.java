@@ -8,16 +8,16 @@ import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * The kernels on the Java Vector API (256-bit float vectors, one lane per panel row). Loaded by
- * {@link KernelSelection} only after it has checked that the Vector API is there and wide enough, so that this
- * class and the ones it uses are never touched on a JVM without {@code jdk.incubator.vector}.
+ * The kernels on the Java Vector API ({@link VectorShapes}: 512-bit float vectors on AVX-512, else 256-bit; one
+ * lane per panel row). Loaded by {@link KernelSelection} only after it has checked that the Vector API is there and
+ * wide enough, so that this class and the ones it uses are never touched on a JVM without {@code jdk.incubator.vector}.
  *
  * <p>Up to {@value #FUSED_TOKENS} tokens of an expert take the fused path ({@link FusedGemv}); larger batches
  * decode two panels at a time into scratch ({@link VectorPanelDecoder}) and multiply them with the tokens
  * ({@link VectorPanelDot}).
  */
 final class VectorKernels implements CpuKernels {
-    private static final VectorSpecies<Float> F = FloatVector.SPECIES_256;
+    private static final VectorSpecies<Float> F = VectorShapes.F;
     private static final int L = PanelMatrix.LANES;
     /**
      * Up to this many tokens of one expert are multiplied by the fused kernels, each decoding the panel again while
@@ -69,7 +69,7 @@ final class VectorKernels implements CpuKernels {
         }
     }
 
-    /** Row sums of panel p for n tokens, sums[(first + t)·8 + lane], times the shard scales into y. */
+    /** Row sums of panel p for n tokens, sums[(first + t)·L + lane], times the shard scales into y. */
     private static void store(PanelMatrix m, int expert, int p, int rowTo, float[] sums, int first, int n, float[] y,
                               int yOff, int yStride) {
         int r = p * L;

@@ -9,7 +9,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 
 /**
- * Decodes one panel (8 rows) of a {@link PanelMatrix} into exact weight values, out[c·8 + lane] for packed column
+ * Decodes one panel ({@link PanelMatrix#LANES} rows) of a {@link PanelMatrix} into exact weight values, out[c·L + lane] for packed column
  * c, in the worker's scratch: the tile that {@link VectorPanelDot} then streams from cache once per token. Only a
  * panel is ever dequantized, never a matrix.
  *
@@ -19,8 +19,8 @@ import java.nio.ByteOrder;
  * overflows; then by 2^bias and the scale one after the other.
  */
 final class VectorPanelDecoder {
-    private static final VectorSpecies<Float> F = FloatVector.SPECIES_256;
-    private static final VectorSpecies<Integer> I = IntVector.SPECIES_256;
+    private static final VectorSpecies<Float> F = VectorShapes.F;
+    private static final VectorSpecies<Integer> I = VectorShapes.I;
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final int L = PanelMatrix.LANES;
     private static final VectorOperators.Binary SHL = VectorOperators.LSHL;
@@ -77,7 +77,7 @@ final class VectorPanelDecoder {
             FloatVector mul = single ? scale.mul(unbias) : FloatVector.broadcast(F, unbias);
             FloatVector then = single ? FloatVector.broadcast(F, 1f) : scale;
             for (int w = seg[g]; w < seg[g + 1]; w++) {
-                IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
+                IntVector v = IntVector.fromMemorySegment(I, words, base + VectorShapes.WORD_BYTES * w, LE);
                 int o = w * 8 * L;
                 // A loop over the nibbles, as for INT4 below: no written-out lines for the JIT to box.
                 for (int j = 0; j < 8; j++) {
@@ -95,7 +95,7 @@ final class VectorPanelDecoder {
             FloatVector mul = single ? scale.mul(unbias) : FloatVector.broadcast(F, unbias);
             FloatVector then = single ? FloatVector.broadcast(F, 1f) : scale;
             for (int w = seg[g]; w < seg[g + 1]; w++) {
-                IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
+                IntVector v = IntVector.fromMemorySegment(I, words, base + VectorShapes.WORD_BYTES * w, LE);
                 int o = w * 5 * L;
                 for (int j = 0; j < 5; j++) { // a loop, not written out: see SlotDecode
                     SlotDecode.fp6E3m2(v, j).mul(mul).mul(then).intoArray(out, o + j * L);
@@ -112,7 +112,7 @@ final class VectorPanelDecoder {
             FloatVector mul = single ? scale.mul(unbias) : FloatVector.broadcast(F, unbias);
             FloatVector then = single ? FloatVector.broadcast(F, 1f) : scale;
             for (int w = seg[g]; w < seg[g + 1]; w++) {
-                IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
+                IntVector v = IntVector.fromMemorySegment(I, words, base + VectorShapes.WORD_BYTES * w, LE);
                 int o = w * 5 * L;
                 for (int j = 0; j < 5; j++) { // a loop, not written out: see SlotDecode
                     SlotDecode.fp6E2m3(v, j).mul(mul).mul(then).intoArray(out, o + j * L);
@@ -129,7 +129,7 @@ final class VectorPanelDecoder {
             FloatVector mul = single ? scale.mul(unbias) : FloatVector.broadcast(F, unbias);
             FloatVector then = single ? FloatVector.broadcast(F, 1f) : scale;
             for (int w = seg[g]; w < seg[g + 1]; w++) {
-                IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
+                IntVector v = IntVector.fromMemorySegment(I, words, base + VectorShapes.WORD_BYTES * w, LE);
                 int o = w * 4 * L;
                 for (int j = 0; j < 4; j++) { // a loop, not written out: see SlotDecode
                     SlotDecode.fp8E4m3(v, j).mul(mul).mul(then).intoArray(out, o + j * L);
@@ -146,7 +146,7 @@ final class VectorPanelDecoder {
             FloatVector mul = single ? scale.mul(unbias) : FloatVector.broadcast(F, unbias);
             FloatVector then = single ? FloatVector.broadcast(F, 1f) : scale;
             for (int w = seg[g]; w < seg[g + 1]; w++) {
-                IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
+                IntVector v = IntVector.fromMemorySegment(I, words, base + VectorShapes.WORD_BYTES * w, LE);
                 int o = w * 4 * L;
                 for (int j = 0; j < 4; j++) { // a loop, not written out: see SlotDecode
                     SlotDecode.fp8E5m2(v, j).mul(mul).mul(then).intoArray(out, o + j * L);
@@ -163,7 +163,7 @@ final class VectorPanelDecoder {
             FloatVector mul = single ? scale.mul(unbias) : FloatVector.broadcast(F, unbias);
             FloatVector then = single ? FloatVector.broadcast(F, 1f) : scale;
             for (int w = seg[g]; w < seg[g + 1]; w++) {
-                IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
+                IntVector v = IntVector.fromMemorySegment(I, words, base + VectorShapes.WORD_BYTES * w, LE);
                 int o = w * 2 * L;
                 SlotDecode.f16(v, 0).mul(mul).mul(then).intoArray(out, o);
                 SlotDecode.f16(v, 1).mul(mul).mul(then).intoArray(out, o + L);
@@ -176,7 +176,7 @@ final class VectorPanelDecoder {
         for (int g = 0; g < seg.length - 1; g++) {
             FloatVector scale = FloatVector.fromArray(F, scales, g * L);
             for (int w = seg[g]; w < seg[g + 1]; w++) {
-                IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
+                IntVector v = IntVector.fromMemorySegment(I, words, base + VectorShapes.WORD_BYTES * w, LE);
                 int o = w * 2 * L;
                 SlotDecode.bf16(v, 0).mul(scale).intoArray(out, o);
                 SlotDecode.bf16(v, 1).mul(scale).intoArray(out, o + L);
@@ -188,7 +188,7 @@ final class VectorPanelDecoder {
         for (int g = 0; g < seg.length - 1; g++) {
             FloatVector scale = FloatVector.fromArray(F, scales, g * L);
             for (int w = seg[g]; w < seg[g + 1]; w++) {
-                FloatVector.fromMemorySegment(F, words, base + 32L * w, LE).mul(scale).intoArray(out, w * L);
+                FloatVector.fromMemorySegment(F, words, base + VectorShapes.WORD_BYTES * w, LE).mul(scale).intoArray(out, w * L);
             }
         }
     }
@@ -205,7 +205,7 @@ final class VectorPanelDecoder {
             FloatVector scale = FloatVector.fromArray(F, scales, g * L);
             FloatVector off = FloatVector.fromArray(F, zeros, g * L).add(LaneCodec.INT4.offset());
             for (int w = seg[g]; w < seg[g + 1]; w++) {
-                IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
+                IntVector v = IntVector.fromMemorySegment(I, words, base + VectorShapes.WORD_BYTES * w, LE);
                 int o = w * 8 * L;
                 for (int j = 0; j < 8; j++) {
                     ints(v.lanewise(SHR, 4 * j).and(nib)).sub(off).mul(scale).intoArray(out, o + j * L);
@@ -221,7 +221,7 @@ final class VectorPanelDecoder {
             FloatVector scale = FloatVector.fromArray(F, scales, g * L);
             FloatVector off = FloatVector.fromArray(F, zeros, g * L).add(LaneCodec.INT8.offset());
             for (int w = seg[g]; w < seg[g + 1]; w++) {
-                IntVector v = IntVector.fromMemorySegment(I, words, base + 32L * w, LE);
+                IntVector v = IntVector.fromMemorySegment(I, words, base + VectorShapes.WORD_BYTES * w, LE);
                 int o = w * 4 * L;
                 ints(v.and(b)).sub(off).mul(scale).intoArray(out, o);
                 ints(v.lanewise(SHR, 8).and(b)).sub(off).mul(scale).intoArray(out, o + L);

@@ -4,20 +4,20 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * Multiplies a decoded panel (w[c·8 + lane], {@link VectorPanelDecoder}) with the tokens, up to four at a time:
+ * Multiplies a decoded panel (w[c·L + lane], {@link VectorPanelDecoder}) with the tokens, up to four at a time:
  * each weight vector is loaded once and meets every token of the tile, whose inputs are broadcast. A single token
  * keeps four partial sums so that consecutive fused multiply-adds do not wait on each other. Results go to
- * {@code sums} (t·8 + lane); the caller scales and stores them.
+ * {@code sums} (t·L + lane); the caller scales and stores them.
  */
 final class VectorPanelDot {
-    private static final VectorSpecies<Float> F = FloatVector.SPECIES_256;
+    private static final VectorSpecies<Float> F = VectorShapes.F;
     private static final int L = PanelMatrix.LANES;
 
     private VectorPanelDot() {
     }
 
     /**
-     * Two panels at once: sums[t·8 + lane] for panel a and sums[(n + t)·8 + lane] for panel b. Four tokens against
+     * Two panels at once: sums[t·L + lane] for panel a and sums[(n + t)·L + lane] for panel b. Four tokens against
      * two panels are eight independent sums, enough to hide the multiply-add latency, from six loads a column.
      */
     static void dot(float[] a, float[] b, int padded, float[] x, int n, float[] sums) {
@@ -74,7 +74,7 @@ final class VectorPanelDot {
         b3.intoArray(sums, (n + t + 3) * L);
     }
 
-    /** sums[t·8 + lane] = Σ_c w[c·8 + lane] · x[t·padded + c] for the n tokens of x. */
+    /** sums[t·L + lane] = Σ_c w[c·L + lane] · x[t·padded + c] for the n tokens of x. */
     static void dot(float[] w, int padded, float[] x, int n, float[] sums) {
         int t = 0;
         for (; t + 4 <= n; t += 4) {
@@ -88,7 +88,7 @@ final class VectorPanelDot {
         }
     }
 
-    /** sums[(first + t)·8 + lane] for token t. */
+    /** sums[(first + t)·L + lane] for token t. */
     private static void one(float[] w, int padded, float[] x, int t, float[] sums, int first) {
         FloatVector a0 = FloatVector.zero(F);
         FloatVector a1 = a0;
@@ -109,7 +109,7 @@ final class VectorPanelDot {
         a0.add(a1).add(a2.add(a3)).intoArray(sums, (first + t) * L);
     }
 
-    /** sums[(first + t)·8 + lane] and the next token's. */
+    /** sums[(first + t)·L + lane] and the next token's. */
     private static void two(float[] w, int padded, float[] x, int t, float[] sums, int first) {
         FloatVector a0 = FloatVector.zero(F);
         FloatVector a1 = a0;

@@ -10,13 +10,13 @@ import jdk.incubator.vector.VectorSpecies;
 import java.nio.ByteOrder;
 
 /**
- * Decodes the block scales and zero points of every segment of a panel into floats, out[g·8 + lane], 8 lanes at
+ * Decodes the block scales and zero points of every segment of a panel into floats, out[g·L + lane], a panel's lanes at
  * a time from their stored types, ahead of the panel's main loop.
  */
 final class VectorScales {
-    private static final VectorSpecies<Float> F = FloatVector.SPECIES_256;
-    private static final VectorSpecies<Integer> I = IntVector.SPECIES_256;
-    private static final VectorSpecies<Byte> B64 = ByteVector.SPECIES_64;
+    private static final VectorSpecies<Float> F = VectorShapes.F;
+    private static final VectorSpecies<Integer> I = VectorShapes.I;
+    private static final VectorSpecies<Byte> B64 = VectorShapes.B;
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final int L = PanelMatrix.LANES;
     /** 2^bias of E4M3 slots: {@link SlotDecode#minifloat} gives an E4M3 code's value times 2^-bias. */
@@ -25,7 +25,7 @@ final class VectorScales {
     private VectorScales() {
     }
 
-    /** scales[g·8 + lane] for the panel's segments (1 where m has no block scales). */
+    /** scales[g·L + lane] for the panel's segments (1 where m has no block scales). */
     static void scales(PanelMatrix m, int expert, int panel, float[] out) {
         int groups = m.groups();
         if (m.scales() == null) {
@@ -66,7 +66,7 @@ final class VectorScales {
         }
     }
 
-    /** zeros[g·8 + lane] for the panel's segments (0 where m has no zero points). */
+    /** zeros[g·L + lane] for the panel's segments (0 where m has no zero points). */
     static void zeros(PanelMatrix m, int expert, int panel, float[] out) {
         int groups = m.groups();
         if (m.zeros() == null) {

@@ -45,6 +45,23 @@ class KernelSelectionTest {
     }
 
     @Test
+    void theKernelsRunAtTheWidthTheyChoose() {
+        assertThat(VectorWidth.choose(null, 512)).isEqualTo(512);
+        assertThat(VectorWidth.choose(" ", 256)).isEqualTo(256);
+        assertThat(VectorWidth.choose(null, 1024)).isEqualTo(512);
+        assertThat(VectorWidth.choose("256", 512)).isEqualTo(256);
+        assertThat(VectorWidth.choose("512", 256)).isEqualTo(512);
+        assertThatThrownBy(() -> VectorWidth.choose("384", 512)).isInstanceOf(MoeException.class)
+                .hasMessage("-Dmoe4j.cpu.vectorBits=384: expected 256 or 512");
+        assertThat(PanelMatrix.LANES).isEqualTo(VectorWidth.BITS / 32);
+        if (KernelsUnderTest.names().contains("vector")) {
+            assertThat(VectorShapes.F.vectorBitSize()).isEqualTo(VectorWidth.BITS);
+            assertThat(VectorShapes.I.length()).isEqualTo(PanelMatrix.LANES);
+            assertThat(VectorShapes.B.length()).isEqualTo(PanelMatrix.LANES);
+        }
+    }
+
+    @Test
     void aBadPropertyValueIsAnError() {
         System.setProperty(KernelSelection.PROPERTY, "yes");
         assertThatThrownBy(KernelSelection::select).isInstanceOf(MoeException.class)
@@ -53,9 +70,25 @@ class KernelSelectionTest {
 
     @Test
     void supportNamesThePathAndTheVectorWidth() {
-        Support vector = new CpuBackend().support(MXFP4, Platform.cpuOnly(2, 256));
-        assertThat(vector.supported()).isTrue();
-        assertThat(vector.reason()).isEqualTo("vectorized fused dequant-GEMV for MXFP4 on 256-bit vectors (Java Vector API)");
+        String width = System.clearProperty(VectorWidth.PROPERTY);
+        try {
+            Support vector = new CpuBackend().support(MXFP4, Platform.cpuOnly(2, 256));
+            assertThat(vector.supported()).isTrue();
+            assertThat(vector.reason())
+                    .isEqualTo("vectorized fused dequant-GEMV for MXFP4 on 256-bit vectors (Java Vector API)");
+            // The width that runs: AVX-512's 512 bits, unless the property forces the 256-bit kernels.
+            assertThat(new CpuBackend().support(MXFP4, Platform.cpuOnly(2, 512)).reason())
+                    .isEqualTo("vectorized fused dequant-GEMV for MXFP4 on 512-bit vectors (Java Vector API)");
+            System.setProperty(VectorWidth.PROPERTY, "256");
+            assertThat(new CpuBackend().support(MXFP4, Platform.cpuOnly(2, 512)).reason()).isEqualTo(
+                    "vectorized fused dequant-GEMV for MXFP4 on 256-bit vectors (Java Vector API, -Dmoe4j.cpu.vectorBits=256)");
+        } finally {
+            if (width == null) {
+                System.clearProperty(VectorWidth.PROPERTY);
+            } else {
+                System.setProperty(VectorWidth.PROPERTY, width);
+            }
+        }
 
         Support narrow = new CpuBackend().support(MXFP4, Platform.cpuOnly(2, 128));
         assertThat(narrow.supported()).isTrue();

@@ -34,8 +34,8 @@ class PanelDecodeTest {
                     ColumnPlan plan = pm.plan(e);
                     for (int p = 0; p < pm.panels(); p++) {
                         ScalarKernels.decodePanel(pm, e, p, s.panel);
-                        for (int lane = 0; lane < PanelMatrix.LANES && p * 8 + lane < m.rows(); lane++) {
-                            int r = p * 8 + lane;
+                        for (int lane = 0; lane < PanelMatrix.LANES && p * PanelMatrix.LANES + lane < m.rows(); lane++) {
+                            int r = p * PanelMatrix.LANES + lane;
                             MatrixDequantizer.row(m, e, r, row);
                             float shard = m.shardScale(e, r);
                             for (int i = 0; i < plan.paddedColumns(); i++) {
@@ -44,7 +44,7 @@ class PanelDecodeTest {
                                     continue; // padding meets a zero input
                                 }
                                 // The reference rounds (code·scale)·shard, the kernels code·scale and then the sum·shard.
-                                assertThat(s.panel[i * 8 + lane] * shard).as("%s expert %d row %d col %d", scheme, e, r, c)
+                                assertThat(s.panel[i * PanelMatrix.LANES + lane] * shard).as("%s expert %d row %d col %d", scheme, e, r, c)
                                         .isCloseTo(row[c], Offset.offset(Math.ulp(row[c]) * 2));
                             }
                         }

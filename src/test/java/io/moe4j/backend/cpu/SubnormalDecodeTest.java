@@ -29,8 +29,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * this is the check that runs on any CPU. Also the block scales' decode and the router's weights.
  */
 class SubnormalDecodeTest {
-    private static final VectorSpecies<Integer> I = IntVector.SPECIES_256;
-    private static final int LANES = 8;
+    // The kernels' own shape (256 or 512 bits, -Dmoe4j.cpu.vectorBits): the surefire runs cover both.
+    private static final VectorSpecies<Integer> I = VectorShapes.I;
+    private static final int LANES = PanelMatrix.LANES;
 
     /** Whether v is a float the kernels may compute with: normal, or zero of either sign. */
     static boolean normalOrZero(float v) {
@@ -202,14 +203,14 @@ class SubnormalDecodeTest {
         }
     }
 
-    /** VectorScales on one panel whose 32 segments hold the scale bytes 0..255 (segment g, lane l: 8g + l). */
+    /** VectorScales on one panel whose 256 / LANES segments hold the bytes 0..255 (segment g, lane l: LANES·g + l). */
     private static float[] decodeScales(ScaleType type) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment scales = arena.allocate(256);
             for (int i = 0; i < 256; i++) {
                 scales.set(ValueLayout.JAVA_BYTE, i, (byte) i);
             }
-            PanelMatrix m = new PanelMatrix(null, LaneCodec.FP4, 1, 0, null, 32, null, type, scales, null, null,
+            PanelMatrix m = new PanelMatrix(null, LaneCodec.FP4, 1, 0, null, 256 / LANES, null, type, scales, null, null,
                     false);
             float[] out = new float[256];
             VectorScales.scales(m, 0, 0, out);
