@@ -175,11 +175,11 @@ class AgentServerTest {
         return r == null ? "" : String.valueOf(r.asString().orElse(""));
     }
 
-    /** 50 sampled requests a model over five schemas, ten at a time: every answer parses and validates. */
+    /** 100 sampled requests a model over five schemas, ten at a time: every answer parses and validates. */
     @ParameterizedTest
     @ValueSource(booleans = {false, true})
     void jsonSchemaOutputsAlwaysValidate(boolean gpt) throws Exception {
-        int requests = 50;
+        int requests = 100;
         ExecutorService pool = Executors.newFixedThreadPool(10);
         try {
             List<Future<ChatCompletion>> answers = new ArrayList<>();
