@@ -55,6 +55,8 @@ public final class OpenAiServer implements AutoCloseable {
     private final AtomicLong ids = new AtomicLong();
     private final String idPrefix = Long.toHexString(System.nanoTime() & 0xffffffL);
     private final Javalin app;
+    /** Generation handlers still running (writing a response or a stream). */
+    private final java.util.concurrent.atomic.AtomicInteger generating = new java.util.concurrent.atomic.AtomicInteger();
 
     public OpenAiServer(ServedModel served, SchedulerConfig schedulerConfig, ServerConfig config) {
         this.served = served;
@@ -80,8 +82,8 @@ public final class OpenAiServer implements AutoCloseable {
             cfg.routes.get("/v1/models", this::models);
             // <id> rather than {id}: model ids such as "openai/gpt-oss-20b" hold slashes.
             cfg.routes.get("/v1/models/<id>", this::model);
-            cfg.routes.post("/v1/chat/completions", ctx -> generate(ctx, true));
-            cfg.routes.post("/v1/completions", ctx -> generate(ctx, false));
+            cfg.routes.post("/v1/chat/completions", ctx -> tracked(ctx, true));
+            cfg.routes.post("/v1/completions", ctx -> tracked(ctx, false));
             cfg.routes.exception(ApiError.class, (e, ctx) -> writeError(ctx, e));
             cfg.routes.exception(HttpResponseException.class, (e, ctx) -> writeError(ctx, fromJavalin(e)));
             cfg.routes.exception(Exception.class, (e, ctx) -> writeError(ctx,
@@ -121,7 +123,33 @@ public final class OpenAiServer implements AutoCloseable {
     @Override
     public void close() {
         scheduler.shutdown(config.shutdownGrace());
+        // The scheduler has ended every sequence; let the handlers write their last events (a stream's abort chunk
+        // and [DONE]) before the connections close, for at most a few seconds.
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
+        synchronized (generating) {
+            while (generating.get() > 0 && System.nanoTime() < deadline) {
+                try {
+                    generating.wait(Math.max(1, (deadline - System.nanoTime()) / 1_000_000));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
+        }
         app.stop();
+    }
+
+    /** Runs a generation handler, counted so that {@link #close} can wait for it to finish writing. */
+    private void tracked(Context ctx, boolean chat) throws IOException {
+        generating.incrementAndGet();
+        try {
+            generate(ctx, chat);
+        } finally {
+            synchronized (generating) {
+                generating.decrementAndGet();
+                generating.notifyAll();
+            }
+        }
     }
 
     private void authenticate(Context ctx) {
@@ -410,7 +438,9 @@ public final class OpenAiServer implements AutoCloseable {
                     }
                 }
                 out.write("data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8));
-                out.flush();
+                // Closing ends the chunked body now (its last chunk written), not after the handler returns, so a
+                // server that stops right after this handler does not cut the stream short.
+                out.close();
                 return;
             }
         } catch (IOException e) {
