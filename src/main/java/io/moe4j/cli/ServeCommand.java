@@ -35,7 +35,7 @@ public final class ServeCommand implements Callable<Integer> {
     @Option(names = "--port", defaultValue = "8000", description = "port (default: ${DEFAULT-VALUE}; 0 picks one)")
     int port;
 
-    @Option(names = "--backend", description = "where the model runs: emulation or cpu (default: cpu)")
+    @Option(names = "--backend", description = "where the model runs: emulation, cpu, or cuda (the whole decoder on the GPU; gpt-oss so far) (default: cpu)")
     String backend;
 
     @Option(names = "--max-sequences", defaultValue = "16",
