@@ -8,7 +8,8 @@ import java.nio.file.Path;
 
 /** The options every whole-model command shares: which model, where it runs, how much context it may hold. */
 final class ModelArgs {
-    @Option(names = "--model", required = true, description = "model directory (config.json, safetensors, tokenizer.json ...)")
+    @Option(names = "--model", required = true,
+            description = "model directory (config.json, safetensors, tokenizer.json ...); moe serve also takes 'toy', a tiny built-in test model")
     Path model;
 
     @Option(names = "--backend", defaultValue = "cpu",

@@ -22,9 +22,9 @@ public final class ServeCommand implements Callable<Integer> {
     /** The name under which {@code --model} selects the built-in deterministic test model. */
     static final String TOY = "toy";
 
-    @Option(names = "--model", required = true,
-            description = "checkpoint directory; '" + TOY + "' serves a tiny deterministic byte-level test model")
-    String model;
+    /** --model (a checkpoint directory, or 'toy' for the built-in test model), --backend, --threads, --context. */
+    @picocli.CommandLine.Mixin
+    ModelArgs modelArgs;
 
     @Option(names = "--served-model-name", description = "the model id clients send (default: the directory name)")
     String servedName;
@@ -34,9 +34,6 @@ public final class ServeCommand implements Callable<Integer> {
 
     @Option(names = "--port", defaultValue = "8000", description = "port (default: ${DEFAULT-VALUE}; 0 picks one)")
     int port;
-
-    @Option(names = "--backend", description = "where the model runs: emulation, cpu, or cuda (the whole decoder on the GPU; gpt-oss so far) (default: cpu)")
-    String backend;
 
     @Option(names = "--max-sequences", defaultValue = "16",
             description = "sequences stepped together at most (default: ${DEFAULT-VALUE})")
@@ -76,31 +73,14 @@ public final class ServeCommand implements Callable<Integer> {
         return 0;
     }
 
-    @Option(names = "--threads", description = "CPU threads (default: all cores)")
-    Integer threads;
-
-    @Option(names = "--context", defaultValue = "0",
-            description = "most positions a sequence may hold (default: the model's max_position_embeddings)")
-    int context;
-
     /** The model to serve: a checkpoint directory, or the built-in toy model. */
     ServedModel load() {
-        if (TOY.equals(model)) {
+        if (TOY.equals(modelArgs.model.toString())) {
             return new ServedModel(servedName != null ? servedName : TOY, new ToyModel(4096, 64, 0, 0), new ByteText());
         }
-        java.nio.file.Path dir = java.nio.file.Path.of(model);
-        io.moe4j.model.ModelOptions options = io.moe4j.model.ModelOptions.defaults().withContextLimit(context);
-        if (backend != null) {
-            options = options.withBackend(backend);
-        }
-        if (threads != null) {
-            options = options.withThreads(threads);
-        }
-        long start = System.nanoTime();
-        io.moe4j.generate.MoeModel loaded = io.moe4j.generate.MoeModel.load(dir, options);
-        System.err.printf("moe serve: loaded %s on %s in %.1f s%n", dir, options.backend(),
-                (System.nanoTime() - start) / 1e9);
-        String id = servedName != null ? servedName : dir.toAbsolutePath().normalize().getFileName().toString();
+        io.moe4j.generate.MoeModel loaded = modelArgs.load();
+        String id = servedName != null ? servedName
+                : modelArgs.model.toAbsolutePath().normalize().getFileName().toString();
         return new ServedModel(id, new io.moe4j.serve.ModelSteps(loaded.model()), new io.moe4j.serve.ModelText(loaded));
     }
 }
