@@ -115,9 +115,4 @@ public final class ModelText implements TextCodec {
             }
         };
     }
-
-    /** The JSON of a template argument (for tests and logs). */
-    static JsonNode argument(ChatPrompt prompt, String name) {
-        return prompt.templateArgs().get(name);
-    }
 }

@@ -1,5 +1,6 @@
 package io.moe4j.serve;
 
+import io.moe4j.generate.FinishReason;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;

@@ -1,5 +1,6 @@
 package io.moe4j.serve;
 
+import io.moe4j.generate.FinishReason;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;

@@ -1,5 +1,6 @@
 package io.moe4j.serve;
 
+import io.moe4j.generate.FinishReason;
 import io.moe4j.generate.ReplyConstraint;
 import io.moe4j.generate.Sampler;
 import io.moe4j.generate.StopMatcher;

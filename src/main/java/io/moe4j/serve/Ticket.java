@@ -1,5 +1,7 @@
 package io.moe4j.serve;
 
+import io.moe4j.generate.FinishReason;
+
 /** A submitted request's handle. */
 public interface Ticket {
     /**

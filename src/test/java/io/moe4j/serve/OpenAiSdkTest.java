@@ -1,5 +1,6 @@
 package io.moe4j.serve;
 
+import io.moe4j.generate.FinishReason;
 import com.openai.client.OpenAIClient;
 import com.openai.client.okhttp.OpenAIOkHttpClient;
 import com.openai.core.JsonValue;

@@ -1,5 +1,6 @@
 package io.moe4j.serve;
 
+import io.moe4j.generate.FinishReason;
 import io.moe4j.generate.SamplingParams;
 import io.moe4j.serve.toy.ByteText;
 import io.moe4j.serve.toy.ToyModel;

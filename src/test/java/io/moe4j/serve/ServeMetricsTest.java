@@ -1,5 +1,6 @@
 package io.moe4j.serve;
 
+import io.moe4j.generate.FinishReason;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
