@@ -1,6 +1,5 @@
 package io.moe4j.generate;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -8,7 +7,6 @@ import io.moe4j.model.Session;
 import io.moe4j.text.chat.ChatRequest;
 
 import java.util.Arrays;
-import java.util.Map;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 
@@ -22,18 +20,12 @@ public final class Conversation implements AutoCloseable {
     private final MoeModel model;
     private final Session session;
     private final ArrayNode messages = JsonNodeFactory.instance.arrayNode();
-    private final Map<String, JsonNode> templateArguments;
     private int[] fed = new int[0];
     private int reusedLastTurn;
 
     Conversation(MoeModel model) {
-        this(model, Map.of());
-    }
-
-    Conversation(MoeModel model, Map<String, JsonNode> templateArguments) {
         this.model = model;
         this.session = model.model().newSession();
-        this.templateArguments = Map.copyOf(templateArguments);
     }
 
     /** Adds a system message (before the first turn). */
@@ -46,7 +38,7 @@ public final class Conversation implements AutoCloseable {
     public GenerationResult say(String user, GenerationRequest request, Consumer<String> onText,
                                 BooleanSupplier cancelled) {
         messages.add(message("user", user));
-        ChatRequest chat = new ChatRequest(messages.deepCopy(), true, null, templateArguments, null);
+        ChatRequest chat = ChatRequest.of(messages.deepCopy(), true);
         int[] prompt = model.encodeChat(chat);
         int keep = sharedPrefix(fed, prompt);
         if (keep == prompt.length) {

@@ -53,7 +53,7 @@ public final class MoeModel implements AutoCloseable {
             throw new MoeException(dir + ": not a model directory");
         }
         Tokenizer tokenizer = Tokenizer.load(dir);
-        ChatTemplate template = hasTemplate(dir) ? ChatTemplate.load(dir) : null;
+        ChatTemplate template = ChatTemplate.find(dir).orElse(null);
         Model model = Model.load(dir, options);
         try {
             Set<Integer> eos = new LinkedHashSet<>(model.generationConfig().eosTokenIds());
@@ -62,21 +62,6 @@ public final class MoeModel implements AutoCloseable {
         } catch (RuntimeException e) {
             model.close();
             throw e;
-        }
-    }
-
-    private static boolean hasTemplate(Path dir) {
-        if (Files.isRegularFile(dir.resolve("chat_template.jinja"))) {
-            return true;
-        }
-        Path config = dir.resolve("tokenizer_config.json");
-        if (!Files.isRegularFile(config)) {
-            return false;
-        }
-        try {
-            return new com.fasterxml.jackson.databind.ObjectMapper().readTree(config.toFile()).has("chat_template");
-        } catch (java.io.IOException e) {
-            throw new MoeException(config + ": not valid JSON: " + e.getMessage());
         }
     }
 

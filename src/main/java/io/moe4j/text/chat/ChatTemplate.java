@@ -47,6 +47,12 @@ public final class ChatTemplate {
     }
 
     public static ChatTemplate load(Path modelDir) {
+        return find(modelDir).orElseThrow(() -> new MoeException(modelDir + ": no chat template (neither"
+                + " chat_template.jinja nor a chat_template in tokenizer_config.json)"));
+    }
+
+    /** The model directory's chat template as {@link #load} reads it, or empty when it ships none. */
+    public static java.util.Optional<ChatTemplate> find(Path modelDir) {
         Path configFile = modelDir.resolve("tokenizer_config.json");
         JsonNode config = null;
         if (Files.isRegularFile(configFile)) {
@@ -73,10 +79,10 @@ public final class ChatTemplate {
         } else if (config != null && config.has("chat_template") && !config.get("chat_template").isNull()) {
             readConfigTemplates(config.get("chat_template"), configFile, templates);
         } else {
-            throw new MoeException(modelDir + ": no chat template (neither chat_template.jinja nor a chat_template"
-                    + " in tokenizer_config.json)");
+            return java.util.Optional.empty();
         }
-        return new ChatTemplate(templates, config == null ? Map.of() : specialTokens(config, configFile));
+        return java.util.Optional.of(new ChatTemplate(templates,
+                config == null ? Map.of() : specialTokens(config, configFile)));
     }
 
     private static void readConfigTemplates(JsonNode node, Path file, Map<String, JinjaTemplate> out) {
