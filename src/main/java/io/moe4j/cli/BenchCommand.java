@@ -92,7 +92,7 @@ final class BenchCommand implements Callable<Integer> {
     int promptTokens;
 
     @Option(names = "--memory-gib", description = "with --model-preset: memory the model as run may take (default:"
-            + " 30% of the machine's)")
+            + " 30%% of the machine's)")
     Double memoryGib;
 
     @Option(names = "--cache-dir", description = "with --model-preset: where synthetic models are written and reused"
