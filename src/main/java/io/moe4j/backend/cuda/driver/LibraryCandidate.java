@@ -1,5 +1,7 @@
 package io.moe4j.backend.cuda.driver;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.SymbolLookup;
 import java.nio.file.Path;
 import java.util.Optional;
 
@@ -19,6 +21,17 @@ public record LibraryCandidate(Optional<Path> path, String soname) {
     /** A soname for the loader to resolve. */
     public static LibraryCandidate loader(String soname) {
         return new LibraryCandidate(Optional.empty(), soname);
+    }
+
+    /**
+     * dlopens it into the global arena, on purpose: NVIDIA's libraries keep process-wide state (contexts, proxy
+     * threads), and unloading one while handles into it exist would crash.
+     *
+     * @throws IllegalArgumentException when the loader cannot open it
+     */
+    public SymbolLookup open() {
+        return path.isPresent() ? SymbolLookup.libraryLookup(path.get(), Arena.global())
+                : SymbolLookup.libraryLookup(soname, Arena.global());
     }
 
     public String describe() {

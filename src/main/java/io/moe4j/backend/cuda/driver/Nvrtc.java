@@ -79,9 +79,7 @@ public final class Nvrtc {
         List<String> attempts = new ArrayList<>();
         for (LibraryCandidate c : locator.candidates()) {
             try {
-                NativeLibrary lib = c.path().isPresent() ? NativeLibrary.byPath(c.path().get())
-                        : NativeLibrary.bySoname(c.soname());
-                return new Nvrtc(lib);
+                return new Nvrtc(NativeLibrary.open(c));
             } catch (RuntimeException e) {
                 attempts.add(c.describe() + ": " + e.getMessage());
             }

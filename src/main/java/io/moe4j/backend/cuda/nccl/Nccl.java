@@ -129,12 +129,7 @@ public final class Nccl {
         List<String> attempts = new ArrayList<>();
         for (LibraryCandidate c : locator.candidates()) {
             try {
-                SymbolLookup lookup = c.path().isPresent()
-                        ? SymbolLookup.libraryLookup(c.path().get(), Arena.global())
-                        : SymbolLookup.libraryLookup(c.soname(), Arena.global());
-                // Loaded into the global arena on purpose: NCCL keeps process-wide state (proxy threads,
-                // bootstrap sockets), and unloading it while handles exist would crash.
-                return new Nccl(c.describe(), lookup);
+                return new Nccl(c.describe(), c.open());
             } catch (IllegalArgumentException | NcclException e) {
                 attempts.add(c.describe() + ": " + e.getMessage());
             }
