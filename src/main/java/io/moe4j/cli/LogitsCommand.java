@@ -20,7 +20,7 @@ final class LogitsCommand implements Callable<Integer> {
     @Option(names = "--output", required = true, description = "safetensors file to write (tensor 'logits')")
     Path output;
 
-    @Option(names = "--backend", defaultValue = "cpu", description = "emulation or cpu (default: ${DEFAULT-VALUE})")
+    @Option(names = "--backend", defaultValue = "cpu", description = "emulation, cpu, or cuda (the whole decoder on the GPU; gpt-oss so far) (default: ${DEFAULT-VALUE})")
     String backend;
 
     @Option(names = "--threads", description = "CPU threads (default: all cores)")

@@ -3,7 +3,6 @@ package io.moe4j.cli;
 import io.moe4j.generate.GenerationRequest;
 import io.moe4j.generate.MoeModel;
 import io.moe4j.generate.SamplingParams;
-import io.moe4j.model.GenerationConfig;
 import picocli.CommandLine.Option;
 
 import java.util.ArrayList;
@@ -35,15 +34,12 @@ final class SamplingArgs {
     @Option(names = "--stop", description = "stop when this text appears (repeatable); it is not shown")
     List<String> stop = new ArrayList<>();
 
+    /** The model's own request (its generation_config sampling, its eos ids) with what the command line sets. */
     GenerationRequest request(MoeModel model) {
-        GenerationConfig g = model.generationConfig();
-        boolean modelSamples = g.doSample();
-        double t = temperature != null ? temperature
-                : modelSamples && g.temperature() != null ? g.temperature() : modelSamples ? 1.0 : 0.0;
-        int k = topK != null ? topK : modelSamples && g.topK() != null ? g.topK() : 0;
-        double p = topP != null ? topP : modelSamples && g.topP() != null ? g.topP() : 1.0;
-        double m = minP != null ? minP : modelSamples && g.minP() != null ? g.minP() : 0.0;
-        long s = seed != null ? seed : System.nanoTime();
-        return new GenerationRequest(maxTokens, new SamplingParams(t, k, p, m, s), stop, model.eosIds());
+        SamplingParams d = model.defaultRequest(maxTokens).sampling();
+        SamplingParams p = new SamplingParams(temperature != null ? temperature : d.temperature(),
+                topK != null ? topK : d.topK(), topP != null ? topP : d.topP(), minP != null ? minP : d.minP(),
+                seed != null ? seed : System.nanoTime());
+        return new GenerationRequest(maxTokens, p, stop, model.eosIds());
     }
 }

@@ -6,13 +6,15 @@ import io.moe4j.model.Session;
 import io.moe4j.text.tokenizer.IncrementalDecoder;
 import io.moe4j.text.tokenizer.Tokenizer;
 
+import java.util.Arrays;
+import java.util.List;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 
 /**
- * Runs one sequence: the prompt in one pass through the session's KV cache, then one token at a time, drawing each
- * token with a {@link Sampler}, turning tokens into text as they come (incomplete UTF-8 held back) and holding back
- * text that may start a stop string. The session keeps every token fed, so a chat can continue from where it ended.
+ * Runs one sequence: the prompt in one pass through the session's KV cache, then one token at a time, each drawn,
+ * ended on and turned into text by a {@link ReplyStream} (incomplete UTF-8 and what may start a stop string held
+ * back). The session keeps every token fed, so a chat can continue from where it ended.
  */
 public final class Generator {
     private final Tokenizer tokenizer;
@@ -43,9 +45,10 @@ public final class Generator {
             throw new MoeException("the constrained reply needs at least " + constraint.minTokens()
                     + " tokens; max tokens is " + request.maxTokens());
         }
-        Sampler sampler = new Sampler(request.sampling());
         IncrementalDecoder decoder = tokenizer.incrementalDecoder(false);
-        StopMatcher stops = new StopMatcher(constraint == null ? request.stop() : java.util.List.of());
+        ReplyStream reply = new ReplyStream(request.sampling(), constraint,
+                constraint == null ? request.stop() : List.of(), request.eosIds()::contains, decoder::next,
+                decoder::flush);
         StringBuilder text = new StringBuilder();
         int[] made = new int[Math.min(request.maxTokens(), 1 << 16)];
         int count = 0;
@@ -54,35 +57,22 @@ public final class Generator {
         long firstToken = 0;
         FinishReason reason = FinishReason.LENGTH;
         int vocab = logits.length;
-        boolean[] mask = constraint == null ? null : new boolean[Math.max(vocab, constraint.maskSize())];
         while (count < request.maxTokens()) {
             if (cancelled.getAsBoolean()) {
                 reason = FinishReason.CANCELLED;
                 break;
             }
-            int token;
-            if (constraint == null) {
-                token = sampler.sample(logits, 0, vocab);
-            } else {
-                int room = (int) Math.min(request.maxTokens() - count, contextLimit(session) - session.position() + 1);
-                constraint.fillAllowed(mask, room);
-                token = sampler.sample(logits, 0, vocab, mask);
-                constraint.accept(token);
-            }
+            int room = (int) Math.min(request.maxTokens() - count, contextLimit(session) - session.position() + 1);
+            int token = reply.draw(logits, vocab, room);
             if (count == made.length) {
-                made = java.util.Arrays.copyOf(made, made.length * 2);
+                made = Arrays.copyOf(made, made.length * 2);
             }
             made[count++] = token;
             if (count == 1) {
                 firstToken = System.nanoTime();
             }
-            if (request.eosIds().contains(token)) {
-                reason = FinishReason.STOP;
-                break;
-            }
-            String shown = stops.accept(decoder.next(token));
-            emit(shown, text, onText);
-            if (stops.stopped()) {
+            emit(reply.take(token), text, onText);
+            if (reply.ended()) {
                 reason = FinishReason.STOP;
                 break;
             }
@@ -91,14 +81,11 @@ public final class Generator {
             }
             logits = session.decode(token);
         }
-        if (!stops.stopped()) {
-            emit(stops.accept(decoder.flush()), text, onText);
-            emit(stops.flush(), text, onText);
-        }
+        emit(reply.tail(), text, onText);
         long end = System.nanoTime();
         long prefill = (firstToken == 0 ? end : firstToken) - start;
         long decode = firstToken == 0 ? 0 : end - firstToken;
-        return new GenerationResult(prompt.length, java.util.Arrays.copyOf(made, count), text.toString(), reason,
+        return new GenerationResult(prompt.length, Arrays.copyOf(made, count), text.toString(), reason,
                 prefill, decode);
     }
 

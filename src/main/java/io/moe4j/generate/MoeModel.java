@@ -27,7 +27,7 @@ import java.util.function.Consumer;
  * <pre>{@code
  * try (MoeModel m = MoeModel.load(dir, ModelOptions.defaults())) {
  *     Conversation chat = m.newConversation();
- *     chat.say("Hello!", m.defaultRequest(256), System.out::print);
+ *     chat.say("Hello!", m.defaultRequest(256), System.out::print, () -> false);
  * }
  * }</pre>
  */

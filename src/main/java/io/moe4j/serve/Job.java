@@ -1,14 +1,13 @@
 package io.moe4j.serve;
 
-import io.moe4j.generate.Sampler;
-import io.moe4j.generate.StopMatcher;
+import io.moe4j.generate.ReplyStream;
 
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * One request inside the scheduler: its sampler, detokenizer and stop matcher, how far its prompt has been fed, and
- * what it generated. Everything but the two flags is touched only by the engine thread.
+ * One request inside the scheduler: its reply (sampler, constraint, detokenizer and stop matcher), how far its prompt
+ * has been fed, and what it generated. Everything but the two flags is touched only by the engine thread.
  */
 final class Job implements Ticket {
     final GenerationRequest request;
@@ -18,15 +17,12 @@ final class Job implements Ticket {
     private final AtomicBoolean finished = new AtomicBoolean();
     volatile boolean cancelled;
 
-    Sampler sampler;
-    TextCodec.Detokenizer detokenizer;
-    StopMatcher stops;
+    ReplyStream reply;
     StepModel.Sequence sequence;
     int fed;
     int generated;
     int lastToken = -1;
     String samplingError;
-    boolean[] mask;
 
     Job(Scheduler owner, GenerationRequest request, GenerationListener listener) {
         this.owner = owner;

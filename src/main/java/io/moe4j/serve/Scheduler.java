@@ -1,9 +1,8 @@
 package io.moe4j.serve;
 
 import io.moe4j.generate.FinishReason;
-import io.moe4j.generate.ReplyConstraint;
+import io.moe4j.generate.ReplyStream;
 import io.moe4j.generate.Sampler;
-import io.moe4j.generate.StopMatcher;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -191,9 +190,9 @@ public final class Scheduler implements AutoCloseable {
                 continue;
             }
             try {
-                job.sampler = new Sampler(job.request.sampling());
-                job.detokenizer = text.detokenizer();
-                job.stops = new StopMatcher(job.request.stops());
+                TextCodec.Detokenizer detokenizer = text.detokenizer();
+                job.reply = new ReplyStream(job.request.sampling(), job.request.constraint(), job.request.stops(),
+                        id -> eos[id], detokenizer::accept, detokenizer::flush);
                 job.sequence = model.open();
             } catch (RuntimeException e) {
                 finish(job, FinishReason.ERROR, "could not open a sequence: " + e.getMessage());
@@ -277,7 +276,7 @@ public final class Scheduler implements AutoCloseable {
             sampled[i] = -1;
             if (!job.prefilling()) {
                 try {
-                    sampled[i] = sample(job, logits[i], vocab);
+                    sampled[i] = job.reply.draw(logits[i], vocab, job.request.maxTokens() - job.generated);
                 } catch (RuntimeException e) {
                     job.samplingError = e.getMessage();
                 }
@@ -293,24 +292,6 @@ public final class Scheduler implements AutoCloseable {
         return sampled;
     }
 
-    /**
-     * One draw; a constrained sequence draws among the tokens its constraint allows with the tokens it may still
-     * produce, and the constraint follows the token drawn.
-     */
-    private static int sample(Job job, float[] logits, int vocab) {
-        ReplyConstraint constraint = job.request.constraint();
-        if (constraint == null) {
-            return job.sampler.sample(logits, 0, vocab);
-        }
-        if (job.mask == null) {
-            job.mask = new boolean[Math.max(vocab, constraint.maskSize())];
-        }
-        constraint.fillAllowed(job.mask, job.request.maxTokens() - job.generated);
-        int token = job.sampler.sample(logits, 0, vocab, job.mask);
-        constraint.accept(token);
-        return token;
-    }
-
     /** Takes one sampled token; false when the sequence has ended. */
     private boolean accept(Job job, int token) {
         job.generated++;
@@ -318,15 +299,11 @@ public final class Scheduler implements AutoCloseable {
         if (job.generated == 1) {
             metrics.firstToken((System.nanoTime() - job.submittedNanos) / 1e9);
         }
-        if (eos[token]) {
-            finish(job, FinishReason.STOP, null);
-            return false;
-        }
-        String shown = job.stops.accept(job.detokenizer.accept(token));
+        String shown = job.reply.take(token);
         if (!shown.isEmpty()) {
             job.listener.onText(shown);
         }
-        if (job.stops.stopped()) {
+        if (job.reply.ended()) {
             finish(job, FinishReason.STOP, null);
             return false;
         }
@@ -347,8 +324,8 @@ public final class Scheduler implements AutoCloseable {
             return;
         }
         try {
-            if ((reason == FinishReason.STOP || reason == FinishReason.LENGTH) && job.detokenizer != null) {
-                String tail = job.stops.accept(job.detokenizer.flush()) + job.stops.flush();
+            if ((reason == FinishReason.STOP || reason == FinishReason.LENGTH) && job.reply != null) {
+                String tail = job.reply.tail();
                 if (!tail.isEmpty()) {
                     job.listener.onText(tail);
                 }

@@ -31,6 +31,36 @@ class SchedulerTest {
         }
     }
 
+    /** A step that stands in for the toy's own: one that records, fails or widens what the toy computes. */
+    private interface Step {
+        float[][] apply(List<StepModel.Sequence> sequences, List<int[]> tokens);
+    }
+
+    /** The toy model with {@code vocab}-wide logits rows from {@code step}. */
+    private static StepModel withStep(ToyModel toy, int vocab, Step step) {
+        return new StepModel() {
+            @Override
+            public int vocabSize() {
+                return vocab;
+            }
+
+            @Override
+            public int contextLength() {
+                return toy.contextLength();
+            }
+
+            @Override
+            public Sequence open() {
+                return toy.open();
+            }
+
+            @Override
+            public float[][] step(List<Sequence> sequences, List<int[]> tokens) {
+                return step.apply(sequences, tokens);
+            }
+        };
+    }
+
     @Test
     void batchedAnswersEqualAnswersServedAloneAndSequencesAreFreed() throws Exception {
         ToyModel model = new ToyModel(512, 0, 0, 0);
@@ -70,28 +100,10 @@ class SchedulerTest {
     void joiningPromptsShareTheStepBudget() throws Exception {
         ToyModel toy = new ToyModel(1024, 0, 0, 0);
         List<int[]> steps = java.util.Collections.synchronizedList(new ArrayList<>());
-        StepModel recording = new StepModel() {
-            @Override
-            public int vocabSize() {
-                return toy.vocabSize();
-            }
-
-            @Override
-            public int contextLength() {
-                return toy.contextLength();
-            }
-
-            @Override
-            public Sequence open() {
-                return toy.open();
-            }
-
-            @Override
-            public float[][] step(List<Sequence> sequences, List<int[]> tokens) {
-                steps.add(new int[] {sequences.size(), tokens.stream().mapToInt(t -> t.length).sum()});
-                return toy.step(sequences, tokens);
-            }
-        };
+        StepModel recording = withStep(toy, toy.vocabSize(), (sequences, tokens) -> {
+            steps.add(new int[] {sequences.size(), tokens.stream().mapToInt(t -> t.length).sum()});
+            return toy.step(sequences, tokens);
+        });
         try (Scheduler s = new Scheduler(recording, TEXT, new SchedulerConfig(8, 8, 16), new ServeMetrics())) {
             List<Collector> collectors = new ArrayList<>();
             for (int i = 0; i < 6; i++) {
@@ -120,33 +132,15 @@ class SchedulerTest {
         ToyModel toy = new ToyModel(512, 0, 0, 0);
         int vocab = 1 << 16;
         // The toy's logits padded to a large vocabulary, so sampling takes the parallel path when batched.
-        StepModel wide = new StepModel() {
-            @Override
-            public int vocabSize() {
-                return vocab;
+        StepModel wide = withStep(toy, vocab, (sequences, tokens) -> {
+            float[][] narrow = toy.step(sequences, tokens);
+            float[][] out = new float[narrow.length][vocab];
+            for (int i = 0; i < narrow.length; i++) {
+                java.util.Arrays.fill(out[i], -30f);
+                System.arraycopy(narrow[i], 0, out[i], 0, narrow[i].length);
             }
-
-            @Override
-            public int contextLength() {
-                return toy.contextLength();
-            }
-
-            @Override
-            public Sequence open() {
-                return toy.open();
-            }
-
-            @Override
-            public float[][] step(List<Sequence> sequences, List<int[]> tokens) {
-                float[][] narrow = toy.step(sequences, tokens);
-                float[][] out = new float[narrow.length][vocab];
-                for (int i = 0; i < narrow.length; i++) {
-                    java.util.Arrays.fill(out[i], -30f);
-                    System.arraycopy(narrow[i], 0, out[i], 0, narrow[i].length);
-                }
-                return out;
-            }
-        };
+            return out;
+        });
         List<GenerationRequest> requests = new ArrayList<>();
         for (int i = 0; i < 8; i++) {
             requests.add(request("wide " + i, 12, new SamplingParams(0.9, 0, 0.95, 0, 77 + i)));
@@ -265,31 +259,13 @@ class SchedulerTest {
     void aFailingStepEndsItsBatchWithErrorAndTheEngineGoesOn() throws Exception {
         ToyModel toy = new ToyModel(512, 0, 0, 0);
         CountDownLatch fail = new CountDownLatch(1);
-        StepModel flaky = new StepModel() {
-            @Override
-            public int vocabSize() {
-                return toy.vocabSize();
+        StepModel flaky = withStep(toy, toy.vocabSize(), (sequences, tokens) -> {
+            if (fail.getCount() > 0) {
+                fail.countDown();
+                throw new IllegalStateException("device lost");
             }
-
-            @Override
-            public int contextLength() {
-                return toy.contextLength();
-            }
-
-            @Override
-            public Sequence open() {
-                return toy.open();
-            }
-
-            @Override
-            public float[][] step(List<Sequence> sequences, List<int[]> tokens) {
-                if (fail.getCount() > 0) {
-                    fail.countDown();
-                    throw new IllegalStateException("device lost");
-                }
-                return toy.step(sequences, tokens);
-            }
-        };
+            return toy.step(sequences, tokens);
+        });
         try (Scheduler s = new Scheduler(flaky, TEXT, SchedulerConfig.defaults(), new ServeMetrics())) {
             Collector first = new Collector();
             s.submit(request("first", 5, SamplingParams.greedy()), first);

@@ -29,9 +29,9 @@ final class NativeLibrary {
         return new NativeLibrary(soname, SymbolLookup.libraryLookup(soname, Arena.global()));
     }
 
-    /** Opens a library by file path. */
-    static NativeLibrary byPath(Path path) {
-        return new NativeLibrary(path.toString(), SymbolLookup.libraryLookup(path, Arena.global()));
+    /** Opens a located library; it is named by its path, or by its soname where the loader finds it. */
+    static NativeLibrary open(LibraryCandidate candidate) {
+        return new NativeLibrary(candidate.path().map(Path::toString).orElse(candidate.soname()), candidate.open());
     }
 
     String name() {

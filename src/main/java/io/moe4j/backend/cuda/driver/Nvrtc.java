@@ -77,11 +77,9 @@ public final class Nvrtc {
     /** Loads the first candidate that opens and exports NVRTC; the exception lists every attempt otherwise. */
     public static Nvrtc load(NvrtcLocator locator) {
         List<String> attempts = new ArrayList<>();
-        for (NvrtcLocator.Candidate c : locator.candidates()) {
+        for (LibraryCandidate c : locator.candidates()) {
             try {
-                NativeLibrary lib = c.path().isPresent() ? NativeLibrary.byPath(c.path().get())
-                        : NativeLibrary.bySoname(c.soname());
-                return new Nvrtc(lib);
+                return new Nvrtc(NativeLibrary.open(c));
             } catch (RuntimeException e) {
                 attempts.add(c.describe() + ": " + e.getMessage());
             }

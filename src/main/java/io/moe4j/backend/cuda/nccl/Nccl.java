@@ -5,6 +5,8 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import io.moe4j.backend.cuda.driver.LibraryCandidate;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -125,14 +127,9 @@ public final class Nccl {
     /** Loads the first candidate that opens and exports NCCL; the exception lists every attempt otherwise. */
     public static Nccl load(NcclLocator locator) {
         List<String> attempts = new ArrayList<>();
-        for (NcclLocator.Candidate c : locator.candidates()) {
+        for (LibraryCandidate c : locator.candidates()) {
             try {
-                SymbolLookup lookup = c.path().isPresent()
-                        ? SymbolLookup.libraryLookup(c.path().get(), Arena.global())
-                        : SymbolLookup.libraryLookup(c.soname(), Arena.global());
-                // Loaded into the global arena on purpose: NCCL keeps process-wide state (proxy threads,
-                // bootstrap sockets), and unloading it while handles exist would crash.
-                return new Nccl(c.describe(), lookup);
+                return new Nccl(c.describe(), c.open());
             } catch (IllegalArgumentException | NcclException e) {
                 attempts.add(c.describe() + ": " + e.getMessage());
             }

@@ -70,8 +70,23 @@ class CudaProbeTest {
                 "LD_LIBRARY_PATH", ld + ":"), Optional.empty());
 
         assertThat(locator.searchDirectories()).contains(cudaHome, ld);
-        assertThat(locator.candidates()).extracting(NvrtcLocator.Candidate::describe)
+        assertThat(locator.candidates()).extracting(LibraryCandidate::describe)
                 .contains(ld.resolve("libnvrtc.so.13").toString())
                 .endsWith("libnvrtc.so (loader search)");
+    }
+
+    @Test
+    void locatorFindsPipWheelsInTheVirtualEnvironmentAndTheUserSitePackages(@TempDir Path dir) throws IOException {
+        Path venv = Files.createDirectories(dir.resolve("venv/lib/python3.12/site-packages/nvidia/cu13/lib"));
+        Path user = Files.createDirectories(dir.resolve("user/.local/lib/python3.11/site-packages/nvidia/cuda_nvrtc/lib"));
+        Files.writeString(venv.resolve("libnvrtc.so.13"), "x");
+        Files.writeString(user.resolve("libnvrtc.so.12"), "x");
+        NvrtcLocator locator = new NvrtcLocator(Map.of("VIRTUAL_ENV", dir.resolve("venv").toString()),
+                Optional.empty(), Optional.of(dir.resolve("user").toString()));
+
+        assertThat(locator.searchDirectories()).containsSubsequence(venv, user);
+        assertThat(locator.candidates()).map(LibraryCandidate::describe)
+                .containsSubsequence(venv.resolve("libnvrtc.so.13").toString(),
+                        user.resolve("libnvrtc.so.12").toString(), "libnvrtc.so.13 (loader search)");
     }
 }

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.moe4j.backend.cuda.driver.CudaException;
+import io.moe4j.backend.cuda.driver.LibraryCandidate;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -53,7 +54,7 @@ class NcclLibraryTest {
                 "LD_LIBRARY_PATH", ld + ":", "VIRTUAL_ENV", dir.resolve("venv").toString()), Optional.empty(),
                 Optional.of(dir.resolve("user").toString()));
 
-        assertThat(locator.candidates()).map(NcclLocator.Candidate::describe)
+        assertThat(locator.candidates()).map(LibraryCandidate::describe)
                 .containsSubsequence(home.resolve("libnccl.so.2").toString(), ld.resolve("libnccl.so.2").toString(),
                         venvLib.resolve("libnccl.so.2").toString(), userLib.resolve("libnccl.so.2").toString(),
                         "libnccl.so.2 (loader search)")

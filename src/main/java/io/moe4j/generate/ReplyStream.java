@@ -1,0 +1,89 @@
+package io.moe4j.generate;
+
+import java.util.List;
+import java.util.function.IntFunction;
+import java.util.function.IntPredicate;
+import java.util.function.Supplier;
+
+/**
+ * What happens to one sequence's reply after each model step: the next token is drawn (among those a constraint
+ * allows, when there is one, and the constraint follows it), an end-of-sequence id ends the reply unseen, any other
+ * token becomes text (incomplete characters held back by the detokenizer) and text that may begin a stop string is
+ * held back until it is known not to be one. {@link Generator} and the server's scheduler both run their sequences
+ * through it, so a reply draws, ends and reads the same whichever of them produces it; they keep only what differs
+ * (how logits are made, token budgets and the context, where text goes). One per sequence; not thread-safe.
+ */
+public final class ReplyStream {
+    private final Sampler sampler;
+    private final ReplyConstraint constraint;
+    private final StopMatcher stops;
+    private final IntPredicate eos;
+    private final IntFunction<String> detokenize;
+    private final Supplier<String> flushText;
+    private boolean[] mask;
+    private boolean ended;
+
+    /**
+     * @param constraint (null: free output) narrows every draw
+     * @param stops      stop strings; they end the reply and are never shown
+     * @param eos        whether an id ends the sequence (it is never shown)
+     * @param detokenize the text one more id completes, from the sequence's incremental detokenizer
+     * @param flushText  what that detokenizer still holds back when the sequence ends
+     */
+    public ReplyStream(SamplingParams sampling, ReplyConstraint constraint, List<String> stops, IntPredicate eos,
+                       IntFunction<String> detokenize, Supplier<String> flushText) {
+        this.sampler = new Sampler(sampling);
+        this.constraint = constraint;
+        this.stops = new StopMatcher(stops);
+        this.eos = eos;
+        this.detokenize = detokenize;
+        this.flushText = flushText;
+    }
+
+    /**
+     * Draws the next token from {@code logits[0, vocab)}.
+     *
+     * @param remaining how many tokens the reply may still produce, this one included; only a constraint reads it
+     *                  (so that it can close its document in time)
+     */
+    public int draw(float[] logits, int vocab, int remaining) {
+        if (constraint == null) {
+            return sampler.sample(logits, 0, vocab);
+        }
+        if (mask == null) {
+            mask = new boolean[Math.max(vocab, constraint.maskSize())];
+        }
+        constraint.fillAllowed(mask, remaining);
+        int token = sampler.sample(logits, 0, vocab, mask);
+        constraint.accept(token);
+        return token;
+    }
+
+    /**
+     * Takes a drawn token; returns the text it makes safe to show (possibly empty). Afterwards {@link #ended()} says
+     * whether the token ended the reply: an end-of-sequence id (nothing shown) or a completed stop string (the text
+     * before it shown, the stop string not).
+     */
+    public String take(int token) {
+        if (eos.test(token)) {
+            ended = true;
+            return "";
+        }
+        String shown = stops.accept(detokenize.apply(token));
+        ended = stops.stopped();
+        return shown;
+    }
+
+    /** Whether the last token taken ended the reply (end-of-sequence id or stop string). */
+    public boolean ended() {
+        return ended;
+    }
+
+    /**
+     * Ends the sequence's text: what the detokenizer and the stop matcher still hold back, to show after the last
+     * piece; empty once a stop string has matched (text after a stop string is never shown). Call once, at the end.
+     */
+    public String tail() {
+        return stops.accept(flushText.get()) + stops.flush();
+    }
+}
