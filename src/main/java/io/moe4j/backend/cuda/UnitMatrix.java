@@ -36,6 +36,10 @@ record UnitMatrix(int experts, int rows, int cols, int units, List<String> defin
         if (m.zeroPoints() != null && s == null) {
             return "zero points without block scales";
         }
+        if (m.groupParts() != 1) {
+            return "act-order gate_proj and up_proj with different weight_g_idx (the CUDA kernels take one column "
+                    + "order per expert's w13; the emulation and cpu backends run it)";
+        }
         if (m.groupIndex() != null) {
             if (m.codes().bits() == 6) {
                 return "act-order " + m.codes() + " codes";
