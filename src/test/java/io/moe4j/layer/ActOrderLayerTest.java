@@ -72,6 +72,57 @@ class ActOrderLayerTest {
         }
     }
 
+    /**
+     * A DeepSeek-V3 layer whose shared expert (a stack of three linears) is act-order with its own map per
+     * projection: the shared output on emulation against float64, and on cpu against emulation.
+     */
+    @ParameterizedTest(name = "shared expert int{0} g{1} symmetric={2}")
+    @CsvSource({"4, 32, false", "8, 128, true"})
+    void sharedExpertStacksGateAndUpWithTheirOwnMaps(int bits, int group, boolean symmetric, @TempDir Path dir)
+            throws IOException {
+        int hidden = 256;
+        int inter = 128;
+        ActOrderExperts routed = new ActOrderExperts(EXPERTS, hidden, inter, bits, group, symmetric, 5);
+        ActOrderExperts shared = new ActOrderExperts(1, hidden, inter, bits, group, symmetric, 6);
+        Files.writeString(dir.resolve("config.json"), """
+                {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "num_hidden_layers": 1,
+                 "hidden_size": %d, "vocab_size": 128, "num_attention_heads": 4, "num_key_value_heads": 4,
+                 "rms_norm_eps": 1e-06, "torch_dtype": "bfloat16", "hidden_act": "silu", "num_experts_per_tok": 2,
+                 "moe_intermediate_size": %d, "intermediate_size": 384, "n_routed_experts": %d,
+                 "n_shared_experts": 1, "n_group": 4, "topk_group": 2, "routed_scaling_factor": 2.5,
+                 "norm_topk_prob": true, "first_k_dense_replace": 0, "moe_layer_freq": 1, "scoring_func": "sigmoid",
+                 "topk_method": "noaux_tc", "q_lora_rank": 16, "kv_lora_rank": 16, "qk_rope_head_dim": 8,
+                 "qk_nope_head_dim": 8, "v_head_dim": 8, "quantization_config": %s}
+                """.formatted(hidden, inter, EXPERTS, routed.quantizationConfig()));
+        SafetensorsWriter w = new SafetensorsWriter();
+        w.addBf16("model.layers.0.mlp.gate.weight", new long[]{EXPERTS, hidden}, new float[EXPERTS * hidden]);
+        w.addF32("model.layers.0.mlp.gate.e_score_correction_bias", new long[]{EXPERTS}, new float[EXPERTS]);
+        routed.write(w, "model.layers.0.mlp.experts.");
+        shared.writeExpert(w, "model.layers.0.mlp.shared_experts", 0);
+        w.write(dir.resolve("model.safetensors"));
+
+        Random rnd = new Random(bits);
+        float[] x = new float[TOKENS * hidden];
+        for (int i = 0; i < x.length; i++) {
+            x[i] = (float) rnd.nextGaussian();
+        }
+        double[] want = new double[TOKENS * hidden];
+        for (int t = 0; t < TOKENS; t++) {
+            System.arraycopy(shared.expert(0, x, t * hidden), 0, want, t * hidden, hidden);
+        }
+        float[] emulation = new float[x.length];
+        try (MoeLayer layer = MoeLayer.load(dir, 0, options("emulation"))) {
+            assertThat(layer.hasSharedExperts()).isTrue();
+            layer.shared(x, TOKENS, emulation);
+        }
+        assertThat(relative(emulation, want)).as("emulation vs float64 reference").isLessThanOrEqualTo(TOLERANCE);
+        float[] cpu = new float[x.length];
+        try (MoeLayer layer = MoeLayer.load(dir, 0, options("cpu"))) {
+            layer.shared(x, TOKENS, cpu);
+        }
+        assertThat(relL2(cpu, emulation)).as("cpu vs emulation").isLessThanOrEqualTo(TOLERANCE);
+    }
+
     /** ‖got − want‖ / ‖want‖ against a float64 reference. */
     private static double relative(float[] got, double[] want) {
         assertThat(got).hasSize(want.length);

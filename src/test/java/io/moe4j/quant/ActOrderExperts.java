@@ -87,34 +87,39 @@ public final class ActOrderExperts {
 
     /** The experts' tensors under {@code prefix} (e.g. "model.layers.0.mlp.experts."). */
     public void write(SafetensorsWriter w, String prefix) {
-        int per = 32 / bits;
         for (int e = 0; e < experts; e++) {
-            for (int p = 0; p < 3; p++) {
-                int rows = rows(p);
-                int cols = cols(p);
-                int groups = cols / group;
-                String base = prefix + e + "." + NAMES[p] + ".";
-                w.addI32(base + "weight_packed", new long[]{rows, cols / per}, IntPacking.pack(q[e][p], bits));
-                w.addBf16(base + "weight_scale", new long[]{rows, groups}, sc[e][p]);
-                w.addI64(base + "weight_shape", new long[]{2}, new long[]{rows, cols});
-                w.addI32(base + "weight_g_idx", new long[]{cols}, gIdx[e][p]);
-                if (!symmetric) {
-                    // Packed along rows: word [r / per, g] holds rows r .. r + per − 1 of group g.
-                    int[] byGroup = new int[groups * rows];
-                    for (int r = 0; r < rows; r++) {
-                        for (int g = 0; g < groups; g++) {
-                            byGroup[g * rows + r] = zp[e][p][r * groups + g];
-                        }
-                    }
-                    int[] words = new int[rows / per * groups];
+            writeExpert(w, prefix + e, e);
+        }
+    }
+
+    /** Expert e's three projections under {@code module} (e.g. "model.layers.0.mlp.shared_experts"). */
+    public void writeExpert(SafetensorsWriter w, String module, int e) {
+        int per = 32 / bits;
+        for (int p = 0; p < 3; p++) {
+            int rows = rows(p);
+            int cols = cols(p);
+            int groups = cols / group;
+            String base = module + "." + NAMES[p] + ".";
+            w.addI32(base + "weight_packed", new long[]{rows, cols / per}, IntPacking.pack(q[e][p], bits));
+            w.addBf16(base + "weight_scale", new long[]{rows, groups}, sc[e][p]);
+            w.addI64(base + "weight_shape", new long[]{2}, new long[]{rows, cols});
+            w.addI32(base + "weight_g_idx", new long[]{cols}, gIdx[e][p]);
+            if (!symmetric) {
+                // Packed along rows: word [r / per, g] holds rows r .. r + per − 1 of group g.
+                int[] byGroup = new int[groups * rows];
+                for (int r = 0; r < rows; r++) {
                     for (int g = 0; g < groups; g++) {
-                        int[] packed = IntPacking.pack(java.util.Arrays.copyOfRange(byGroup, g * rows, (g + 1) * rows), bits);
-                        for (int k = 0; k < rows / per; k++) {
-                            words[k * groups + g] = packed[k];
-                        }
+                        byGroup[g * rows + r] = zp[e][p][r * groups + g];
                     }
-                    w.addI32(base + "weight_zero_point", new long[]{rows / per, groups}, words);
                 }
+                int[] words = new int[rows / per * groups];
+                for (int g = 0; g < groups; g++) {
+                    int[] packed = IntPacking.pack(java.util.Arrays.copyOfRange(byGroup, g * rows, (g + 1) * rows), bits);
+                    for (int k = 0; k < rows / per; k++) {
+                        words[k * groups + g] = packed[k];
+                    }
+                }
+                w.addI32(base + "weight_zero_point", new long[]{rows / per, groups}, words);
             }
         }
     }
