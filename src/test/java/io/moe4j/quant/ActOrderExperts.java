@@ -124,6 +124,22 @@ public final class ActOrderExperts {
         }
     }
 
+    /**
+     * Expert e's three projections under {@code module} as unquantized f32 {@code weight} tensors holding the
+     * dequantized values (exact in f32: an integer below 2^15 times a power of two).
+     */
+    public void writeDequantized(SafetensorsWriter w, String module, int e) {
+        for (int p = 0; p < 3; p++) {
+            float[] v = new float[rows(p) * cols(p)];
+            for (int r = 0; r < rows(p); r++) {
+                for (int c = 0; c < cols(p); c++) {
+                    v[r * cols(p) + c] = (float) weight(e, p, r, c);
+                }
+            }
+            w.addF32(module + "." + NAMES[p] + ".weight", new long[]{rows(p), cols(p)}, v);
+        }
+    }
+
     /** The compressed-tensors quantization_config of these experts (router and lm_head kept in bf16). */
     public String quantizationConfig() {
         return """
