@@ -1,5 +1,6 @@
 package io.moe4j.layer;
 
+import io.moe4j.MoeException;
 import io.moe4j.quant.ActOrderExperts;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.routing.Routing;
@@ -16,6 +17,7 @@ import java.util.Random;
 
 import static io.moe4j.testing.Norms.relL2;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * A Qwen3-MoE layer of GPTQ act-order experts in compressed-tensors layout whose gate, up and down projections each
@@ -59,6 +61,11 @@ class ActOrderLayerTest {
             emulation = out.output();
         }
         assertThat(relative(emulation, want)).as("emulation vs float64 reference").isLessThanOrEqualTo(TOLERANCE);
+        // The cuda backend declines the layer (auto passes it over), here and on a GPU alike.
+        assertThatThrownBy(() -> MoeLayer.load(dir, 0, options("cuda")))
+                .isInstanceOf(MoeException.class)
+                .hasMessageContaining("backend cuda cannot run")
+                .hasMessageContaining("act-order gate_proj and up_proj with different weight_g_idx");
 
         try (MoeLayer layer = MoeLayer.load(dir, 0, options("cpu"))) {
             float[] cpu = layer.forward(x, TOKENS).output();
