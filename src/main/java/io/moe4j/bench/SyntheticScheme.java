@@ -55,6 +55,10 @@ public enum SyntheticScheme {
             ScaleType.F32, 1, 32, true, false, false, e -> ActivationQuant.NONE),
     W4A16_ACT_ORDER("INT4 weights, act-order groups of 32 with zero points", WeightFormat.INT4_GROUP, CodeType.INT4,
             ScaleType.F32, 1, 32, true, true, false, e -> ActivationQuant.NONE),
+    /** GPTQ quantizes each projection on its own: w13's gate and up halves carry maps of their own. */
+    W4A16_ACT_ORDER_SPLIT("INT4 weights, act-order groups of 32 with zero points, gate and up in orders of their own",
+            WeightFormat.INT4_GROUP, CodeType.INT4, ScaleType.F32, 1, 32, true, true, false, e -> ActivationQuant.NONE,
+            true),
     W4A16_CHANNEL("INT4 weights, one scale per row", WeightFormat.INT4_CHANNEL, CodeType.INT4, ScaleType.F32, 1, 0,
             false, false, false, e -> ActivationQuant.NONE),
     W4A8("INT4 weights per 32, dynamic per-token INT8 activations", WeightFormat.INT4_GROUP, CodeType.INT4,
@@ -79,10 +83,19 @@ public enum SyntheticScheme {
     private final boolean actOrder;
     private final boolean shards;
     private final IntFunction<ActivationQuant> activations;
+    private final boolean splitActOrder;
 
     SyntheticScheme(String description, WeightFormat weights, CodeType codes, ScaleType scaleType, int blockRows,
                     int blockCols, boolean zeroPoints, boolean actOrder, boolean shards,
                     IntFunction<ActivationQuant> activations) {
+        this(description, weights, codes, scaleType, blockRows, blockCols, zeroPoints, actOrder, shards, activations,
+                false);
+    }
+
+    SyntheticScheme(String description, WeightFormat weights, CodeType codes, ScaleType scaleType, int blockRows,
+                    int blockCols, boolean zeroPoints, boolean actOrder, boolean shards,
+                    IntFunction<ActivationQuant> activations, boolean splitActOrder) {
+        this.splitActOrder = splitActOrder;
         this.description = description;
         this.weights = weights;
         this.codes = codes;
@@ -137,6 +150,11 @@ public enum SyntheticScheme {
 
     public boolean actOrder() {
         return actOrder;
+    }
+
+    /** Act-order maps per expert of w13: 2 when its gate and up halves have their own, else 1. */
+    public int w13ActOrderParts() {
+        return splitActOrder ? 2 : 1;
     }
 
     public boolean shards() {

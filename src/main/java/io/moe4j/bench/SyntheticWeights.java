@@ -52,10 +52,10 @@ public final class SyntheticWeights {
         SplittableRandom rnd = new SplittableRandom(seed);
         int e = shape.experts();
         ExpertMatrix w13 = matrix(scheme, e, shape.w13Rows(), shape.hidden(),
-                shape.gateLayout() == GateLayout.NONE ? shape.w13Rows() : shape.intermediate(), rnd.split(), arena,
-                progress);
-        ExpertMatrix w2 = matrix(scheme, e, shape.hidden(), shape.intermediate(), shape.hidden(), rnd.split(), arena,
-                progress);
+                shape.gateLayout() == GateLayout.NONE ? shape.w13Rows() : shape.intermediate(),
+                scheme.w13ActOrderParts(), rnd.split(), arena, progress);
+        ExpertMatrix w2 = matrix(scheme, e, shape.hidden(), shape.intermediate(), shape.hidden(), 1, rnd.split(),
+                arena, progress);
         float[] b13 = shape.biases() ? gaussian(rnd, e * shape.w13Rows(), 0.1) : null;
         float[] b2 = shape.biases() ? gaussian(rnd, e * shape.hidden(), 0.1) : null;
         ActivationQuant a = scheme.activations(e);
@@ -63,8 +63,11 @@ public final class SyntheticWeights {
                 shape.gateLayout(), shape.activation(), Activation.OAI_LIMIT, a, a, null);
     }
 
-    /** A stack of {@code experts} matrices rows × cols; {@code shardRows} rows share one shard scale. */
-    static ExpertMatrix matrix(SyntheticScheme s, int experts, int rows, int cols, int shardRows,
+    /**
+     * A stack of {@code experts} matrices rows × cols; {@code shardRows} rows share one shard scale; act-order
+     * schemes give each of {@code actOrderParts} equal row parts its own column → group map.
+     */
+    static ExpertMatrix matrix(SyntheticScheme s, int experts, int rows, int cols, int shardRows, int actOrderParts,
                                SplittableRandom rnd, Arena arena, LongConsumer progress) {
         CodeType type = s.codes();
         // Weight scale that gives the matrix rows of unit gain: rms(weight) · √cols ≈ 1.
@@ -110,9 +113,9 @@ public final class SyntheticWeights {
                 }
             }
             if (s.actOrder()) {
-                groupIndex = new int[experts][];
-                for (int e = 0; e < experts; e++) {
-                    groupIndex[e] = shuffledGroups(cols, blockCols, rnd);
+                groupIndex = new int[experts * actOrderParts][];
+                for (int i = 0; i < groupIndex.length; i++) {
+                    groupIndex[i] = shuffledGroups(cols, blockCols, rnd);
                 }
             }
         }

@@ -26,7 +26,7 @@ public final class MatrixDequantizer {
         if (s != null) {
             int rb = row / s.blockRows();
             for (int c = 0; c < m.cols(); c++) {
-                int g = m.group(expert, c);
+                int g = m.group(expert, row, c);
                 long off = s.offset(expert, rb, g);
                 float code = out[c];
                 if (m.zeroPoints() != null) {

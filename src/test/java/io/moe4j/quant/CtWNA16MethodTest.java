@@ -138,6 +138,8 @@ class CtWNA16MethodTest extends CtTestSupport {
         assertThat(method.scheme().actOrder()).isTrue();
         try (Checkpoint ckpt = Checkpoint.open(dir); Arena arena = Arena.ofConfined()) {
             ExpertWeights w = method.load(ckpt, layer, LoadOptions.ALL, arena);
+            // gate and up share their g_idx here: one map per expert keeps the one-GEMM w13
+            assertThat(w.w13().groupParts()).isEqualTo(1);
             for (int e = 0; e < experts; e++) {
                 for (int r : new int[]{0, 5, inter + 3, 2 * inter - 1}) {
                     int p = r < inter ? 0 : 1;

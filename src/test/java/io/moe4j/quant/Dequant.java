@@ -24,7 +24,7 @@ public final class Dequant {
             double code = code(m.codes(), row, c);
             BlockScales s = m.blockScales();
             if (s != null) {
-                int g = m.group(e, c);
+                int g = m.group(e, r, c);
                 long off = s.offset(e, r / s.blockRows(), g);
                 if (m.zeroPoints() != null) {
                     code -= m.zeroPoints().get(ValueLayout.JAVA_BYTE, off / s.type().bytes());

@@ -3,6 +3,7 @@ package io.moe4j.backend.cpu;
 import io.moe4j.backend.Experts;
 import io.moe4j.backend.TokenGroups;
 import io.moe4j.quant.ActivationQuant;
+import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ExpertWeights;
 import io.moe4j.routing.Routing;
 
@@ -23,6 +24,10 @@ import java.util.List;
  * </ol>
  * Large batches run in waves of (expert, token) pairs so the intermediate buffers stay bounded. Per-call state lives
  * in the call; the pool runs one loop at a time, so concurrent calls are safe.
+ *
+ * <p>An act-order w13 whose gate and up halves order their columns differently ({@link ExpertMatrix#groupParts()}
+ * = 2) is packed with each half as an expert of its own ({@link ExpertMatrix#partsAsExperts()}): each half gathers
+ * its inputs in its own order and GEMM1 runs per half, writing the rows where the whole w13 would.
  */
 final class CpuExperts implements Experts {
     /** Intermediate floats a wave may hold (64 MiB). */
@@ -33,6 +38,8 @@ final class CpuExperts implements Experts {
     private final WorkerPool pool;
     private final Arena arena;
     private final PanelMatrix w13;
+    /** Parts of each expert's w13 packed as experts of their own (1 unless gate and up have their own act-order). */
+    private final int parts13;
     private final PanelMatrix w2;
     private final Scratch[] scratch;
     private final boolean sharedA13;
@@ -42,8 +49,9 @@ final class CpuExperts implements Experts {
         this.kernels = kernels;
         this.pool = new WorkerPool(threads);
         this.arena = Arena.ofShared();
+        this.parts13 = w.w13().groupParts();
         try {
-            this.w13 = PanelPacker.pack(w.w13(), arena, pool);
+            this.w13 = PanelPacker.pack(w.w13().partsAsExperts(), arena, pool);
             this.w2 = PanelPacker.pack(w.w2(), arena, pool);
         } catch (RuntimeException | Error e) {
             pool.close();
@@ -66,7 +74,7 @@ final class CpuExperts implements Experts {
 
     /** Bytes of packed weights per expert, w13 and w2 together. */
     long packedBytesPerExpert() {
-        return w13.bytesPerExpert() + w2.bytesPerExpert();
+        return w13.bytesPerExpert() * parts13 + w2.bytesPerExpert();
     }
 
     @Override
@@ -141,8 +149,8 @@ final class CpuExperts implements Experts {
 
     /** Splits the groups into units and the units into waves whose buffers fit {@link #WAVE_FLOATS}. */
     private List<List<Unit>> waves(TokenGroups groups) {
-        long perPair = (long) w.hidden() * 2 + w13.rows() + w.intermediate()
-                + (long) w13.plan(0).paddedColumns() + w2.plan(0).paddedColumns();
+        long perPair = (long) w.hidden() * 2 + w.w13().rows() + w.intermediate()
+                + (long) w13.plan(0).paddedColumns() * parts13 + w2.plan(0).paddedColumns();
         int maxPairs = (int) Math.max(1, WAVE_FLOATS / perPair);
         List<List<Unit>> waves = new ArrayList<>();
         List<Unit> wave = new ArrayList<>();
@@ -196,15 +204,15 @@ final class CpuExperts implements Experts {
         void run() {
             int h = w.hidden();
             int inter = w.intermediate();
-            int rows13 = w13.rows();
-            Inputs[] in13 = new Inputs[units.size()];
+            int rows13 = w.w13().rows();
+            Inputs[][] in13 = new Inputs[units.size()][];
             pool.run(units.size(), (u, worker) -> in13[u] = expertInputs(units.get(u)));
 
             float[] h1 = new float[pairs * rows13];
-            multiplyAll(w13, in13, h1, w.w13Bias());
+            multiplyAll(w13, parts13, in13, h1, w.w13Bias());
 
             float[] act = new float[pairs * inter];
-            Inputs[] in2 = new Inputs[units.size()];
+            Inputs[][] in2 = new Inputs[units.size()][1];
             pool.run(units.size(), (u, worker) -> {
                 Unit unit = units.get(u);
                 for (int i = unitOffset[u]; i < unitOffset[u] + unit.n(); i++) {
@@ -212,16 +220,19 @@ final class CpuExperts implements Experts {
                             i * inter);
                     w.a2().qdqInPlace(act, i * inter, inter, unit.expert());
                 }
-                in2[u] = kernels.prepare(w2, unit.expert(), act, unitOffset[u] * inter, unit.n());
+                in2[u][0] = kernels.prepare(w2, unit.expert(), act, unitOffset[u] * inter, unit.n());
             });
 
             float[] y = new float[pairs * h];
-            multiplyAll(w2, in2, y, w.w2Bias());
+            multiplyAll(w2, 1, in2, y, w.w2Bias());
             combine(y);
         }
 
-        /** The unit's tokens as its expert's w13 inputs: scaled by the router weight if so routed, then a13. */
-        private Inputs expertInputs(Unit unit) {
+        /**
+         * The unit's tokens as its expert's w13 inputs, one per packed part: scaled by the router weight if so routed,
+         * then a13.
+         */
+        private Inputs[] expertInputs(Unit unit) {
             int h = w.hidden();
             int n = unit.n();
             float[] xin = new float[n * h];
@@ -238,23 +249,32 @@ final class CpuExperts implements Experts {
                 }
                 w.a13().qdqInPlace(xin, i * h, h, unit.expert());
             }
-            return kernels.prepare(w13, unit.expert(), xin, 0, n);
+            Inputs[] in = new Inputs[parts13];
+            for (int k = 0; k < parts13; k++) {
+                in[k] = kernels.prepare(w13, unit.expert() * parts13 + k, xin, 0, n);
+            }
+            return in;
         }
 
-        /** y[pair·rows + r] = W_e · input + bias for every unit, over (unit, row block) tasks. */
-        private void multiplyAll(PanelMatrix m, Inputs[] in, float[] y, float[] bias) {
-            int rows = m.rows();
-            int block = rowBlock(rows);
-            int blocks = Math.ceilDiv(rows, block);
-            pool.run(units.size() * blocks, (task, worker) -> {
-                int u = task / blocks;
+        /**
+         * y[pair·rows + r] = W_e · input + bias for every unit, over (unit, part, row block) tasks: m holds each
+         * expert as {@code parts} packed experts of m.rows() rows (part k's rows are k·m.rows() + r of the whole).
+         */
+        private void multiplyAll(PanelMatrix m, int parts, Inputs[][] in, float[] y, float[] bias) {
+            int partRows = m.rows();
+            int rows = partRows * parts;
+            int block = rowBlock(partRows);
+            int blocks = Math.ceilDiv(partRows, block);
+            pool.run(units.size() * parts * blocks, (task, worker) -> {
+                int u = task / (parts * blocks);
+                int k = task / blocks % parts;
                 int r0 = (task % blocks) * block;
-                int r1 = Math.min(rows, r0 + block);
+                int r1 = Math.min(partRows, r0 + block);
                 Unit unit = units.get(u);
-                int yOff = unitOffset[u] * rows;
-                kernels.multiply(m, unit.expert(), r0, r1, in[u], y, yOff, rows, scratch[worker]);
+                int yOff = unitOffset[u] * rows + k * partRows;
+                kernels.multiply(m, unit.expert() * parts + k, r0, r1, in[u][k], y, yOff, rows, scratch[worker]);
                 if (bias != null) {
-                    int b = unit.expert() * rows;
+                    int b = unit.expert() * rows + k * partRows;
                     for (int i = 0; i < unit.n(); i++) {
                         int at = yOff + i * rows;
                         for (int r = r0; r < r1; r++) {

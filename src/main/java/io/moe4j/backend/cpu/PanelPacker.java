@@ -18,6 +18,11 @@ final class PanelPacker {
     }
 
     static PanelMatrix pack(ExpertMatrix m, Arena arena, WorkerPool pool) {
+        if (m.groupParts() != 1) {
+            // A panel reads one gathered input: each part with its own act-order map must be an expert of its own.
+            throw new IllegalArgumentException("an act-order matrix with " + m.groupParts() + " column orders per "
+                    + "expert packs through its partsAsExperts() view");
+        }
         LaneCodec codec = LaneCodec.of(m.codes());
         int experts = m.experts();
         int panels = Math.ceilDiv(m.rows(), LANES);

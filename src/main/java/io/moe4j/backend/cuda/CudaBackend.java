@@ -65,6 +65,9 @@ public final class CudaBackend implements Backend, BackendTraits.Provider {
 
     @Override
     public Support support(MoeProblem problem, Platform platform) {
+        if (problem.splitActOrder()) {
+            return Support.no(UnitMatrix.SPLIT_ACT_ORDER);
+        }
         if (!platform.cuda().available()) {
             return Support.no(platform.cuda().reason());
         }

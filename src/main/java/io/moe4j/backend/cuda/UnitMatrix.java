@@ -27,6 +27,10 @@ record UnitMatrix(int experts, int rows, int cols, int units, List<String> defin
         int colBlocks, int blockRows, int blockCols, int shards, int shardRows, String description)
         implements DeviceMatrix {
 
+    /** Why a w13 whose gate and up halves carry act-order maps of their own is refused. */
+    static final String SPLIT_ACT_ORDER = "act-order gate_proj and up_proj with different weight_g_idx (the CUDA "
+            + "kernels take one column order per expert's w13; the emulation and cpu backends run it)";
+
     /** Why this stack's layout is beyond the kernel, or null when it fits. */
     static String unsupportedReason(ExpertMatrix m) {
         BlockScales s = m.blockScales();
@@ -35,6 +39,9 @@ record UnitMatrix(int experts, int rows, int cols, int units, List<String> defin
         }
         if (m.zeroPoints() != null && s == null) {
             return "zero points without block scales";
+        }
+        if (m.groupParts() != 1) {
+            return SPLIT_ACT_ORDER;
         }
         if (m.groupIndex() != null) {
             if (m.codes().bits() == 6) {

@@ -205,7 +205,7 @@ public final class Oracle {
         MoeProblem asked = resolved.dynamicFormat()
                 .map(f -> new MoeProblem(new QuantScheme(s.name(), s.weights(), f, s.actOrder()), problem.hidden(),
                         problem.intermediate(), problem.numExperts(), problem.topK(), problem.activation(),
-                        problem.expertParallel()))
+                        problem.expertParallel(), problem.splitActOrder()))
                 .orElse(problem);
         return new Request(asked, resolved, true, source);
     }

@@ -18,7 +18,6 @@ import io.moe4j.quant.ScaleType;
 import io.moe4j.quant.WeightFormat;
 import io.moe4j.safetensors.Checkpoint;
 import io.moe4j.safetensors.DType;
-import io.moe4j.safetensors.SafetensorsException;
 import io.moe4j.safetensors.Tensor;
 
 import java.lang.foreign.Arena;
@@ -45,7 +44,8 @@ import static io.moe4j.quant.method.TensorChecks.expect;
  * {@link CodeType#INT8} codes: flipping the top bit of each offset-binary field turns it into two's complement, and
  * compressed-tensors' lowest-bits-first order is already the nibble order. Scales become float32 (exactly). The
  * seed's Marlin repacking and act-order sorting are kernel layouts and are left to backends; the g_idx is kept per
- * expert as the matrix's group index. Deviation: the seed asserts symmetric weights; moe4j also loads asymmetric
+ * expert as the matrix's group index, one per projection where gate and up differ (the seed keeps one w13 g_idx and
+ * assumes they agree). Deviation: the seed asserts symmetric weights; moe4j also loads asymmetric
  * checkpoints, keeping the zero points on the scale grid.
  */
 public final class CtWNA16Method implements QuantMethod {
@@ -180,23 +180,29 @@ public final class CtWNA16Method implements QuantMethod {
     }
 
     /**
-     * Act-order group of each input column, per local expert. Gate and up read the same input, so GPTQ gives them
-     * the same order; w13 has one index per expert and a checkpoint where they differ is refused.
+     * Act-order group of each input column, per local expert. GPTQ quantizes each projection on its own, so the
+     * gate and up halves of w13 may order their columns differently: then every expert keeps one map per projection
+     * ({@link ExpertMatrix#groupParts()} = 2), else one map per expert, which keeps the backends' one-GEMM path.
      */
     private static int[][] groupIndex(Checkpoint ckpt, MoeLayerConfig layer, int[] ids, List<Projection> projections,
                                       int cols, int groups) {
+        int parts = projections.size();
+        int[][] perPart = new int[ids.length * parts][];
+        boolean shared = true;
+        for (int k = 0; k < ids.length; k++) {
+            for (int p = 0; p < parts; p++) {
+                Tensor t = ckpt.tensor(ExpertShapes.name(layer, ids[k], projections.get(p), "weight_g_idx"));
+                int[] g = PackQuantized.groupIndex(t, cols, groups);
+                perPart[k * parts + p] = g;
+                shared &= Arrays.equals(perPart[k * parts], g);
+            }
+        }
+        if (!shared) {
+            return perPart;
+        }
         int[][] out = new int[ids.length][];
         for (int k = 0; k < ids.length; k++) {
-            for (Projection p : projections) {
-                Tensor t = ckpt.tensor(ExpertShapes.name(layer, ids[k], p, "weight_g_idx"));
-                int[] g = PackQuantized.groupIndex(t, cols, groups);
-                if (out[k] == null) {
-                    out[k] = g;
-                } else if (!Arrays.equals(out[k], g)) {
-                    throw new SafetensorsException(t.file(), t.name(), "act-order g_idx differs from the gate's; w13 "
-                            + "needs one column order per expert");
-                }
-            }
+            out[k] = perPart[k * parts];
         }
         return out;
     }

@@ -14,8 +14,9 @@ import java.util.List;
 /**
  * Stacks the matrices of linears that read the same input (a gated MLP's gate and up) into one matrix, row blocks of
  * the first then of the next, so a backend runs them as one GEMM: codes, block scales and zero points concatenated
- * (the block grid must tile each part's rows), a shard scale per part, one act-order column order for all, and one
- * input quantization (static scales: the largest, the seeds' post-load rule).
+ * (the block grid must tile each part's rows), a shard scale per part, one act-order column order for all (one per
+ * part where they differ, see {@link ExpertMatrix#groupParts()}), and one input quantization (static scales: the
+ * largest, the seeds' post-load rule).
  */
 final class RowStack {
     private RowStack() {
@@ -33,8 +34,8 @@ final class RowStack {
                 throw new MoeException(what + ": the stacked projections differ in format (" + first.codes() + " × "
                         + first.cols() + " vs " + m.codes() + " × " + m.cols() + ")");
             }
-            if (m.groupIndex() != null && !Arrays.equals(m.groupIndex()[0], first.groupIndex()[0])) {
-                throw new MoeException(what + ": the stacked projections have different act-order column orders");
+            if (m.groupParts() != 1) {
+                throw new MoeException(what + ": a stacked projection has " + m.groupParts() + " act-order maps");
             }
             if (m.rows() != first.rows()) {
                 throw new MoeException(what + ": the stacked projections have " + first.rows() + " and " + m.rows()
@@ -73,7 +74,19 @@ final class RowStack {
             }
         }
         return new ExpertMatrix(1, rows, first.cols(), first.codes(), data, bs, zeros, shard,
-                shard == null ? 0 : first.rows(), first.groupIndex());
+                shard == null ? 0 : first.rows(), groupIndex(parts));
+    }
+
+    /**
+     * One act-order map for all parts when they agree (one GEMM on every backend), else one per part: GPTQ
+     * quantizes each projection on its own, so gate and up may order their columns differently.
+     */
+    private static int[][] groupIndex(List<LinearWeights> parts) {
+        int[] first = parts.getFirst().weight().groupIndex() == null ? null : parts.getFirst().weight().groupIndex()[0];
+        if (first == null || parts.stream().allMatch(p -> Arrays.equals(p.weight().groupIndex()[0], first))) {
+            return first == null ? null : new int[][]{first};
+        }
+        return parts.stream().map(p -> p.weight().groupIndex()[0]).toArray(int[][]::new);
     }
 
     /** The one input quantization of linears that read the same input. */

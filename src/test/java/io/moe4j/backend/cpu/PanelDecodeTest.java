@@ -81,6 +81,7 @@ class PanelDecodeTest {
 
     private static ExpertMatrix[] matrices(SyntheticScheme scheme, Arena arena) {
         ExpertWeights w = Fixtures.weights(scheme, Fixtures.shape(scheme, GateLayout.CONCATENATED, 3), 21, arena);
-        return new ExpertMatrix[] {w.w13(), w.w2()};
+        // A w13 with a map per half packs as one expert per half (as CpuExperts packs it).
+        return new ExpertMatrix[] {w.w13().partsAsExperts(), w.w2()};
     }
 }

@@ -55,4 +55,21 @@ class ActOrderTest {
             assertThat(UnitMatrix.unsupportedReason(uneven)).contains("unequal sizes");
         }
     }
+
+    /** A w13 whose gate and up halves carry different act-order maps is refused before any upload, naming g_idx. */
+    @Test
+    void gateAndUpWithDifferentMapsAreRefused() {
+        try (Arena arena = Arena.ofConfined()) {
+            RandomWeights.Layout l = RandomWeights.Layout.scaled("int4", WeightFormat.INT4_GROUP, CodeType.INT4,
+                    ScaleType.F32, 1, 32).withActOrder();
+            ExpertMatrix m = RandomWeights.matrix(arena, new SplittableRandom(11), l, 1, 4, 64, 4);
+            int[][] g = {m.groupIndex()[0].clone(), new int[64]};
+            for (int c = 0; c < 64; c++) {
+                g[1][c] = 1 - g[0][c]; // the up half's groups swapped
+            }
+            ExpertMatrix split = new ExpertMatrix(1, 4, 64, CodeType.INT4, m.data(), m.blockScales(), null, null, 0, g);
+            assertThat(split.groupParts()).isEqualTo(2);
+            assertThat(UnitMatrix.unsupportedReason(split)).contains("gate_proj and up_proj with different weight_g_idx");
+        }
+    }
 }
