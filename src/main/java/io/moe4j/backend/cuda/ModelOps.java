@@ -8,6 +8,7 @@ import io.moe4j.backend.cuda.driver.CudaRuntime;
 import io.moe4j.backend.cuda.driver.CudaStream;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
 import io.moe4j.backend.cuda.driver.KernelArgs;
+import io.moe4j.routing.RouterSpec;
 import io.moe4j.routing.Routing;
 
 import java.lang.foreign.Arena;
@@ -35,6 +36,8 @@ public final class ModelOps implements AutoCloseable {
     private final CudaStream stream;
     /** Pinned host memory the reads land in (a pageable copy of a step's logits took ~0.6 ms), grown on demand. */
     private io.moe4j.backend.cuda.driver.PinnedBuffer landing;
+    /** Pinned host memory a step's inputs leave from ({@link #writeInputs}), grown on demand. */
+    private io.moe4j.backend.cuda.driver.PinnedBuffer sending;
 
     /**
      * Whether recorded steps launch their kernels overlapped (programmatic dependent launch: each kernel of
@@ -219,6 +222,91 @@ public final class ModelOps implements AutoCloseable {
         cuda.forward(x, tokens, routing, out);
     }
 
+    /** Warps per block of moe_router_select (one token a warp), as CudaRouter launches it. */
+    private static final int SELECT_WARPS = 4;
+    /** The most routed pairs (tokens x top-k) a layer routes on the device: moe_route_plan is one block. */
+    public static final int DEVICE_ROUTED_PAIRS = 2048;
+
+    /**
+     * Whether {@link #routeAndRunExperts} takes this layer: experts prepared by the cuda backend, all of the router's
+     * experts held (no expert parallelism), and a router within the device selection's limits.
+     */
+    public static boolean routesOnDevice(Experts experts, RouterSpec spec) {
+        return experts instanceof CudaExperts cuda && CudaRouter.unsupportedReason(spec) == null
+                && cuda.plansOnDevice(spec.numExperts());
+    }
+
+    /** The device memory of layers routed on the device, for one user at a time (a sequence, or a batch's runner). */
+    public DeviceRoutes newRoutes() {
+        return new DeviceRoutes(engine.context());
+    }
+
+    /**
+     * A MoE layer routed on the device, enqueued on this stream without waiting: each token's choices from its
+     * router logits ([tokens, experts] float64, bias included) with {@link io.moe4j.routing.Router#select}'s rules
+     * (moe_router_select: ties to the lower expert, choices sorted by expert), the routing plan from the choices, then
+     * the experts on x into out ([tokens, hidden] float32). {@code correction}: DeepSeek's score correction (float32
+     * [experts]) or 0. The caller checked {@link #routesOnDevice}.
+     */
+    public void routeAndRunExperts(Experts experts, RouterSpec spec, long logits, long correction, DeviceBuffer x,
+            int tokens, DeviceBuffer out, DeviceRoutes routes) {
+        int k = spec.topK();
+        if ((long) tokens * k > DEVICE_ROUTED_PAIRS) {
+            throw new IllegalArgumentException(tokens + " tokens of top-" + k + " exceed the " + DEVICE_ROUTED_PAIRS
+                    + " pairs a layer routes on the device");
+        }
+        selectExperts(logits, spec, correction, tokens, routes);
+        ((CudaExperts) experts).enqueuePlanned(x, tokens, k, spec.weightOnInput(), out, routes, stream);
+    }
+
+    /**
+     * Only the selection of {@link #routeAndRunExperts}: the choices land in {@code routes} and are read back with
+     * {@link #readChoices} (tests of the device selection against the host rule).
+     */
+    public void selectExperts(long logits, RouterSpec spec, long correction, int tokens, DeviceRoutes routes) {
+        int e = spec.numExperts();
+        int k = spec.topK();
+        DeviceBuffer[] choices = CudaExperts.choices(routes, tokens, k);
+        KernelCache.Kernel select = engine.kernels().get("router.cu", "moe_router_select", List.of());
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena).pointer(logits).i32(1).pointer(0L).pointer(correction)
+                    .pointer(choices[0]).pointer(choices[1]).i32(tokens).i32(e).i32(k)
+                    .i32(CudaRouter.kindCode(spec.kind())).i32(spec.renormalize() ? 1 : 0).i32(spec.groups())
+                    .i32(spec.topkGroups()).f64(spec.routedScalingFactor());
+            select.function().launch(Math.ceilDiv(tokens, SELECT_WARPS), 1, 1, 32 * SELECT_WARPS, 1, 1,
+                    SELECT_WARPS * 3 * 8 * e, stream, args);
+        }
+    }
+
+    /** Waits for this stream, then reads the choices {@link #selectExperts} wrote: ids [tokens, k], then weights. */
+    public io.moe4j.routing.Routing readChoices(DeviceRoutes routes, RouterSpec spec, int tokens) {
+        int n = tokens * spec.topK();
+        DeviceBuffer[] choices = CudaExperts.choices(routes, tokens, spec.topK());
+        int[] ids = land(choices[0], 0, 4L * n).toArray(ValueLayout.JAVA_INT);
+        float[] weights = land(choices[1], 0, 4L * n).toArray(ValueLayout.JAVA_FLOAT);
+        return new io.moe4j.routing.Routing(tokens, spec.topK(), ids, weights, spec.weightOnInput());
+    }
+
+    /**
+     * Writes the int64 {@code position} then the int32 {@code ids} at the start of {@code into} (one copy through
+     * pinned memory, ordered with this stream's work, not waited for: the staging is reused only after the next
+     * read, which waits for the stream).
+     */
+    public void writeInputs(long position, int[] ids, DeviceBuffer into) {
+        long bytes = 8 + 4L * ids.length;
+        if (sending == null || sending.byteSize() < bytes) {
+            stream.synchronize();
+            if (sending != null) {
+                sending.close();
+            }
+            sending = engine.context().allocatePinned(Math.max(bytes, 1 << 12));
+        }
+        MemorySegment s = sending.segment();
+        s.set(ValueLayout.JAVA_LONG, 0, position);
+        MemorySegment.copy(ids, 0, s, ValueLayout.JAVA_INT, 8, ids.length);
+        into.copyFromAsync(s.asSlice(0, bytes), 0, stream);
+    }
+
     private interface Args {
         void fill(KernelArgs args);
     }
@@ -237,6 +325,9 @@ public final class ModelOps implements AutoCloseable {
         stream.close();
         if (landing != null) {
             landing.close();
+        }
+        if (sending != null) {
+            sending.close();
         }
     }
 }

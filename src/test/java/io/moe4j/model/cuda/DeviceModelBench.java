@@ -123,11 +123,17 @@ public final class DeviceModelBench {
             long[] nanos = s.profile();
             StringBuilder line = new StringBuilder(String.format("profiled decode step %.0f us:", total));
             for (int i = 0; i < nanos.length; i++) {
-                line.append(String.format(" %s %.0f us;", DeviceSequence.PHASES[i], nanos[i] / 1e3 / decodeTokens));
+                if (nanos[i] > 0) {
+                    line.append(String.format(" %s %.0f us;", DeviceSequence.PHASES[i], nanos[i] / 1e3 / decodeTokens));
+                }
             }
             System.out.println(line);
-            System.out.printf("replayed alone: layer 0 attention %.1f us, layer 1 attention %.1f us, head %.1f us%n",
-                    s.replayMicros(0, 50), s.replayMicros(1, 50), s.replayMicros(config.layers().size(), 20));
+            if (model.routesOnDevice()) {
+                System.out.printf("replayed alone: the whole decode step %.1f us%n", s.replayMicros(-1, 20));
+            } else {
+                System.out.printf("replayed alone: layer 0 attention %.1f us, layer 1 attention %.1f us, head %.1f us%n",
+                        s.replayMicros(0, 50), s.replayMicros(1, 50), s.replayMicros(config.layers().size(), 20));
+            }
         }
     }
 
