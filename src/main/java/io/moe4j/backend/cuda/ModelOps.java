@@ -169,8 +169,31 @@ public final class ModelOps implements AutoCloseable {
         if ((in & 1) != 0) {
             throw new IllegalArgumentException("bf16 linear needs an even input width, got " + in);
         }
+        if (tokens > 1 && (in & 7) == 0) {
+            // batches: R rows a warp, as many as keep two blocks a multiprocessor (the same sums as one token's)
+            int r = 8;
+            while (r > 1 && Math.ceilDiv(out, WARPS * r) < 2 * engine.context().device().multiprocessors()) {
+                r /= 2;
+            }
+            launch("model_linear_bf16_r" + r, Math.ceilDiv(out, WARPS * r), 1, THREADS, a -> a.pointer(x).pointer(w)
+                    .pointer(bias).pointer(y).i32(tokens).i32(in).i32(out).i32(accumulate ? 1 : 0));
+            return;
+        }
         launch("model_linear_bf16", Math.ceilDiv(out, WARPS), 1, THREADS, a -> a.pointer(x).pointer(w).pointer(bias)
                 .pointer(y).i32(tokens).i32(in).i32(out).i32(accumulate ? 1 : 0));
+    }
+
+    /**
+     * Waits for this stream's work, then reads {@code rows} rows of {@code cols} floats at the start of {@code from},
+     * each into its own array (one transfer, one copy a row).
+     */
+    public float[][] readRows(DeviceBuffer from, int rows, int cols) {
+        MemorySegment s = land(from, 0, 4L * rows * cols);
+        float[][] out = new float[rows][cols];
+        for (int i = 0; i < rows; i++) {
+            MemorySegment.copy(s, ValueLayout.JAVA_FLOAT, 4L * i * cols, out[i], 0, cols);
+        }
+        return out;
     }
 
     /**
@@ -201,6 +224,35 @@ public final class ModelOps implements AutoCloseable {
         launch("model_attend", tokens, heads, ATTEND_THREADS, a -> a.pointer(q).i32(qStride).pointer(cache)
                 .pointer(sinks).pointer(out).pointer(start).i32(heads).i32(kvHeads).i32(headDim).i32(window)
                 .f32(scale));
+    }
+
+    /**
+     * {@link #ropeAndStore} for a batch of several sequences: token row t is at position {@code positions[t]} (int64)
+     * and its sequence's cache of this layer is at the device address {@code caches[t]} (both arrays on the device).
+     */
+    public void ropeAndStoreRows(long qkv, int tokens, int heads, int kvHeads, int headDim, long cos, long sin,
+            long positions, long caches, int half, boolean interleaved) {
+        int threads = Math.ceilDiv(half, 32) * 32;
+        launch("model_rope_store_rows", tokens, heads + kvHeads, threads, a -> a.pointer(qkv).i32(heads)
+                .i32(kvHeads).i32(headDim).pointer(cos).pointer(sin).pointer(positions).pointer(caches).i32(half)
+                .i32(interleaved ? 1 : 0));
+    }
+
+    /** {@link #attend} for a batch of several sequences, positions and caches per token row as {@link #ropeAndStoreRows}. */
+    public void attendRows(long q, int qStride, long caches, long sinks, long out, int tokens, long positions,
+            int heads, int kvHeads, int headDim, int window, float scale) {
+        if (headDim > HEAD_DIM_MAX) {
+            throw new IllegalArgumentException("head_dim " + headDim + " exceeds the device attention's "
+                    + HEAD_DIM_MAX);
+        }
+        launch("model_attend_rows", tokens, heads, ATTEND_THREADS, a -> a.pointer(q).i32(qStride).pointer(caches)
+                .pointer(sinks).pointer(out).pointer(positions).i32(heads).i32(kvHeads).i32(headDim).i32(window)
+                .f32(scale));
+    }
+
+    /** out [count, n] = rows {@code rows[i]} (int32, on the device) of x [.., n], float32. */
+    public void gatherRows(long x, long rows, long out, int count, int n) {
+        launch("model_gather_rows", count, 1, THREADS, a -> a.pointer(x).pointer(rows).pointer(out).i32(n));
     }
 
     /** Router logits [tokens, experts] float64 of x [tokens, hidden] and a float32 router [experts, hidden]. */
@@ -294,6 +346,17 @@ public final class ModelOps implements AutoCloseable {
      */
     public void writeInputs(long position, int[] ids, DeviceBuffer into) {
         long bytes = 8 + 4L * ids.length;
+        MemorySegment s = staging(bytes);
+        s.set(ValueLayout.JAVA_LONG, 0, position);
+        MemorySegment.copy(ids, 0, s, ValueLayout.JAVA_INT, 8, ids.length);
+        send(into, bytes);
+    }
+
+    /**
+     * Pinned host memory of at least {@code bytes} to fill and {@link #send}: reused by every call, so it must not be
+     * filled again before the stream has been waited for (every pass ends with a read that waits).
+     */
+    public MemorySegment staging(long bytes) {
         if (sending == null || sending.byteSize() < bytes) {
             stream.synchronize();
             if (sending != null) {
@@ -301,10 +364,12 @@ public final class ModelOps implements AutoCloseable {
             }
             sending = engine.context().allocatePinned(Math.max(bytes, 1 << 12));
         }
-        MemorySegment s = sending.segment();
-        s.set(ValueLayout.JAVA_LONG, 0, position);
-        MemorySegment.copy(ids, 0, s, ValueLayout.JAVA_INT, 8, ids.length);
-        into.copyFromAsync(s.asSlice(0, bytes), 0, stream);
+        return sending.segment();
+    }
+
+    /** Copies the first {@code bytes} of the {@link #staging} memory to the start of {@code into}, on this stream. */
+    public void send(DeviceBuffer into, long bytes) {
+        into.copyFromAsync(sending.segment().asSlice(0, bytes), 0, stream);
     }
 
     private interface Args {

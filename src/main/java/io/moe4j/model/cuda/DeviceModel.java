@@ -58,6 +58,8 @@ public final class DeviceModel implements DecoderRuntime {
     private final List<AutoCloseable> owned;
     /** Whether every layer routes on the device (ModelOps.routesOnDevice): then passes need no host round trip. */
     private final boolean routesOnDevice;
+    /** The runner of batched steps, made on the first one. */
+    private DeviceBatch batch;
 
     private DeviceModel(DecoderConfig config, ModelOps ops, int contextLimit, List<Layer> layers, DeviceBuffer embedding,
                         DeviceBuffer finalNorm, DeviceBuffer lmHead, List<AutoCloseable> owned, boolean routesOnDevice) {
@@ -280,9 +282,39 @@ public final class DeviceModel implements DecoderRuntime {
         return new DeviceSequence(this);
     }
 
+    /**
+     * Several sequences of this model in one forward ({@link DeviceBatch}) when every layer routes on the device and
+     * the rows fit one device-routed pass; otherwise (or for one sequence) one after another.
+     */
+    @Override
+    public synchronized float[][] step(List<SequenceState> sequences, List<int[]> tokens, long[] starts) {
+        int rows = 0;
+        boolean ours = sequences.size() > 1;
+        List<DeviceSequence> device = new ArrayList<>(sequences.size());
+        for (int i = 0; i < sequences.size(); i++) {
+            rows += tokens.get(i).length;
+            if (sequences.get(i) instanceof DeviceSequence d && d.model() == this) {
+                device.add(d);
+            } else {
+                ours = false;
+            }
+        }
+        if (!ours || !DeviceBatch.fits(this, rows)) {
+            return DecoderRuntime.super.step(sequences, tokens, starts);
+        }
+        if (batch == null) {
+            batch = new DeviceBatch(this);
+        }
+        return batch.step(device, tokens, starts);
+    }
+
     @Override
     public void close() {
         ops.synchronize();
+        if (batch != null) {
+            batch.close();
+            batch = null;
+        }
         RuntimeException failure = new RuntimeException("closing the device model");
         closeAll(owned, failure);
         ops.close();

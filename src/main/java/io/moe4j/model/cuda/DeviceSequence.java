@@ -323,8 +323,21 @@ final class DeviceSequence implements SequenceState {
         return scratch;
     }
 
+    /** The device address of layer {@code layer}'s cache (it moves when {@link #reserveCache} grows it). */
+    long cachePointer(int layer) {
+        return caches[layer].pointer();
+    }
+
+    /** The model this sequence runs through. */
+    DeviceModel model() {
+        return model;
+    }
+
     /** Grows every layer's cache (doubling, up to the context limit) to hold {@code positions} positions. */
-    private void reserveCache(int positions) {
+    void reserveCache(int positions) {
+        if (closed) {
+            throw new IllegalStateException("this sequence is closed");
+        }
         if (positions <= cachePositions) {
             return;
         }
