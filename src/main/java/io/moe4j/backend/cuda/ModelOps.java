@@ -162,6 +162,12 @@ public final class ModelOps implements AutoCloseable {
     }
 
     /**
+     * Batches from this many tokens take the tensor-core linear (x as two bf16 terms: ~16 bits of each product kept,
+     * against 24 on the CUDA cores); smaller ones the CUDA-core kernels, whose sums are the same for any batch.
+     */
+    public static final int MMA_LINEAR_TOKENS = 16;
+
+    /**
      * y [tokens, out] = x [tokens, in] · W^T (+ bias float32 [out]) for a bf16 W [out, in] (in even); added to y's
      * values when {@code accumulate}.
      */
@@ -169,10 +175,17 @@ public final class ModelOps implements AutoCloseable {
         if ((in & 1) != 0) {
             throw new IllegalArgumentException("bf16 linear needs an even input width, got " + in);
         }
+        if (tokens >= MMA_LINEAR_TOKENS && (in & 31) == 0 && engine.context().device().computeCapability() >= 80) {
+            launch("model_linear_bf16_mma", Math.ceilDiv(out, 16), 1, 128, a -> a.pointer(x).pointer(w).pointer(bias)
+                    .pointer(y).i32(tokens).i32(in).i32(out).i32(accumulate ? 1 : 0));
+            return;
+        }
         if (tokens > 1 && (in & 7) == 0) {
-            // batches: R rows a warp, as many as keep two blocks a multiprocessor (the same sums as one token's)
+            // batches: R rows a warp (the same sums as one token's), as many as keep two blocks a multiprocessor,
+            // or one from 16 tokens on, where reloading x for fewer rows costs more than idle multiprocessors
             int r = 8;
-            while (r > 1 && Math.ceilDiv(out, WARPS * r) < 2 * engine.context().device().multiprocessors()) {
+            int blocks = (tokens >= 16 ? 1 : 2) * engine.context().device().multiprocessors();
+            while (r > 1 && Math.ceilDiv(out, WARPS * r) < blocks) {
                 r /= 2;
             }
             launch("model_linear_bf16_r" + r, Math.ceilDiv(out, WARPS * r), 1, THREADS, a -> a.pointer(x).pointer(w)
@@ -189,10 +202,13 @@ public final class ModelOps implements AutoCloseable {
      */
     public float[][] readRows(DeviceBuffer from, int rows, int cols) {
         MemorySegment s = land(from, 0, 4L * rows * cols);
-        float[][] out = new float[rows][cols];
-        for (int i = 0; i < rows; i++) {
-            MemorySegment.copy(s, ValueLayout.JAVA_FLOAT, 4L * i * cols, out[i], 0, cols);
-        }
+        float[][] out = new float[rows][];
+        // rows in parallel: a batch's logits are tens of MB, and one thread copies a few GB/s
+        java.util.stream.IntStream.range(0, rows).parallel().forEach(i -> {
+            float[] row = new float[cols];
+            MemorySegment.copy(s, ValueLayout.JAVA_FLOAT, 4L * i * cols, row, 0, cols);
+            out[i] = row;
+        });
         return out;
     }
 

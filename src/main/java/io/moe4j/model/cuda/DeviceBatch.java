@@ -34,6 +34,12 @@ final class DeviceBatch implements AutoCloseable {
     private final Map<Integer, CudaGraph> graphs = new HashMap<>();
     private final Map<Integer, Boolean> seen = new HashMap<>();
     private long graphGeneration = -1;
+    /** With profiling on, host nanoseconds of each of {@link #PHASES} (no replay; the stream drained after each). */
+    private long[] phaseNanos;
+    private long phaseMark;
+
+    /** The phases {@link #profile} reports. */
+    static final String[] PHASES = {"inputs", "attention stretches", "routing and experts", "head", "logits to host"};
 
     /**
      * Activations for up to {@code rows} token rows. inputs: ids int32 [rows], then each sequence's last row int32
@@ -110,14 +116,19 @@ final class DeviceBatch implements AutoCloseable {
             }
             in.setAtIndex(ValueLayout.JAVA_INT, s.rows() + i, row - 1);
         }
+        mark(-1);
         ops.send(s.inputs(), bytes);
+        mark(0);
         int total = rows;
-        if (rows == n) {
+        if (rows == n && phaseNanos == null) {
             replay(n, () -> pass(s, total, n));
         } else {
             pass(s, total, n);
         }
-        return ops.readRows(s.logits(), n, model.config().vocab());
+        mark(3);
+        float[][] logits = ops.readRows(s.logits(), n, model.config().vocab());
+        mark(4);
+        return logits;
     }
 
     /** Replays the recorded step of this batch size, recording it on its second run (kernels loaded, buffers grown). */
@@ -165,14 +176,53 @@ final class DeviceBatch implements AutoCloseable {
             ops.rmsNorm(h, 0L, layer.postNorm().pointer(), xn, rows, hidden, eps);
             ops.routerLogits(xn, layer.routerWeight().pointer(), pointer(layer.routerBias()),
                     s.routerLogits().pointer(), rows, layer.moe().router().spec().numExperts(), hidden);
+            mark(1);
             ops.routeAndRunExperts(layer.moe().experts(), layer.moe().router().spec(), s.routerLogits().pointer(),
                     pointer(layer.routerCorrection()), s.xn(), rows, s.moeOut(), routes);
+            mark(2);
         }
         // every row takes the last layer's experts and the final norm; lm_head reads each sequence's last row
         ops.rmsNorm(h, s.moeOut().pointer(), model.finalNorm().pointer(), xn, rows, hidden, eps);
         ops.gatherRows(xn, s.lastRows(), s.last().pointer(), sequences, hidden);
         ops.linearBf16(s.last().pointer(), model.lmHead().pointer(), 0, s.logits().pointer(), sequences, hidden,
                 model.config().vocab(), false);
+    }
+
+    /** Turns the phase profile on (a bench's breakdown: steps then run eagerly, each phase waited for) and clears it. */
+    void profile(boolean on) {
+        phaseNanos = on ? new long[PHASES.length] : null;
+    }
+
+    /** Host nanoseconds spent in each of {@link #PHASES} since profiling was turned on, or null when it is off. */
+    long[] profile() {
+        return phaseNanos == null ? null : phaseNanos.clone();
+    }
+
+    /** Device time of the recorded step of {@code size} sequences replayed {@code times} times, µs a replay; NaN if none. */
+    double replayMicros(int size, int times) {
+        CudaGraph g = graphs.get(size);
+        if (g == null) {
+            return Double.NaN;
+        }
+        ops.synchronize();
+        long a = System.nanoTime();
+        for (int i = 0; i < times; i++) {
+            g.launch(ops.stream());
+        }
+        ops.synchronize();
+        return (System.nanoTime() - a) / 1e3 / times;
+    }
+
+    private void mark(int phase) {
+        if (phaseNanos == null) {
+            return;
+        }
+        ops.synchronize();
+        long now = System.nanoTime();
+        if (phase >= 0) {
+            phaseNanos[phase] += now - phaseMark;
+        }
+        phaseMark = now;
     }
 
     private static long pointer(DeviceBuffer b) {

@@ -308,6 +308,14 @@ public final class DeviceModel implements DecoderRuntime {
         return batch.step(device, tokens, starts);
     }
 
+    /** The runner of batched steps (made on demand), for benches. */
+    synchronized DeviceBatch batch() {
+        if (batch == null) {
+            batch = new DeviceBatch(this);
+        }
+        return batch;
+    }
+
     @Override
     public void close() {
         ops.synchronize();

@@ -9,6 +9,7 @@
 //   model_rope_store_rows, model_attend_rows  the same for a batch of several sequences: each token row has its own
 //                       position and cache, read from device memory
 //   model_linear_bf16_r{1,2,4,8}  model_linear_bf16 for batches of tokens, R output rows a warp
+//   model_linear_bf16_mma the same on tensor cores (x as two bf16 terms), from 16 tokens
 //   model_gather_rows   rows picked by index (each sequence's last row of a batch, for lm_head)
 // Every kernel waits for the one before at its top (overlapped launches in a recorded decode step, sm_90+).
 // Everything is float32 with float32 accumulation unless said otherwise. The batch's first position is read from
@@ -229,6 +230,111 @@ LINEAR_ROWS_KERNEL(1)
 LINEAR_ROWS_KERNEL(2)
 LINEAR_ROWS_KERNEL(4)
 LINEAR_ROWS_KERNEL(8)
+
+// model_linear_bf16 on tensor cores, for batches of 16 tokens or more (prefill, large decode batches), where the
+// CUDA-core kernels are bound by their instructions, not the weights' bytes. mma.m16n8k16 (bf16 in, float32
+// accumulate): A = 16 rows of W, B = 8 tokens of x. x is float32: it goes in as two bf16 terms, hi = bf16(x) and
+// lo = bf16(x - hi), each multiplied by the (exact) bf16 weights, so products keep ~16 bits of x (the CUDA-core
+// kernels' float32 products keep 24; the conformance tolerances are far wider). A dot product does not care in which
+// order k runs, so each lane loads 8 consecutive columns of its two W rows and of its token's x (16-byte loads) and
+// the fragments name them as the MMA's k indices; A and B use the same mapping. A block's 4 warps split K (chunks
+// of 32 columns, interleaved) for 16 rows, then add their partial tiles in a fixed order.
+// in: a multiple of 32. grid: ceil(out / 16); block: 128.
+#define MMA_LIN_WARPS 4
+#define MMA_LIN_TILES 8  // 8-token tiles a pass: 64 tokens
+__device__ __forceinline__ u32 pack_bf16(float lo, float hi) {
+    u32 r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+__device__ __forceinline__ float bf16_round(float v) {
+    u32 r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %1;" : "=r"(r) : "f"(v));
+    return __uint_as_float(r << 16);
+}
+
+__device__ __forceinline__ void mma_bf16(float* c, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9},"
+                 " {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+model_linear_bf16_mma(const float* __restrict__ x, const u16* __restrict__ w, const float* __restrict__ bias,
+                      float* __restrict__ y, int tokens, int in, int out, int accumulate) {
+    enter_after_prior_grid();
+    __shared__ float red[MMA_LIN_WARPS - 1][MMA_LIN_TILES][4][32];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int g = lane >> 2, t = lane & 3;
+    const int row0 = blockIdx.x * 16;
+    const int rA = min(row0 + g, out - 1), rB = min(row0 + g + 8, out - 1); // rows past the end: computed, not stored
+    const uint4* wA = (const uint4*) (w + (long long) rA * in);
+    const uint4* wB = (const uint4*) (w + (long long) rB * in);
+    const int chunks = in >> 5;
+    for (int n0 = 0; n0 < tokens; n0 += 8 * MMA_LIN_TILES) {
+        float acc[MMA_LIN_TILES][4];
+#pragma unroll
+        for (int j = 0; j < MMA_LIN_TILES; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+        for (int c = warp; c < chunks; c += MMA_LIN_WARPS) {
+            const uint4 pa = __ldg(wA + 4 * c + t);  // columns 32c + 8t .. + 8 of row g
+            const uint4 pb = __ldg(wB + 4 * c + t);  // ... of row g + 8
+#pragma unroll
+            for (int j = 0; j < MMA_LIN_TILES; j++) {
+                const int token = n0 + 8 * j + g;
+                if (n0 + 8 * j >= tokens) break;
+                float v[8];
+                if (token < tokens) {
+                    const float4* xr = (const float4*) (x + (long long) token * in + 32 * c + 8 * t);
+                    const float4 p = xr[0], q = xr[1];
+                    v[0] = p.x; v[1] = p.y; v[2] = p.z; v[3] = p.w; v[4] = q.x; v[5] = q.y; v[6] = q.z; v[7] = q.w;
+                } else {
+#pragma unroll
+                    for (int i = 0; i < 8; i++) v[i] = 0.f;
+                }
+                u32 hi[4], lo[4];
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const float h0 = bf16_round(v[2 * i]), h1 = bf16_round(v[2 * i + 1]);
+                    hi[i] = pack_bf16(h0, h1);
+                    lo[i] = pack_bf16(v[2 * i] - h0, v[2 * i + 1] - h1);
+                }
+                // k-step s: MMA k 2t,2t+1 <- columns 8t+4s+{0,1}; k 2t+8,2t+9 <- columns 8t+4s+{2,3}
+                mma_bf16(acc[j], pa.x, pb.x, pa.y, pb.y, hi[0], hi[1]);
+                mma_bf16(acc[j], pa.x, pb.x, pa.y, pb.y, lo[0], lo[1]);
+                mma_bf16(acc[j], pa.z, pb.z, pa.w, pb.w, hi[2], hi[3]);
+                mma_bf16(acc[j], pa.z, pb.z, pa.w, pb.w, lo[2], lo[3]);
+            }
+        }
+        if (warp > 0) {
+#pragma unroll
+            for (int j = 0; j < MMA_LIN_TILES; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) red[warp - 1][j][i][lane] = acc[j][i];
+        }
+        __syncthreads();
+        if (warp == 0) {
+#pragma unroll
+            for (int j = 0; j < MMA_LIN_TILES; j++) {
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    float v = acc[j][i];
+#pragma unroll
+                    for (int o = 0; o < MMA_LIN_WARPS - 1; o++) v += red[o][j][i][lane];
+                    // c0, c1: row g, tokens 2t, 2t + 1; c2, c3: row g + 8
+                    const int row = row0 + g + (i >= 2 ? 8 : 0);
+                    const int token = n0 + 8 * j + 2 * t + (i & 1);
+                    if (row < out && token < tokens) {
+                        float* dst = y + (long long) token * out + row;
+                        *dst = (accumulate ? *dst : 0.f) + v + (bias == nullptr ? 0.f : bias[row]);
+                    }
+                }
+            }
+        }
+        __syncthreads();
+    }
+}
 
 // Rows of qkv are [q heads | k heads | v heads] of one token. Block (t, head) rotates one q or k head of token t at
 // position *start + t with cos/sin [position, half] (the attention factor applied); a k head's block also writes the

@@ -169,12 +169,50 @@ public final class DeviceModelBench {
                 }
             }
             System.out.println(line);
+            profileBatch(model, 64, decodeTokens / 4);
             if (model.routesOnDevice()) {
                 System.out.printf("replayed alone: the whole decode step %.1f us%n", s.replayMicros(-1, 20));
             } else {
                 System.out.printf("replayed alone: layer 0 attention %.1f us, layer 1 attention %.1f us, head %.1f us%n",
                         s.replayMicros(0, 50), s.replayMicros(1, 50), s.replayMicros(config.layers().size(), 20));
             }
+        }
+    }
+
+    /** Where a batched decode step's time goes ({@link DeviceBatch#PHASES}), and its recorded graph replayed alone. */
+    private static void profileBatch(DeviceModel model, int batch, int steps) {
+        java.util.List<io.moe4j.model.SequenceState> seqs = new java.util.ArrayList<>();
+        try {
+            java.util.List<int[]> feed = new java.util.ArrayList<>();
+            long[] starts = new long[batch];
+            for (int i = 0; i < batch; i++) {
+                io.moe4j.model.SequenceState s = model.newSequence();
+                seqs.add(s);
+                int[] prompt = IntStream.range(0, 8 + i % 16).map(j -> 1 + j * 131).toArray();
+                feed.add(new int[] {argmax(s.forward(prompt, 0, false))});
+                starts[i] = prompt.length;
+            }
+            DeviceBatch runner = model.batch();
+            for (int step = -4; step < steps; step++) {
+                if (step == 0) {
+                    System.out.printf("batch %d step replayed alone: %.0f us%n", batch, runner.replayMicros(batch, 5));
+                    runner.profile(true);
+                }
+                float[][] logits = model.step(seqs, feed, starts);
+                for (int i = 0; i < batch; i++) {
+                    feed.set(i, new int[] {argmax(logits[i])});
+                    starts[i]++;
+                }
+            }
+            long[] nanos = runner.profile();
+            runner.profile(false);
+            StringBuilder line = new StringBuilder(String.format("profiled batch-%d step (eager):", batch));
+            for (int i = 0; i < nanos.length; i++) {
+                line.append(String.format(" %s %.0f us;", DeviceBatch.PHASES[i], nanos[i] / 1e3 / steps));
+            }
+            System.out.println(line);
+        } finally {
+            seqs.forEach(io.moe4j.model.SequenceState::close);
         }
     }
 
