@@ -162,10 +162,13 @@ public final class ModelOps implements AutoCloseable {
     }
 
     /**
-     * Batches from this many tokens take the tensor-core linear (x as two bf16 terms: ~16 bits of each product kept,
-     * against 24 on the CUDA cores); smaller ones the CUDA-core kernels, whose sums are the same for any batch.
+     * By default, batches from this many tokens take the tensor-core linear (x as two bf16 terms: ~16 bits of each
+     * product kept, against 24 on the CUDA cores); smaller ones the CUDA-core kernels, whose sums are the same for
+     * any batch. System property {@code moe4j.cuda.mmaLinearTokens} moves it (benches).
      */
     public static final int MMA_LINEAR_TOKENS = 16;
+    /** This instance's threshold ({@link #MMA_LINEAR_TOKENS} unless the system property says otherwise). */
+    private final int mmaLinearTokens = Integer.getInteger("moe4j.cuda.mmaLinearTokens", MMA_LINEAR_TOKENS);
 
     /**
      * y [tokens, out] = x [tokens, in] · W^T (+ bias float32 [out]) for a bf16 W [out, in] (in even); added to y's
@@ -175,7 +178,7 @@ public final class ModelOps implements AutoCloseable {
         if ((in & 1) != 0) {
             throw new IllegalArgumentException("bf16 linear needs an even input width, got " + in);
         }
-        if (tokens >= MMA_LINEAR_TOKENS && (in & 31) == 0 && engine.context().device().computeCapability() >= 80) {
+        if (tokens >= mmaLinearTokens && (in & 31) == 0 && engine.context().device().computeCapability() >= 80) {
             launch("model_linear_bf16_mma", Math.ceilDiv(out, 16), 1, 128, a -> a.pointer(x).pointer(w).pointer(bias)
                     .pointer(y).i32(tokens).i32(in).i32(out).i32(accumulate ? 1 : 0));
             return;
@@ -194,6 +197,11 @@ public final class ModelOps implements AutoCloseable {
         }
         launch("model_linear_bf16", Math.ceilDiv(out, WARPS), 1, THREADS, a -> a.pointer(x).pointer(w).pointer(bias)
                 .pointer(y).i32(tokens).i32(in).i32(out).i32(accumulate ? 1 : 0));
+    }
+
+    /** From how many tokens {@link #linearBf16} runs on tensor cores. */
+    public int mmaLinearTokens() {
+        return mmaLinearTokens;
     }
 
     /**

@@ -46,7 +46,7 @@ class LinearBf16Test {
                     }
                     float[] got = ops.readFloats(batch, 0, tokens * OUT);
                     float[] want = ops.readFloats(single, 0, tokens * OUT);
-                    if (tokens < ModelOps.MMA_LINEAR_TOKENS) {
+                    if (tokens < ops.mmaLinearTokens()) {
                         assertThat(got).as("%d tokens on the CUDA cores", tokens).containsExactly(want);
                     } else {
                         assertThat(io.moe4j.testing.Norms.relL2(got, want)).as("%d tokens on tensor cores", tokens)
