@@ -9,6 +9,20 @@ public interface DecoderRuntime extends AutoCloseable {
     /** The state of a new, empty sequence. */
     SequenceState newSequence();
 
+    /**
+     * One step of continuous batching over sequences of this runtime: feeds {@code tokens.get(i)} to
+     * {@code sequences.get(i)} at positions {@code starts[i]}.. (the caller checked them) and returns each sequence's
+     * logits after its last new token, [sequences][vocab]. The default feeds them one after another; a runtime that
+     * runs them in one forward overrides it. A failure may leave any of the sequences part-updated.
+     */
+    default float[][] step(java.util.List<SequenceState> sequences, java.util.List<int[]> tokens, long[] starts) {
+        float[][] out = new float[sequences.size()][];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = sequences.get(i).forward(tokens.get(i), starts[i], false);
+        }
+        return out;
+    }
+
     @Override
     void close();
 }

@@ -207,11 +207,24 @@ public final class Model implements AutoCloseable {
             total += len;
         }
         if (device != null) {
-            // The device decoder steps one sequence at a time (each on its own stream); batching them into one
-            // device forward is not built yet.
-            float[][] out = new float[n][];
+            // The device decoder runs the step (the cuda one in one forward over every sequence's rows).
+            List<SequenceState> states = new ArrayList<>(n);
+            long[] starts = new long[n];
             for (int i = 0; i < n; i++) {
-                out[i] = sessions.get(i).forward(tokens.get(i), false);
+                states.add(sessions.get(i).state());
+                starts[i] = sessions.get(i).position();
+            }
+            float[][] out;
+            try {
+                out = device.step(states, tokens, starts);
+            } catch (RuntimeException e) {
+                for (Session s : sessions) {
+                    s.fail("a batched step on the device: " + e.getMessage());
+                }
+                throw e;
+            }
+            for (int i = 0; i < n; i++) {
+                sessions.get(i).advance(tokens.get(i).length);
             }
             return out;
         }

@@ -114,6 +114,11 @@ public final class Session implements AutoCloseable {
         return model;
     }
 
+    /** This session's state in the model's runtime. */
+    SequenceState state() {
+        return state;
+    }
+
     /** The host caches of this session, or null when it lives on a device. */
     HostSequence host() {
         return state instanceof HostSequence h ? h : null;

@@ -188,6 +188,80 @@ final class CudaExperts implements Experts {
         });
     }
 
+    /**
+     * Whether a plan built on the device ({@link #enqueuePlanned}) serves these experts: every one of the router's
+     * experts held here (no expert parallelism), so that the plan needs no local-expert map.
+     */
+    boolean plansOnDevice(int routerExperts) {
+        if (w.numExperts() != routerExperts) {
+            return false;
+        }
+        for (int e = 0; e < routerExperts; e++) {
+            if (w.localExpert(e) != e) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * The forward call with its routing already on the device: the choices {@code routes} holds (moe_router_select's
+     * ids and weights, [tokens, topK]) become the routing plan in moe_route_plan, then the experts' kernels run, all
+     * enqueued on the caller's {@code stream} with no host copy or wait, so that a model's decode step records as
+     * one graph. The plan is the host's ({@link RoutePlan}: pairs grouped by expert, stable in token order) without
+     * the tile GEMMs, whose launch shapes depend on the plan: one pair a CUDA-core GEMM batch, and one pair a GEMV
+     * block or, from two pairs an expert on average, the GEMV's pieces padded to their most. x and out [tokens, hidden] float32. The caller checked {@link #plansOnDevice}.
+     */
+    void enqueuePlanned(DeviceBuffer x, int tokens, int topK, boolean weightOnInput, DeviceBuffer out,
+            DeviceRoutes routes, CudaStream stream) {
+        int h = w.hidden();
+        int pairs = tokens * topK;
+        boolean direct1 = a13.none() && !weightOnInput && w13.columnOrder() == null;
+        long span = (4L * pairs + 15) & ~15L;
+        long offToken = 0;
+        long offExpert = span;
+        long offWeight = 2 * span;
+        long offTokenPair = 3 * span;
+        long offTokenWeight = 4 * span;
+        long offIdentity = 5 * span;
+        long offBatches = 6 * span;
+        int experts = w.numExperts();
+        // The GEMV's pieces (up to four pairs of one expert a block) once every expert averages two pairs or more;
+        // below, most pieces would hold one pair, which loses to a pair a block. Their count varies with the
+        // routing, so the grid is the most there can be and the plan pads with empty pieces.
+        boolean pieces = pairs >= 2 * experts && (w13 instanceof Mxfp4Matrix || w2 instanceof Mxfp4Matrix);
+        int maxPieces = pieces ? Math.min(pairs, (pairs + 3 * Math.min(experts, pairs) + 3) / 4) : 0;
+        long offPieces = offBatches + 16L * pairs;
+        DeviceBuffer meta = routes.buffer(DeviceRoutes.Slot.META, offPieces + 16L * Math.max(maxPieces, 1));
+        DeviceBuffer droutes = routes.buffer(DeviceRoutes.Slot.ROUTES, 16L * pairs);
+        DeviceBuffer ids = routes.buffer(DeviceRoutes.Slot.IDS, 4L * pairs);
+        DeviceBuffer weights = routes.buffer(DeviceRoutes.Slot.WEIGHTS, 4L * pairs);
+        DeviceBuffer in1 = direct1 ? x : routes.buffer(DeviceRoutes.Slot.IN1, 4L * pairs * h);
+        DeviceBuffer hbuf = routes.buffer(DeviceRoutes.Slot.H, 4L * pairs * w.w13().rows());
+        DeviceBuffer act = routes.buffer(DeviceRoutes.Slot.ACT, 4L * pairs * w.intermediate());
+        DeviceBuffer y = routes.buffer(DeviceRoutes.Slot.Y, 4L * pairs * h);
+        long m = meta.pointer();
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena).pointer(ids).pointer(weights).i32(tokens).i32(topK).i32(experts)
+                    .pointer(m + offToken).pointer(m + offExpert).pointer(m + offWeight).pointer(m + offTokenPair)
+                    .pointer(m + offTokenWeight).pointer(m + offIdentity).pointer(m + offBatches).pointer(droutes)
+                    .i32(direct1 ? 1 : 0).pointer(m + offPieces).i32(maxPieces);
+            engine.kernels().get("router.cu", "moe_route_plan", List.of()).function()
+                    .launch(1, 1, 1, ROW_THREADS, 1, 1, 12 * experts, stream, args);
+        }
+        Launch launch = new Launch(null, tokens, pairs, topK, weightOnInput, direct1, false, false, x, in1, null, h,
+                hbuf, act, null, w.intermediate(), y, out, droutes, meta, m + offToken, m + offExpert, m + offWeight,
+                m + offTokenPair, m + offTokenWeight, m + offIdentity, m + offBatches, pairs, 1, m + offBatches, pairs,
+                1, 0L, 0, tuning.tileTokens(), m + offPieces, maxPieces);
+        enqueue(launch, stream, null);
+    }
+
+    /** The buffers moe_router_select writes for {@link #enqueuePlanned}: ids, then weights. */
+    static DeviceBuffer[] choices(DeviceRoutes routes, int tokens, int topK) {
+        return new DeviceBuffer[] {routes.buffer(DeviceRoutes.Slot.IDS, 4L * tokens * topK),
+                routes.buffer(DeviceRoutes.Slot.WEIGHTS, 4L * tokens * topK)};
+    }
+
     /** Int arrays packed one after another (16-byte aligned) into one upload. */
     private static final class Meta {
         private final List<int[]> arrays = new ArrayList<>();

@@ -8,6 +8,7 @@ import io.moe4j.backend.cuda.driver.CudaRuntime;
 import io.moe4j.backend.cuda.driver.CudaStream;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
 import io.moe4j.backend.cuda.driver.KernelArgs;
+import io.moe4j.routing.RouterSpec;
 import io.moe4j.routing.Routing;
 
 import java.lang.foreign.Arena;
@@ -35,6 +36,8 @@ public final class ModelOps implements AutoCloseable {
     private final CudaStream stream;
     /** Pinned host memory the reads land in (a pageable copy of a step's logits took ~0.6 ms), grown on demand. */
     private io.moe4j.backend.cuda.driver.PinnedBuffer landing;
+    /** Pinned host memory a step's inputs leave from ({@link #writeInputs}), grown on demand. */
+    private io.moe4j.backend.cuda.driver.PinnedBuffer sending;
 
     /**
      * Whether recorded steps launch their kernels overlapped (programmatic dependent launch: each kernel of
@@ -159,6 +162,15 @@ public final class ModelOps implements AutoCloseable {
     }
 
     /**
+     * By default, batches from this many tokens take the tensor-core linear (x as two bf16 terms: ~16 bits of each
+     * product kept, against 24 on the CUDA cores); smaller ones the CUDA-core kernels, whose sums are the same for
+     * any batch. System property {@code moe4j.cuda.mmaLinearTokens} moves it (benches).
+     */
+    public static final int MMA_LINEAR_TOKENS = 16;
+    /** This instance's threshold ({@link #MMA_LINEAR_TOKENS} unless the system property says otherwise). */
+    private final int mmaLinearTokens = Integer.getInteger("moe4j.cuda.mmaLinearTokens", MMA_LINEAR_TOKENS);
+
+    /**
      * y [tokens, out] = x [tokens, in] · W^T (+ bias float32 [out]) for a bf16 W [out, in] (in even); added to y's
      * values when {@code accumulate}.
      */
@@ -166,8 +178,46 @@ public final class ModelOps implements AutoCloseable {
         if ((in & 1) != 0) {
             throw new IllegalArgumentException("bf16 linear needs an even input width, got " + in);
         }
+        if (tokens >= mmaLinearTokens && (in & 31) == 0 && engine.context().device().computeCapability() >= 80) {
+            launch("model_linear_bf16_mma", Math.ceilDiv(out, 16), 1, 128, a -> a.pointer(x).pointer(w).pointer(bias)
+                    .pointer(y).i32(tokens).i32(in).i32(out).i32(accumulate ? 1 : 0));
+            return;
+        }
+        if (tokens > 1 && (in & 7) == 0) {
+            // batches: R rows a warp (the same sums as one token's), as many as keep two blocks a multiprocessor,
+            // or one from 16 tokens on, where reloading x for fewer rows costs more than idle multiprocessors
+            int r = 8;
+            int blocks = (tokens >= 16 ? 1 : 2) * engine.context().device().multiprocessors();
+            while (r > 1 && Math.ceilDiv(out, WARPS * r) < blocks) {
+                r /= 2;
+            }
+            launch("model_linear_bf16_r" + r, Math.ceilDiv(out, WARPS * r), 1, THREADS, a -> a.pointer(x).pointer(w)
+                    .pointer(bias).pointer(y).i32(tokens).i32(in).i32(out).i32(accumulate ? 1 : 0));
+            return;
+        }
         launch("model_linear_bf16", Math.ceilDiv(out, WARPS), 1, THREADS, a -> a.pointer(x).pointer(w).pointer(bias)
                 .pointer(y).i32(tokens).i32(in).i32(out).i32(accumulate ? 1 : 0));
+    }
+
+    /** From how many tokens {@link #linearBf16} runs on tensor cores. */
+    public int mmaLinearTokens() {
+        return mmaLinearTokens;
+    }
+
+    /**
+     * Waits for this stream's work, then reads {@code rows} rows of {@code cols} floats at the start of {@code from},
+     * each into its own array (one transfer, one copy a row).
+     */
+    public float[][] readRows(DeviceBuffer from, int rows, int cols) {
+        MemorySegment s = land(from, 0, 4L * rows * cols);
+        float[][] out = new float[rows][];
+        // rows in parallel: a batch's logits are tens of MB, and one thread copies a few GB/s
+        java.util.stream.IntStream.range(0, rows).parallel().forEach(i -> {
+            float[] row = new float[cols];
+            MemorySegment.copy(s, ValueLayout.JAVA_FLOAT, 4L * i * cols, row, 0, cols);
+            out[i] = row;
+        });
+        return out;
     }
 
     /**
@@ -200,6 +250,35 @@ public final class ModelOps implements AutoCloseable {
                 .f32(scale));
     }
 
+    /**
+     * {@link #ropeAndStore} for a batch of several sequences: token row t is at position {@code positions[t]} (int64)
+     * and its sequence's cache of this layer is at the device address {@code caches[t]} (both arrays on the device).
+     */
+    public void ropeAndStoreRows(long qkv, int tokens, int heads, int kvHeads, int headDim, long cos, long sin,
+            long positions, long caches, int half, boolean interleaved) {
+        int threads = Math.ceilDiv(half, 32) * 32;
+        launch("model_rope_store_rows", tokens, heads + kvHeads, threads, a -> a.pointer(qkv).i32(heads)
+                .i32(kvHeads).i32(headDim).pointer(cos).pointer(sin).pointer(positions).pointer(caches).i32(half)
+                .i32(interleaved ? 1 : 0));
+    }
+
+    /** {@link #attend} for a batch of several sequences, positions and caches per token row as {@link #ropeAndStoreRows}. */
+    public void attendRows(long q, int qStride, long caches, long sinks, long out, int tokens, long positions,
+            int heads, int kvHeads, int headDim, int window, float scale) {
+        if (headDim > HEAD_DIM_MAX) {
+            throw new IllegalArgumentException("head_dim " + headDim + " exceeds the device attention's "
+                    + HEAD_DIM_MAX);
+        }
+        launch("model_attend_rows", tokens, heads, ATTEND_THREADS, a -> a.pointer(q).i32(qStride).pointer(caches)
+                .pointer(sinks).pointer(out).pointer(positions).i32(heads).i32(kvHeads).i32(headDim).i32(window)
+                .f32(scale));
+    }
+
+    /** out [count, n] = rows {@code rows[i]} (int32, on the device) of x [.., n], float32. */
+    public void gatherRows(long x, long rows, long out, int count, int n) {
+        launch("model_gather_rows", count, 1, THREADS, a -> a.pointer(x).pointer(rows).pointer(out).i32(n));
+    }
+
     /** Router logits [tokens, experts] float64 of x [tokens, hidden] and a float32 router [experts, hidden]. */
     public void routerLogits(long x, long w, long bias, long logits, int tokens, int experts, int hidden) {
         launch("model_router_logits", Math.ceilDiv(experts, WARPS), tokens, THREADS,
@@ -217,6 +296,104 @@ public final class ModelOps implements AutoCloseable {
         }
         stream.synchronize();
         cuda.forward(x, tokens, routing, out);
+    }
+
+    /** Warps per block of moe_router_select (one token a warp), as CudaRouter launches it. */
+    private static final int SELECT_WARPS = 4;
+    /** The most routed pairs (tokens x top-k) a layer routes on the device: moe_route_plan is one block. */
+    public static final int DEVICE_ROUTED_PAIRS = 2048;
+
+    /**
+     * Whether {@link #routeAndRunExperts} takes this layer: experts prepared by the cuda backend, all of the router's
+     * experts held (no expert parallelism), and a router within the device selection's limits.
+     */
+    public static boolean routesOnDevice(Experts experts, RouterSpec spec) {
+        return experts instanceof CudaExperts cuda && CudaRouter.unsupportedReason(spec) == null
+                && cuda.plansOnDevice(spec.numExperts());
+    }
+
+    /** The device memory of layers routed on the device, for one user at a time (a sequence, or a batch's runner). */
+    public DeviceRoutes newRoutes() {
+        return new DeviceRoutes(engine.context());
+    }
+
+    /**
+     * A MoE layer routed on the device, enqueued on this stream without waiting: each token's choices from its
+     * router logits ([tokens, experts] float64, bias included) with {@link io.moe4j.routing.Router#select}'s rules
+     * (moe_router_select: ties to the lower expert, choices sorted by expert), the routing plan from the choices, then
+     * the experts on x into out ([tokens, hidden] float32). {@code correction}: DeepSeek's score correction (float32
+     * [experts]) or 0. The caller checked {@link #routesOnDevice}.
+     */
+    public void routeAndRunExperts(Experts experts, RouterSpec spec, long logits, long correction, DeviceBuffer x,
+            int tokens, DeviceBuffer out, DeviceRoutes routes) {
+        int k = spec.topK();
+        if ((long) tokens * k > DEVICE_ROUTED_PAIRS) {
+            throw new IllegalArgumentException(tokens + " tokens of top-" + k + " exceed the " + DEVICE_ROUTED_PAIRS
+                    + " pairs a layer routes on the device");
+        }
+        selectExperts(logits, spec, correction, tokens, routes);
+        ((CudaExperts) experts).enqueuePlanned(x, tokens, k, spec.weightOnInput(), out, routes, stream);
+    }
+
+    /**
+     * Only the selection of {@link #routeAndRunExperts}: the choices land in {@code routes} and are read back with
+     * {@link #readChoices} (tests of the device selection against the host rule).
+     */
+    public void selectExperts(long logits, RouterSpec spec, long correction, int tokens, DeviceRoutes routes) {
+        int e = spec.numExperts();
+        int k = spec.topK();
+        DeviceBuffer[] choices = CudaExperts.choices(routes, tokens, k);
+        KernelCache.Kernel select = engine.kernels().get("router.cu", "moe_router_select", List.of());
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena).pointer(logits).i32(1).pointer(0L).pointer(correction)
+                    .pointer(choices[0]).pointer(choices[1]).i32(tokens).i32(e).i32(k)
+                    .i32(CudaRouter.kindCode(spec.kind())).i32(spec.renormalize() ? 1 : 0).i32(spec.groups())
+                    .i32(spec.topkGroups()).f64(spec.routedScalingFactor());
+            select.function().launch(Math.ceilDiv(tokens, SELECT_WARPS), 1, 1, 32 * SELECT_WARPS, 1, 1,
+                    SELECT_WARPS * 3 * 8 * e, stream, args);
+        }
+    }
+
+    /** Waits for this stream, then reads the choices {@link #selectExperts} wrote: ids [tokens, k], then weights. */
+    public io.moe4j.routing.Routing readChoices(DeviceRoutes routes, RouterSpec spec, int tokens) {
+        int n = tokens * spec.topK();
+        DeviceBuffer[] choices = CudaExperts.choices(routes, tokens, spec.topK());
+        int[] ids = land(choices[0], 0, 4L * n).toArray(ValueLayout.JAVA_INT);
+        float[] weights = land(choices[1], 0, 4L * n).toArray(ValueLayout.JAVA_FLOAT);
+        return new io.moe4j.routing.Routing(tokens, spec.topK(), ids, weights, spec.weightOnInput());
+    }
+
+    /**
+     * Writes the int64 {@code position} then the int32 {@code ids} at the start of {@code into} (one copy through
+     * pinned memory, ordered with this stream's work, not waited for: the staging is reused only after the next
+     * read, which waits for the stream).
+     */
+    public void writeInputs(long position, int[] ids, DeviceBuffer into) {
+        long bytes = 8 + 4L * ids.length;
+        MemorySegment s = staging(bytes);
+        s.set(ValueLayout.JAVA_LONG, 0, position);
+        MemorySegment.copy(ids, 0, s, ValueLayout.JAVA_INT, 8, ids.length);
+        send(into, bytes);
+    }
+
+    /**
+     * Pinned host memory of at least {@code bytes} to fill and {@link #send}: reused by every call, so it must not be
+     * filled again before the stream has been waited for (every pass ends with a read that waits).
+     */
+    public MemorySegment staging(long bytes) {
+        if (sending == null || sending.byteSize() < bytes) {
+            stream.synchronize();
+            if (sending != null) {
+                sending.close();
+            }
+            sending = engine.context().allocatePinned(Math.max(bytes, 1 << 12));
+        }
+        return sending.segment();
+    }
+
+    /** Copies the first {@code bytes} of the {@link #staging} memory to the start of {@code into}, on this stream. */
+    public void send(DeviceBuffer into, long bytes) {
+        into.copyFromAsync(sending.segment().asSlice(0, bytes), 0, stream);
     }
 
     private interface Args {
@@ -237,6 +414,9 @@ public final class ModelOps implements AutoCloseable {
         stream.close();
         if (landing != null) {
             landing.close();
+        }
+        if (sending != null) {
+            sending.close();
         }
     }
 }

@@ -41,7 +41,7 @@ public final class DeviceModel implements DecoderRuntime {
      */
     record Layer(GqaSpec spec, int window, DeviceBuffer inputNorm, DeviceBuffer postNorm, DeviceBuffer qkv,
                  DeviceBuffer qkvBias, DeviceBuffer o, DeviceBuffer oBias, DeviceBuffer sinks, RopeTables rope,
-                 MoeLayer moe, DeviceBuffer routerWeight, DeviceBuffer routerBias) {
+                 MoeLayer moe, DeviceBuffer routerWeight, DeviceBuffer routerBias, DeviceBuffer routerCorrection) {
     }
 
     /** cos and sin [position, dim / 2] of one RoPE for every position a session may reach. */
@@ -56,9 +56,14 @@ public final class DeviceModel implements DecoderRuntime {
     private final DeviceBuffer finalNorm;
     private final DeviceBuffer lmHead;
     private final List<AutoCloseable> owned;
+    /** Whether every layer routes on the device (ModelOps.routesOnDevice): then passes need no host round trip. */
+    private final boolean routesOnDevice;
+    /** The runner of batched steps, made on the first one. */
+    private DeviceBatch batch;
 
     private DeviceModel(DecoderConfig config, ModelOps ops, int contextLimit, List<Layer> layers, DeviceBuffer embedding,
-                        DeviceBuffer finalNorm, DeviceBuffer lmHead, List<AutoCloseable> owned) {
+                        DeviceBuffer finalNorm, DeviceBuffer lmHead, List<AutoCloseable> owned, boolean routesOnDevice) {
+        this.routesOnDevice = routesOnDevice;
         this.config = config;
         this.ops = ops;
         this.contextLimit = contextLimit;
@@ -139,12 +144,17 @@ public final class DeviceModel implements DecoderRuntime {
                         up.bf16(a + "o_proj.weight", h, qOut), g.bias() ? up.floats(a + "o_proj.bias", h) : null,
                         g.sinks() ? up.floats(a + "sinks", g.heads()) : null, rope, moe,
                         up.own(ops.upload(router.weight())),
-                        router.bias() == null ? null : up.own(ops.upload(router.bias()))));
+                        router.bias() == null ? null : up.own(ops.upload(router.bias())),
+                        router.correction() == null ? null : up.own(ops.upload(router.correction()))));
             }
             DeviceBuffer finalNorm = up.floats(config.finalNorm() + ".weight", h);
             DeviceBuffer lmHead = config.tieEmbeddings() ? embedding
                     : up.bf16(config.lmHead() + ".weight", config.vocab(), h);
-            return new DeviceModel(config, ops, contextLimit, List.copyOf(layers), embedding, finalNorm, lmHead, owned);
+            // moe4j.cuda.hostRouting=true keeps the host's selection (a bench's comparison; the default routes on the device)
+            boolean routesOnDevice = !Boolean.getBoolean("moe4j.cuda.hostRouting") && layers.stream()
+                    .allMatch(l -> ModelOps.routesOnDevice(l.moe().experts(), l.moe().router().spec()));
+            return new DeviceModel(config, ops, contextLimit, List.copyOf(layers), embedding, finalNorm, lmHead, owned,
+                    routesOnDevice);
         } catch (RuntimeException e) {
             closeAll(owned, e);
             ops.close();
@@ -263,14 +273,56 @@ public final class DeviceModel implements DecoderRuntime {
         return lmHead;
     }
 
+    boolean routesOnDevice() {
+        return routesOnDevice;
+    }
+
     @Override
     public SequenceState newSequence() {
         return new DeviceSequence(this);
     }
 
+    /**
+     * Several sequences of this model in one forward ({@link DeviceBatch}) when every layer routes on the device and
+     * the rows fit one device-routed pass; otherwise (or for one sequence) one after another.
+     */
+    @Override
+    public synchronized float[][] step(List<SequenceState> sequences, List<int[]> tokens, long[] starts) {
+        int rows = 0;
+        boolean ours = sequences.size() > 1;
+        List<DeviceSequence> device = new ArrayList<>(sequences.size());
+        for (int i = 0; i < sequences.size(); i++) {
+            rows += tokens.get(i).length;
+            if (sequences.get(i) instanceof DeviceSequence d && d.model() == this) {
+                device.add(d);
+            } else {
+                ours = false;
+            }
+        }
+        if (!ours || !DeviceBatch.fits(this, rows)) {
+            return DecoderRuntime.super.step(sequences, tokens, starts);
+        }
+        if (batch == null) {
+            batch = new DeviceBatch(this);
+        }
+        return batch.step(device, tokens, starts);
+    }
+
+    /** The runner of batched steps (made on demand), for benches. */
+    synchronized DeviceBatch batch() {
+        if (batch == null) {
+            batch = new DeviceBatch(this);
+        }
+        return batch;
+    }
+
     @Override
     public void close() {
         ops.synchronize();
+        if (batch != null) {
+            batch.close();
+            batch = null;
+        }
         RuntimeException failure = new RuntimeException("closing the device model");
         closeAll(owned, failure);
         ops.close();

@@ -1,5 +1,6 @@
 package io.moe4j.model.cuda;
 
+import io.moe4j.backend.cuda.DeviceRoutes;
 import io.moe4j.backend.cuda.ModelOps;
 import io.moe4j.backend.cuda.driver.CudaGraph;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
@@ -10,10 +11,14 @@ import io.moe4j.routing.Routing;
 /**
  * One sequence through a {@link DeviceModel}: a float32 KV cache per layer on the device ([position][k | v], every
  * position kept, so a sliding layer's attention reads its window and rewinding is always possible) and the
- * activation buffers of a pass, both grown on demand. Between layers the hidden states stay on the device; each MoE
- * layer sends its router logits to the host, where {@link io.moe4j.routing.Router#select} picks the experts with the
- * host's rules, and the experts' routing plan back. A decode step's launches between those round trips replay from
- * CUDA graphs.
+ * activation buffers of a pass, both grown on demand. Between layers the hidden states stay on the device.
+ *
+ * <p>When every layer routes on the device ({@link DeviceModel#routesOnDevice}) a pass of a few tokens has no host
+ * round trip: the experts are chosen from the router logits on the device with the host's rules and their routing plan
+ * is built there ({@link ModelOps#routeAndRunExperts}); only the token ids and position go in and the logits come
+ * out, and a decode step replays as one CUDA graph. Otherwise (and for long prompts) each MoE layer sends its router
+ * logits to the host, where {@link io.moe4j.routing.Router#select} picks the experts, and the plan back; a decode
+ * step's launches between those round trips replay from CUDA graphs.
  */
 final class DeviceSequence implements SequenceState {
     private static final int FLOAT = 4;
@@ -23,8 +28,12 @@ final class DeviceSequence implements SequenceState {
     private final DeviceBuffer[] caches;
     private int cachePositions;
     private Scratch scratch;
-    /** The first position of the batch being fed (int64), read by the kernels so that decode steps replay. */
-    private final DeviceBuffer position;
+    /** The device memory of the layers routed on the device. */
+    private final DeviceRoutes routes;
+    /** The decode step recorded whole (device routing), the routes' generation it names, and whether one ran. */
+    private CudaGraph stepGraph;
+    private long stepGeneration;
+    private boolean stepSeen;
     /** Per stretch of launches (one per layer, then the head): the recorded decode step, and whether one ran. */
     private final CudaGraph[] graphs;
     private final boolean[] seen;
@@ -34,15 +43,19 @@ final class DeviceSequence implements SequenceState {
     private long phaseMark;
 
     /** The phases {@link #profile} reports. */
-    static final String[] PHASES = {"inputs", "attention", "router logits to host", "experts", "head", "logits to host"};
+    static final String[] PHASES = {"inputs", "attention", "router logits to host", "experts", "head", "logits to host",
+            "whole pass on the device"};
 
-    /** A pass's activations for up to {@code tokens} tokens. */
-    private record Scratch(int tokens, DeviceBuffer ids, DeviceBuffer h, DeviceBuffer xn, DeviceBuffer qkv,
+    /**
+     * A pass's activations for up to {@code tokens} tokens. inputs: the first position fed (int64, read by the kernels
+     * so that decode steps replay) then the token ids (int32).
+     */
+    private record Scratch(int tokens, DeviceBuffer inputs, DeviceBuffer h, DeviceBuffer xn, DeviceBuffer qkv,
                            DeviceBuffer attended, DeviceBuffer moeOut, DeviceBuffer routerLogits, DeviceBuffer logits)
             implements AutoCloseable {
         @Override
         public void close() {
-            for (DeviceBuffer b : new DeviceBuffer[] {ids, h, xn, qkv, attended, moeOut, routerLogits, logits}) {
+            for (DeviceBuffer b : new DeviceBuffer[] {inputs, h, xn, qkv, attended, moeOut, routerLogits, logits}) {
                 b.close();
             }
         }
@@ -52,7 +65,7 @@ final class DeviceSequence implements SequenceState {
         this.model = model;
         this.ops = ModelOps.open(); // a stream and landing buffer of its own: sessions of one model may run at once
         this.caches = new DeviceBuffer[model.layers().size()];
-        this.position = ops.allocate(8);
+        this.routes = ops.newRoutes();
         this.graphs = new CudaGraph[caches.length + 1];
         this.seen = new boolean[caches.length + 1];
     }
@@ -68,38 +81,97 @@ final class DeviceSequence implements SequenceState {
         int hidden = model.config().hidden();
         long h = s.h().pointer();
         mark(-1);
-        ops.write(tokens, s.ids(), 0);
-        ops.write(start, position);
+        ops.writeInputs(start, tokens, s.inputs());
         mark(0);
         boolean step = n == 1;
         int layers = caches.length;
+        int rows = allLogits ? n : 1;
+        int vocab = model.config().vocab();
+        if (model.routesOnDevice() && (long) n * maxTopK() <= ModelOps.DEVICE_ROUTED_PAIRS) {
+            if (step) {
+                replayStep(() -> pass(s, n, rows));
+            } else {
+                pass(s, n, rows);
+            }
+            mark(6);
+            float[] logits = ops.readFloats(s.logits(), 0, rows * vocab);
+            mark(5);
+            return logits;
+        }
         for (int l = 0; l < layers; l++) {
             DeviceModel.Layer layer = model.layers().get(l);
             DeviceBuffer cache = caches[l];
             boolean first = l == 0;
             segment(l, step, () -> {
                 if (first) {
-                    ops.embed(model.embedding().pointer(), s.ids().pointer(), h, n, hidden);
+                    ops.embed(model.embedding().pointer(), s.inputs().pointer() + 8, h, n, hidden);
                 }
                 attention(layer, cache, s, n, first ? 0L : s.moeOut().pointer());
             });
             mark(1);
             experts(layer, s, n);
         }
-        int rows = allLogits ? n : 1;
-        int vocab = model.config().vocab();
-        segment(layers, step, () -> {
-            // the rows wanted take the last layer's experts (h is not read again: the next pass embeds anew)
-            long at = (long) (n - rows) * hidden * FLOAT;
-            ops.rmsNorm(h + at, s.moeOut().pointer() + at, model.finalNorm().pointer(), s.xn().pointer(), rows, hidden,
-                    model.config().normEps());
-            ops.linearBf16(s.xn().pointer(), model.lmHead().pointer(), 0, s.logits().pointer(), rows, hidden, vocab,
-                    false);
-        });
+        segment(layers, step, () -> head(s, n, rows));
         mark(4);
         float[] logits = ops.readFloats(s.logits(), 0, rows * vocab);
         mark(5);
         return logits;
+    }
+
+    /** A whole pass enqueued with no host round trip (every layer routed on the device): ids in, logits of the last rows. */
+    private void pass(Scratch s, int n, int rows) {
+        int hidden = model.config().hidden();
+        ops.embed(model.embedding().pointer(), s.inputs().pointer() + 8, s.h().pointer(), n, hidden);
+        for (int l = 0; l < caches.length; l++) {
+            DeviceModel.Layer layer = model.layers().get(l);
+            attention(layer, caches[l], s, n, l == 0 ? 0L : s.moeOut().pointer());
+            ops.routeAndRunExperts(layer.moe().experts(), layer.moe().router().spec(), s.routerLogits().pointer(),
+                    pointer(layer.routerCorrection()), s.xn(), n, s.moeOut(), routes);
+        }
+        head(s, n, rows);
+    }
+
+    /** The final norm of the last {@code rows} rows (after the last layer's experts) and lm_head into logits. */
+    private void head(Scratch s, int n, int rows) {
+        int hidden = model.config().hidden();
+        // the rows wanted take the last layer's experts (h is not read again: the next pass embeds anew)
+        long at = (long) (n - rows) * hidden * FLOAT;
+        ops.rmsNorm(s.h().pointer() + at, s.moeOut().pointer() + at, model.finalNorm().pointer(), s.xn().pointer(), rows,
+                hidden, model.config().normEps());
+        ops.linearBf16(s.xn().pointer(), model.lmHead().pointer(), 0, s.logits().pointer(), rows, hidden,
+                model.config().vocab(), false);
+    }
+
+    /**
+     * A decode step routed on the device: the same launches every step (shapes, buffers, and the position read from
+     * device memory), so from the second step on the whole pass replays as one CUDA graph. The first run compiles and
+     * loads every kernel and grows the routes' buffers, which must not happen while a stream records.
+     */
+    private void replayStep(Runnable pass) {
+        if (stepGraph != null && stepGeneration != routes.generation()) {
+            stepGraph.close();
+            stepGraph = null;
+            stepSeen = false;
+        }
+        if (stepGraph == null && stepSeen) {
+            long generation = routes.generation();
+            stepGraph = ops.capture(pass);
+            stepGeneration = generation;
+        }
+        if (stepGraph != null) {
+            stepGraph.launch(ops.stream());
+        } else {
+            pass.run();
+            stepSeen = true;
+        }
+    }
+
+    private int maxTopK() {
+        int k = 0;
+        for (DeviceModel.Layer l : model.layers()) {
+            k = Math.max(k, l.moe().router().spec().topK());
+        }
+        return k;
     }
 
     /**
@@ -132,6 +204,11 @@ final class DeviceSequence implements SequenceState {
             }
             seen[i] = false;
         }
+        if (stepGraph != null) {
+            stepGraph.close();
+            stepGraph = null;
+        }
+        stepSeen = false;
     }
 
     /**
@@ -148,7 +225,7 @@ final class DeviceSequence implements SequenceState {
         long h = s.h().pointer();
         long xn = s.xn().pointer();
         long qkv = s.qkv().pointer();
-        long start = position.pointer();
+        long start = s.inputs().pointer();
         ops.rmsNorm(h, add, layer.inputNorm().pointer(), xn, n, hidden, eps);
         ops.linearBf16(xn, layer.qkv().pointer(), pointer(layer.qkvBias()), qkv, n, hidden, qkvWidth, false);
         DeviceModel.RopeTables rope = layer.rope();
@@ -183,18 +260,20 @@ final class DeviceSequence implements SequenceState {
     }
 
     /**
-     * Device time of one recorded stretch (a layer's attention, or the head when {@code segment} is the layer count)
+     * Device time of one recorded stretch (a layer's attention, the head when {@code segment} is the layer count, the
+     * whole decode step routed on the device when it is -1)
      * replayed back to back {@code times} times, in microseconds a replay; NaN when it has not been recorded. For
      * benches only: a replay recomputes that stretch on the sequence's current buffers.
      */
     double replayMicros(int segment, int times) {
-        if (graphs[segment] == null) {
+        CudaGraph graph = segment < 0 ? stepGraph : graphs[segment];
+        if (graph == null) {
             return Double.NaN;
         }
         ops.synchronize();
         long a = System.nanoTime();
         for (int i = 0; i < times; i++) {
-            graphs[segment].launch(ops.stream());
+            graph.launch(ops.stream());
         }
         ops.synchronize();
         return (System.nanoTime() - a) / 1e3 / times;
@@ -237,15 +316,28 @@ final class DeviceSequence implements SequenceState {
             experts = Math.max(experts, l.moe().router().spec().numExperts());
         }
         long t = tokens;
-        scratch = new Scratch(tokens, ops.allocate(4 * t), ops.allocate(FLOAT * t * hidden),
+        scratch = new Scratch(tokens, ops.allocate(8 + 4 * t), ops.allocate(FLOAT * t * hidden),
                 ops.allocate(FLOAT * t * hidden), ops.allocate(FLOAT * t * qkvWidth), ops.allocate(FLOAT * t * qWidth),
                 ops.allocate(FLOAT * t * hidden),
                 ops.allocate(8 * t * experts), ops.allocate(FLOAT * t * model.config().vocab()));
         return scratch;
     }
 
+    /** The device address of layer {@code layer}'s cache (it moves when {@link #reserveCache} grows it). */
+    long cachePointer(int layer) {
+        return caches[layer].pointer();
+    }
+
+    /** The model this sequence runs through. */
+    DeviceModel model() {
+        return model;
+    }
+
     /** Grows every layer's cache (doubling, up to the context limit) to hold {@code positions} positions. */
-    private void reserveCache(int positions) {
+    void reserveCache(int positions) {
+        if (closed) {
+            throw new IllegalStateException("this sequence is closed");
+        }
         if (positions <= cachePositions) {
             return;
         }
@@ -284,7 +376,7 @@ final class DeviceSequence implements SequenceState {
         closed = true;
         ops.synchronize();
         dropGraphs();
-        position.close();
+        routes.close();
         if (scratch != null) {
             scratch.close();
         }

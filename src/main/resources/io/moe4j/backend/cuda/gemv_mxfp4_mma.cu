@@ -237,6 +237,11 @@ moe_gemv_mxfp4_mma_pieces(const uint4* __restrict__ codes, const u32* __restrict
 
     if (!routesReady) wait_prior_grid(); // as in moe_gemv_mxfp4_mma: pieces and routes come with the routes
     const int4 piece = load_l2(pieces + blockIdx.y);
+    if (piece.z == 0) {
+        // a plan built on the device pads its pieces to a fixed count (the grid of a recorded step) with empty ones
+        wait_prior_grid();
+        return;
+    }
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     const int g = lane >> 2;

@@ -6,6 +6,11 @@
 //                       and the rotated k and the v into the layer's cache ([position][k | v])
 //   model_attend        causal attention of each (token, head) over the cache: sliding window, sinks (online softmax)
 //   model_router_logits router logits in float64 (exact float products), for the host's selection rules
+//   model_rope_store_rows, model_attend_rows  the same for a batch of several sequences: each token row has its own
+//                       position and cache, read from device memory
+//   model_linear_bf16_r{1,2,4,8}  model_linear_bf16 for batches of tokens, R output rows a warp
+//   model_linear_bf16_mma the same on tensor cores (x as two bf16 terms), from 16 tokens
+//   model_gather_rows   rows picked by index (each sequence's last row of a batch, for lm_head)
 // Every kernel waits for the one before at its top (overlapped launches in a recorded decode step, sm_90+).
 // Everything is float32 with float32 accumulation unless said otherwise. The batch's first position is read from
 // device memory (start), so that a decode step's launches are the same every step and replay from a CUDA graph.
@@ -148,20 +153,201 @@ extern "C" __global__ void model_linear_bf16(const float* __restrict__ x, const 
     }
 }
 
+// model_linear_bf16 for batches of tokens (in a multiple of 8): a warp takes R output rows and the tokens in passes
+// of LINEAR_BATCH, so a pass loads each x element once for R rows (the one-row kernel reloads the batch's x for
+// every row: at 64 tokens lm_head moved ~150 GB through L1). Each (row, token) sum is the one-row kernel's: the
+// same lanes take the same 8-column groups in the same order, then the same warp sum, so a sequence stepped in a
+// batch gets the logits it gets alone.
+// grid: ceil(out / (8 R)); block: 256 (8 warps).
+#define LINEAR_BATCH 8
+template <int R>
+__device__ __forceinline__ void linear_bf16_rows(const float* __restrict__ x, const u16* __restrict__ w,
+                                                 const float* __restrict__ bias, float* __restrict__ y, int tokens,
+                                                 int in, int out, int accumulate) {
+    const int row0 = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * R;
+    const int lane = threadIdx.x & 31;
+    if (row0 >= out) return;
+    const int groups = in >> 3;
+    for (int t0 = 0; t0 < tokens; t0 += LINEAR_BATCH) {
+        float acc[R][LINEAR_BATCH];
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int j = 0; j < LINEAR_BATCH; j++) acc[r][j] = 0.f;
+        for (int g = lane; g < groups; g += 32) {
+            float wv[R][8];
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const int row = min(row0 + r, out - 1); // rows past the end compute a copy, never stored
+                uint4 packed = __ldg((const uint4*) (w + (long long) row * in) + g);
+                u32 words[4] = {packed.x, packed.y, packed.z, packed.w};
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    wv[r][2 * k] = __uint_as_float(words[k] << 16);
+                    wv[r][2 * k + 1] = __uint_as_float(words[k] & 0xffff0000u);
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < LINEAR_BATCH; j++) {
+                if (t0 + j < tokens) {
+                    const float4* xr = (const float4*) (x + (long long) (t0 + j) * in) + 2 * g;
+                    const float4 a = xr[0], c = xr[1];
+#pragma unroll
+                    for (int r = 0; r < R; r++) {
+                        float s = acc[r][j];
+                        s = fmaf(wv[r][0], a.x, s); s = fmaf(wv[r][1], a.y, s); s = fmaf(wv[r][2], a.z, s);
+                        s = fmaf(wv[r][3], a.w, s); s = fmaf(wv[r][4], c.x, s); s = fmaf(wv[r][5], c.y, s);
+                        s = fmaf(wv[r][6], c.z, s); s = fmaf(wv[r][7], c.w, s);
+                        acc[r][j] = s;
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const int row = row0 + r;
+            const float b = bias == nullptr || row >= out ? 0.f : bias[row];
+#pragma unroll
+            for (int j = 0; j < LINEAR_BATCH; j++) {
+                const float v = warp_sum_f(acc[r][j]);
+                if (lane == 0 && row < out && t0 + j < tokens) {
+                    float* dst = y + (long long) (t0 + j) * out + row;
+                    *dst = (accumulate ? *dst : 0.f) + v + b;
+                }
+            }
+        }
+    }
+}
+
+#define LINEAR_ROWS_KERNEL(R)                                                                                        \
+    extern "C" __global__ void __launch_bounds__(256) model_linear_bf16_r##R(                                        \
+            const float* __restrict__ x, const u16* __restrict__ w, const float* __restrict__ bias,                  \
+            float* __restrict__ y, int tokens, int in, int out, int accumulate) {                                    \
+        enter_after_prior_grid();                                                                                    \
+        linear_bf16_rows<R>(x, w, bias, y, tokens, in, out, accumulate);                                             \
+    }
+LINEAR_ROWS_KERNEL(1)
+LINEAR_ROWS_KERNEL(2)
+LINEAR_ROWS_KERNEL(4)
+LINEAR_ROWS_KERNEL(8)
+
+// model_linear_bf16 on tensor cores, for batches of 16 tokens or more (prefill, large decode batches), where the
+// CUDA-core kernels are bound by their instructions, not the weights' bytes. mma.m16n8k16 (bf16 in, float32
+// accumulate): A = 16 rows of W, B = 8 tokens of x. x is float32: it goes in as two bf16 terms, hi = bf16(x) and
+// lo = bf16(x - hi), each multiplied by the (exact) bf16 weights, so products keep ~16 bits of x (the CUDA-core
+// kernels' float32 products keep 24; the conformance tolerances are far wider). A dot product does not care in which
+// order k runs, so each lane loads 8 consecutive columns of its two W rows and of its token's x (16-byte loads) and
+// the fragments name them as the MMA's k indices; A and B use the same mapping. A block's 4 warps split K (chunks
+// of 32 columns, interleaved) for 16 rows, then add their partial tiles in a fixed order.
+// in: a multiple of 32. grid: ceil(out / 16); block: 128.
+#define MMA_LIN_WARPS 4
+#define MMA_LIN_TILES 8  // 8-token tiles a pass: 64 tokens
+__device__ __forceinline__ u32 pack_bf16(float lo, float hi) {
+    u32 r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+__device__ __forceinline__ float bf16_round(float v) {
+    u32 r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %1;" : "=r"(r) : "f"(v));
+    return __uint_as_float(r << 16);
+}
+
+__device__ __forceinline__ void mma_bf16(float* c, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9},"
+                 " {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+model_linear_bf16_mma(const float* __restrict__ x, const u16* __restrict__ w, const float* __restrict__ bias,
+                      float* __restrict__ y, int tokens, int in, int out, int accumulate) {
+    enter_after_prior_grid();
+    __shared__ float red[MMA_LIN_WARPS - 1][MMA_LIN_TILES][4][32];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int g = lane >> 2, t = lane & 3;
+    const int row0 = blockIdx.x * 16;
+    const int rA = min(row0 + g, out - 1), rB = min(row0 + g + 8, out - 1); // rows past the end: computed, not stored
+    const uint4* wA = (const uint4*) (w + (long long) rA * in);
+    const uint4* wB = (const uint4*) (w + (long long) rB * in);
+    const int chunks = in >> 5;
+    for (int n0 = 0; n0 < tokens; n0 += 8 * MMA_LIN_TILES) {
+        float acc[MMA_LIN_TILES][4];
+#pragma unroll
+        for (int j = 0; j < MMA_LIN_TILES; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+        for (int c = warp; c < chunks; c += MMA_LIN_WARPS) {
+            const uint4 pa = __ldg(wA + 4 * c + t);  // columns 32c + 8t .. + 8 of row g
+            const uint4 pb = __ldg(wB + 4 * c + t);  // ... of row g + 8
+#pragma unroll
+            for (int j = 0; j < MMA_LIN_TILES; j++) {
+                const int token = n0 + 8 * j + g;
+                if (n0 + 8 * j >= tokens) break;
+                float v[8];
+                if (token < tokens) {
+                    const float4* xr = (const float4*) (x + (long long) token * in + 32 * c + 8 * t);
+                    const float4 p = xr[0], q = xr[1];
+                    v[0] = p.x; v[1] = p.y; v[2] = p.z; v[3] = p.w; v[4] = q.x; v[5] = q.y; v[6] = q.z; v[7] = q.w;
+                } else {
+#pragma unroll
+                    for (int i = 0; i < 8; i++) v[i] = 0.f;
+                }
+                u32 hi[4], lo[4];
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const float h0 = bf16_round(v[2 * i]), h1 = bf16_round(v[2 * i + 1]);
+                    hi[i] = pack_bf16(h0, h1);
+                    lo[i] = pack_bf16(v[2 * i] - h0, v[2 * i + 1] - h1);
+                }
+                // k-step s: MMA k 2t,2t+1 <- columns 8t+4s+{0,1}; k 2t+8,2t+9 <- columns 8t+4s+{2,3}
+                mma_bf16(acc[j], pa.x, pb.x, pa.y, pb.y, hi[0], hi[1]);
+                mma_bf16(acc[j], pa.x, pb.x, pa.y, pb.y, lo[0], lo[1]);
+                mma_bf16(acc[j], pa.z, pb.z, pa.w, pb.w, hi[2], hi[3]);
+                mma_bf16(acc[j], pa.z, pb.z, pa.w, pb.w, lo[2], lo[3]);
+            }
+        }
+        if (warp > 0) {
+#pragma unroll
+            for (int j = 0; j < MMA_LIN_TILES; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) red[warp - 1][j][i][lane] = acc[j][i];
+        }
+        __syncthreads();
+        if (warp == 0) {
+#pragma unroll
+            for (int j = 0; j < MMA_LIN_TILES; j++) {
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    float v = acc[j][i];
+#pragma unroll
+                    for (int o = 0; o < MMA_LIN_WARPS - 1; o++) v += red[o][j][i][lane];
+                    // c0, c1: row g, tokens 2t, 2t + 1; c2, c3: row g + 8
+                    const int row = row0 + g + (i >= 2 ? 8 : 0);
+                    const int token = n0 + 8 * j + 2 * t + (i & 1);
+                    if (row < out && token < tokens) {
+                        float* dst = y + (long long) token * out + row;
+                        *dst = (accumulate ? *dst : 0.f) + v + (bias == nullptr ? 0.f : bias[row]);
+                    }
+                }
+            }
+        }
+        __syncthreads();
+    }
+}
+
 // Rows of qkv are [q heads | k heads | v heads] of one token. Block (t, head) rotates one q or k head of token t at
 // position *start + t with cos/sin [position, half] (the attention factor applied); a k head's block also writes the
 // rotated k and the matching v head into the cache row of that position ([k | v], width kvHeads * headDim each).
 // grid: (tokens, heads + kvHeads); block: half rounded up to a warp.
-extern "C" __global__ void model_rope_store(float* __restrict__ qkv, int heads, int kvHeads, int headDim,
-                                            const float* __restrict__ cosTable, const float* __restrict__ sinTable,
-                                            const long long* __restrict__ start, int half, int interleaved,
-                                            float* __restrict__ cache) {
-    enter_after_prior_grid();
+// The body of both RoPE kernels: the row of one token at position pos, its layer's cache at `cache`.
+__device__ __forceinline__ void rope_store_row(float* __restrict__ row, int heads, int kvHeads, int headDim,
+                                               const float* __restrict__ cosTable,
+                                               const float* __restrict__ sinTable, long long pos, int half,
+                                               int interleaved, float* __restrict__ cache) {
     int i = threadIdx.x;
     if (i >= half) return;
     int head = blockIdx.y;
-    long long pos = *start + blockIdx.x;
-    float* row = qkv + (long long) blockIdx.x * (heads + 2 * kvHeads) * headDim;
     float* h = row + (long long) head * headDim;
     float c = cosTable[pos * half + i];
     float s = sinTable[pos * half + i];
@@ -184,22 +370,45 @@ extern "C" __global__ void model_rope_store(float* __restrict__ qkv, int heads, 
     }
 }
 
+extern "C" __global__ void model_rope_store(float* __restrict__ qkv, int heads, int kvHeads, int headDim,
+                                            const float* __restrict__ cosTable, const float* __restrict__ sinTable,
+                                            const long long* __restrict__ start, int half, int interleaved,
+                                            float* __restrict__ cache) {
+    enter_after_prior_grid();
+    rope_store_row(qkv + (long long) blockIdx.x * (heads + 2 * kvHeads) * headDim, heads, kvHeads, headDim, cosTable,
+                   sinTable, *start + blockIdx.x, half, interleaved, cache);
+}
+
+// model_rope_store for a batch of several sequences: token row t is at positions[t] and its sequence's cache of this
+// layer is at caches[t] (a device address).
+// grid: (tokens, heads + kvHeads); block: half rounded up to a warp.
+extern "C" __global__ void model_rope_store_rows(float* __restrict__ qkv, int heads, int kvHeads, int headDim,
+                                                 const float* __restrict__ cosTable,
+                                                 const float* __restrict__ sinTable,
+                                                 const long long* __restrict__ positions,
+                                                 const unsigned long long* __restrict__ caches, int half,
+                                                 int interleaved) {
+    enter_after_prior_grid();
+    const int t = blockIdx.x;
+    rope_store_row(qkv + (long long) t * (heads + 2 * kvHeads) * headDim, heads, kvHeads, headDim, cosTable, sinTable,
+                   positions[t], half, interleaved, (float*) caches[t]);
+}
+
 // One block (ATTEND_WARPS warps) per (token, head). Each warp runs an online softmax over every ATTEND_WARPS-th key
 // of the query's visible span [from, position]; the warps' partial maxima, sums and outputs are merged at the end,
 // with the head's sink logit (if any) joining the denominator. Lane l holds dimensions l, l + 32, ...
 // grid: (tokens, heads); block: 32 * ATTEND_WARPS
-extern "C" __global__ void model_attend(const float* __restrict__ q, int qStride, const float* __restrict__ cache,
-                                        const float* __restrict__ sinks, float* __restrict__ out,
-                                        const long long* __restrict__ start, int heads, int kvHeads, int headDim,
-                                        int window, float scale) {
-    enter_after_prior_grid();
+// The body of both attention kernels: token row t at `position`, its layer's cache at `cache`.
+__device__ __forceinline__ void attend_row(const float* __restrict__ q, int qStride, const float* __restrict__ cache,
+                                           const float* __restrict__ sinks, float* __restrict__ out,
+                                           long long position, int t, int heads, int kvHeads, int headDim, int window,
+                                           float scale) {
     __shared__ float sMax[ATTEND_WARPS];
     __shared__ float sSum[ATTEND_WARPS];
     __shared__ float sAcc[ATTEND_WARPS][HEAD_DIM_MAX];
     const int per = HEAD_DIM_MAX / 32;
-    int t = blockIdx.x, h = blockIdx.y;
+    int h = blockIdx.y;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    long long position = *start + t;
     long long from = window > 0 ? (position - window + 1 > 0 ? position - window + 1 : 0) : 0;
     int kvh = h / (heads / kvHeads);
     int width = kvHeads * headDim;
@@ -258,6 +467,38 @@ extern "C" __global__ void model_attend(const float* __restrict__ q, int qStride
         for (int w = 0; w < ATTEND_WARPS; w++) v += sAcc[w][d] * f[w];
         o[d] = v / denominator;
     }
+}
+
+extern "C" __global__ void model_attend(const float* __restrict__ q, int qStride, const float* __restrict__ cache,
+                                        const float* __restrict__ sinks, float* __restrict__ out,
+                                        const long long* __restrict__ start, int heads, int kvHeads, int headDim,
+                                        int window, float scale) {
+    enter_after_prior_grid();
+    attend_row(q, qStride, cache, sinks, out, *start + blockIdx.x, blockIdx.x, heads, kvHeads, headDim, window, scale);
+}
+
+// model_attend for a batch of several sequences: token row t is at positions[t] and reads its sequence's cache of this
+// layer at caches[t] (written for this pass's rows by model_rope_store_rows).
+// grid: (tokens, heads); block: 32 * ATTEND_WARPS
+extern "C" __global__ void model_attend_rows(const float* __restrict__ q, int qStride,
+                                             const unsigned long long* __restrict__ caches,
+                                             const float* __restrict__ sinks, float* __restrict__ out,
+                                             const long long* __restrict__ positions, int heads, int kvHeads,
+                                             int headDim, int window, float scale) {
+    enter_after_prior_grid();
+    const int t = blockIdx.x;
+    attend_row(q, qStride, (const float*) caches[t], sinks, out, positions[t], t, heads, kvHeads, headDim, window,
+               scale);
+}
+
+// out[i] = x[rows[i]] for rows of n floats: the last row of each sequence of a batch, for lm_head.
+// grid: count; block: 256
+extern "C" __global__ void model_gather_rows(const float* __restrict__ x, const int* __restrict__ rows,
+                                             float* __restrict__ out, int n) {
+    enter_after_prior_grid();
+    const float* src = x + (long long) rows[blockIdx.x] * n;
+    float* dst = out + (long long) blockIdx.x * n;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
 }
 
 // logits[t, e] = sum_i x[t, i] * w[e, i] (+ bias[e]) in float64. One warp per (token, expert).

@@ -2,6 +2,8 @@
 //   moe_router_logits_rows  decode batches: one block per expert, every token of the batch (at most ROUTER_TOKENS)
 //   moe_router_logits_tile  larger batches: 64 tokens x 64 experts x a slice of the columns a block
 //   moe_router_select       one warp per token: scores, DeepSeek's group mask, top-k, weights, sorted by expert
+//   moe_route_plan          the experts' routing plan from the choices, on the device (a decode step's graph)
+// moe_router_select and moe_route_plan follow the overlapped-launch protocol of moe4j_common.cuh.
 // Logits are float64 sums of float x times float weights (exact products), like the host router: routers sit close
 // to ties, and the reference computes them in float64. Only the order of the sums differs from the host.
 #include "moe4j_common.cuh"
@@ -187,6 +189,7 @@ extern "C" __global__ void __launch_bounds__(128)
 moe_router_select(const double* __restrict__ logits, int slices, const float* __restrict__ bias,
                   const float* __restrict__ correction, int* __restrict__ ids, float* __restrict__ weights, int T,
                   int E, int K, int kind, int renormalize, int groups, int topkGroups, double scaling) {
+    enter_after_prior_grid(); // the logits come from the kernel before (a recorded decode step)
     extern __shared__ double smem[];
     const int warp = threadIdx.x >> 5;
     const int lane = threadIdx.x & 31;
@@ -306,5 +309,69 @@ moe_router_select(const double* __restrict__ logits, int slices, const float* __
             ids[(size_t)t * K + j] = chosen[j];
             weights[(size_t)t * K + j] = (float)wt[j];
         }
+    }
+}
+
+// The routing plan CudaExperts builds on the host (RoutePlan), built here from moe_router_select's choices so that
+// a decode step needs no host round trip: the P = T * K (token, choice) pairs grouped by expert, stable in token
+// order (as TokenGroups groups them), every expert local. Written into `meta` at the offsets the expert kernels read:
+// pairToken, pairExpert, pairWeight [P]; tokenPair, tokenWeight [T * K]; identity [P]; batches [P] int4 (expert,
+// pair, 1, 0): the CUDA-core GEMM's one-pair batches. routes [2P] int2: GEMM1's (expert, token or pair), then
+// GEMM2's (expert, pair). With maxPieces > 0, also the tensor-core GEMV's pieces (each expert's pairs cut into
+// pieces of at most 4, as RoutePlan.pieces) as int4 (expert, first pair, count, 0), padded with empty pieces to
+// maxPieces (the recorded grid). One block; a pair's slot is its expert's start plus the earlier pairs of that expert, so
+// the plan does not depend on thread timing. P is a decode batch's (at most a few thousand).
+// grid: 1; block: 256; shared: 12 E bytes
+extern "C" __global__ void __launch_bounds__(256)
+moe_route_plan(const int* __restrict__ ids, const float* __restrict__ weights, int T, int K, int E,
+               int* __restrict__ pairToken, int* __restrict__ pairExpert, float* __restrict__ pairWeight,
+               int* __restrict__ tokenPair, float* __restrict__ tokenWeight, int* __restrict__ identity,
+               int4* __restrict__ batches, int2* __restrict__ routes, int routesByToken,
+               int4* __restrict__ pieces, int maxPieces) {
+    enter_after_prior_grid();
+    extern __shared__ int counts[]; // [E] counts, then [E] starts, then [E] first pieces
+    int* starts = counts + E;
+    int* firstPiece = starts + E;
+    const int P = T * K;
+    for (int e = threadIdx.x; e < E; e += blockDim.x) counts[e] = 0;
+    __syncthreads();
+    for (int p = threadIdx.x; p < P; p += blockDim.x) atomicAdd(&counts[ids[p]], 1);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int at = 0;
+        int piece = 0;
+        for (int e = 0; e < E; e++) {
+            starts[e] = at;
+            at += counts[e];
+            firstPiece[e] = piece;
+            piece += (counts[e] + 3) / 4;
+        }
+    }
+    __syncthreads();
+    if (maxPieces > 0) {
+        for (int e = threadIdx.x; e < E; e += blockDim.x) {
+            for (int i = 0; 4 * i < counts[e]; i++) {
+                pieces[firstPiece[e] + i] = make_int4(e, starts[e] + 4 * i, min(4, counts[e] - 4 * i), 0);
+            }
+        }
+        const int used = firstPiece[E - 1] + (counts[E - 1] + 3) / 4;
+        for (int i = used + threadIdx.x; i < maxPieces; i += blockDim.x) pieces[i] = make_int4(0, 0, 0, 0);
+    }
+    for (int p = threadIdx.x; p < P; p += blockDim.x) {
+        const int e = ids[p];
+        int rank = 0;
+        for (int q = 0; q < p; q++) rank += ids[q] == e;
+        const int slot = starts[e] + rank;
+        const int t = p / K;
+        const float wt = weights[p];
+        pairToken[slot] = t;
+        pairExpert[slot] = e;
+        pairWeight[slot] = wt;
+        tokenPair[p] = slot;
+        tokenWeight[p] = wt;
+        identity[p] = p;
+        batches[slot] = make_int4(e, slot, 1, 0);
+        routes[slot] = make_int2(e, routesByToken ? t : slot);
+        routes[P + slot] = make_int2(e, slot);
     }
 }

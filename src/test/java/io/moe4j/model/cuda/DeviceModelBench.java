@@ -77,6 +77,9 @@ public final class DeviceModelBench {
                         ms[ms.length - 1], 1e3 / median, bytes / 1e9, bytes / median / 1e6,
                         100 * bytes / median / 1e6 / copy, limitMs, 1e3 / limitMs);
             }
+            for (int batch : new int[] {8, 64}) {
+                decodeBatch(model, batch, decodeTokens, bytesPerDecodedToken(layers), copy);
+            }
             profile(dir, decodeTokens);
             if (prefillTokens > 0) {
                 int[] prompt = IntStream.range(0, prefillTokens).map(i -> 1 + (i * 7919) % (VOCAB - 1)).toArray();
@@ -97,6 +100,44 @@ public final class DeviceModelBench {
                 }
             }
             Files.delete(dir);
+        }
+    }
+
+    /**
+     * Continuous batching: {@code batch} sessions of different lengths (prompts of 8 to 23 tokens) stepped together
+     * with {@link Model#step}, one token each a step; the median step gives tokens/s over the batch.
+     */
+    private static void decodeBatch(Model model, int batch, int steps, double bytesPerToken, double copy) {
+        java.util.List<Session> sessions = new java.util.ArrayList<>();
+        try {
+            java.util.List<int[]> feed = new java.util.ArrayList<>();
+            for (int i = 0; i < batch; i++) {
+                Session s = model.newSession();
+                sessions.add(s);
+                int seed = i * 7919;
+                int[] prompt = IntStream.range(0, 8 + i % 16).map(j -> 1 + (j * 31 + seed) % (VOCAB - 1)).toArray();
+                feed.add(new int[] {argmax(s.prefillLast(prompt))});
+            }
+            double[] ms = new double[steps];
+            for (int step = -4; step < steps; step++) { // 4 warm-up steps: kernels loaded, the step recorded
+                long a = System.nanoTime();
+                float[][] logits = model.step(sessions, feed);
+                if (step >= 0) {
+                    ms[step] = (System.nanoTime() - a) / 1e6;
+                }
+                for (int i = 0; i < batch; i++) {
+                    feed.set(i, new int[] {argmax(logits[i])});
+                }
+            }
+            Arrays.sort(ms);
+            double median = ms[ms.length / 2];
+            // the batch reads the attention, router and lm_head weights once and each distinct expert once: at most
+            // every layer's top-k experts for each sequence (a bound; the bytes actually read are fewer)
+            System.out.printf("decode batch %d (Model.step), %d steps: median %.3f ms a step (min %.3f, max %.3f) = %.0f"
+                            + " tokens/s (%.1f tokens/s a sequence)%n", batch, steps, median, ms[0], ms[ms.length - 1],
+                    batch * 1e3 / median, 1e3 / median);
+        } finally {
+            sessions.forEach(Session::close);
         }
     }
 
@@ -123,11 +164,55 @@ public final class DeviceModelBench {
             long[] nanos = s.profile();
             StringBuilder line = new StringBuilder(String.format("profiled decode step %.0f us:", total));
             for (int i = 0; i < nanos.length; i++) {
-                line.append(String.format(" %s %.0f us;", DeviceSequence.PHASES[i], nanos[i] / 1e3 / decodeTokens));
+                if (nanos[i] > 0) {
+                    line.append(String.format(" %s %.0f us;", DeviceSequence.PHASES[i], nanos[i] / 1e3 / decodeTokens));
+                }
             }
             System.out.println(line);
-            System.out.printf("replayed alone: layer 0 attention %.1f us, layer 1 attention %.1f us, head %.1f us%n",
-                    s.replayMicros(0, 50), s.replayMicros(1, 50), s.replayMicros(config.layers().size(), 20));
+            profileBatch(model, 64, decodeTokens / 4);
+            if (model.routesOnDevice()) {
+                System.out.printf("replayed alone: the whole decode step %.1f us%n", s.replayMicros(-1, 20));
+            } else {
+                System.out.printf("replayed alone: layer 0 attention %.1f us, layer 1 attention %.1f us, head %.1f us%n",
+                        s.replayMicros(0, 50), s.replayMicros(1, 50), s.replayMicros(config.layers().size(), 20));
+            }
+        }
+    }
+
+    /** Where a batched decode step's time goes ({@link DeviceBatch#PHASES}), and its recorded graph replayed alone. */
+    private static void profileBatch(DeviceModel model, int batch, int steps) {
+        java.util.List<io.moe4j.model.SequenceState> seqs = new java.util.ArrayList<>();
+        try {
+            java.util.List<int[]> feed = new java.util.ArrayList<>();
+            long[] starts = new long[batch];
+            for (int i = 0; i < batch; i++) {
+                io.moe4j.model.SequenceState s = model.newSequence();
+                seqs.add(s);
+                int[] prompt = IntStream.range(0, 8 + i % 16).map(j -> 1 + j * 131).toArray();
+                feed.add(new int[] {argmax(s.forward(prompt, 0, false))});
+                starts[i] = prompt.length;
+            }
+            DeviceBatch runner = model.batch();
+            for (int step = -4; step < steps; step++) {
+                if (step == 0) {
+                    System.out.printf("batch %d step replayed alone: %.0f us%n", batch, runner.replayMicros(batch, 5));
+                    runner.profile(true);
+                }
+                float[][] logits = model.step(seqs, feed, starts);
+                for (int i = 0; i < batch; i++) {
+                    feed.set(i, new int[] {argmax(logits[i])});
+                    starts[i]++;
+                }
+            }
+            long[] nanos = runner.profile();
+            runner.profile(false);
+            StringBuilder line = new StringBuilder(String.format("profiled batch-%d step (eager):", batch));
+            for (int i = 0; i < nanos.length; i++) {
+                line.append(String.format(" %s %.0f us;", DeviceBatch.PHASES[i], nanos[i] / 1e3 / steps));
+            }
+            System.out.println(line);
+        } finally {
+            seqs.forEach(io.moe4j.model.SequenceState::close);
         }
     }
 

@@ -1,0 +1,76 @@
+package io.moe4j.backend.cuda;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.moe4j.backend.cuda.driver.CudaProbe;
+import io.moe4j.backend.cuda.driver.CudaRuntime;
+import io.moe4j.backend.cuda.driver.DeviceBuffer;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link ModelOps#linearBf16} for batches against the same rows one token at a time: the CUDA-core batch kernels
+ * (R rows a warp) give the one-token kernel's sums bit for bit; the tensor-core kernel (16 tokens and more, x as two
+ * bf16 terms) agrees within its rounding; with bias, accumulation into y, and rows that do not fill a tile.
+ */
+class LinearBf16Test {
+    private static final int IN = 288; // a multiple of 32, not of 64
+    private static final int OUT = 301; // not a multiple of 16 or of 8 warps' rows
+
+    @BeforeEach
+    void requireGpu() {
+        CudaProbe probe = CudaRuntime.probe();
+        assumeTrue(probe.available(), () -> "no usable CUDA device: " + probe.reason());
+    }
+
+    @Test
+    void batchesGiveTheOneTokenSums() {
+        SplittableRandom rnd = new SplittableRandom(3);
+        float[] bias = random(rnd, OUT, 0.1);
+        try (ModelOps ops = ModelOps.open(); Arena arena = Arena.ofConfined();
+                DeviceBuffer w = ops.upload(bf16Matrix(arena, rnd)); DeviceBuffer b = ops.upload(bias)) {
+            for (int tokens : new int[] {2, 5, 9, 16, 37, 70}) {
+                float[] x = random(rnd, tokens * IN, 1.0);
+                float[] y0 = random(rnd, tokens * OUT, 1.0); // accumulated into
+                try (DeviceBuffer dx = ops.upload(x); DeviceBuffer batch = ops.upload(y0);
+                        DeviceBuffer single = ops.upload(y0)) {
+                    ops.linearBf16(dx.pointer(), w.pointer(), b.pointer(), batch.pointer(), tokens, IN, OUT, true);
+                    for (int t = 0; t < tokens; t++) {
+                        ops.linearBf16(dx.pointer() + 4L * t * IN, w.pointer(), b.pointer(),
+                                single.pointer() + 4L * t * OUT, 1, IN, OUT, true);
+                    }
+                    float[] got = ops.readFloats(batch, 0, tokens * OUT);
+                    float[] want = ops.readFloats(single, 0, tokens * OUT);
+                    if (tokens < ops.mmaLinearTokens()) {
+                        assertThat(got).as("%d tokens on the CUDA cores", tokens).containsExactly(want);
+                    } else {
+                        assertThat(io.moe4j.testing.Norms.relL2(got, want)).as("%d tokens on tensor cores", tokens)
+                                .isLessThanOrEqualTo(1e-5);
+                    }
+                }
+            }
+        }
+    }
+
+    private static MemorySegment bf16Matrix(Arena arena, SplittableRandom rnd) {
+        MemorySegment s = arena.allocate(2L * OUT * IN);
+        for (long i = 0; i < (long) OUT * IN; i++) {
+            float v = (float) (rnd.nextGaussian() * 0.05);
+            s.setAtIndex(ValueLayout.JAVA_SHORT, i, (short) (Float.floatToRawIntBits(v) >>> 16));
+        }
+        return s;
+    }
+
+    private static float[] random(SplittableRandom rnd, int n, double scale) {
+        float[] v = new float[n];
+        for (int i = 0; i < n; i++) {
+            v[i] = (float) (rnd.nextGaussian() * scale);
+        }
+        return v;
+    }
+}

@@ -1,0 +1,82 @@
+package io.moe4j.model;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+import static io.moe4j.testing.Norms.relL2;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * {@link Model#step} over several device sessions of different lengths in one forward: each sequence's logits are
+ * those it gets stepped alone, and the transformers logits of the gpt-oss case at its position; decode steps (one
+ * token each, replayed from a recorded graph from the third on) and a step of uneven feeds. Skipped without a GPU.
+ */
+class DeviceBatchTest {
+    private static final String CASE = "m_gptoss_mxfp4";
+
+    @Test
+    void aBatchedStepGivesEachSequenceItsOwnLogits() {
+        ConformanceModelsTest.assumeGpu();
+        ModelCases.Case c = ModelCases.load(CASE);
+        int[] ids = c.inputIds();
+        int v = c.vocab();
+        int[] lengths = {4, 9, 14};
+        try (Model model = Model.load(c.dir(), ModelOptions.defaults().withBackend(ModelOptions.CUDA))) {
+            List<Session> batched = new ArrayList<>();
+            List<Session> alone = new ArrayList<>();
+            try {
+                for (int len : lengths) {
+                    Session b = model.newSession();
+                    batched.add(b);
+                    b.prefillLast(Arrays.copyOf(ids, len));
+                    Session a = model.newSession();
+                    alone.add(a);
+                    a.prefillLast(Arrays.copyOf(ids, len));
+                }
+                for (int step = 0; step < 6; step++) {
+                    List<int[]> feed = new ArrayList<>();
+                    for (Session b : batched) {
+                        feed.add(new int[] {ids[(int) b.position()]});
+                    }
+                    float[][] got = model.step(batched, feed);
+                    for (int i = 0; i < lengths.length; i++) {
+                        float[] want = alone.get(i).decode(feed.get(i)[0]);
+                        String what = "sequence " + i + ", step " + step;
+                        assertThat(relL2(got[i], want)).as(what + " against stepping alone").isLessThanOrEqualTo(1e-5);
+                        assertFixture(c, got[i], (int) batched.get(i).position() - 1, what);
+                    }
+                }
+                // uneven feeds: three, one and two tokens (a prompt's rest joining decode steps)
+                int[] sizes = {3, 1, 2};
+                List<int[]> feed = new ArrayList<>();
+                for (int i = 0; i < sizes.length; i++) {
+                    int at = (int) batched.get(i).position();
+                    feed.add(Arrays.copyOfRange(ids, at, at + sizes[i]));
+                }
+                float[][] got = model.step(batched, feed);
+                for (int i = 0; i < sizes.length; i++) {
+                    float[] want = alone.get(i).prefillLast(feed.get(i));
+                    String what = "sequence " + i + ", uneven step";
+                    // 6 rows of top-4 over 8 experts take the GEMV's pieces (a sequence alone does not): other
+                    // rounding, well inside the case's tolerance
+                    assertThat(relL2(got[i], want)).as(what + " against stepping alone").isLessThanOrEqualTo(2e-3);
+                    assertFixture(c, got[i], (int) batched.get(i).position() - 1, what);
+                }
+                assertThat(got[0]).hasSize(v);
+            } finally {
+                batched.forEach(Session::close);
+                alone.forEach(Session::close);
+            }
+        }
+    }
+
+    private static void assertFixture(ModelCases.Case c, float[] got, int position, String what) {
+        int v = c.vocab();
+        float[] want = Arrays.copyOfRange(c.logits(), position * v, (position + 1) * v);
+        assertThat(relL2(got, want)).as(what + " against transformers at position " + position)
+                .isLessThanOrEqualTo(c.tolerance("cuda"));
+    }
+}
