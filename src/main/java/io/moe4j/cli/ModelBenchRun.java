@@ -30,6 +30,14 @@ record ModelBenchRun(ModelPreset preset, ModelShape shape, String backend, int t
     private static final long SEED = 20261125L;
 
     int run() {
+        Path dir = write();
+        System.err.printf(Locale.ROOT, "measuring memory read bandwidth (%d threads, %d MiB) ...%n", threads,
+                bandwidthBytes >> 20);
+        return measure(dir);
+    }
+
+    /** Writes the synthetic model (or finds it written before) and returns its directory; times nothing. */
+    Path write() {
         Path dir = cacheDir.resolve(String.format(Locale.ROOT, "%s-%dL-%dE", preset.cliName(), shape.layers(),
                 shape.experts()));
         long bytes = SyntheticModel.checkpointBytes(shape);
@@ -49,8 +57,10 @@ record ModelBenchRun(ModelPreset preset, ModelShape shape, String backend, int t
                 SyntheticModel.writeIfAbsent(dir, shape, SEED, pb::stepBy);
             }
         }
-        System.err.printf(Locale.ROOT, "measuring memory read bandwidth (%d threads, %d MiB) ...%n", threads,
-                bandwidthBytes >> 20);
+        return dir;
+    }
+
+    private int measure(Path dir) {
         double machine = MemoryBandwidth.measure(threads, bandwidthBytes, 3);
         System.err.printf(Locale.ROOT, "memory read bandwidth: %.1f GB/s%n", machine);
 
