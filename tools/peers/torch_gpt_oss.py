@@ -117,8 +117,13 @@ def load_transformers(model_dir, device, dtype):
     if hasattr(cfg, "quantization_config"):
         del cfg.quantization_config  # dequantized below: the model is built as a plain bf16 one
     cfg._attn_implementation = "eager"  # gpt-oss's sinks: transformers runs them in eager (sdpa unsupported)
-    with torch.device("meta"):
-        model = GptOssForCausalLM(cfg)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)  # parameters created in dtype: to_empty then allocates them once, at their size
+    try:
+        with torch.device("meta"):
+            model = GptOssForCausalLM(cfg)
+    finally:
+        torch.set_default_dtype(default)
     model = model.to_empty(device=device).to(dtype)
     model.eval()
     model.requires_grad_(False)
@@ -480,6 +485,13 @@ def main():
     ok &= d <= a.max_rel_l2
     emit(what="check", a="hand", b="transformers", tokens=a.check_tokens, rel_l2=d,
          argmax_equal=bool(hand.argmax() == ref.argmax()))
+    # the decode path too: greedy continuations of the check prompt (transformers' generate, the hand loop's steps)
+    n = 8
+    hf_tokens = hf_generate(model, cfg, ids, n)[:, ids.shape[1]:]
+    loop = HandLoop(model, cfg, 1, a.check_tokens + n + 1, gmm)
+    _, hand_tokens = decode_hand(loop, device, ids, n, loop.forward)
+    emit(what="check_tokens", a="hand", b="transformers", tokens=n,
+         same=float((hand_tokens == hf_tokens).float().mean()))
     del loop
     if a.java_logits:
         from safetensors import safe_open
