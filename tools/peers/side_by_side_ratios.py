@@ -63,7 +63,8 @@ def main():
           f"{info.get('hand_experts', '?')}; {info.get('layers', '?')} layers")
     for c in checks:
         if c["what"] == "check_tokens":
-            print(f"check {c['a']} vs {c['b']}: {c['same']:.0%} of {c['tokens']} greedy tokens after the prompt equal")
+            print(f"check {c['a']} vs {c['b']}: {c['same']:.0%} of {c['tokens']} greedy tokens after the prompt equal"
+                  f" ({c.get('same_before_first_difference', '?')} before the first difference)")
             continue
         print(f"check {c['a']} vs {c['b']}: rel L2 {c['rel_l2']:.4f} over the last position's logits of a "
               f"{c['tokens']}-token prompt, same argmax: {c['argmax_equal']}")

@@ -359,12 +359,31 @@ def hf_logits(model, ids):
     return out.logits[0, -1]
 
 
-def hf_generate(model, cfg, ids, new):
-    from transformers import GenerationConfig
+class StepClock:
+    """A logits processor that changes nothing and notes when each generation step's logits are ready (the device
+    drained first; generate syncs with the host every step anyway to check its stopping criteria)."""
+
+    def __init__(self, device):
+        self.device, self.times = device, []
+
+    def __call__(self, input_ids, scores):
+        sync(self.device)
+        self.times.append(time.perf_counter())
+        return scores
+
+    def step_seconds(self):
+        """Median time between consecutive steps' logits: one decode step (the first call ends the prompt's pass)."""
+        d = sorted(b - a for a, b in zip(self.times, self.times[1:]))
+        return d[len(d) // 2] if d else float("nan")
+
+
+def hf_generate(model, cfg, ids, new, clock=None):
+    from transformers import GenerationConfig, LogitsProcessorList
     gc = GenerationConfig(max_new_tokens=new, min_new_tokens=new, do_sample=False,
                           eos_token_id=cfg.eos_token_id, pad_token_id=cfg.pad_token_id)
+    extra = {} if clock is None else {"logits_processor": LogitsProcessorList([clock])}
     with torch.no_grad():
-        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=gc)
+        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=gc, **extra)
     if out.shape[1] != ids.shape[1] + new:
         fail(f"generate returned {out.shape[1] - ids.shape[1]} new tokens, not {new}")
     return out
@@ -373,12 +392,15 @@ def hf_generate(model, cfg, ids, new):
 def time_hf_generate(model, cfg, vocab, device, batch, prompt, new, common):
     ids = random_ids(prompt, vocab, batch).to(device)
     hf_generate(model, cfg, ids, new)  # warm-up
-    t1 = min(seconds(lambda: hf_generate(model, cfg, ids, 1), device)[0] for _ in range(2))
-    tn = min(seconds(lambda: hf_generate(model, cfg, ids, new), device)[0] for _ in range(2))
-    step = (tn - t1) / (new - 1)
+    runs = []
+    for _ in range(2):
+        clock = StepClock(device)
+        total = seconds(lambda: hf_generate(model, cfg, ids, new, clock), device)[0]
+        runs.append((clock.step_seconds(), total))
+    step, total = min(runs)
     emit(impl="transformers.generate", what="decode", batch=batch, prompt_tokens=prompt, new_tokens=new,
          ms_per_step=round(step * 1e3, 3), tokens_per_s=round(batch / step, 1),
-         generate_tokens_per_s=round(batch * new / tn, 1), **common)
+         generate_tokens_per_s=round(batch * new / total, 1), **common)
 
 
 def time_prefill(fn, device, n, impl, common):
@@ -490,8 +512,9 @@ def main():
     hf_tokens = hf_generate(model, cfg, ids, n)[:, ids.shape[1]:]
     loop = HandLoop(model, cfg, 1, a.check_tokens + n + 1, gmm)
     _, hand_tokens = decode_hand(loop, device, ids, n, loop.forward)
-    emit(what="check_tokens", a="hand", b="transformers", tokens=n,
-         same=float((hand_tokens == hf_tokens).float().mean()))
+    equal = (hand_tokens == hf_tokens)[0].tolist()
+    emit(what="check_tokens", a="hand", b="transformers", tokens=n, same=sum(equal) / n,
+         same_before_first_difference=equal.index(False) if False in equal else n)
     del loop
     if a.java_logits:
         from safetensors import safe_open
