@@ -453,6 +453,55 @@ class GraphStep:
         return self.out
 
 
+def guarded(impl, what, batch, fn):
+    """Runs one measurement; a failure becomes a JSON line, so the others' figures are not lost."""
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001
+        emit(impl=impl, what=what, batch=batch, error=f"{type(e).__name__}: {str(e)[:300]}")
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+def decode_both(model, cfg, vocab, device, b, a, gmm, common):
+    if not a.skip_transformers:
+        guarded("transformers.generate", "decode", b,
+                lambda: time_hf_generate(model, cfg, vocab, device, b, a.prompt_tokens, a.new_tokens, common))
+    time_hand_decode(model, cfg, vocab, device, b, a, gmm, common)
+
+
+def time_hand_decode(model, cfg, vocab, device, b, a, gmm, common):
+    steps = a.new_tokens
+    loop = HandLoop(model, cfg, b, a.prompt_tokens + steps + 8, gmm)
+    prompt = random_ids(a.prompt_tokens, vocab, b).to(device)
+    variants = [("hand", loop.forward)]
+    if device.type == "cuda" and gmm is not None:
+        variants.append(("hand+cudagraph", None))
+        if a.compile:
+            variants.append(("hand+compile+cudagraph", "compile"))
+    eager_tokens = []
+
+    def run(impl, fn):
+        if fn is None:
+            fn = GraphStep(loop, device, loop.forward)
+        elif fn == "compile":
+            tc = time.perf_counter()
+            fn = GraphStep(loop, device, torch.compile(loop.forward, dynamic=False))
+            emit(impl=impl, what="compile", batch=b, seconds=round(time.perf_counter() - tc, 1))
+        decode_hand(loop, device, prompt, 4, fn)  # warm-up
+        step, tokens = decode_hand(loop, device, prompt, steps, fn)
+        same = float((tokens == eager_tokens[0]).float().mean()) if eager_tokens else None
+        eager_tokens.append(tokens)
+        emit(impl=impl, what="decode", batch=b, prompt_tokens=a.prompt_tokens, new_tokens=steps,
+             ms_per_step=round(step * 1e3, 3), tokens_per_s=round(b / step, 1), tokens_as_eager=same, **common)
+
+    for impl, fn in variants:
+        guarded(impl, "decode", b, lambda: run(impl, fn))
+    del loop
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
 # ------------------------------------------------------------------------------------------------------------- main
 
 def main():
@@ -535,52 +584,22 @@ def main():
         emit(what="copy_bandwidth", gbps=round(copy_gbps(device), 1), bytes_per_token=bytes_per_token(cfg_json),
              **common)
     batches = [int(b) for b in a.batches.split(",") if b]
-    steps = a.new_tokens
-    if not a.skip_transformers:
-        for b in batches:
-            try:
-                time_hf_generate(model, cfg, vocab, device, b, a.prompt_tokens, steps, common)
-            except torch.cuda.OutOfMemoryError as e:
-                emit(impl="transformers.generate", what="decode", batch=b, error=f"out of memory: {e}"[:200])
-        pre = random_ids(a.prefill_tokens, vocab).to(device)
-        time_prefill(lambda: hf_logits(model, pre), device, a.prefill_tokens, "transformers.forward", common)
-        del pre
-
-    for b in batches:
-        loop = HandLoop(model, cfg, b, a.prompt_tokens + steps + 8, gmm)
-        prompt = random_ids(a.prompt_tokens, vocab, b).to(device)
-        variants = [("hand", loop.forward)]
-        if device.type == "cuda" and gmm is not None:
-            variants.append(("hand+cudagraph", None))
-            if a.compile:
-                variants.append(("hand+compile+cudagraph", "compile"))
-        eager_tokens = None
-        for impl, fn in variants:
-            try:
-                if fn is None:
-                    fn = GraphStep(loop, device, loop.forward)
-                elif fn == "compile":
-                    tc = time.perf_counter()
-                    fn = GraphStep(loop, device, torch.compile(loop.forward, dynamic=False))
-                    emit(impl=impl, what="compile", batch=b, seconds=round(time.perf_counter() - tc, 1))
-                decode_hand(loop, device, prompt, 4, fn)  # warm-up
-                step, tokens = decode_hand(loop, device, prompt, steps, fn)
-                same = None if eager_tokens is None else float((tokens == eager_tokens).float().mean())
-                eager_tokens = tokens if eager_tokens is None else eager_tokens
-                emit(impl=impl, what="decode", batch=b, prompt_tokens=a.prompt_tokens, new_tokens=steps,
-                     ms_per_step=round(step * 1e3, 3), tokens_per_s=round(b / step, 1),
-                     tokens_as_eager=same, **common)
-            except Exception as e:  # noqa: BLE001 - one variant failing must not lose the others' figures
-                emit(impl=impl, what="decode", batch=b, error=f"{type(e).__name__}: {str(e)[:300]}")
-        del loop
-        if device.type == "cuda":
-            torch.cuda.empty_cache()
-
-    loop = HandLoop(model, cfg, 1, a.prefill_tokens, gmm)
+    # batch 1, the prefill, then the larger batches; both peers' figures of one kind before the next, so that a run
+    # stopped early still has pairs to compare
+    for b in batches[:1]:
+        decode_both(model, cfg, vocab, device, b, a, gmm, common)
     pre = random_ids(a.prefill_tokens, vocab).to(device)
+    if not a.skip_transformers:
+        guarded("transformers.forward", "prefill", 1,
+                lambda: time_prefill(lambda: hf_logits(model, pre), device, a.prefill_tokens, "transformers.forward",
+                                     common))
+    loop = HandLoop(model, cfg, 1, a.prefill_tokens, gmm)
     zero = torch.zeros((), dtype=torch.int64, device=device)
-    with torch.no_grad():
-        time_prefill(lambda: loop.forward(pre, zero), device, a.prefill_tokens, "hand", common)
+    guarded("hand", "prefill", 1,
+            lambda: time_prefill(lambda: loop.forward(pre, zero), device, a.prefill_tokens, "hand", common))
+    del loop, pre
+    for b in batches[1:]:
+        decode_both(model, cfg, vocab, device, b, a, gmm, common)
     return 0 if ok else 3
 
 
