@@ -30,10 +30,7 @@ record ModelBenchRun(ModelPreset preset, ModelShape shape, String backend, int t
     private static final long SEED = 20261125L;
 
     int run() {
-        Path dir = write();
-        System.err.printf(Locale.ROOT, "measuring memory read bandwidth (%d threads, %d MiB) ...%n", threads,
-                bandwidthBytes >> 20);
-        return measure(dir);
+        return measure(write());
     }
 
     /** Writes the synthetic model (or finds it written before) and returns its directory; times nothing. */
@@ -61,6 +58,8 @@ record ModelBenchRun(ModelPreset preset, ModelShape shape, String backend, int t
     }
 
     private int measure(Path dir) {
+        System.err.printf(Locale.ROOT, "measuring memory read bandwidth (%d threads, %d MiB) ...%n", threads,
+                bandwidthBytes >> 20);
         double machine = MemoryBandwidth.measure(threads, bandwidthBytes, 3);
         System.err.printf(Locale.ROOT, "memory read bandwidth: %.1f GB/s%n", machine);
 
