@@ -10,9 +10,10 @@
 # transformers and safetensors. Usage:
 #   bash tools/gpu_side_by_side.sh [--layers 24] [--steps write,java,logits,torch,ratios] [--dir /tmp/moe4j-sbs]
 #        [--decode-tokens 64] [--prefill-tokens 2048] [--batches 1,8,64] [--compile] [--budget 570]
-# Results go to $OUT (or .gpu/side-by-side/): java.txt, logits.safetensors, torch.jsonl, ratios.txt. The checkpoint
-# stays in --dir and is reused by a later call (--steps torch,ratios after --steps write,java,logits, for example,
-# when one call's time limit is too short for all). --budget: seconds this call may take; steps that would start
+# Results go to DIR/results-NL/ (java.txt, ids and logits.safetensors, torch.jsonl, ratios.txt), the text ones also
+# to $OUT when set. The checkpoint and the results stay in --dir for a later call on the same machine (--steps
+# write,torch,ratios after --steps write,java,logits, for example, when one call's time limit is too short for all;
+# write only checks a checkpoint that is there). --budget: seconds this call may take; steps that would start
 # with too little left are skipped, and the torch step is stopped when the budget runs out. SBS_DEVICE=cpu runs the
 # logits and torch steps on the host instead (a check of this script on a machine without a GPU, not a bench).
 set -uo pipefail
@@ -37,8 +38,8 @@ case "$layers" in ''|*[!0-9]*) echo "gpu_side_by_side.sh: --layers takes a numbe
 if [ "$layers" -lt 1 ] || [ "$layers" -gt 24 ]; then
   echo "gpu_side_by_side.sh: --layers must be 1..24 (gpt-oss-20b has 24)" >&2; exit 2
 fi
-out="${OUT:-.gpu/side-by-side}"
-mkdir -p "$out" "$root"
+out="$root/results-${layers}L"
+mkdir -p "$out"
 has() { [[ ",$steps," == *",$1,"* ]]; }
 left() { echo $((budget - (SECONDS - start))); }
 note() { echo "[$((SECONDS - start)) s] $*"; }
@@ -102,4 +103,7 @@ if has ratios; then
     note "no ratios: $out/java.txt or $out/torch.jsonl is missing"
   fi
 fi
-note "done; results in $out"
+if [ -n "${OUT:-}" ]; then
+  cp "$out"/*.txt "$out"/*.jsonl "$OUT"/ 2>/dev/null
+fi
+note "done; results in $out${OUT:+ (text files also in \$OUT)}"
