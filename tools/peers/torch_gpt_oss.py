@@ -117,14 +117,10 @@ def load_transformers(model_dir, device, dtype):
     if hasattr(cfg, "quantization_config"):
         del cfg.quantization_config  # dequantized below: the model is built as a plain bf16 one
     cfg._attn_implementation = "eager"  # gpt-oss's sinks: transformers runs them in eager (sdpa unsupported)
-    default = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)  # parameters created in dtype: to_empty then allocates them once, at their size
-    try:
-        with torch.device("meta"):
-            model = GptOssForCausalLM(cfg)
-    finally:
-        torch.set_default_dtype(default)
-    model = model.to_empty(device=device).to(dtype)
+    with torch.device("meta"):
+        model = GptOssForCausalLM(cfg)
+    # cast while on meta (free), so that to_empty allocates every parameter once, at its size in dtype
+    model = model.to(dtype).to_empty(device=device)
     model.eval()
     model.requires_grad_(False)
     # non-persistent buffers (the RoPE frequencies) came over from meta empty: rebuild them on the device
@@ -149,7 +145,7 @@ def load_transformers(model_dir, device, dtype):
             del w
     if device.type == "cuda":
         torch.cuda.empty_cache()
-    experts_impl = getattr(model.config, "_experts_implementation", None) or "eager (this version has no choice)"
+    experts_impl = getattr(model.config, "_experts_implementation", None) or "this version's own (no choice)"
     return model, cfg, transformers.__version__, experts_impl
 
 
