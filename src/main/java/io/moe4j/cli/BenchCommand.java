@@ -99,6 +99,10 @@ final class BenchCommand implements Callable<Integer> {
             + " (default: the temp dir's moe4j-bench)")
     java.nio.file.Path cacheDir;
 
+    @Option(names = "--write-only", description = "with --model-preset: write the synthetic model (or find it in "
+            + "--cache-dir), print its directory and stop, timing nothing (for other programs to run the same weights)")
+    boolean writeOnly;
+
     @Option(names = "--warmup", description = "untimed calls first (default: as many as fit in "
             + WARMUP_SECONDS + " s, at least 5, while the JIT compiles the kernels)")
     Integer warmup;
@@ -163,7 +167,7 @@ final class BenchCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--model-preset times batch-1 decode in the preset's own scheme: "
                     + "--scheme, --fixed-routing and --tokens other than 1 do not apply");
         }
-        if (!backend.equals("cpu") && !backend.equals("emulation")) {
+        if (!writeOnly && !backend.equals("cpu") && !backend.equals("emulation")) {
             throw new IllegalArgumentException("--model-preset runs on backend cpu or emulation, not '" + backend + "'");
         }
         if (nThreads < 1 || (layers != null && layers < 1) || (experts != null && experts < 1)
@@ -181,9 +185,14 @@ final class BenchCommand implements Callable<Integer> {
                     + ", --experts " + experts + " do not fit");
         }
         io.moe4j.bench.model.ModelShape shape = io.moe4j.bench.model.MemoryFit.fit(p.shape(), layers, experts, budget);
-        return new ModelBenchRun(p, shape, backend, nThreads,
+        ModelBenchRun run = new ModelBenchRun(p, shape, backend, nThreads,
                 new io.moe4j.bench.model.ModelBench(warm, decodeTokens, promptTokens, SEED), cache, budget,
-                bandwidthMib << 20, json).run();
+                bandwidthMib << 20, json);
+        if (writeOnly) {
+            System.out.println(run.write().toAbsolutePath());
+            return 0;
+        }
+        return run.run();
     }
 
     /**

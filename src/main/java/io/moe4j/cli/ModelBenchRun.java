@@ -30,6 +30,11 @@ record ModelBenchRun(ModelPreset preset, ModelShape shape, String backend, int t
     private static final long SEED = 20261125L;
 
     int run() {
+        return measure(write());
+    }
+
+    /** Writes the synthetic model (or finds it written before) and returns its directory; times nothing. */
+    Path write() {
         Path dir = cacheDir.resolve(String.format(Locale.ROOT, "%s-%dL-%dE", preset.cliName(), shape.layers(),
                 shape.experts()));
         long bytes = SyntheticModel.checkpointBytes(shape);
@@ -49,6 +54,10 @@ record ModelBenchRun(ModelPreset preset, ModelShape shape, String backend, int t
                 SyntheticModel.writeIfAbsent(dir, shape, SEED, pb::stepBy);
             }
         }
+        return dir;
+    }
+
+    private int measure(Path dir) {
         System.err.printf(Locale.ROOT, "measuring memory read bandwidth (%d threads, %d MiB) ...%n", threads,
                 bandwidthBytes >> 20);
         double machine = MemoryBandwidth.measure(threads, bandwidthBytes, 3);

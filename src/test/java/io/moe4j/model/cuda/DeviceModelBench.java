@@ -46,9 +46,17 @@ public final class DeviceModelBench {
         int decodeTokens = args.length > 1 ? Integer.parseInt(args[1]) : 64;
         int prefillTokens = args.length > 2 ? Integer.parseInt(args[2]) : 2048;
         long t0 = System.nanoTime();
-        Path dir = Files.createTempDirectory("moe4j-gptoss20b-synthetic");
-        write(dir, layers);
-        log(t0, "wrote the synthetic checkpoint (" + layers + " layers) to " + dir);
+        // -Dmoe4j.bench.dir: a gpt-oss-20b-shaped checkpoint written before (moe bench --model-preset gpt-oss-20b
+        // --write-only), run as it is and kept, so that other programs can time the same weights
+        String given = System.getProperty("moe4j.bench.dir");
+        Path dir = given != null ? Path.of(given) : Files.createTempDirectory("moe4j-gptoss20b-synthetic");
+        if (given != null) {
+            layers = io.moe4j.config.ModelConfig.load(dir).numLayers();
+            log(t0, "running the checkpoint in " + dir + " (" + layers + " layers)");
+        } else {
+            write(dir, layers);
+            log(t0, "wrote the synthetic checkpoint (" + layers + " layers) to " + dir);
+        }
         String backend = System.getProperty("moe4j.bench.backend", ModelOptions.CUDA); // cpu: a check of the writer
         double copy = backend.equals(ModelOptions.CUDA) ? DeviceBandwidth.copyGbps() : Double.NaN;
         log(t0, String.format("device-to-device copy: %.0f GB/s (read + written)", copy));
@@ -94,12 +102,14 @@ public final class DeviceModelBench {
                 }
             }
         } finally {
-            try (var files = Files.list(dir)) {
-                for (Path p : files.toList()) {
-                    Files.delete(p);
+            if (given == null) {
+                try (var files = Files.list(dir)) {
+                    for (Path p : files.toList()) {
+                        Files.delete(p);
+                    }
                 }
+                Files.delete(dir);
             }
-            Files.delete(dir);
         }
     }
 

@@ -1,0 +1,43 @@
+package io.moe4j.cli;
+
+import io.moe4j.bench.model.ModelBench;
+import io.moe4j.bench.model.ModelPreset;
+import io.moe4j.bench.model.ModelShape;
+import io.moe4j.config.ModelConfig;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** {@code moe bench --model-preset P --write-only}: the synthetic model written (or reused), nothing timed. */
+class ModelBenchWriteOnlyTest {
+
+    @Test
+    void writesTheModelOnceAndReusesIt(@TempDir Path tmp) throws Exception {
+        ModelShape tiny = new ModelShape(ModelShape.Family.GPT_OSS, 64, 2, 24, 4, 2, 16, 8, 32, 4, 64, 0, 300, 8, 0,
+                0, null);
+        ModelBenchRun run = new ModelBenchRun(ModelPreset.GPT_OSS_20B, tiny, "cpu", 1, new ModelBench(1, 1, 1, 1),
+                tmp, 1L << 30, 8L << 20, true);
+        Path dir = run.write();
+        assertThat(dir).isEqualTo(tmp.resolve("gpt-oss-20b-2L-8E"));
+        ModelConfig config = ModelConfig.load(dir);
+        assertThat(config.numLayers()).isEqualTo(2);
+        assertThat(config.hiddenSize()).isEqualTo(64);
+        assertThat(dir.resolve("model.safetensors.index.json")).isRegularFile();
+        FileTime written = Files.getLastModifiedTime(dir.resolve("config.json"));
+        Thread.sleep(20);
+        assertThat(run.write()).isEqualTo(dir);
+        assertThat(Files.getLastModifiedTime(dir.resolve("config.json"))).isEqualTo(written);
+    }
+
+    @Test
+    void writeOnlyTakesAnyBackendButStillChecksTheShape() {
+        assertThat(MoeCommand.execute("bench", "--model-preset", "gpt-oss-20b", "--layers", "25", "--write-only",
+                "--backend", "cuda")).isEqualTo(1);
+        assertThat(MoeCommand.execute("bench", "--model-preset", "gpt-5", "--write-only")).isEqualTo(1);
+    }
+}
