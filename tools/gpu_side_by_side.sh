@@ -77,7 +77,7 @@ if has logits; then
     note "moe4j logits ($dev) of the check prompt"
     python3 tools/peers/torch_gpt_oss.py --model "$model" --write-ids "$out/ids.safetensors" &&
     timeout "$(left)" "$java" "${jflags[@]}" -cp ".gpu/classes:$jars" io.moe4j.cli.MoeCommand logits --backend "$dev" \
-      --model "$model" --input "$out/ids.safetensors" --output "$out/logits.safetensors" 2>&1 | tail -3
+      --model "$model" --input "$out/ids.safetensors" --output "$out/logits.safetensors" > "$out/logits-run.txt" 2>&1; tail -3 "$out/logits-run.txt"
   fi
 fi
 

@@ -23,6 +23,9 @@ public interface DecoderRuntime extends AutoCloseable {
         return out;
     }
 
+    /** One line for logs: where the decoder runs and how its head is stored. */
+    String describe();
+
     @Override
     void close();
 }

@@ -170,7 +170,8 @@ public final class Model implements AutoCloseable {
         StringBuilder attention = new StringBuilder();
         kinds.forEach((k, n) -> attention.append(attention.isEmpty() ? "" : ", ").append(k).append(" ×").append(n));
         return config.family().modelType() + ": " + config.numLayers() + " layers (" + moe + " MoE), attention "
-                + attention + "; context " + contextLimit + "; " + options.backend() + "; lm_head " + lmHead.describe();
+                + attention + "; context " + contextLimit + "; " + options.backend() + "; "
+                + (device != null ? device.describe() : "lm_head " + lmHead.describe());
     }
 
     /**

@@ -40,6 +40,28 @@ class LogitsCommandTest {
         assertThat(relL2(writtenLogits(out, 24, 256), want)).isLessThanOrEqualTo(1e-3);
     }
 
+    /** The device decoder through the command: its log line and every position's logits (skipped without a GPU). */
+    @Test
+    void cudaWritesEveryPositionsLogits(@TempDir Path tmp) {
+        io.moe4j.backend.cuda.driver.CudaProbe probe = io.moe4j.backend.cuda.driver.CudaRuntime.probe();
+        org.junit.jupiter.api.Assumptions.assumeTrue(probe.available(), () -> "no usable CUDA device: " + probe.reason());
+        Path dir = fixture("m_gptoss_mxfp4");
+        Path out = tmp.resolve("out.safetensors");
+        CliTest.Run r = CliTest.moe("logits", "--model", dir.toString(), "--input", dir.resolve("io.safetensors").toString(),
+                "--output", out.toString(), "--backend", "cuda");
+        assertThat(r.exit()).as(r.err()).isZero();
+        assertThat(relL2(writtenLogits(out, 24, 256), expectedLogits(dir))).isLessThanOrEqualTo(anyBackendTolerance(dir));
+    }
+
+    static double anyBackendTolerance(Path dir) {
+        try {
+            return new com.fasterxml.jackson.databind.ObjectMapper().readTree(dir.resolve("case.json").toFile())
+                    .path("tolerance").path("any_backend_rel_l2").asDouble(Double.NaN);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     @Test
     void incrementalOnCpuFromI64IdsGivesTheSameLogits(@TempDir Path tmp) {
         Path dir = fixture("m_llama4_bf16");

@@ -22,6 +22,14 @@ class DeviceModelTest {
     }
 
     @Test
+    void describeNamesTheDevice() {
+        ConformanceModelsTest.assumeGpu();
+        try (Model model = load(ModelCases.load(CASE))) {
+            assertThat(model.describe()).startsWith("gpt_oss: ").contains("; cuda; resident on ").contains("lm_head bf16");
+        }
+    }
+
+    @Test
     void aPromptInUnevenChunksGivesTheSameLogits() {
         ConformanceModelsTest.assumeGpu();
         ModelCases.Case c = ModelCases.load(CASE);

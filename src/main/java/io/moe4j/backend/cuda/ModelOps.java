@@ -52,6 +52,11 @@ public final class ModelOps implements AutoCloseable {
                 && engine.context().device().computeCapability() >= 90 && engine.context().driver().hasLaunchKernelEx();
     }
 
+    /** The device's name as the driver reports it, e.g. {@code NVIDIA H100 80GB HBM3}. */
+    public String deviceName() {
+        return engine.context().device().name();
+    }
+
     /** The ops on device 0; fails with the probe's reason when this machine has no usable CUDA device. */
     public static ModelOps open() {
         CudaProbe probe = CudaRuntime.probe();

@@ -278,6 +278,12 @@ public final class DeviceModel implements DecoderRuntime {
     }
 
     @Override
+    public String describe() {
+        return "resident on " + ops.deviceName() + " (routing " + (routesOnDevice ? "on the device" : "on the host")
+                + "); lm_head bf16 [" + config.vocab() + ", " + config.hidden() + "]";
+    }
+
+    @Override
     public SequenceState newSequence() {
         return new DeviceSequence(this);
     }
