@@ -4,12 +4,28 @@ package io.moe4j.backend;
  * How a backend may run.
  *
  * @param threads worker threads for the CPU paths (≥ 1)
+ * @param workers the threads to run CPU loops on, shared with the rest of a model and not closed by the backend;
+ *                null to let the backend start its own {@code threads} workers for what it prepares
  */
-public record ExecutionOptions(int threads) {
+public record ExecutionOptions(int threads, Workers workers) {
     public ExecutionOptions {
         if (threads < 1) {
             throw new IllegalArgumentException("threads must be at least 1, got " + threads);
         }
+        if (workers != null && workers.threads() != threads) {
+            throw new IllegalArgumentException("threads is " + threads + " but the shared workers have "
+                    + workers.threads());
+        }
+    }
+
+    /** Options whose backend starts its own {@code threads} workers. */
+    public ExecutionOptions(int threads) {
+        this(threads, null);
+    }
+
+    /** Options that run on shared workers. */
+    public static ExecutionOptions on(Workers workers) {
+        return new ExecutionOptions(workers.threads(), workers);
     }
 
     public static ExecutionOptions defaults() {

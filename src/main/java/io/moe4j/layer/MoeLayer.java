@@ -100,7 +100,7 @@ public final class MoeLayer implements AutoCloseable {
             Selection selection = Oracle.standard().select(MoeProblem.of(weights, config.topK()), platform, choice);
             LOG.log(System.Logger.Level.INFO, "layer {0}: {1}", layer, selection.logLine());
             weights = ActivationOverride.apply(weights, selection.problem().scheme());
-            ExecutionOptions exec = new ExecutionOptions(options.threads());
+            ExecutionOptions exec = new ExecutionOptions(options.threads(), options.workers());
             experts = selection.chosen().prepare(weights, exec);
             // With expert parallelism the slices' outputs are summed: one slice adds the shared experts.
             if (config.shared() != null && options.addsSharedExperts()) {

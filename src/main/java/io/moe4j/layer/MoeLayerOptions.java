@@ -1,6 +1,7 @@
 package io.moe4j.layer;
 
 import io.moe4j.backend.Platform;
+import io.moe4j.backend.Workers;
 
 /**
  * How to load and run a layer.
@@ -10,14 +11,26 @@ import io.moe4j.backend.Platform;
  * @param localExperts  global ids of the experts held here (expert parallelism), or null for all
  * @param platform      the machine to decide for, or null to probe this one
  * @param sharedExperts which layer of an expert-parallel set adds the shared experts (those that have them)
+ * @param workers       a model's shared CPU workers ({@code threads} of them), not closed with the layer; null for
+ *                      a layer that starts its own
  */
 public record MoeLayerOptions(String backend, int threads, int[] localExperts, Platform platform,
-                              SharedExperts sharedExperts) {
+                              SharedExperts sharedExperts, Workers workers) {
 
     public MoeLayerOptions {
         if (sharedExperts == null) {
             throw new IllegalArgumentException("sharedExperts must be given (SharedExperts.WITH_EXPERT_ZERO by default)");
         }
+        if (workers != null && workers.threads() != threads) {
+            throw new IllegalArgumentException("threads is " + threads + " but the shared workers have "
+                    + workers.threads());
+        }
+    }
+
+    /** Options for a layer that starts its own workers. */
+    public MoeLayerOptions(String backend, int threads, int[] localExperts, Platform platform,
+                           SharedExperts sharedExperts) {
+        this(backend, threads, localExperts, platform, sharedExperts, null);
     }
 
     /** Options without a shared-expert choice: the layer holding expert 0 adds them. */
@@ -30,23 +43,29 @@ public record MoeLayerOptions(String backend, int threads, int[] localExperts, P
     }
 
     public MoeLayerOptions withBackend(String b) {
-        return new MoeLayerOptions(b, threads, localExperts, platform, sharedExperts);
+        return new MoeLayerOptions(b, threads, localExperts, platform, sharedExperts, workers);
     }
 
     public MoeLayerOptions withThreads(int t) {
-        return new MoeLayerOptions(backend, t, localExperts, platform, sharedExperts);
+        return new MoeLayerOptions(backend, t, localExperts, platform, sharedExperts,
+                workers != null && workers.threads() == t ? workers : null);
     }
 
     public MoeLayerOptions withLocalExperts(int[] experts) {
-        return new MoeLayerOptions(backend, threads, experts, platform, sharedExperts);
+        return new MoeLayerOptions(backend, threads, experts, platform, sharedExperts, workers);
     }
 
     public MoeLayerOptions withPlatform(Platform p) {
-        return new MoeLayerOptions(backend, threads, localExperts, p, sharedExperts);
+        return new MoeLayerOptions(backend, threads, localExperts, p, sharedExperts, workers);
     }
 
     public MoeLayerOptions withSharedExperts(SharedExperts s) {
-        return new MoeLayerOptions(backend, threads, localExperts, platform, s);
+        return new MoeLayerOptions(backend, threads, localExperts, platform, s, workers);
+    }
+
+    /** The same options on a model's shared workers (their count becomes {@code threads}). */
+    public MoeLayerOptions withWorkers(Workers w) {
+        return new MoeLayerOptions(backend, w == null ? threads : w.threads(), localExperts, platform, sharedExperts, w);
     }
 
     /** Whether a layer loaded with these options adds its shared experts to its output. */

@@ -1,6 +1,7 @@
 package io.moe4j.model;
 
 import io.moe4j.MoeException;
+import io.moe4j.backend.cpu.WorkerPool;
 import io.moe4j.config.ModelConfig;
 import io.moe4j.layer.MoeLayer;
 import io.moe4j.layer.MoeLayerOptions;
@@ -30,15 +31,18 @@ public final class Model implements AutoCloseable {
     private final Linear lmHead;
     private final int contextLimit;
     private final GenerationConfig generation;
-    /** The host model's threads (attention heads, unquantized linears), or null on a device. */
+    /** The host model's loops (attention heads, unquantized linears) on {@link #workers}, or null on a device. */
     private final Parallel parallel;
+    /** The threads every host layer, linear and attention block shares, or null on a device. */
+    private final WorkerPool workers;
     /** The decoder on a device (backend cuda), or null when the host layers above run it. */
     private final DecoderRuntime device;
 
     private Model(DecoderConfig config, ModelOptions options, Checkpoint checkpoint, LinearFactory linears,
                   Tensor embedding, List<DecoderLayer> layers, RmsNorm finalNorm, Linear lmHead,
-                  GenerationConfig generation, Parallel parallel, DecoderRuntime device) {
+                  GenerationConfig generation, Parallel parallel, WorkerPool workers, DecoderRuntime device) {
         this.parallel = parallel;
+        this.workers = workers;
         this.config = config;
         this.device = device;
         this.generation = generation;
@@ -71,17 +75,20 @@ public final class Model implements AutoCloseable {
                 DecoderRuntime device = deviceDecoders(options.backend()).load(config, checkpoint, options,
                         contextLimit(config, options));
                 return new Model(config, options, checkpoint, null, null, List.of(), null, null, generation, null,
-                        device);
+                        null, device);
             } catch (RuntimeException e) {
                 checkpoint.close();
                 throw e;
             }
         }
         List<AutoCloseable> opened = new ArrayList<>();
-        Parallel parallel = new Parallel(options.threads());
-        opened.add(parallel);
+        // One set of threads for the whole model: MoE layers, linears, attention and lm_head run their loops on it
+        // one after another (sets per layer would leave idle threads spinning on the cores the busy set needs).
+        WorkerPool workers = new WorkerPool(options.threads());
+        opened.add(workers);
+        Parallel parallel = new Parallel(workers);
         try {
-            LinearFactory linears = options.linears().open(checkpoint, config.model(), options.backend(), options.threads());
+            LinearFactory linears = options.linears().open(checkpoint, config.model(), options.backend(), workers);
             opened.add(linears);
             Loader loader = new Loader(config, checkpoint, linears, options, parallel);
             Tensor embedding = loader.plain(config.embedTokens() + ".weight", config.vocab(), config.hidden());
@@ -102,7 +109,7 @@ public final class Model implements AutoCloseable {
                             options.backend().equals("emulation") ? null : parallel)
                     : linears.load(config.lmHead(), config.hidden(), config.vocab(), false);
             return new Model(config, options, checkpoint, linears, embedding, List.copyOf(layers), finalNorm, lmHead,
-                    generation, parallel, null);
+                    generation, parallel, workers, null);
         } catch (RuntimeException e) {
             for (int i = opened.size() - 1; i >= 0; i--) {
                 try {
@@ -321,6 +328,7 @@ public final class Model implements AutoCloseable {
             lmHead.close();
             linears.close();
             parallel.close();
+            workers.close();
         }
         checkpoint.close();
     }
@@ -404,7 +412,7 @@ public final class Model implements AutoCloseable {
 
         private FeedForward moe(int layer) {
             MoeLayerOptions moeOptions = MoeLayerOptions.defaults().withBackend(options.backend())
-                    .withThreads(options.threads());
+                    .withWorkers(parallel.workers());
             return new MoeFeedForward(MoeLayer.load(checkpoint, config.model(), layer, moeOptions));
         }
 

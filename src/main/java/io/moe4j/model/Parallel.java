@@ -1,21 +1,42 @@
 package io.moe4j.model;
 
-import java.util.concurrent.ForkJoinPool;
+import io.moe4j.backend.Workers;
+import io.moe4j.backend.cpu.WorkerPool;
+
 import java.util.function.IntConsumer;
-import java.util.stream.IntStream;
 
 /**
- * The model's worker threads for work split by attention head. One thread (or one item) runs on the caller;
- * otherwise the items run on a pool the model owns, and the first exception of an item is rethrown to the caller.
+ * Work split by item (an attention head, a block of rows) on the model's shared {@link Workers}, the threads its MoE
+ * layers and linears run on too. Small calls stay on the caller's thread; the first exception of an item is
+ * rethrown to the caller.
  */
 public final class Parallel implements AutoCloseable {
     /** Below this many multiply-adds in all, handing work to the pool costs more than it saves. */
     static final long MIN_PARALLEL_WORK = 1 << 16;
 
-    private final ForkJoinPool pool;
+    private final Workers workers;
+    /** Set when this object started the workers itself (and so closes them). */
+    private final WorkerPool own;
 
+    /** Items on the given shared workers, which {@link #close()} leaves running. */
+    public Parallel(Workers workers) {
+        this.workers = workers;
+        this.own = null;
+    }
+
+    /** Items on {@code threads} workers of its own, closed with it. */
     public Parallel(int threads) {
-        this.pool = threads > 1 ? new ForkJoinPool(threads) : null;
+        this.own = new WorkerPool(threads);
+        this.workers = own;
+    }
+
+    public int threads() {
+        return workers.threads();
+    }
+
+    /** The workers the items run on. */
+    public Workers workers() {
+        return workers;
     }
 
     /**
@@ -24,19 +45,19 @@ public final class Parallel implements AutoCloseable {
      * @param workPerItem about how many multiply-adds one item does, to keep small calls on the caller's thread
      */
     public void forEach(int n, long workPerItem, IntConsumer body) {
-        if (pool == null || n <= 1 || n * workPerItem < MIN_PARALLEL_WORK) {
+        if (workers.threads() == 1 || n <= 1 || n * workPerItem < MIN_PARALLEL_WORK) {
             for (int i = 0; i < n; i++) {
                 body.accept(i);
             }
             return;
         }
-        pool.submit(() -> IntStream.range(0, n).parallel().forEach(body)).join();
+        workers.run(n, (item, worker) -> body.accept(item));
     }
 
     @Override
     public void close() {
-        if (pool != null) {
-            pool.shutdown();
+        if (own != null) {
+            own.close();
         }
     }
 }

@@ -1,6 +1,7 @@
 package io.moe4j.model;
 
 import io.moe4j.MoeException;
+import io.moe4j.backend.Workers;
 import io.moe4j.config.ModelConfig;
 import io.moe4j.model.linear.Linear;
 import io.moe4j.model.linear.LinearFactory;
@@ -21,37 +22,28 @@ public final class UnquantizedLinears implements LinearFactory {
 
     private final Checkpoint checkpoint;
     private final Parallel parallel;
-    private final boolean ownsParallel;
 
     /**
      * @param parallel threads for the fast (cpu) form, or null for the exact (emulation) form; not closed here
      */
     public UnquantizedLinears(Checkpoint checkpoint, Parallel parallel) {
-        this(checkpoint, parallel, false);
-    }
-
-    private UnquantizedLinears(Checkpoint checkpoint, Parallel parallel, boolean ownsParallel) {
         this.checkpoint = checkpoint;
         this.parallel = parallel;
-        this.ownsParallel = ownsParallel;
     }
 
     /**
      * The {@link LinearProvider} shape, so it can stand where the quantized factory goes: exact on the emulation
-     * backend, SIMD on {@code threads} threads otherwise.
+     * backend, SIMD on the model's workers otherwise.
      */
-    public static LinearFactory factory(Checkpoint checkpoint, ModelConfig config, String backend, int threads) {
+    public static LinearFactory factory(Checkpoint checkpoint, ModelConfig config, String backend, Workers workers) {
         if (backend.equals("emulation")) {
             return new UnquantizedLinears(checkpoint, null);
         }
-        return new UnquantizedLinears(checkpoint, new Parallel(threads), true);
+        return new UnquantizedLinears(checkpoint, new Parallel(workers));
     }
 
     @Override
     public void close() {
-        if (ownsParallel) {
-            parallel.close();
-        }
     }
 
     @Override

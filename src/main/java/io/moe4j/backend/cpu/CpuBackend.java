@@ -70,7 +70,7 @@ public final class CpuBackend implements Backend, BackendTraits.Provider {
 
     @Override
     public Experts prepare(ExpertWeights weights, ExecutionOptions options) {
-        return new CpuExperts(weights, KernelSelection.select(), options.threads());
+        return new CpuExperts(weights, KernelSelection.select(), options.threads(), options.workers());
     }
 
     /**

@@ -2,6 +2,7 @@ package io.moe4j.backend.cpu;
 
 import io.moe4j.backend.Experts;
 import io.moe4j.backend.TokenGroups;
+import io.moe4j.backend.Workers;
 import io.moe4j.quant.ActivationQuant;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ExpertWeights;
@@ -35,7 +36,9 @@ final class CpuExperts implements Experts {
 
     private final ExpertWeights w;
     private final CpuKernels kernels;
-    private final WorkerPool pool;
+    private final Workers pool;
+    /** The pool this layer started for itself (closed with it), or null when it runs on a model's shared workers. */
+    private final WorkerPool ownPool;
     private final Arena arena;
     private final PanelMatrix w13;
     /** Parts of each expert's w13 packed as experts of their own (1 unless gate and up have their own act-order). */
@@ -44,17 +47,27 @@ final class CpuExperts implements Experts {
     private final Scratch[] scratch;
     private final boolean sharedA13;
 
+    /** Experts on {@code threads} workers of their own, closed with them. */
     CpuExperts(ExpertWeights w, CpuKernels kernels, int threads) {
+        this(w, kernels, threads, null);
+    }
+
+    /** @param shared the model's workers, or null to start {@code threads} workers of its own */
+    CpuExperts(ExpertWeights w, CpuKernels kernels, int threads, Workers shared) {
         this.w = w;
         this.kernels = kernels;
-        this.pool = new WorkerPool(threads);
+        this.ownPool = shared == null ? new WorkerPool(threads) : null;
+        this.pool = shared == null ? ownPool : shared;
+        threads = pool.threads();
         this.arena = Arena.ofShared();
         this.parts13 = w.w13().groupParts();
         try {
             this.w13 = PanelPacker.pack(w.w13().partsAsExperts(), arena, pool);
             this.w2 = PanelPacker.pack(w.w2(), arena, pool);
         } catch (RuntimeException | Error e) {
-            pool.close();
+            if (ownPool != null) {
+                ownPool.close();
+            }
             arena.close();
             throw e;
         }
@@ -317,7 +330,9 @@ final class CpuExperts implements Experts {
 
     @Override
     public void close() {
-        pool.close();
+        if (ownPool != null) {
+            ownPool.close();
+        }
         arena.close();
     }
 }

@@ -1,5 +1,6 @@
 package io.moe4j.backend.cpu;
 
+import io.moe4j.backend.Workers;
 import io.moe4j.quant.ExpertMatrix;
 
 import java.lang.foreign.Arena;
@@ -15,12 +16,26 @@ public final class CpuMatrices implements AutoCloseable {
     private static final long MIN_TASK_WEIGHTS = 1L << 16;
 
     private final CpuKernels kernels;
-    private final WorkerPool pool;
+    private final Workers pool;
+    /** The pool started for these matrices (closed with them), or null on a model's shared workers. */
+    private final WorkerPool ownPool;
     private final Scratch[] scratch;
 
+    /** Matrices on {@code threads} workers of their own, closed with them. */
     public CpuMatrices(int threads) {
+        this(new WorkerPool(threads), true);
+    }
+
+    /** Matrices on a model's shared workers, which {@link #close()} leaves running. */
+    public CpuMatrices(Workers shared) {
+        this(shared, false);
+    }
+
+    private CpuMatrices(Workers pool, boolean owns) {
         this.kernels = KernelSelection.select();
-        this.pool = new WorkerPool(threads);
+        this.pool = pool;
+        this.ownPool = owns ? (WorkerPool) pool : null;
+        int threads = pool.threads();
         this.scratch = new Scratch[threads];
         for (int i = 0; i < threads; i++) {
             scratch[i] = new Scratch();
@@ -94,6 +109,8 @@ public final class CpuMatrices implements AutoCloseable {
 
     @Override
     public void close() {
-        pool.close();
+        if (ownPool != null) {
+            ownPool.close();
+        }
     }
 }

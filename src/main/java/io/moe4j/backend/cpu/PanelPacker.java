@@ -1,5 +1,7 @@
 package io.moe4j.backend.cpu;
 
+import io.moe4j.backend.Workers;
+
 import io.moe4j.quant.BlockScales;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ScaleType;
@@ -17,7 +19,7 @@ final class PanelPacker {
     private PanelPacker() {
     }
 
-    static PanelMatrix pack(ExpertMatrix m, Arena arena, WorkerPool pool) {
+    static PanelMatrix pack(ExpertMatrix m, Arena arena, Workers pool) {
         if (m.groupParts() != 1) {
             // A panel reads one gathered input: each part with its own act-order map must be an expert of its own.
             throw new IllegalArgumentException("an act-order matrix with " + m.groupParts() + " column orders per "

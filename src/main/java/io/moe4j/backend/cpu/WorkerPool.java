@@ -1,23 +1,25 @@
 package io.moe4j.backend.cpu;
 
+import io.moe4j.backend.Workers;
+
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * A fixed set of threads that run parallel loops, owned by one {@link CpuExperts} and closed with it. The calling
- * thread takes part as worker 0, so {@code threads} = 1 runs everything inline. Workers spin briefly before parking:
- * a decode step is a handful of loops of about a hundred microseconds each, and waking a parked thread costs tens
- * of microseconds. One loop runs at a time; concurrent callers take turns.
+ * A fixed set of threads that run parallel loops. A model owns one and passes it to every layer, linear and
+ * attention block (see {@link Workers}); a layer or matrix set loaded on its own owns its pool and closes it. The
+ * calling thread takes part as worker 0, so {@code threads} = 1 runs everything inline. Workers spin briefly before
+ * parking: a decode step is a few dozen loops of tens to hundreds of microseconds each, with little between them,
+ * and waking a parked thread costs tens of microseconds. One loop runs at a time; concurrent callers take turns, and
+ * a loop started from inside another loop's body runs inline on the worker that started it (the outer loop already
+ * holds every worker).
  */
-final class WorkerPool implements AutoCloseable {
-    /** The body of a parallel loop: task index and the index of the worker running it (0 .. threads−1). */
-    @FunctionalInterface
-    interface Task {
-        void run(int task, int worker);
-    }
-
+public final class WorkerPool implements Workers, AutoCloseable {
     private static final long SPIN_NANOS = 200_000;
+
+    /** The worker index of the current thread while it runs a task of this pool's loops, else −1. */
+    private final ThreadLocal<int[]> inside = ThreadLocal.withInitial(() -> new int[] {-1});
 
     private final int threads;
     private final Thread[] workers;
@@ -25,7 +27,7 @@ final class WorkerPool implements AutoCloseable {
     private volatile Job job;
     private volatile boolean closed;
 
-    WorkerPool(int threads) {
+    public WorkerPool(int threads) {
         if (threads < 1) {
             throw new IllegalArgumentException("threads must be at least 1, got " + threads);
         }
@@ -38,17 +40,27 @@ final class WorkerPool implements AutoCloseable {
         }
     }
 
-    int threads() {
+    @Override
+    public int threads() {
         return threads;
     }
 
     /** Runs body for tasks 0 .. tasks−1 on all workers and returns when all are done; rethrows the first failure. */
-    void run(int tasks, Task body) {
+    @Override
+    public void run(int tasks, Task body) {
         if (tasks <= 0) {
             return;
         }
         if (closed) {
             throw new IllegalStateException("worker pool is closed");
+        }
+        int[] me = inside.get();
+        if (me[0] >= 0) {
+            // Nested in a task of this pool: every other worker may be busy with the outer loop, so run here.
+            for (int t = 0; t < tasks; t++) {
+                body.run(t, me[0]);
+            }
+            return;
         }
         turn.lock();
         try {
@@ -59,7 +71,12 @@ final class WorkerPool implements AutoCloseable {
                     LockSupport.unpark(w);
                 }
             }
-            j.participate(0);
+            me[0] = 0;
+            try {
+                j.participate(0);
+            } finally {
+                me[0] = -1;
+            }
             j.awaitDone();
             job = null; // drop the loop body (and what it captured) once every task has run
             if (j.failure != null) {
@@ -85,7 +102,13 @@ final class WorkerPool implements AutoCloseable {
                 continue;
             }
             seen = j;
-            j.participate(id);
+            int[] me = inside.get();
+            me[0] = id;
+            try {
+                j.participate(id);
+            } finally {
+                me[0] = -1;
+            }
         }
     }
 

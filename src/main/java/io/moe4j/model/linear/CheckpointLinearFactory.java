@@ -1,6 +1,7 @@
 package io.moe4j.model.linear;
 
 import io.moe4j.MoeException;
+import io.moe4j.backend.Workers;
 import io.moe4j.backend.cpu.CpuMatrices;
 import io.moe4j.quant.LinearMethod;
 import io.moe4j.quant.LinearWeights;
@@ -25,11 +26,12 @@ final class CheckpointLinearFactory implements LinearFactory {
     private final ForkJoinPool emulationPool;
 
     CheckpointLinearFactory(Checkpoint checkpoint, QuantizationConfig quantization, Linears.Backend backend,
-                            int threads) {
+                            int threads, Workers shared) {
         this.checkpoint = checkpoint;
         this.quantization = quantization;
         this.backend = backend;
-        this.matrices = backend == Linears.Backend.CPU ? new CpuMatrices(threads) : null;
+        this.matrices = backend != Linears.Backend.CPU ? null
+                : shared != null ? new CpuMatrices(shared) : new CpuMatrices(threads);
         this.emulationPool = backend == Linears.Backend.EMULATION && threads > 1 ? new ForkJoinPool(threads) : null;
     }
 

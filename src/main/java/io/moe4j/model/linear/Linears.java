@@ -1,6 +1,7 @@
 package io.moe4j.model.linear;
 
 import io.moe4j.MoeException;
+import io.moe4j.backend.Workers;
 import io.moe4j.config.ModelConfig;
 import io.moe4j.quant.config.QuantizationConfig;
 import io.moe4j.safetensors.Checkpoint;
@@ -38,6 +39,15 @@ public final class Linears {
         if (threads < 1) {
             throw new IllegalArgumentException("threads must be at least 1, got " + threads);
         }
-        return new CheckpointLinearFactory(ckpt, quantization, backend, threads);
+        return new CheckpointLinearFactory(ckpt, quantization, backend, threads, null);
+    }
+
+    /**
+     * The linears of a checkpoint on {@code backend}, run on a model's shared workers (the cpu backend's loops; the
+     * emulation's exact rows use as many threads of their own), which closing the factory leaves running.
+     */
+    public static LinearFactory factory(Checkpoint ckpt, ModelConfig config, String backend, Workers workers) {
+        return new CheckpointLinearFactory(ckpt, QuantizationConfig.of(config), Backend.of(backend), workers.threads(),
+                workers);
     }
 }

@@ -66,4 +66,38 @@ class WorkerPoolTest {
         assertThatThrownBy(() -> pool.run(1, (t, w) -> {
         })).isInstanceOf(IllegalStateException.class);
     }
+
+    @Test
+    void aLoopStartedInsideATaskRunsInlineOnThatWorker() {
+        try (WorkerPool pool = new WorkerPool(3)) {
+            for (int round = 0; round < 50; round++) {
+                AtomicIntegerArray inner = new AtomicIntegerArray(8 * 5);
+                AtomicIntegerArray mismatched = new AtomicIntegerArray(1);
+                pool.run(8, (outer, w) -> {
+                    Thread me = Thread.currentThread();
+                    pool.run(5, (t, w2) -> {
+                        inner.incrementAndGet(outer * 5 + t);
+                        if (w2 != w || Thread.currentThread() != me) {
+                            mismatched.incrementAndGet(0);
+                        }
+                    });
+                });
+                for (int i = 0; i < inner.length(); i++) {
+                    assertThat(inner.get(i)).as("inner task %d in round %d", i, round).isEqualTo(1);
+                }
+                assertThat(mismatched.get(0)).as("inner tasks off their outer worker").isZero();
+            }
+            // and the pool still hands out work to its threads afterwards
+            Set<Integer> workers = ConcurrentHashMap.newKeySet();
+            pool.run(64, (t, w) -> {
+                workers.add(w);
+                try {
+                    Thread.sleep(1);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            assertThat(workers).hasSizeGreaterThan(1);
+        }
+    }
 }
