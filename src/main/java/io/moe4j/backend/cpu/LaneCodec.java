@@ -15,7 +15,10 @@ import io.moe4j.quant.CodeType;
  *
  * <ul>
  *   <li>FP4: the raw 4-bit code in nibble j; a 16-entry table of the values times 2^-{@link #bias()}.</li>
- *   <li>FP6, FP8, F16: magnitude bits placed where, shifted into the float's exponent and mantissa fields, they read
+ *   <li>FP8: the raw code in byte j. With byte permutes ({@link BytePermutes}) two 128-entry lookups of the
+ *       magnitude give the high and low bytes of the value's bfloat16 (every FP8 value·2^-bias is a normal
+ *       bfloat16 or zero), the sign is OR-ed in; otherwise the minifloat step below.</li>
+ *   <li>FP6, FP8 (without byte permutes), F16: magnitude bits placed where, shifted into the float's exponent and mantissa fields, they read
  *       as the element's exponent e and mantissa m; an exponent base of 2^64 is OR-ed in so that every code reads as
  *       a normal float A, and min(2A - 2^-62, A) turns the codes with e = 0 (the element's own subnormals, which
  *       A reads with a hidden 1) into their exact values, all normal. The sign is OR-ed in last.</li>
@@ -151,6 +154,11 @@ enum LaneCodec {
         return t;
     }
 
+    /** The float bits of FP8 magnitude {@code mag} (0..127) of codec's value times 2^-bias. */
+    static int fp8Bits(LaneCodec codec, int mag) {
+        return Float.floatToRawIntBits(Math.scalb(codec.value(mag), -codec.bias()));
+    }
+
     /** The lane word holding raw codes codes[from .. from + slots) (missing slots: code 0, the value 0). */
     int pack(int[] codes, int from) {
         int w = 0;
@@ -164,7 +172,8 @@ enum LaneCodec {
     private int place(int code, int j) {
         return switch (this) {
             case FP4 -> (code & 0xF) << (4 * j);
-            case FP6_E3M2, FP6_E2M3, FP8_E4M3, FP8_E5M2, F16 -> {
+            case FP8_E4M3, FP8_E5M2 -> (code & 0xFF) << (8 * j);
+            case FP6_E3M2, FP6_E2M3, F16 -> {
                 int m = magnitudeBits();
                 int mag = code & ((1 << m) - 1);
                 int sign = (code >>> m) & 1;
@@ -181,7 +190,8 @@ enum LaneCodec {
     int code(int word, int j) {
         return switch (this) {
             case FP4 -> (word >>> (4 * j)) & 0xF;
-            case FP6_E3M2, FP6_E2M3, FP8_E4M3, FP8_E5M2, F16 -> {
+            case FP8_E4M3, FP8_E5M2 -> (word >>> (8 * j)) & 0xFF;
+            case FP6_E3M2, FP6_E2M3, F16 -> {
                 int m = magnitudeBits();
                 int mag = (word >>> (m * j)) & ((1 << m) - 1);
                 int sign = (word >>> (32 - slots + j)) & 1;

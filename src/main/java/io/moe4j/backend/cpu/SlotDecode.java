@@ -1,7 +1,9 @@
 package io.moe4j.backend.cpu;
 
+import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
@@ -32,8 +34,35 @@ final class SlotDecode {
     private static final int SIGN = 0x80000000;
     private static final VectorOperators.Binary SHL = VectorOperators.LSHL;
     private static final VectorOperators.Binary SHR = VectorOperators.LSHR;
+    /** The byte species of the kernels' width (64 lanes at 512 bits): two of its vectors hold a 128-entry table. */
+    private static final VectorSpecies<Byte> BYTES = I.withLanes(byte.class);
+    private static final ByteVector E4M3_HI0 = bf16Bytes(LaneCodec.FP8_E4M3, 24, 0);
+    private static final ByteVector E4M3_HI1 = bf16Bytes(LaneCodec.FP8_E4M3, 24, 1);
+    private static final ByteVector E4M3_LO0 = bf16Bytes(LaneCodec.FP8_E4M3, 16, 0);
+    private static final ByteVector E4M3_LO1 = bf16Bytes(LaneCodec.FP8_E4M3, 16, 1);
+    private static final ByteVector E5M2_HI0 = bf16Bytes(LaneCodec.FP8_E5M2, 24, 0);
+    private static final ByteVector E5M2_HI1 = bf16Bytes(LaneCodec.FP8_E5M2, 24, 1);
+    private static final ByteVector E5M2_LO0 = bf16Bytes(LaneCodec.FP8_E5M2, 16, 0);
+    private static final ByteVector E5M2_LO1 = bf16Bytes(LaneCodec.FP8_E5M2, 16, 1);
 
     private SlotDecode() {
+    }
+
+    /**
+     * Half {@code half} (entries 64·half ..) of a 128-entry byte table over the 7-bit magnitudes of an FP8 codec:
+     * byte {@code shift / 8} of the float bits of the magnitude's value·2^-bias (normal or zero, and with 16 low
+     * zero bits: every FP8 value is a bfloat16). Where the species has fewer than 64 byte lanes the table is cut
+     * short (such kernels do not use it).
+     */
+    private static ByteVector bf16Bytes(LaneCodec codec, int shift, int half) {
+        byte[] t = new byte[BYTES.length()];
+        for (int i = 0; i < t.length; i++) {
+            int mag = half * t.length + i;
+            if (mag < 128 && !codec.special(mag)) {
+                t[i] = (byte) (LaneCodec.fp8Bits(codec, mag) >>> shift);
+            }
+        }
+        return ByteVector.fromArray(BYTES, t, 0);
     }
 
     /** FP4 slot j (code in nibble j): value·2^-120. */
@@ -67,18 +96,59 @@ final class SlotDecode {
                 .or(word.lanewise(SHL, 4 - j).and(SIGN)).reinterpretAsFloats();
     }
 
-    /** FP8 E4M3 slot j (magnitude at bits 7j..7j+6 to float bits 20..26, sign at 28 + j): value·2^-56. */
+    /**
+     * FP8 E4M3 slot j (the raw code in byte j): value·2^-56, by byte lookups where {@link BytePermutes#FAST}, else
+     * by the minifloat step.
+     */
     static FloatVector fp8E4m3(IntVector word, int j) {
-        FloatVector a = word.lanewise(VectorOperators.ROL, 20 - 7 * j).and(0x07F00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
-        return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
-                .or(word.lanewise(SHL, 3 - j).and(SIGN)).reinterpretAsFloats();
+        return BytePermutes.FAST ? fp8E4m3Bytes(word, j) : fp8E4m3Minifloat(word, j);
     }
 
-    /** FP8 E5M2 slot j (magnitude at bits 7j..7j+6 to float bits 21..27, sign at 28 + j): value·2^-48. */
+    /** {@link #fp8E4m3} by byte lookups ({@link #fp8Bytes}; 512-bit species only: two vectors hold the 128 entries). */
+    static FloatVector fp8E4m3Bytes(IntVector word, int j) {
+        return fp8Bytes(word, j, E4M3_HI0, E4M3_HI1, E4M3_LO0, E4M3_LO1);
+    }
+
+    /** FP8 E5M2 slot j (the raw code in byte j): value·2^-48, as {@link #fp8E4m3}. */
     static FloatVector fp8E5m2(IntVector word, int j) {
-        FloatVector a = word.lanewise(SHL, 21 - 7 * j).and(0x0FE00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
+        return BytePermutes.FAST ? fp8E5m2Bytes(word, j) : fp8E5m2Minifloat(word, j);
+    }
+
+    /** {@link #fp8E5m2} by byte lookups ({@link #fp8Bytes}; 512-bit species only). */
+    static FloatVector fp8E5m2Bytes(IntVector word, int j) {
+        return fp8Bytes(word, j, E5M2_HI0, E5M2_HI1, E5M2_LO0, E5M2_LO1);
+    }
+
+    /**
+     * FP8 slot j by two 128-entry lookups of the magnitude (the code's low 7 bits; the index wraps) in the tables of
+     * the high and low bytes of the value's bfloat16 (every FP8 value·2^-bias is one, normal or zero), the sign OR-ed
+     * from the code's bit 7. A 16-bit lane then holds codes 2k and 2k+1: the high bytes of code 2k move up, the low
+     * bytes of code 2k+1 down, and the bfloat16 in a word's lower half shifts up into a float, the upper half is
+     * masked. The lookups and the sign do not depend on j: the JIT computes them once for a word's four slots. Two
+     * permutes (vpermi2b) and one OR a word, three operations a slot (the minifloat step: eight).
+     */
+    static FloatVector fp8Bytes(IntVector word, int j, ByteVector hi0, ByteVector hi1, ByteVector lo0, ByteVector lo1) {
+        ByteVector b = word.reinterpretAsBytes();
+        ShortVector hi = b.selectFrom(hi0, hi1).or(b.and((byte) 0x80)).reinterpretAsShorts();
+        ShortVector lo = b.selectFrom(lo0, lo1).reinterpretAsShorts();
+        ShortVector bf = (j & 1) == 0 ? hi.lanewise(SHL, 8).or(lo.and((short) 0xFF))
+                : hi.and((short) 0xFF00).or(lo.lanewise(SHR, 8));
+        IntVector w = bf.reinterpretAsInts();
+        return (j < 2 ? w.lanewise(SHL, 16) : w.and(0xFFFF0000)).reinterpretAsFloats();
+    }
+
+    /** {@link #fp8E4m3} by the minifloat step: magnitude (bits 8j..8j+6) to float bits 20..26, sign 8j+7 to 31. */
+    static FloatVector fp8E4m3Minifloat(IntVector word, int j) {
+        FloatVector a = word.lanewise(VectorOperators.ROL, 20 - 8 * j).and(0x07F00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
         return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
-                .or(word.lanewise(SHL, 3 - j).and(SIGN)).reinterpretAsFloats();
+                .or(word.lanewise(VectorOperators.ROL, 24 - 8 * j).and(SIGN)).reinterpretAsFloats();
+    }
+
+    /** {@link #fp8E5m2} by the minifloat step: magnitude (bits 8j..8j+6) to float bits 21..27, sign 8j+7 to 31. */
+    static FloatVector fp8E5m2Minifloat(IntVector word, int j) {
+        FloatVector a = word.lanewise(VectorOperators.ROL, 21 - 8 * j).and(0x0FE00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
+        return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
+                .or(word.lanewise(VectorOperators.ROL, 24 - 8 * j).and(SIGN)).reinterpretAsFloats();
     }
 
     /** IEEE half slot j (magnitude at bits 15j..15j+14 to float bits 13..27, sign at 30 + j): value·2^-48. */
