@@ -36,6 +36,15 @@ final class SlotDecode {
     private static final VectorOperators.Binary SHR = VectorOperators.LSHR;
     /** The byte species of the kernels' width (64 lanes at 512 bits): two of its vectors hold a 128-entry table. */
     private static final VectorSpecies<Byte> BYTES = I.withLanes(byte.class);
+    /** The 16-bit species of the kernels' width (32 lanes at 512 bits): two of its vectors hold a 64-entry table. */
+    private static final VectorSpecies<Short> SHORTS = I.withLanes(short.class);
+    private static final ShortVector E3M2_0 = bf16Shorts(LaneCodec.FP6_E3M2, 0);
+    private static final ShortVector E3M2_1 = bf16Shorts(LaneCodec.FP6_E3M2, 1);
+    private static final ShortVector E2M3_0 = bf16Shorts(LaneCodec.FP6_E2M3, 0);
+    private static final ShortVector E2M3_1 = bf16Shorts(LaneCodec.FP6_E2M3, 1);
+    /** Right shifts of the 16-bit lanes that bring FP6 codes 0 and 2 (codes 1 and 3) to the bottom of each half. */
+    private static final ShortVector FP6_PAIR_02 = halves(0, LaneCodec.fp6Position(2) - 16);
+    private static final ShortVector FP6_PAIR_13 = halves(LaneCodec.fp6Position(1), LaneCodec.fp6Position(3) - 16);
     private static final ByteVector E4M3_HI0 = bf16Bytes(LaneCodec.FP8_E4M3, 24, 0);
     private static final ByteVector E4M3_HI1 = bf16Bytes(LaneCodec.FP8_E4M3, 24, 1);
     private static final ByteVector E4M3_LO0 = bf16Bytes(LaneCodec.FP8_E4M3, 16, 0);
@@ -54,6 +63,26 @@ final class SlotDecode {
      * zero bits: every FP8 value is a bfloat16). Where the species has fewer than 64 byte lanes the table is cut
      * short (such kernels do not use it).
      */
+    private static ShortVector bf16Shorts(LaneCodec codec, int half) {
+        short[] t = new short[SHORTS.length()];
+        for (int i = 0; i < t.length; i++) {
+            int code = half * t.length + i;
+            if (code < 64) {
+                t[i] = (short) (Float.floatToRawIntBits(Math.scalb(codec.value(code), -codec.bias())) >>> 16);
+            }
+        }
+        return ShortVector.fromArray(SHORTS, t, 0);
+    }
+
+    /** A 16-bit vector holding {@code low} in the lower and {@code high} in the upper half of each 32-bit lane. */
+    private static ShortVector halves(int low, int high) {
+        short[] t = new short[SHORTS.length()];
+        for (int i = 0; i < t.length; i++) {
+            t[i] = (short) (i % 2 == 0 ? low : high);
+        }
+        return ShortVector.fromArray(SHORTS, t, 0);
+    }
+
     private static ByteVector bf16Bytes(LaneCodec codec, int shift, int half) {
         byte[] t = new byte[BYTES.length()];
         for (int i = 0; i < t.length; i++) {
@@ -82,18 +111,59 @@ final class SlotDecode {
      * count -1 rotates right by one), so that no branch on j merges two vectors.
      */
 
-    /** FP6 E3M2 slot j (magnitude at bits 5j..5j+4 to float bits 21..25, sign at 27 + j): value·2^-60. */
+    /**
+     * FP6 E3M2 slot j (code at bits {@link LaneCodec#fp6Position}(j), magnitude to float bits 21..25, sign to 31):
+     * value·2^-60, by 16-bit lookups where {@link BytePermutes#FAST}, else by the minifloat step.
+     */
     static FloatVector fp6E3m2(IntVector word, int j) {
-        FloatVector a = word.lanewise(SHL, 21 - 5 * j).and(0x03E00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
-        return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
-                .or(word.lanewise(SHL, 4 - j).and(SIGN)).reinterpretAsFloats();
+        return BytePermutes.FAST ? fp6E3m2Shorts(word, j) : fp6E3m2Minifloat(word, j);
     }
 
-    /** FP6 E2M3 slot j (magnitude at bits 5j..5j+4 to float bits 20..24, sign at 27 + j): value·2^-62. */
+    /** FP6 E2M3 slot j: value·2^-62, as {@link #fp6E3m2} (magnitude to float bits 20..24). */
     static FloatVector fp6E2m3(IntVector word, int j) {
-        FloatVector a = word.lanewise(SHL, 20 - 5 * j).and(0x01F00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
+        return BytePermutes.FAST ? fp6E2m3Shorts(word, j) : fp6E2m3Minifloat(word, j);
+    }
+
+    /** {@link #fp6E3m2} by 64-entry lookups ({@link #fp6Shorts}; 512-bit species only). */
+    static FloatVector fp6E3m2Shorts(IntVector word, int j) {
+        return fp6Shorts(word, j, E3M2_0, E3M2_1);
+    }
+
+    /** {@link #fp6E2m3} by 64-entry lookups ({@link #fp6Shorts}; 512-bit species only). */
+    static FloatVector fp6E2m3Shorts(IntVector word, int j) {
+        return fp6Shorts(word, j, E2M3_0, E2M3_1);
+    }
+
+    /**
+     * FP6 slot j by one 64-entry lookup (vpermi2w) of the whole code, sign included, in a table of the values'
+     * bfloat16 (normal or zero). The index is a 16-bit lane's low 6 bits (the lookup wraps): codes 0 and 2 sit at
+     * bits 0 and 18 and codes 1 and 3 at 6 and 24, so one variable shift of the 16-bit lanes (by 0 and 2, by 6 and
+     * 8) brings a pair to the bottom of the word's two halves, and one lookup decodes both; code 4 (bits 12..17) is
+     * the word shifted right by 12. The halves become floats by a shift (lower) or a mask (upper). Per word: two
+     * lookups and two shifts shared by slots 0-3, plus a shift, a lookup and a shift for slot 4: 11 operations for
+     * 5 slots (the minifloat step: 40).
+     */
+    static FloatVector fp6Shorts(IntVector word, int j, ShortVector t0, ShortVector t1) {
+        ShortVector index = j == 4 ? word.lanewise(SHR, 12).reinterpretAsShorts()
+                : word.reinterpretAsShorts().lanewise(SHR, (j & 1) == 0 ? FP6_PAIR_02 : FP6_PAIR_13);
+        IntVector w = index.selectFrom(t0, t1).reinterpretAsInts();
+        return (j == 4 || j < 2 ? w.lanewise(SHL, 16) : w.and(0xFFFF0000)).reinterpretAsFloats();
+    }
+
+    /** {@link #fp6E3m2} by the minifloat step. */
+    static FloatVector fp6E3m2Minifloat(IntVector word, int j) {
+        int at = LaneCodec.fp6Position(j);
+        FloatVector a = word.lanewise(VectorOperators.ROL, 21 - at).and(0x03E00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
         return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
-                .or(word.lanewise(SHL, 4 - j).and(SIGN)).reinterpretAsFloats();
+                .or(word.lanewise(VectorOperators.ROL, 26 - at).and(SIGN)).reinterpretAsFloats();
+    }
+
+    /** {@link #fp6E2m3} by the minifloat step. */
+    static FloatVector fp6E2m3Minifloat(IntVector word, int j) {
+        int at = LaneCodec.fp6Position(j);
+        FloatVector a = word.lanewise(VectorOperators.ROL, 20 - at).and(0x01F00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
+        return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
+                .or(word.lanewise(VectorOperators.ROL, 26 - at).and(SIGN)).reinterpretAsFloats();
     }
 
     /**
