@@ -172,11 +172,6 @@ enum LaneCodec {
         };
     }
 
-    /** The float bits of FP8 magnitude {@code mag} (0..127) of codec's value times 2^-bias. */
-    static int fp8Bits(LaneCodec codec, int mag) {
-        return Float.floatToRawIntBits(Math.scalb(codec.value(mag), -codec.bias()));
-    }
-
     /** The lane word holding raw codes codes[from .. from + slots) (missing slots: code 0, the value 0). */
     int pack(int[] codes, int from) {
         int w = 0;

@@ -34,64 +34,8 @@ final class SlotDecode {
     private static final int SIGN = 0x80000000;
     private static final VectorOperators.Binary SHL = VectorOperators.LSHL;
     private static final VectorOperators.Binary SHR = VectorOperators.LSHR;
-    /** The byte species of the kernels' width (64 lanes at 512 bits): two of its vectors hold a 128-entry table. */
-    private static final VectorSpecies<Byte> BYTES = I.withLanes(byte.class);
-    /** The 16-bit species of the kernels' width (32 lanes at 512 bits): two of its vectors hold a 64-entry table. */
-    private static final VectorSpecies<Short> SHORTS = I.withLanes(short.class);
-    private static final ShortVector E3M2_0 = bf16Shorts(LaneCodec.FP6_E3M2, 0);
-    private static final ShortVector E3M2_1 = bf16Shorts(LaneCodec.FP6_E3M2, 1);
-    private static final ShortVector E2M3_0 = bf16Shorts(LaneCodec.FP6_E2M3, 0);
-    private static final ShortVector E2M3_1 = bf16Shorts(LaneCodec.FP6_E2M3, 1);
-    /** Right shifts of the 16-bit lanes that bring FP6 codes 0 and 2 (codes 1 and 3) to the bottom of each half. */
-    private static final ShortVector FP6_PAIR_02 = halves(0, LaneCodec.fp6Position(2) - 16);
-    private static final ShortVector FP6_PAIR_13 = halves(LaneCodec.fp6Position(1), LaneCodec.fp6Position(3) - 16);
-    private static final ByteVector E4M3_HI0 = bf16Bytes(LaneCodec.FP8_E4M3, 24, 0);
-    private static final ByteVector E4M3_HI1 = bf16Bytes(LaneCodec.FP8_E4M3, 24, 1);
-    private static final ByteVector E4M3_LO0 = bf16Bytes(LaneCodec.FP8_E4M3, 16, 0);
-    private static final ByteVector E4M3_LO1 = bf16Bytes(LaneCodec.FP8_E4M3, 16, 1);
-    private static final ByteVector E5M2_HI0 = bf16Bytes(LaneCodec.FP8_E5M2, 24, 0);
-    private static final ByteVector E5M2_HI1 = bf16Bytes(LaneCodec.FP8_E5M2, 24, 1);
-    private static final ByteVector E5M2_LO0 = bf16Bytes(LaneCodec.FP8_E5M2, 16, 0);
-    private static final ByteVector E5M2_LO1 = bf16Bytes(LaneCodec.FP8_E5M2, 16, 1);
 
     private SlotDecode() {
-    }
-
-    /**
-     * Half {@code half} (entries 64·half ..) of a 128-entry byte table over the 7-bit magnitudes of an FP8 codec:
-     * byte {@code shift / 8} of the float bits of the magnitude's value·2^-bias (normal or zero, and with 16 low
-     * zero bits: every FP8 value is a bfloat16). Where the species has fewer than 64 byte lanes the table is cut
-     * short (such kernels do not use it).
-     */
-    private static ShortVector bf16Shorts(LaneCodec codec, int half) {
-        short[] t = new short[SHORTS.length()];
-        for (int i = 0; i < t.length; i++) {
-            int code = half * t.length + i;
-            if (code < 64) {
-                t[i] = (short) (Float.floatToRawIntBits(Math.scalb(codec.value(code), -codec.bias())) >>> 16);
-            }
-        }
-        return ShortVector.fromArray(SHORTS, t, 0);
-    }
-
-    /** A 16-bit vector holding {@code low} in the lower and {@code high} in the upper half of each 32-bit lane. */
-    private static ShortVector halves(int low, int high) {
-        short[] t = new short[SHORTS.length()];
-        for (int i = 0; i < t.length; i++) {
-            t[i] = (short) (i % 2 == 0 ? low : high);
-        }
-        return ShortVector.fromArray(SHORTS, t, 0);
-    }
-
-    private static ByteVector bf16Bytes(LaneCodec codec, int shift, int half) {
-        byte[] t = new byte[BYTES.length()];
-        for (int i = 0; i < t.length; i++) {
-            int mag = half * t.length + i;
-            if (mag < 128 && !codec.special(mag)) {
-                t[i] = (byte) (LaneCodec.fp8Bits(codec, mag) >>> shift);
-            }
-        }
-        return ByteVector.fromArray(BYTES, t, 0);
     }
 
     /** FP4 slot j (code in nibble j): value·2^-120. */
@@ -109,57 +53,40 @@ final class SlotDecode {
      * site, inlined only under 35 bytecodes, so the minifloat step is written out in each ({@link #minifloat} is the
      * same step on its own). Slots whose magnitude lies above its float position rotate instead of shifting (the
      * count -1 rotates right by one), so that no branch on j merges two vectors.
+     *
+     * With byte and 16-bit permutes (BytePermutes.FAST) FP6 and FP8 are looked up instead, written out here for
+     * the same reason: split into helpers of under 35 bytecodes, some were still left as calls ("callee is too large"
+     * once a helper had been compiled on its own, "NodeCountInliningCutoff") and their vectors went to the heap. A
+     * lookup does not depend on which slot of a word (FP8) or a pair (FP6) is asked for, so the JIT computes it once
+     * for all of them; the branches on j fold once the kernels' short loops are unrolled (0 bytes allocated a panel,
+     * FusedDecodeBench).
      */
 
     /**
-     * FP6 E3M2 slot j (code at bits {@link LaneCodec#fp6Position}(j), magnitude to float bits 21..25, sign to 31):
-     * value·2^-60, by 16-bit lookups where {@link BytePermutes#FAST}, else by the minifloat step.
+     * FP6 E3M2 slot j (raw code at bits {@link LaneCodec#fp6Position}(j)): value·2^-60. By a 16-bit lookup where
+     * {@link BytePermutes#FAST} ({@link PermuteDecode}); else magnitude to float bits 21..25, sign to 31.
      */
     static FloatVector fp6E3m2(IntVector word, int j) {
-        return BytePermutes.FAST ? fp6E3m2Shorts(word, j) : fp6E3m2Minifloat(word, j);
-    }
-
-    /** FP6 E2M3 slot j: value·2^-62, as {@link #fp6E3m2} (magnitude to float bits 20..24). */
-    static FloatVector fp6E2m3(IntVector word, int j) {
-        return BytePermutes.FAST ? fp6E2m3Shorts(word, j) : fp6E2m3Minifloat(word, j);
-    }
-
-    /** {@link #fp6E3m2} by 64-entry lookups ({@link #fp6Shorts}; 512-bit species only). */
-    static FloatVector fp6E3m2Shorts(IntVector word, int j) {
-        return fp6Shorts(word, j, E3M2_0, E3M2_1);
-    }
-
-    /** {@link #fp6E2m3} by 64-entry lookups ({@link #fp6Shorts}; 512-bit species only). */
-    static FloatVector fp6E2m3Shorts(IntVector word, int j) {
-        return fp6Shorts(word, j, E2M3_0, E2M3_1);
-    }
-
-    /**
-     * FP6 slot j by one 64-entry lookup (vpermi2w) of the whole code, sign included, in a table of the values'
-     * bfloat16 (normal or zero). The index is a 16-bit lane's low 6 bits (the lookup wraps): codes 0 and 2 sit at
-     * bits 0 and 18 and codes 1 and 3 at 6 and 24, so one variable shift of the 16-bit lanes (by 0 and 2, by 6 and
-     * 8) brings a pair to the bottom of the word's two halves, and one lookup decodes both; code 4 (bits 12..17) is
-     * the word shifted right by 12. The halves become floats by a shift (lower) or a mask (upper). Per word: two
-     * lookups and two shifts shared by slots 0-3, plus a shift, a lookup and a shift for slot 4: 11 operations for
-     * 5 slots (the minifloat step: 40).
-     */
-    static FloatVector fp6Shorts(IntVector word, int j, ShortVector t0, ShortVector t1) {
-        ShortVector index = j == 4 ? word.lanewise(SHR, 12).reinterpretAsShorts()
-                : word.reinterpretAsShorts().lanewise(SHR, (j & 1) == 0 ? FP6_PAIR_02 : FP6_PAIR_13);
-        IntVector w = index.selectFrom(t0, t1).reinterpretAsInts();
-        return (j == 4 || j < 2 ? w.lanewise(SHL, 16) : w.and(0xFFFF0000)).reinterpretAsFloats();
-    }
-
-    /** {@link #fp6E3m2} by the minifloat step. */
-    static FloatVector fp6E3m2Minifloat(IntVector word, int j) {
+        if (BytePermutes.FAST) {
+            ShortVector index = j == 4 ? word.lanewise(SHR, 12).reinterpretAsShorts() : word.reinterpretAsShorts()
+                    .lanewise(SHR, (j & 1) == 0 ? PermuteDecode.FP6_PAIR_02 : PermuteDecode.FP6_PAIR_13);
+            IntVector w = index.selectFrom(PermuteDecode.E3M2_0, PermuteDecode.E3M2_1).reinterpretAsInts();
+            return (j == 4 || j < 2 ? w.lanewise(SHL, 16) : w.and(0xFFFF0000)).reinterpretAsFloats();
+        }
         int at = LaneCodec.fp6Position(j);
         FloatVector a = word.lanewise(VectorOperators.ROL, 21 - at).and(0x03E00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
         return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
                 .or(word.lanewise(VectorOperators.ROL, 26 - at).and(SIGN)).reinterpretAsFloats();
     }
 
-    /** {@link #fp6E2m3} by the minifloat step. */
-    static FloatVector fp6E2m3Minifloat(IntVector word, int j) {
+    /** FP6 E2M3 slot j: value·2^-62, as {@link #fp6E3m2} (magnitude to float bits 20..24). */
+    static FloatVector fp6E2m3(IntVector word, int j) {
+        if (BytePermutes.FAST) {
+            ShortVector index = j == 4 ? word.lanewise(SHR, 12).reinterpretAsShorts() : word.reinterpretAsShorts()
+                    .lanewise(SHR, (j & 1) == 0 ? PermuteDecode.FP6_PAIR_02 : PermuteDecode.FP6_PAIR_13);
+            IntVector w = index.selectFrom(PermuteDecode.E2M3_0, PermuteDecode.E2M3_1).reinterpretAsInts();
+            return (j == 4 || j < 2 ? w.lanewise(SHL, 16) : w.and(0xFFFF0000)).reinterpretAsFloats();
+        }
         int at = LaneCodec.fp6Position(j);
         FloatVector a = word.lanewise(VectorOperators.ROL, 20 - at).and(0x01F00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
         return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
@@ -167,55 +94,35 @@ final class SlotDecode {
     }
 
     /**
-     * FP8 E4M3 slot j (the raw code in byte j): value·2^-56, by byte lookups where {@link BytePermutes#FAST}, else
-     * by the minifloat step.
+     * FP8 E4M3 slot j (raw code in byte j): value·2^-56. By byte lookups where {@link BytePermutes#FAST}
+     * ({@link PermuteDecode}); else magnitude (bits 8j..8j+6) to float bits 20..26, sign (8j+7) to 31.
      */
     static FloatVector fp8E4m3(IntVector word, int j) {
-        return BytePermutes.FAST ? fp8E4m3Bytes(word, j) : fp8E4m3Minifloat(word, j);
-    }
-
-    /** {@link #fp8E4m3} by byte lookups ({@link #fp8Bytes}; 512-bit species only: two vectors hold the 128 entries). */
-    static FloatVector fp8E4m3Bytes(IntVector word, int j) {
-        return fp8Bytes(word, j, E4M3_HI0, E4M3_HI1, E4M3_LO0, E4M3_LO1);
-    }
-
-    /** FP8 E5M2 slot j (the raw code in byte j): value·2^-48, as {@link #fp8E4m3}. */
-    static FloatVector fp8E5m2(IntVector word, int j) {
-        return BytePermutes.FAST ? fp8E5m2Bytes(word, j) : fp8E5m2Minifloat(word, j);
-    }
-
-    /** {@link #fp8E5m2} by byte lookups ({@link #fp8Bytes}; 512-bit species only). */
-    static FloatVector fp8E5m2Bytes(IntVector word, int j) {
-        return fp8Bytes(word, j, E5M2_HI0, E5M2_HI1, E5M2_LO0, E5M2_LO1);
-    }
-
-    /**
-     * FP8 slot j by two 128-entry lookups of the magnitude (the code's low 7 bits; the index wraps) in the tables of
-     * the high and low bytes of the value's bfloat16 (every FP8 value·2^-bias is one, normal or zero), the sign OR-ed
-     * from the code's bit 7. A 16-bit lane then holds codes 2k and 2k+1: the high bytes of code 2k move up, the low
-     * bytes of code 2k+1 down, and the bfloat16 in a word's lower half shifts up into a float, the upper half is
-     * masked. The lookups and the sign do not depend on j: the JIT computes them once for a word's four slots. Two
-     * permutes (vpermi2b) and one OR a word, three operations a slot (the minifloat step: eight).
-     */
-    static FloatVector fp8Bytes(IntVector word, int j, ByteVector hi0, ByteVector hi1, ByteVector lo0, ByteVector lo1) {
-        ByteVector b = word.reinterpretAsBytes();
-        ShortVector hi = b.selectFrom(hi0, hi1).or(b.and((byte) 0x80)).reinterpretAsShorts();
-        ShortVector lo = b.selectFrom(lo0, lo1).reinterpretAsShorts();
-        ShortVector bf = (j & 1) == 0 ? hi.lanewise(SHL, 8).or(lo.and((short) 0xFF))
-                : hi.and((short) 0xFF00).or(lo.lanewise(SHR, 8));
-        IntVector w = bf.reinterpretAsInts();
-        return (j < 2 ? w.lanewise(SHL, 16) : w.and(0xFFFF0000)).reinterpretAsFloats();
-    }
-
-    /** {@link #fp8E4m3} by the minifloat step: magnitude (bits 8j..8j+6) to float bits 20..26, sign 8j+7 to 31. */
-    static FloatVector fp8E4m3Minifloat(IntVector word, int j) {
+        if (BytePermutes.FAST) {
+            ByteVector b = word.reinterpretAsBytes();
+            ShortVector hi = b.selectFrom(PermuteDecode.E4M3_HI0, PermuteDecode.E4M3_HI1).or(b.and((byte) 0x80))
+                    .reinterpretAsShorts();
+            ShortVector lo = b.selectFrom(PermuteDecode.E4M3_LO0, PermuteDecode.E4M3_LO1).reinterpretAsShorts();
+            IntVector w = ((j & 1) == 0 ? hi.lanewise(SHL, 8).or(lo.and((short) 0xFF))
+                    : hi.and((short) 0xFF00).or(lo.lanewise(SHR, 8))).reinterpretAsInts();
+            return (j < 2 ? w.lanewise(SHL, 16) : w.and(0xFFFF0000)).reinterpretAsFloats();
+        }
         FloatVector a = word.lanewise(VectorOperators.ROL, 20 - 8 * j).and(0x07F00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
         return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
                 .or(word.lanewise(VectorOperators.ROL, 24 - 8 * j).and(SIGN)).reinterpretAsFloats();
     }
 
-    /** {@link #fp8E5m2} by the minifloat step: magnitude (bits 8j..8j+6) to float bits 21..27, sign 8j+7 to 31. */
-    static FloatVector fp8E5m2Minifloat(IntVector word, int j) {
+    /** FP8 E5M2 slot j (raw code in byte j): value·2^-48, as {@link #fp8E4m3} (magnitude to float bits 21..27). */
+    static FloatVector fp8E5m2(IntVector word, int j) {
+        if (BytePermutes.FAST) {
+            ByteVector b = word.reinterpretAsBytes();
+            ShortVector hi = b.selectFrom(PermuteDecode.E5M2_HI0, PermuteDecode.E5M2_HI1).or(b.and((byte) 0x80))
+                    .reinterpretAsShorts();
+            ShortVector lo = b.selectFrom(PermuteDecode.E5M2_LO0, PermuteDecode.E5M2_LO1).reinterpretAsShorts();
+            IntVector w = ((j & 1) == 0 ? hi.lanewise(SHL, 8).or(lo.and((short) 0xFF))
+                    : hi.and((short) 0xFF00).or(lo.lanewise(SHR, 8))).reinterpretAsInts();
+            return (j < 2 ? w.lanewise(SHL, 16) : w.and(0xFFFF0000)).reinterpretAsFloats();
+        }
         FloatVector a = word.lanewise(VectorOperators.ROL, 21 - 8 * j).and(0x0FE00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
         return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
                 .or(word.lanewise(VectorOperators.ROL, 24 - 8 * j).and(SIGN)).reinterpretAsFloats();

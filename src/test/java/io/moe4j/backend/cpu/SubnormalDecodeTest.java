@@ -71,25 +71,6 @@ class SubnormalDecodeTest {
     }
 
     /**
-     * Both FP6 and FP8 decodes, whichever this machine's kernels use: the minifloat step at every width, the
-     * lookups where the kernels' vectors have 512 bits (at 256 bits two vectors hold half of a table's entries, and
-     * the kernels never use them).
-     */
-    @Test
-    void bothFp6AndFp8DecodesDecodeEveryCodeToANormalFloatOrZero() {
-        assertEveryCode(LaneCodec.FP8_E4M3, SlotDecode::fp8E4m3Minifloat);
-        assertEveryCode(LaneCodec.FP8_E5M2, SlotDecode::fp8E5m2Minifloat);
-        assertEveryCode(LaneCodec.FP6_E3M2, SlotDecode::fp6E3m2Minifloat);
-        assertEveryCode(LaneCodec.FP6_E2M3, SlotDecode::fp6E2m3Minifloat);
-        if (I.vectorBitSize() >= 512) {
-            assertEveryCode(LaneCodec.FP6_E3M2, SlotDecode::fp6E3m2Shorts);
-            assertEveryCode(LaneCodec.FP6_E2M3, SlotDecode::fp6E2m3Shorts);
-            assertEveryCode(LaneCodec.FP8_E4M3, SlotDecode::fp8E4m3Bytes);
-            assertEveryCode(LaneCodec.FP8_E5M2, SlotDecode::fp8E5m2Bytes);
-        }
-    }
-
-    /**
      * Every code of the codec (all of them up to 16 bits; for F32 the subnormal range's edges and random patterns) at
      * every slot, eight codes a vector, the other slots holding random codes: the decoded lane is normal or zero and
      * is the packed code's value times 2^-bias, to the bit.
