@@ -137,7 +137,9 @@ final class SlotDecode {
 
     /** INT4 slot j: the offset-binary nibble p = code + 8 as the float p. */
     static FloatVector int4(IntVector word, int j) {
-        return (FloatVector) word.lanewise(SHR, 4 * j).and(0xF).convert(VectorOperators.I2F, 0);
+        // The top nibble needs no mask after its shift.
+        return (FloatVector) (j == 7 ? word.lanewise(SHR, 28) : word.lanewise(SHR, 4 * j).and(0xF))
+                .convert(VectorOperators.I2F, 0);
     }
 
     /** INT8 slot j: the offset-binary byte p = code + 128 as the float p. */
