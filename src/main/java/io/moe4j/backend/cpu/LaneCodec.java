@@ -20,8 +20,8 @@ import io.moe4j.quant.CodeType;
  *       bfloat16 or zero), the sign is OR-ed in; otherwise the minifloat step below.</li>
  *   <li>FP6: the raw code (sign on top) at bits {@link #fp6Position}(j); with permutes a 64-entry 16-bit lookup of
  *       the whole code gives the value's bfloat16; otherwise the minifloat step below.</li>
- *   <li>FP6 and FP8 (without permutes), F16: magnitude bits placed where, shifted into the float's exponent and mantissa fields, they read
- *       as the element's exponent e and mantissa m; an exponent base of 2^64 is OR-ed in so that every code reads as
+ *   <li>FP6 and FP8 (without permutes), F16: magnitude bits placed where, shifted into the float's exponent and
+ *       mantissa fields, they read as the element's exponent e and mantissa m; an exponent base of 2^64 is OR-ed in so that every code reads as
  *       a normal float A, and min(2A - 2^-62, A) turns the codes with e = 0 (the element's own subnormals, which
  *       A reads with a hidden 1) into their exact values, all normal. The sign is OR-ed in last.</li>
  *   <li>Integers (INT4, INT8): stored offset-binary, p = code + {@link #offset()}, and converted to float exactly
@@ -159,7 +159,7 @@ enum LaneCodec {
     /**
      * The lowest bit of FP6 slot j's raw 6-bit code (sign on top) in a lane word: 0, 6, 18, 24 for slots 0-3 and 12
      * for slot 4. Codes 0 and 2 (1 and 3) then sit at the same place in the word's two 16-bit halves up to a shift
-     * of 2, so that one variable shift and one 16-bit lookup decode a pair ({@link SlotDecode#fp6Shorts}).
+     * of 2, so that one variable shift and one 16-bit lookup decode a pair ({@link SlotDecode#fp6E3m2}).
      */
     static int fp6Position(int j) {
         return switch (j) {
