@@ -8,7 +8,8 @@ import java.nio.file.Path;
  * Whether the kernels decode FP8 codes by byte permutes: a 128-entry byte lookup is one instruction (vpermi2b) where
  * the kernels run at 512 bits on a CPU with AVX-512 VBMI; without VBMI the JIT does not compile a byte permute of two
  * 64-byte vectors to instructions, and at 256 bits two vectors hold only 64 entries. The system property
- * {@value #PROPERTY} ({@code true} or {@code false}) forces the choice, for tests of both decodes on one machine.
+ * {@value #PROPERTY} ({@code true} or {@code false}) forces the choice, for tests of both decodes on one machine
+ * ({@code true} only with 512-bit kernels; on a 512-bit machine without VBMI it runs correctly but very slowly).
  */
 final class BytePermutes {
     static final String PROPERTY = "moe4j.cpu.bytePermutes";
@@ -21,7 +22,14 @@ final class BytePermutes {
     static boolean choose(String forced, int bits, boolean vbmi) {
         if (forced != null && !forced.isBlank()) {
             return switch (forced.trim()) {
-                case "true" -> true;
+                case "true" -> {
+                    // Two 256-bit vectors hold half of a table: the lookups would read wrong entries.
+                    if (bits < 512) {
+                        throw new IllegalArgumentException("-D" + PROPERTY + "=true needs 512-bit kernels, not "
+                                + bits + " (-D" + VectorWidth.PROPERTY + ")");
+                    }
+                    yield true;
+                }
                 case "false" -> false;
                 default -> throw new IllegalArgumentException("-D" + PROPERTY + "=" + forced + ": expected true or false");
             };

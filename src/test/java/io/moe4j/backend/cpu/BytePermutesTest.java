@@ -17,7 +17,9 @@ class BytePermutesTest {
         assertThat(BytePermutes.choose(null, 512, false)).isFalse();
         assertThat(BytePermutes.choose(" ", 256, true)).isFalse();
         assertThat(BytePermutes.choose("false", 512, true)).isFalse();
-        assertThat(BytePermutes.choose("true", 256, false)).isTrue();
+        assertThat(BytePermutes.choose("true", 512, false)).isTrue();
+        assertThatThrownBy(() -> BytePermutes.choose("true", 256, true))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("512-bit");
         assertThatThrownBy(() -> BytePermutes.choose("yes", 512, true))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining(BytePermutes.PROPERTY);
     }
