@@ -15,8 +15,13 @@ import io.moe4j.quant.CodeType;
  *
  * <ul>
  *   <li>FP4: the raw 4-bit code in nibble j; a 16-entry table of the values times 2^-{@link #bias()}.</li>
- *   <li>FP6, FP8, F16: magnitude bits placed where, shifted into the float's exponent and mantissa fields, they read
- *       as the element's exponent e and mantissa m; an exponent base of 2^64 is OR-ed in so that every code reads as
+ *   <li>FP8: the raw code in byte j. With byte permutes ({@link BytePermutes}) two 128-entry lookups of the
+ *       magnitude give the high and low bytes of the value's bfloat16 (every FP8 value·2^-bias is a normal
+ *       bfloat16 or zero), the sign is OR-ed in; otherwise the minifloat step below.</li>
+ *   <li>FP6: the raw code (sign on top) at bits {@link #fp6Position}(j); with permutes a 64-entry 16-bit lookup of
+ *       the whole code gives the value's bfloat16; otherwise the minifloat step below.</li>
+ *   <li>FP6 and FP8 (without permutes), F16: magnitude bits placed where, shifted into the float's exponent and
+ *       mantissa fields, they read as the element's exponent e and mantissa m; an exponent base of 2^64 is OR-ed in so that every code reads as
  *       a normal float A, and min(2A - 2^-62, A) turns the codes with e = 0 (the element's own subnormals, which
  *       A reads with a hidden 1) into their exact values, all normal. The sign is OR-ed in last.</li>
  *   <li>Integers (INT4, INT8): stored offset-binary, p = code + {@link #offset()}, and converted to float exactly
@@ -151,6 +156,22 @@ enum LaneCodec {
         return t;
     }
 
+    /**
+     * The lowest bit of FP6 slot j's raw 6-bit code (sign on top) in a lane word: 0, 6, 18, 24 for slots 0-3 and 12
+     * for slot 4. Codes 0 and 2 (1 and 3) then sit at the same place in the word's two 16-bit halves up to a shift
+     * of 2, so that one variable shift and one 16-bit lookup decode a pair ({@link SlotDecode#fp6E3m2}).
+     */
+    static int fp6Position(int j) {
+        return switch (j) {
+            case 0 -> 0;
+            case 1 -> 6;
+            case 2 -> 18;
+            case 3 -> 24;
+            case 4 -> 12;
+            default -> throw new IllegalArgumentException("FP6 slot " + j);
+        };
+    }
+
     /** The lane word holding raw codes codes[from .. from + slots) (missing slots: code 0, the value 0). */
     int pack(int[] codes, int from) {
         int w = 0;
@@ -164,7 +185,9 @@ enum LaneCodec {
     private int place(int code, int j) {
         return switch (this) {
             case FP4 -> (code & 0xF) << (4 * j);
-            case FP6_E3M2, FP6_E2M3, FP8_E4M3, FP8_E5M2, F16 -> {
+            case FP8_E4M3, FP8_E5M2 -> (code & 0xFF) << (8 * j);
+            case FP6_E3M2, FP6_E2M3 -> (code & 0x3F) << fp6Position(j);
+            case F16 -> {
                 int m = magnitudeBits();
                 int mag = code & ((1 << m) - 1);
                 int sign = (code >>> m) & 1;
@@ -181,7 +204,9 @@ enum LaneCodec {
     int code(int word, int j) {
         return switch (this) {
             case FP4 -> (word >>> (4 * j)) & 0xF;
-            case FP6_E3M2, FP6_E2M3, FP8_E4M3, FP8_E5M2, F16 -> {
+            case FP8_E4M3, FP8_E5M2 -> (word >>> (8 * j)) & 0xFF;
+            case FP6_E3M2, FP6_E2M3 -> (word >>> fp6Position(j)) & 0x3F;
+            case F16 -> {
                 int m = magnitudeBits();
                 int mag = (word >>> (m * j)) & ((1 << m) - 1);
                 int sign = (word >>> (32 - slots + j)) & 1;

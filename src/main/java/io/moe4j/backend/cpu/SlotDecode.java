@@ -1,7 +1,9 @@
 package io.moe4j.backend.cpu;
 
+import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
@@ -51,34 +53,79 @@ final class SlotDecode {
      * site, inlined only under 35 bytecodes, so the minifloat step is written out in each ({@link #minifloat} is the
      * same step on its own). Slots whose magnitude lies above its float position rotate instead of shifting (the
      * count -1 rotates right by one), so that no branch on j merges two vectors.
+     *
+     * With byte and 16-bit permutes (BytePermutes.FAST) FP6 and FP8 are looked up instead, written out here for
+     * the same reason: split into helpers of under 35 bytecodes, some were still left as calls ("callee is too large"
+     * once a helper had been compiled on its own, "NodeCountInliningCutoff") and their vectors went to the heap. A
+     * lookup does not depend on which slot of a word (FP8) or a pair (FP6) is asked for, so the JIT computes it once
+     * for all of them; the branches on j fold once the kernels' short loops are unrolled (0 bytes allocated a panel,
+     * FusedDecodeBench).
      */
 
-    /** FP6 E3M2 slot j (magnitude at bits 5j..5j+4 to float bits 21..25, sign at 27 + j): value·2^-60. */
+    /**
+     * FP6 E3M2 slot j (raw code at bits {@link LaneCodec#fp6Position}(j)): value·2^-60. By a 16-bit lookup where
+     * {@link BytePermutes#FAST} ({@link PermuteDecode}); else magnitude to float bits 21..25, sign to 31.
+     */
     static FloatVector fp6E3m2(IntVector word, int j) {
-        FloatVector a = word.lanewise(SHL, 21 - 5 * j).and(0x03E00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
+        if (BytePermutes.FAST) {
+            ShortVector index = j == 4 ? word.lanewise(SHR, 12).reinterpretAsShorts() : word.reinterpretAsShorts()
+                    .lanewise(SHR, (j & 1) == 0 ? PermuteDecode.FP6_PAIR_02 : PermuteDecode.FP6_PAIR_13);
+            IntVector w = index.selectFrom(PermuteDecode.E3M2_0, PermuteDecode.E3M2_1).reinterpretAsInts();
+            return (j == 4 || j < 2 ? w.lanewise(SHL, 16) : w.and(0xFFFF0000)).reinterpretAsFloats();
+        }
+        int at = LaneCodec.fp6Position(j);
+        FloatVector a = word.lanewise(VectorOperators.ROL, 21 - at).and(0x03E00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
         return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
-                .or(word.lanewise(SHL, 4 - j).and(SIGN)).reinterpretAsFloats();
+                .or(word.lanewise(VectorOperators.ROL, 26 - at).and(SIGN)).reinterpretAsFloats();
     }
 
-    /** FP6 E2M3 slot j (magnitude at bits 5j..5j+4 to float bits 20..24, sign at 27 + j): value·2^-62. */
+    /** FP6 E2M3 slot j: value·2^-62, as {@link #fp6E3m2} (magnitude to float bits 20..24). */
     static FloatVector fp6E2m3(IntVector word, int j) {
-        FloatVector a = word.lanewise(SHL, 20 - 5 * j).and(0x01F00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
+        if (BytePermutes.FAST) {
+            ShortVector index = j == 4 ? word.lanewise(SHR, 12).reinterpretAsShorts() : word.reinterpretAsShorts()
+                    .lanewise(SHR, (j & 1) == 0 ? PermuteDecode.FP6_PAIR_02 : PermuteDecode.FP6_PAIR_13);
+            IntVector w = index.selectFrom(PermuteDecode.E2M3_0, PermuteDecode.E2M3_1).reinterpretAsInts();
+            return (j == 4 || j < 2 ? w.lanewise(SHL, 16) : w.and(0xFFFF0000)).reinterpretAsFloats();
+        }
+        int at = LaneCodec.fp6Position(j);
+        FloatVector a = word.lanewise(VectorOperators.ROL, 20 - at).and(0x01F00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
         return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
-                .or(word.lanewise(SHL, 4 - j).and(SIGN)).reinterpretAsFloats();
+                .or(word.lanewise(VectorOperators.ROL, 26 - at).and(SIGN)).reinterpretAsFloats();
     }
 
-    /** FP8 E4M3 slot j (magnitude at bits 7j..7j+6 to float bits 20..26, sign at 28 + j): value·2^-56. */
+    /**
+     * FP8 E4M3 slot j (raw code in byte j): value·2^-56. By byte lookups where {@link BytePermutes#FAST}
+     * ({@link PermuteDecode}); else magnitude (bits 8j..8j+6) to float bits 20..26, sign (8j+7) to 31.
+     */
     static FloatVector fp8E4m3(IntVector word, int j) {
-        FloatVector a = word.lanewise(VectorOperators.ROL, 20 - 7 * j).and(0x07F00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
+        if (BytePermutes.FAST) {
+            ByteVector b = word.reinterpretAsBytes();
+            ShortVector hi = b.selectFrom(PermuteDecode.E4M3_HI0, PermuteDecode.E4M3_HI1).or(b.and((byte) 0x80))
+                    .reinterpretAsShorts();
+            ShortVector lo = b.selectFrom(PermuteDecode.E4M3_LO0, PermuteDecode.E4M3_LO1).reinterpretAsShorts();
+            IntVector w = ((j & 1) == 0 ? hi.lanewise(SHL, 8).or(lo.and((short) 0xFF))
+                    : hi.and((short) 0xFF00).or(lo.lanewise(SHR, 8))).reinterpretAsInts();
+            return (j < 2 ? w.lanewise(SHL, 16) : w.and(0xFFFF0000)).reinterpretAsFloats();
+        }
+        FloatVector a = word.lanewise(VectorOperators.ROL, 20 - 8 * j).and(0x07F00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
         return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
-                .or(word.lanewise(SHL, 3 - j).and(SIGN)).reinterpretAsFloats();
+                .or(word.lanewise(VectorOperators.ROL, 24 - 8 * j).and(SIGN)).reinterpretAsFloats();
     }
 
-    /** FP8 E5M2 slot j (magnitude at bits 7j..7j+6 to float bits 21..27, sign at 28 + j): value·2^-48. */
+    /** FP8 E5M2 slot j (raw code in byte j): value·2^-48, as {@link #fp8E4m3} (magnitude to float bits 21..27). */
     static FloatVector fp8E5m2(IntVector word, int j) {
-        FloatVector a = word.lanewise(SHL, 21 - 7 * j).and(0x0FE00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
+        if (BytePermutes.FAST) {
+            ByteVector b = word.reinterpretAsBytes();
+            ShortVector hi = b.selectFrom(PermuteDecode.E5M2_HI0, PermuteDecode.E5M2_HI1).or(b.and((byte) 0x80))
+                    .reinterpretAsShorts();
+            ShortVector lo = b.selectFrom(PermuteDecode.E5M2_LO0, PermuteDecode.E5M2_LO1).reinterpretAsShorts();
+            IntVector w = ((j & 1) == 0 ? hi.lanewise(SHL, 8).or(lo.and((short) 0xFF))
+                    : hi.and((short) 0xFF00).or(lo.lanewise(SHR, 8))).reinterpretAsInts();
+            return (j < 2 ? w.lanewise(SHL, 16) : w.and(0xFFFF0000)).reinterpretAsFloats();
+        }
+        FloatVector a = word.lanewise(VectorOperators.ROL, 21 - 8 * j).and(0x0FE00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
         return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
-                .or(word.lanewise(SHL, 3 - j).and(SIGN)).reinterpretAsFloats();
+                .or(word.lanewise(VectorOperators.ROL, 24 - 8 * j).and(SIGN)).reinterpretAsFloats();
     }
 
     /** IEEE half slot j (magnitude at bits 15j..15j+14 to float bits 13..27, sign at 30 + j): value·2^-48. */
@@ -90,7 +137,9 @@ final class SlotDecode {
 
     /** INT4 slot j: the offset-binary nibble p = code + 8 as the float p. */
     static FloatVector int4(IntVector word, int j) {
-        return (FloatVector) word.lanewise(SHR, 4 * j).and(0xF).convert(VectorOperators.I2F, 0);
+        // The top nibble needs no mask after its shift.
+        return (FloatVector) (j == 7 ? word.lanewise(SHR, 28) : word.lanewise(SHR, 4 * j).and(0xF))
+                .convert(VectorOperators.I2F, 0);
     }
 
     /** INT8 slot j: the offset-binary byte p = code + 128 as the float p. */

@@ -38,7 +38,12 @@ class SubnormalDecodeTest {
         return Math.getExponent(v) != Float.MIN_EXPONENT - 1 || v == 0f;
     }
 
-    /** The kernels' decode of slot j of the words in w, per codec; FP4 by the lookup this machine uses. */
+    /**
+     * The kernels' decode of slot j of the words in w, per codec; FP4 by the lookup this machine uses, FP6 and FP8
+     * by the lookups of {@link PermuteDecode}'s tables where {@link BytePermutes#FAST} (512-bit kernels with AVX-512
+     * VBMI, or forced by its property), else by the minifloat step: surefire's 256-bit and {@code -XX:UseAVX=2} runs
+     * take the minifloat step on any machine, its default and 512-bit runs the lookups on a VBMI machine.
+     */
     private static FloatVector decode(LaneCodec codec, IntVector w, int j) {
         return switch (codec) {
             case FP4 -> SlotDecode.fp4(w, j);

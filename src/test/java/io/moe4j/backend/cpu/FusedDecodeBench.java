@@ -1,0 +1,82 @@
+package io.moe4j.backend.cpu;
+
+import io.moe4j.activation.Activation;
+import io.moe4j.activation.GateLayout;
+import io.moe4j.bench.SyntheticScheme;
+import io.moe4j.bench.SyntheticWeights;
+import io.moe4j.quant.ExpertWeights;
+
+import java.lang.foreign.Arena;
+import java.lang.management.ManagementFactory;
+import java.util.Random;
+
+/**
+ * Times the fused one-token kernel ({@link FusedGemv#multiply}) on every panel of a w13 stack (2 experts, H 1024,
+ * I 512: 1024 rows of 1024 columns an expert, held in cache), for each synthetic scheme, single-threaded, and prints
+ * the best round in G multiply-adds/s and the heap bytes allocated per panel (must be 0: a vector the JIT kept on the
+ * heap shows here first). G multiply-adds/s compare across vector widths (an 8-row panel at 256 bits, 16 rows at
+ * 512), which ns per panel do not. The figures of docs/cpu-decode.md's kernel table come from here.
+ *
+ * <p>Usage: {@code bin/bench FusedDecodeBench [tokens] [scheme...]} (cli names, e.g. {@code fp8-channel}; default
+ * one token, every scheme).
+ */
+public final class FusedDecodeBench {
+    private static final int ROUNDS = 40;
+    private static final int PASSES = 20;
+
+    private FusedDecodeBench() {
+    }
+
+    public static void main(String[] args) {
+        if (!(ManagementFactory.getThreadMXBean() instanceof com.sun.management.ThreadMXBean threads)) {
+            throw new IllegalStateException("this JVM does not count allocated bytes per thread");
+        }
+        int tokens = args.length > 0 ? Integer.parseInt(args[0]) : 1;
+        java.util.Set<String> only = new java.util.HashSet<>(java.util.Arrays.asList(args).subList(Math.min(1, args.length), args.length));
+        SyntheticWeights.Shape shape = new SyntheticWeights.Shape(2, 1024, 512, GateLayout.CONCATENATED,
+                Activation.SILU_AND_MUL, false);
+        System.out.printf("%-16s %-10s %6s %10s %10s %12s%n", "scheme", "codec", "rows", "GMAC/s", "ns/8x1024", "bytes/panel");
+        for (SyntheticScheme scheme : SyntheticScheme.values()) {
+            if (!only.isEmpty() && !only.contains(scheme.cliName())) {
+                continue;
+            }
+            try (Arena arena = Arena.ofShared(); WorkerPool pool = new WorkerPool(1)) {
+                ExpertWeights w = SyntheticWeights.generate(scheme, shape, 1, arena, b -> {
+                });
+                PanelMatrix m = PanelPacker.pack(w.w13(), arena, pool);
+                Scratch s = new Scratch();
+                s.fit(m);
+                Random rnd = new Random(7);
+                float[] x = new float[m.cols() * tokens];
+                for (int i = 0; i < x.length; i++) {
+                    x[i] = (float) rnd.nextGaussian();
+                }
+                FusedInputs[] in = new FusedInputs[shape.experts()];
+                for (int e = 0; e < in.length; e++) {
+                    in[e] = FusedInputs.of(m, e, Inputs.gather(m, e, x, 0, tokens));
+                }
+                float[] y = new float[m.rows() * tokens];
+                double best = Double.MAX_VALUE;
+                double bytes = 0;
+                for (int round = 0; round < ROUNDS; round++) {
+                    long a0 = threads.getCurrentThreadAllocatedBytes();
+                    long t0 = System.nanoTime();
+                    for (int pass = 0; pass < PASSES; pass++) {
+                        for (int e = 0; e < shape.experts(); e++) {
+                            FusedGemv.multiply(m, e, 0, m.rows(), in[e], y, 0, m.rows(), s);
+                        }
+                    }
+                    long t1 = System.nanoTime();
+                    long a1 = threads.getCurrentThreadAllocatedBytes();
+                    double panels = (double) PASSES * shape.experts() * m.panels();
+                    best = Math.min(best, (t1 - t0) / panels);
+                    bytes = (a1 - a0) / panels;
+                }
+                int lanes = PanelMatrix.LANES;
+                double macs = (double) lanes * m.cols() * tokens;
+                System.out.printf("%-16s %-10s %6d %10.2f %10.0f %12.1f%n", scheme.cliName(), m.codec(), lanes,
+                        macs / best, best * (8.0 / lanes) * (1024.0 / m.cols()), bytes);
+            }
+        }
+    }
+}
