@@ -7,10 +7,28 @@ import io.moe4j.quant.QuantScheme;
 /**
  * What the oracle decides on: a layer's scheme and shapes, without its weights.
  *
- * @param expertParallel whether only some experts are held here
+ * @param expertParallel    whether only some experts are held here
+ * @param kernelActivations the precision the user asks the kernels to multiply activations in
  */
 public record MoeProblem(QuantScheme scheme, int hidden, int intermediate, int numExperts, int topK,
-                         Activation activation, boolean expertParallel) {
+                         Activation activation, boolean expertParallel, KernelActivations kernelActivations) {
+
+    public MoeProblem {
+        if (kernelActivations == null) {
+            throw new IllegalArgumentException("kernelActivations must be given (KernelActivations.FLOAT by default)");
+        }
+    }
+
+    /** A problem with float kernel activations. */
+    public MoeProblem(QuantScheme scheme, int hidden, int intermediate, int numExperts, int topK, Activation activation,
+                      boolean expertParallel) {
+        this(scheme, hidden, intermediate, numExperts, topK, activation, expertParallel, KernelActivations.FLOAT);
+    }
+
+    /** This problem with the kernels asked to multiply activations in {@code k}. */
+    public MoeProblem withKernelActivations(KernelActivations k) {
+        return new MoeProblem(scheme, hidden, intermediate, numExperts, topK, activation, expertParallel, k);
+    }
 
     public static MoeProblem of(ExpertWeights w, int topK) {
         return new MoeProblem(w.scheme(), w.hidden(), w.intermediate(), w.globalExperts(), topK, w.activation(),

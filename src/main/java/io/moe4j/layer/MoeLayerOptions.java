@@ -1,5 +1,6 @@
 package io.moe4j.layer;
 
+import io.moe4j.backend.KernelActivations;
 import io.moe4j.backend.Platform;
 
 /**
@@ -10,14 +11,25 @@ import io.moe4j.backend.Platform;
  * @param localExperts  global ids of the experts held here (expert parallelism), or null for all
  * @param platform      the machine to decide for, or null to probe this one
  * @param sharedExperts which layer of an expert-parallel set adds the shared experts (those that have them)
+ * @param kernelActivations the precision the experts' kernels multiply activations in ({@code --activations});
+ *                      {@link KernelActivations#INT8} runs only where a backend offers it for the scheme
  */
 public record MoeLayerOptions(String backend, int threads, int[] localExperts, Platform platform,
-                              SharedExperts sharedExperts) {
+                              SharedExperts sharedExperts, KernelActivations kernelActivations) {
 
     public MoeLayerOptions {
         if (sharedExperts == null) {
             throw new IllegalArgumentException("sharedExperts must be given (SharedExperts.WITH_EXPERT_ZERO by default)");
         }
+        if (kernelActivations == null) {
+            throw new IllegalArgumentException("kernelActivations must be given (KernelActivations.FLOAT by default)");
+        }
+    }
+
+    /** Options with float kernel activations. */
+    public MoeLayerOptions(String backend, int threads, int[] localExperts, Platform platform,
+                           SharedExperts sharedExperts) {
+        this(backend, threads, localExperts, platform, sharedExperts, KernelActivations.FLOAT);
     }
 
     /** Options without a shared-expert choice: the layer holding expert 0 adds them. */
@@ -30,23 +42,27 @@ public record MoeLayerOptions(String backend, int threads, int[] localExperts, P
     }
 
     public MoeLayerOptions withBackend(String b) {
-        return new MoeLayerOptions(b, threads, localExperts, platform, sharedExperts);
+        return new MoeLayerOptions(b, threads, localExperts, platform, sharedExperts, kernelActivations);
     }
 
     public MoeLayerOptions withThreads(int t) {
-        return new MoeLayerOptions(backend, t, localExperts, platform, sharedExperts);
+        return new MoeLayerOptions(backend, t, localExperts, platform, sharedExperts, kernelActivations);
     }
 
     public MoeLayerOptions withLocalExperts(int[] experts) {
-        return new MoeLayerOptions(backend, threads, experts, platform, sharedExperts);
+        return new MoeLayerOptions(backend, threads, experts, platform, sharedExperts, kernelActivations);
     }
 
     public MoeLayerOptions withPlatform(Platform p) {
-        return new MoeLayerOptions(backend, threads, localExperts, p, sharedExperts);
+        return new MoeLayerOptions(backend, threads, localExperts, p, sharedExperts, kernelActivations);
     }
 
     public MoeLayerOptions withSharedExperts(SharedExperts s) {
-        return new MoeLayerOptions(backend, threads, localExperts, platform, s);
+        return new MoeLayerOptions(backend, threads, localExperts, platform, s, kernelActivations);
+    }
+
+    public MoeLayerOptions withKernelActivations(KernelActivations k) {
+        return new MoeLayerOptions(backend, threads, localExperts, platform, sharedExperts, k);
     }
 
     /** Whether a layer loaded with these options adds its shared experts to its output. */

@@ -3,6 +3,7 @@ package io.moe4j.backend.cpu;
 import io.moe4j.backend.Backend;
 import io.moe4j.backend.ExecutionOptions;
 import io.moe4j.backend.Experts;
+import io.moe4j.backend.KernelActivations;
 import io.moe4j.backend.MoeProblem;
 import io.moe4j.backend.Platform;
 import io.moe4j.backend.Support;
@@ -49,6 +50,15 @@ public final class CpuBackend implements Backend, BackendTraits.Provider {
         WeightFormat wf = problem.scheme().weights();
         int bits = platform.vectorApi() ? platform.vectorBitSize() : 0;
         Optional<String> noVector = KernelSelection.vectorUnavailable(bits);
+        if (problem.kernelActivations() == KernelActivations.INT8) {
+            Optional<String> no = Int8Support.refusal(problem.scheme(), noVector);
+            if (no.isPresent()) {
+                return Support.no(no.get());
+            }
+            int kernelBits = VectorWidth.choose(System.getProperty(VectorWidth.PROPERTY), bits);
+            return Support.yes(Int8Support.reason(wf, kernelBits,
+                    VectorWidth.forced() ? ", -D" + VectorWidth.PROPERTY + "=" + kernelBits : ""));
+        }
         if (KernelSelection.scalarForced()) {
             return Support.yes("scalar fused dequant-GEMV for " + wf + " in plain Java: -D"
                     + KernelSelection.PROPERTY + "=true");
@@ -70,7 +80,19 @@ public final class CpuBackend implements Backend, BackendTraits.Provider {
 
     @Override
     public Experts prepare(ExpertWeights weights, ExecutionOptions options) {
-        return new CpuExperts(weights, KernelSelection.select(), options.threads());
+        CpuKernels kernels = KernelSelection.select();
+        if (options.activations() == KernelActivations.INT8) {
+            Platform p = io.moe4j.backend.PlatformProbe.probeReal();
+            Int8Support.check(weights, KernelSelection.vectorUnavailable(p.vectorApi() ? p.vectorBitSize() : 0));
+            kernels = KernelSelection.int8(kernels);
+        }
+        return new CpuExperts(weights, kernels, options.threads());
+    }
+
+    /** Int8 kernel activations for the schemes {@link Int8Support} names, float for every scheme. */
+    @Override
+    public boolean computesWith(KernelActivations k) {
+        return true;
     }
 
     /**
