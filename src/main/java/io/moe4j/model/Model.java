@@ -390,7 +390,7 @@ public final class Model implements AutoCloseable {
 
         private FeedForward moe(int layer) {
             MoeLayerOptions moeOptions = MoeLayerOptions.defaults().withBackend(options.backend())
-                    .withThreads(options.threads());
+                    .withThreads(options.threads()).withKernelActivations(options.kernelActivations());
             return new MoeFeedForward(MoeLayer.load(checkpoint, config.model(), layer, moeOptions));
         }
 
