@@ -1,5 +1,10 @@
 package io.moe4j.backend.cpu;
 
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
 /**
  * A batch of tokens rounded to int8 for {@link Int8PanelDot}, as llama.cpp's Q8_0 blocks: each segment of the packed
  * column order ({@link ColumnPlan}) cut into blocks of {@value #BLOCK} columns (the last one of a segment may be
@@ -18,6 +23,8 @@ package io.moe4j.backend.cpu;
  * are NaN.
  */
 final class Q8Inputs extends Inputs {
+    private static final VectorSpecies<Float> F = VectorShapes.F;
+    private static final VectorSpecies<Integer> I = VectorShapes.I;
     /** Columns a block. */
     static final int BLOCK = 32;
     /** Relative size under which a block is stored as zeros. */
@@ -71,10 +78,9 @@ final class Q8Inputs extends Inputs {
         int[] q = new int[padded];
         for (int t = 0; t < in.n; t++) {
             int xb = t * padded;
-            double amax = 0;
-            for (int i = 0; i < padded; i++) {
-                amax = Math.max(amax, Math.abs((double) in.x[xb + i]));
-            }
+            double amax = absMax(in.x, xb, padded);
+            // Full blocks of a token of ordinary range take the vector path (factors up/d are finite floats).
+            boolean fast = amax >= 0x1p-100 && amax <= 0x1p100;
             java.util.Arrays.fill(q, 0);
             if (!Double.isFinite(amax)) {
                 post[t] = Double.NaN;
@@ -90,6 +96,10 @@ final class Q8Inputs extends Inputs {
                     for (int w = seg[g]; w < seg[g + 1]; w += blockWords, b++) {
                         int c0 = w * slots;
                         int c1 = Math.min(seg[g + 1], w + blockWords) * slots;
+                        if (fast && c1 - c0 == BLOCK) {
+                            quantizeBlock(in.x, xb, c0, up, q, scales[t], sums[t], b);
+                            continue;
+                        }
                         double bmax = 0;
                         for (int c = c0; c < c1; c++) {
                             bmax = Math.max(bmax, Math.abs(in.x[xb + c] * up));
@@ -118,5 +128,46 @@ final class Q8Inputs extends Inputs {
             }
         }
         return new Q8Inputs(in, codes, scales, sums, post);
+    }
+
+    private static double absMax(float[] x, int from, int n) {
+        int i = 0;
+        FloatVector m = FloatVector.zero(F);
+        for (int end = F.loopBound(n); i < end; i += F.length()) {
+            // abs and max only: no arithmetic on the inputs, so subnormal inputs cost nothing here; NaN propagates.
+            m = m.max(FloatVector.fromArray(F, x, from + i).abs());
+        }
+        double amax = m.reduceLanes(VectorOperators.MAX);
+        for (; i < n; i++) {
+            amax = Math.max(amax, Math.abs((double) x[from + i]));
+        }
+        return amax;
+    }
+
+    /**
+     * One full block at packed column c0 of the token at xb, in float vectors: d = max|x|·2^K/127, q = x·2^K/d
+     * rounded half away from zero. Same rule as the scalar path, which rounds half up.
+     */
+    private static void quantizeBlock(float[] x, int xb, int c0, double up, int[] q, float[] scales, int[] sums, int b) {
+        FloatVector m = FloatVector.zero(F);
+        for (int c = c0; c < c0 + BLOCK; c += F.length()) {
+            m = m.max(FloatVector.fromArray(F, x, xb + c).abs());
+        }
+        double bmax = m.reduceLanes(VectorOperators.MAX) * up;
+        if (bmax < TINY) {
+            return;
+        }
+        float d = (float) (bmax / 127);
+        float f = (float) (up / d);
+        IntVector sum = IntVector.zero(I);
+        for (int c = c0; c < c0 + BLOCK; c += F.length()) {
+            FloatVector v = FloatVector.fromArray(F, x, xb + c).mul(f);
+            IntVector mag = ((IntVector) v.abs().add(0.5f).convert(VectorOperators.F2I, 0)).min(127);
+            IntVector qi = mag.lanewise(VectorOperators.NEG, v.lt(0f).cast(I));
+            qi.intoArray(q, c);
+            sum = sum.add(qi);
+        }
+        scales[b] = d;
+        sums[b] = sum.reduceLanes(VectorOperators.ADD);
     }
 }
