@@ -161,6 +161,33 @@ class Int8KernelsTest {
     }
 
     @Test
+    void propertyForcesTheModeAndIsNamed() {
+        assumeTrue(vectorRuns(), "Vector API kernels unavailable");
+        String before = System.getProperty(CpuBackend.ACTIVATIONS_PROPERTY);
+        System.setProperty(CpuBackend.ACTIVATIONS_PROPERTY, "int8");
+        try (Arena arena = Arena.ofShared()) {
+            SyntheticScheme s = SyntheticScheme.W4A16;
+            ExpertWeights w = Fixtures.weights(s, Fixtures.shape(s, GateLayout.CONCATENATED, 2), 1, arena);
+            Support yes = new CpuBackend().support(MoeProblem.of(w, 2), PlatformProbe.probeReal());
+            assertThat(yes.reason()).startsWith("int8 activations").contains("-Dmoe4j.cpu.activations=int8");
+            SyntheticScheme b = SyntheticScheme.BF16;
+            ExpertWeights bw = Fixtures.weights(b, Fixtures.shape(b, GateLayout.CONCATENATED, 2), 1, arena);
+            Support no = new CpuBackend().support(MoeProblem.of(bw, 2), PlatformProbe.probeReal());
+            assertThat(no.supported()).isFalse();
+            assertThat(no.reason()).contains("--activations int8").contains("-Dmoe4j.cpu.activations=int8");
+            System.setProperty(CpuBackend.ACTIVATIONS_PROPERTY, "int4");
+            assertThatThrownBy(() -> new CpuBackend().support(MoeProblem.of(w, 2), PlatformProbe.probeReal()))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("-Dmoe4j.cpu.activations=");
+        } finally {
+            if (before == null) {
+                System.clearProperty(CpuBackend.ACTIVATIONS_PROPERTY);
+            } else {
+                System.setProperty(CpuBackend.ACTIVATIONS_PROPERTY, before);
+            }
+        }
+    }
+
+    @Test
     void parsesTheOption() {
         assertThat(KernelActivations.parse(" INT8 ", "--activations")).isEqualTo(KernelActivations.INT8);
         assertThat(KernelActivations.parse(null, "--activations")).isEqualTo(KernelActivations.FLOAT);
