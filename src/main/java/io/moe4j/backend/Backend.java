@@ -18,6 +18,14 @@ public interface Backend {
 
     Support support(MoeProblem problem, Platform platform);
 
+    /**
+     * Whether this backend's kernels can multiply activations in {@code k} at all (its {@link #support} then says
+     * for which schemes); by default float only, so the oracle refuses {@link KernelActivations#INT8} by name.
+     */
+    default boolean computesWith(KernelActivations k) {
+        return k == KernelActivations.FLOAT;
+    }
+
     /** Converts the weights into this backend's layout (once, at load). */
     Experts prepare(ExpertWeights weights, ExecutionOptions options);
 

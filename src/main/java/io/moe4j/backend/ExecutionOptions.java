@@ -3,11 +3,12 @@ package io.moe4j.backend;
 /**
  * How a backend may run.
  *
- * @param threads worker threads for the CPU paths (≥ 1)
- * @param workers the threads to run CPU loops on, shared with the rest of a model and not closed by the backend;
- *                null to let the backend start its own {@code threads} workers for what it prepares
+ * @param threads     worker threads for the CPU paths (≥ 1)
+ * @param workers     the threads to run CPU loops on, shared with the rest of a model and not closed by the backend;
+ *                    null to let the backend start its own {@code threads} workers for what it prepares
+ * @param activations the precision the kernels multiply activations in ({@link KernelActivations#FLOAT} unless asked)
  */
-public record ExecutionOptions(int threads, Workers workers) {
+public record ExecutionOptions(int threads, Workers workers, KernelActivations activations) {
     public ExecutionOptions {
         if (threads < 1) {
             throw new IllegalArgumentException("threads must be at least 1, got " + threads);
@@ -16,16 +17,29 @@ public record ExecutionOptions(int threads, Workers workers) {
             throw new IllegalArgumentException("threads is " + threads + " but the shared workers have "
                     + workers.threads());
         }
+        if (activations == null) {
+            throw new IllegalArgumentException("activations must be given (KernelActivations.FLOAT by default)");
+        }
     }
 
-    /** Options whose backend starts its own {@code threads} workers. */
+    /** Float activations; the backend starts its own {@code threads} workers. */
     public ExecutionOptions(int threads) {
-        this(threads, null);
+        this(threads, null, KernelActivations.FLOAT);
     }
 
-    /** Options that run on shared workers. */
+    /** Activations in {@code activations}; the backend starts its own {@code threads} workers. */
+    public ExecutionOptions(int threads, KernelActivations activations) {
+        this(threads, null, activations);
+    }
+
+    /** Float activations on shared workers. */
     public static ExecutionOptions on(Workers workers) {
-        return new ExecutionOptions(workers.threads(), workers);
+        return new ExecutionOptions(workers.threads(), workers, KernelActivations.FLOAT);
+    }
+
+    /** The same options with the kernels' activation precision set. */
+    public ExecutionOptions withActivations(KernelActivations k) {
+        return new ExecutionOptions(threads, workers, k);
     }
 
     public static ExecutionOptions defaults() {

@@ -4,6 +4,7 @@ import io.moe4j.MoeException;
 import io.moe4j.backend.Backend;
 import io.moe4j.backend.ExecutionOptions;
 import io.moe4j.backend.Experts;
+import io.moe4j.backend.KernelActivations;
 import io.moe4j.backend.MoeProblem;
 import io.moe4j.backend.PlatformProbe;
 import io.moe4j.backend.Support;
@@ -55,6 +56,12 @@ final class BenchCommand implements Callable<Integer> {
 
     @Option(names = "--threads", description = "worker threads (default: all cores)")
     Integer threads;
+
+    @Option(names = "--activations", defaultValue = "float",
+            description = "precision the experts' kernels multiply activations in: float (exact) or int8 (blocks of 32 "
+                    + "with one scale each, integer dot products; cpu, INT4/INT8/FP4 weight-only schemes) "
+                    + "(default: ${DEFAULT-VALUE})")
+    String activations;
 
     @Option(names = "--fixed-routing", description = "route every call to the same experts (cache-hot) instead of "
             + "fresh random experts per call")
@@ -123,6 +130,12 @@ final class BenchCommand implements Callable<Integer> {
                 .orElseThrow(() -> new IllegalArgumentException("unknown backend '" + backend + "'; choose one of "
                         + String.join(", ", BackendRegistry.standard().names())))
                 .backend();
+        KernelActivations ka = KernelActivations.parse(activations, "--activations");
+        if (!b.computesWith(ka)) {
+            throw new MoeException("backend " + b.name() + " multiplies activations in float only, not --activations "
+                    + ka + " (cpu does int8)");
+        }
+        String label = ka == KernelActivations.FLOAT ? b.name() : b.name() + "/" + ka;
 
         double machine = roofline(b, nThreads, bandwidthMib);
 
@@ -131,16 +144,16 @@ final class BenchCommand implements Callable<Integer> {
             SyntheticWeights.Shape shape = p.shape();
             try (Arena arena = Arena.ofShared()) {
                 ExpertWeights w = generate(s, shape, arena);
-                Support support = b.support(MoeProblem.of(w, p.topK()), PlatformProbe.probe());
+                Support support = b.support(MoeProblem.of(w, p.topK()).withKernelActivations(ka), PlatformProbe.probe());
                 if (!support.supported()) {
                     throw new MoeException("backend " + b.name() + " cannot run " + s.cliName() + ": " + support.reason());
                 }
                 System.err.printf("%s: %s%n", b.name(), support.reason());
-                try (Experts experts = prepare(b, w, nThreads)) {
+                try (Experts experts = prepare(b, w, new ExecutionOptions(nThreads, ka))) {
                     LayerBench bench = new LayerBench(w, p.topK(), SEED);
                     for (int t : tokens) {
                         LayerBench.Timing timing = time(bench, experts, t, s);
-                        BenchResult r = new BenchResult(p.cliName(), s.cliName(), b.name(), t, nThreads,
+                        BenchResult r = new BenchResult(p.cliName(), s.cliName(), label, t, nThreads,
                                 fixedRouting ? "fixed" : "random", timing.secondsPerCall() * 1e3,
                                 t / timing.secondsPerCall(), timing.gflops(), timing.bytesPerCall(),
                                 timing.effectiveGbps(), machine);
@@ -187,7 +200,7 @@ final class BenchCommand implements Callable<Integer> {
         io.moe4j.bench.model.ModelShape shape = io.moe4j.bench.model.MemoryFit.fit(p.shape(), layers, experts, budget);
         ModelBenchRun run = new ModelBenchRun(p, shape, backend, nThreads,
                 new io.moe4j.bench.model.ModelBench(warm, decodeTokens, promptTokens, SEED), cache, budget,
-                bandwidthMib << 20, json);
+                bandwidthMib << 20, json, KernelActivations.parse(activations, "--activations"));
         if (writeOnly) {
             System.out.println(run.write().toAbsolutePath());
             return 0;
@@ -228,10 +241,10 @@ final class BenchCommand implements Callable<Integer> {
         }
     }
 
-    private static Experts prepare(Backend b, ExpertWeights w, int threads) {
+    private static Experts prepare(Backend b, ExpertWeights w, ExecutionOptions options) {
         long t0 = System.nanoTime();
         System.err.printf("preparing %d experts on %s ...", w.numExperts(), b.name());
-        Experts e = b.prepare(w, new ExecutionOptions(threads));
+        Experts e = b.prepare(w, options);
         System.err.printf(" %.1f s%n", (System.nanoTime() - t0) / 1e9);
         return e;
     }

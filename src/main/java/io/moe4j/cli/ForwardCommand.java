@@ -33,9 +33,16 @@ final class ForwardCommand implements Callable<Integer> {
     @Option(names = "--threads", description = "CPU threads (default: all cores)")
     Integer threads;
 
+    @Option(names = "--activations", defaultValue = "float",
+            description = "precision the experts' kernels multiply activations in: float (exact) or int8 (blocks of 32 "
+                    + "with one scale each, integer dot products; cpu, INT4/INT8/FP4 weight-only schemes) "
+                    + "(default: ${DEFAULT-VALUE})")
+    String activations;
+
     @Override
     public Integer call() {
-        MoeLayerOptions options = MoeLayerOptions.defaults().withBackend(backend);
+        MoeLayerOptions options = MoeLayerOptions.defaults().withBackend(backend)
+                .withKernelActivations(io.moe4j.backend.KernelActivations.parse(activations, "--activations"));
         if (threads != null) {
             options = options.withThreads(threads);
         }

@@ -1,5 +1,6 @@
 package io.moe4j.cli;
 
+import io.moe4j.backend.KernelActivations;
 import io.moe4j.generate.MoeModel;
 import io.moe4j.model.ModelOptions;
 import picocli.CommandLine.Option;
@@ -23,8 +24,15 @@ final class ModelArgs {
             description = "most positions a sequence may hold (default: the model's max_position_embeddings)")
     int context;
 
+    @Option(names = "--activations", defaultValue = "float",
+            description = "precision the MoE experts' kernels multiply activations in: float (exact) or int8 (blocks of "
+                    + "32 with one scale each, integer dot products; cpu backend, INT4/INT8/FP4 weight-only experts) "
+                    + "(default: ${DEFAULT-VALUE})")
+    String activations;
+
     ModelOptions options() {
-        ModelOptions o = ModelOptions.defaults().withBackend(backend).withContextLimit(context);
+        ModelOptions o = ModelOptions.defaults().withBackend(backend).withContextLimit(context)
+                .withKernelActivations(KernelActivations.parse(activations, "--activations"));
         return threads == null ? o : o.withThreads(threads);
     }
 

@@ -24,10 +24,19 @@ import java.util.Locale;
  *
  * @param shape the preset's shape as run (fewer layers or experts where the whole model does not fit)
  * @param budget the memory budget the shape was fitted to, for the message
+ * @param activations the precision the experts' kernels multiply activations in
  */
 record ModelBenchRun(ModelPreset preset, ModelShape shape, String backend, int threads, ModelBench bench,
-                     Path cacheDir, long budget, long bandwidthBytes, boolean json) {
+                     Path cacheDir, long budget, long bandwidthBytes, boolean json,
+                     io.moe4j.backend.KernelActivations activations) {
     private static final long SEED = 20261125L;
+
+    /** A run whose experts multiply activations in float. */
+    ModelBenchRun(ModelPreset preset, ModelShape shape, String backend, int threads, ModelBench bench, Path cacheDir,
+                  long budget, long bandwidthBytes, boolean json) {
+        this(preset, shape, backend, threads, bench, cacheDir, budget, bandwidthBytes, json,
+                io.moe4j.backend.KernelActivations.FLOAT);
+    }
 
     int run() {
         return measure(write());
@@ -64,7 +73,8 @@ record ModelBenchRun(ModelPreset preset, ModelShape shape, String backend, int t
         System.err.printf(Locale.ROOT, "memory read bandwidth: %.1f GB/s%n", machine);
 
         long t0 = System.nanoTime();
-        ModelOptions options = ModelOptions.defaults().withBackend(backend).withThreads(threads);
+        ModelOptions options = ModelOptions.defaults().withBackend(backend).withThreads(threads)
+                .withKernelActivations(activations);
         ModelBench.Timing timing;
         try (Model model = Model.load(dir, options)) {
             System.err.printf(Locale.ROOT, "loaded in %.1f s%n", (System.nanoTime() - t0) / 1e9);

@@ -97,10 +97,11 @@ public final class MoeLayer implements AutoCloseable {
                     new LoadOptions(options.localExperts(), bytes -> { }), arena);
             Platform platform = options.platform() != null ? options.platform() : PlatformProbe.probe();
             BackendChoice choice = BackendChoice.resolve(options.backend(), null, System.getenv(), System.getProperties());
-            Selection selection = Oracle.standard().select(MoeProblem.of(weights, config.topK()), platform, choice);
+            Selection selection = Oracle.standard().select(
+                    MoeProblem.of(weights, config.topK()).withKernelActivations(options.kernelActivations()), platform, choice);
             LOG.log(System.Logger.Level.INFO, "layer {0}: {1}", layer, selection.logLine());
             weights = ActivationOverride.apply(weights, selection.problem().scheme());
-            ExecutionOptions exec = new ExecutionOptions(options.threads(), options.workers());
+            ExecutionOptions exec = new ExecutionOptions(options.threads(), options.workers(), options.kernelActivations());
             experts = selection.chosen().prepare(weights, exec);
             // With expert parallelism the slices' outputs are summed: one slice adds the shared experts.
             if (config.shared() != null && options.addsSharedExperts()) {

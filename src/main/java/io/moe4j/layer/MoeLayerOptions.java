@@ -1,5 +1,6 @@
 package io.moe4j.layer;
 
+import io.moe4j.backend.KernelActivations;
 import io.moe4j.backend.Platform;
 import io.moe4j.backend.Workers;
 
@@ -13,9 +14,12 @@ import io.moe4j.backend.Workers;
  * @param sharedExperts which layer of an expert-parallel set adds the shared experts (those that have them)
  * @param workers       a model's shared CPU workers ({@code threads} of them), not closed with the layer; null for
  *                      a layer that starts its own
+ * @param kernelActivations the precision the experts' kernels multiply activations in ({@code --activations});
+ *                      {@link KernelActivations#INT8} runs only where a backend offers it for the scheme
  */
 public record MoeLayerOptions(String backend, int threads, int[] localExperts, Platform platform,
-                              SharedExperts sharedExperts, Workers workers) {
+                              SharedExperts sharedExperts, Workers workers,
+                              KernelActivations kernelActivations) {
 
     public MoeLayerOptions {
         if (sharedExperts == null) {
@@ -25,12 +29,15 @@ public record MoeLayerOptions(String backend, int threads, int[] localExperts, P
             throw new IllegalArgumentException("threads is " + threads + " but the shared workers have "
                     + workers.threads());
         }
+        if (kernelActivations == null) {
+            throw new IllegalArgumentException("kernelActivations must be given (KernelActivations.FLOAT by default)");
+        }
     }
 
-    /** Options for a layer that starts its own workers. */
+    /** Options for a layer that starts its own workers, with float kernel activations. */
     public MoeLayerOptions(String backend, int threads, int[] localExperts, Platform platform,
                            SharedExperts sharedExperts) {
-        this(backend, threads, localExperts, platform, sharedExperts, null);
+        this(backend, threads, localExperts, platform, sharedExperts, null, KernelActivations.FLOAT);
     }
 
     /** Options without a shared-expert choice: the layer holding expert 0 adds them. */
@@ -43,29 +50,35 @@ public record MoeLayerOptions(String backend, int threads, int[] localExperts, P
     }
 
     public MoeLayerOptions withBackend(String b) {
-        return new MoeLayerOptions(b, threads, localExperts, platform, sharedExperts, workers);
+        return new MoeLayerOptions(b, threads, localExperts, platform, sharedExperts, workers, kernelActivations);
     }
 
     public MoeLayerOptions withThreads(int t) {
         return new MoeLayerOptions(backend, t, localExperts, platform, sharedExperts,
-                workers != null && workers.threads() == t ? workers : null);
+                workers != null && workers.threads() == t ? workers : null, kernelActivations);
     }
 
     public MoeLayerOptions withLocalExperts(int[] experts) {
-        return new MoeLayerOptions(backend, threads, experts, platform, sharedExperts, workers);
+        return new MoeLayerOptions(backend, threads, experts, platform, sharedExperts, workers, kernelActivations);
     }
 
     public MoeLayerOptions withPlatform(Platform p) {
-        return new MoeLayerOptions(backend, threads, localExperts, p, sharedExperts, workers);
+        return new MoeLayerOptions(backend, threads, localExperts, p, sharedExperts, workers, kernelActivations);
     }
 
     public MoeLayerOptions withSharedExperts(SharedExperts s) {
-        return new MoeLayerOptions(backend, threads, localExperts, platform, s, workers);
+        return new MoeLayerOptions(backend, threads, localExperts, platform, s, workers, kernelActivations);
     }
 
     /** The same options on a model's shared workers (their count becomes {@code threads}). */
     public MoeLayerOptions withWorkers(Workers w) {
-        return new MoeLayerOptions(backend, w == null ? threads : w.threads(), localExperts, platform, sharedExperts, w);
+        return new MoeLayerOptions(backend, w == null ? threads : w.threads(), localExperts, platform, sharedExperts, w,
+                kernelActivations);
+    }
+
+    /** The same options with the experts' kernels multiplying activations in {@code k}. */
+    public MoeLayerOptions withKernelActivations(KernelActivations k) {
+        return new MoeLayerOptions(backend, threads, localExperts, platform, sharedExperts, workers, k);
     }
 
     /** Whether a layer loaded with these options adds its shared experts to its output. */

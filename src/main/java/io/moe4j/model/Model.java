@@ -412,7 +412,7 @@ public final class Model implements AutoCloseable {
 
         private FeedForward moe(int layer) {
             MoeLayerOptions moeOptions = MoeLayerOptions.defaults().withBackend(options.backend())
-                    .withWorkers(parallel.workers());
+                    .withWorkers(parallel.workers()).withKernelActivations(options.kernelActivations());
             return new MoeFeedForward(MoeLayer.load(checkpoint, config.model(), layer, moeOptions));
         }
 

@@ -1,5 +1,7 @@
 package io.moe4j.model;
 
+import io.moe4j.backend.KernelActivations;
+
 /**
  * How to load and run a model.
  *
@@ -9,8 +11,11 @@ package io.moe4j.model;
  * @param contextLimit the most positions a session may hold, 0 for the model's {@code max_position_embeddings}
  *                     (a larger value is capped there)
  * @param linears      where the attention, dense MLP and lm_head linears come from
+ * @param kernelActivations the precision the MoE experts' kernels multiply activations in ({@code --activations});
+ *                     {@link KernelActivations#INT8} on the {@code cpu} backend only
  */
-public record ModelOptions(String backend, int threads, int contextLimit, LinearProvider linears) {
+public record ModelOptions(String backend, int threads, int contextLimit, LinearProvider linears,
+                           KernelActivations kernelActivations) {
     /** The backend that puts the whole decoder on the GPU. */
     public static final String CUDA = "cuda";
 
@@ -30,6 +35,18 @@ public record ModelOptions(String backend, int threads, int contextLimit, Linear
         if (linears == null) {
             throw new IllegalArgumentException("linears must be given");
         }
+        if (kernelActivations == null) {
+            throw new IllegalArgumentException("kernelActivations must be given (KernelActivations.FLOAT by default)");
+        }
+        if (kernelActivations != KernelActivations.FLOAT && !backend.equals("cpu")) {
+            throw new IllegalArgumentException("--activations " + kernelActivations + " runs on the cpu backend only, not "
+                    + backend + " (its experts multiply activations in float)");
+        }
+    }
+
+    /** Options whose experts multiply activations in float. */
+    public ModelOptions(String backend, int threads, int contextLimit, LinearProvider linears) {
+        this(backend, threads, contextLimit, linears, KernelActivations.FLOAT);
     }
 
     /** The cpu backend on every core, the model's own context limit, unquantized linears. */
@@ -38,18 +55,22 @@ public record ModelOptions(String backend, int threads, int contextLimit, Linear
     }
 
     public ModelOptions withBackend(String b) {
-        return new ModelOptions(b, threads, contextLimit, linears);
+        return new ModelOptions(b, threads, contextLimit, linears, kernelActivations);
     }
 
     public ModelOptions withThreads(int t) {
-        return new ModelOptions(backend, t, contextLimit, linears);
+        return new ModelOptions(backend, t, contextLimit, linears, kernelActivations);
     }
 
     public ModelOptions withContextLimit(int limit) {
-        return new ModelOptions(backend, threads, limit, linears);
+        return new ModelOptions(backend, threads, limit, linears, kernelActivations);
+    }
+
+    public ModelOptions withKernelActivations(KernelActivations k) {
+        return new ModelOptions(backend, threads, contextLimit, linears, k);
     }
 
     public ModelOptions withLinears(LinearProvider provider) {
-        return new ModelOptions(backend, threads, contextLimit, provider);
+        return new ModelOptions(backend, threads, contextLimit, provider, kernelActivations);
     }
 }

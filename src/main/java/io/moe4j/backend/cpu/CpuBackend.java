@@ -3,6 +3,7 @@ package io.moe4j.backend.cpu;
 import io.moe4j.backend.Backend;
 import io.moe4j.backend.ExecutionOptions;
 import io.moe4j.backend.Experts;
+import io.moe4j.backend.KernelActivations;
 import io.moe4j.backend.MoeProblem;
 import io.moe4j.backend.Platform;
 import io.moe4j.backend.Support;
@@ -20,6 +21,11 @@ import java.util.Optional;
  */
 public final class CpuBackend implements Backend, BackendTraits.Provider {
     public static final String NAME = "cpu";
+    /**
+     * Forces the kernel activations of every cpu layer ({@code float} or {@code int8}), as {@value
+     * KernelSelection#PROPERTY} forces the kernel set; named in the oracle's reason when it decides.
+     */
+    static final String ACTIVATIONS_PROPERTY = "moe4j.cpu.activations";
 
     /**
      * Like the reference, the experts apply whatever activation quantize-dequantize the weights carry (a13, a2),
@@ -49,6 +55,17 @@ public final class CpuBackend implements Backend, BackendTraits.Provider {
         WeightFormat wf = problem.scheme().weights();
         int bits = platform.vectorApi() ? platform.vectorBitSize() : 0;
         Optional<String> noVector = KernelSelection.vectorUnavailable(bits);
+        if (activations(problem.kernelActivations()) == KernelActivations.INT8) {
+            String property = forcedActivations() ? " (-D" + ACTIVATIONS_PROPERTY + "=int8)" : "";
+            Optional<String> no = Int8Support.refusal(problem.scheme(), noVector);
+            if (no.isPresent()) {
+                return Support.no(no.get() + property);
+            }
+            int kernelBits = VectorWidth.choose(System.getProperty(VectorWidth.PROPERTY), bits);
+            return Support.yes(Int8Support.reason(wf, kernelBits,
+                    (VectorWidth.forced() ? ", -D" + VectorWidth.PROPERTY + "=" + kernelBits : "")
+                            + (forcedActivations() ? ", -D" + ACTIVATIONS_PROPERTY + "=int8" : "")));
+        }
         if (KernelSelection.scalarForced()) {
             return Support.yes("scalar fused dequant-GEMV for " + wf + " in plain Java: -D"
                     + KernelSelection.PROPERTY + "=true");
@@ -70,7 +87,30 @@ public final class CpuBackend implements Backend, BackendTraits.Provider {
 
     @Override
     public Experts prepare(ExpertWeights weights, ExecutionOptions options) {
-        return new CpuExperts(weights, KernelSelection.select(), options.threads(), options.workers());
+        CpuKernels kernels = KernelSelection.select();
+        if (activations(options.activations()) == KernelActivations.INT8) {
+            Platform p = io.moe4j.backend.PlatformProbe.probeReal();
+            Int8Support.check(weights, KernelSelection.vectorUnavailable(p.vectorApi() ? p.vectorBitSize() : 0));
+            kernels = KernelSelection.int8(kernels);
+        }
+        return new CpuExperts(weights, kernels, options.threads(), options.workers());
+    }
+
+    /** The kernel activations asked, unless {@value #ACTIVATIONS_PROPERTY} forces them. */
+    static KernelActivations activations(KernelActivations asked) {
+        String p = System.getProperty(ACTIVATIONS_PROPERTY);
+        return p == null || p.isBlank() ? asked : KernelActivations.parse(p, "-D" + ACTIVATIONS_PROPERTY + "=");
+    }
+
+    private static boolean forcedActivations() {
+        String p = System.getProperty(ACTIVATIONS_PROPERTY);
+        return p != null && !p.isBlank();
+    }
+
+    /** Int8 kernel activations for the schemes {@link Int8Support} names, float for every scheme. */
+    @Override
+    public boolean computesWith(KernelActivations k) {
+        return true;
     }
 
     /**

@@ -16,6 +16,7 @@ final class KernelSelection {
     /** Narrower vectors would make the 8- or 16-lane panels span several registers the JIT may not map to hardware. */
     static final int MIN_VECTOR_BITS = 256;
     private static final String VECTOR_CLASS = "io.moe4j.backend.cpu.VectorKernels";
+    private static final String INT8_CLASS = "io.moe4j.backend.cpu.Int8Kernels";
 
     private KernelSelection() {
     }
@@ -52,6 +53,19 @@ final class KernelSelection {
     /** Whether {@value #PROPERTY} asks for the scalar kernels. */
     static boolean scalarForced() {
         return Boolean.parseBoolean(System.getProperty(PROPERTY, "false").trim());
+    }
+
+    /**
+     * The int8-activation kernels over {@code floatKernels} (the vector kernels, which keep the activation between
+     * the GEMMs), loaded by name for the same reason as {@code VectorKernels}.
+     */
+    static CpuKernels int8(CpuKernels floatKernels) {
+        try {
+            return (CpuKernels) Class.forName(INT8_CLASS).getDeclaredConstructor(CpuKernels.class)
+                    .newInstance(floatKernels);
+        } catch (ReflectiveOperationException | LinkageError e) {
+            throw new MoeException("the int8-activation kernels failed to load: " + e, e);
+        }
     }
 
     private static Optional<CpuKernels> vector() {

@@ -3,6 +3,7 @@ package io.moe4j.backend.oracle;
 import io.moe4j.backend.ActivationKey;
 import io.moe4j.backend.BackendTraits;
 import io.moe4j.MoeException;
+import io.moe4j.backend.KernelActivations;
 import io.moe4j.backend.MoeProblem;
 import io.moe4j.backend.Platform;
 import io.moe4j.backend.Support;
@@ -145,6 +146,10 @@ public final class Oracle {
             if (s == null) {
                 s = Support.no("its support check gave no answer");
             }
+            KernelActivations ka = r.asked().kernelActivations();
+            if (s.supported() && !e.backend().computesWith(ka)) {
+                s = Support.no("its kernels multiply activations in float only, not --activations " + ka);
+            }
             if (s.supported() && r.variant()) {
                 BackendTraits.ActivationVariant v = e.traits().variantFor(weights, r.activation());
                 if (v == null) {
@@ -170,7 +175,9 @@ public final class Oracle {
      */
     record Request(MoeProblem asked, ActivationKey activation, boolean variant, String activationSource) {
         String describe() {
-            return asked.scheme().name() + (variant ? " with " + activation + " activations" : "");
+            return asked.scheme().name() + (variant ? " with " + activation + " activations" : "")
+                    + (asked.kernelActivations() == KernelActivations.FLOAT ? ""
+                    : " with " + asked.kernelActivations() + " kernel activations");
         }
     }
 
@@ -205,7 +212,7 @@ public final class Oracle {
         MoeProblem asked = resolved.dynamicFormat()
                 .map(f -> new MoeProblem(new QuantScheme(s.name(), s.weights(), f, s.actOrder()), problem.hidden(),
                         problem.intermediate(), problem.numExperts(), problem.topK(), problem.activation(),
-                        problem.expertParallel(), problem.splitActOrder()))
+                        problem.expertParallel(), problem.splitActOrder(), problem.kernelActivations()))
                 .orElse(problem);
         return new Request(asked, resolved, true, source);
     }

@@ -1,0 +1,240 @@
+package io.moe4j.backend.cpu;
+
+import jdk.incubator.vector.ByteVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShape;
+import jdk.incubator.vector.VectorSpecies;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+
+/**
+ * One panel's row sums against int8 tokens ({@link Q8Inputs}) in integer arithmetic: each lane word is read as two
+ * 16-bit halves, a half's codes are shifted out as 16-bit integers (INT4 offset-binary 0..15, FP4 looked up as twice
+ * its value, -12..12, INT8 sign-extended), multiplied by the broadcast token codes in 16-bit lanes (vpmullw) and
+ * summed there; once a block the two halves of each lane are added into a 32-bit sum, which becomes a float once,
+ * meets the block's d, and the segment's float sum meets the weight's block scale once.
+ *
+ * <p>Why 16-bit sums are exact: a 16-bit lane of a nibble codec adds 4 products a word over a block's 4 words,
+ * 16 · 15 · 127 = 30480 at most; an INT8 lane adds the 2 products of one word, 2 · 128 · 127 = 32512, and is widened
+ * every word. Both fit a signed 16-bit lane, so every integer sum is exact and the only rounding is the
+ * activations' own (and the float sums of the blocks).
+ *
+ * <p>As in {@link FusedGemv}, word loops run on a {@code long} byte offset, and two tokens share a word's decode.
+ */
+final class Int8PanelDot {
+    private static final VectorSpecies<Float> F = VectorShapes.F;
+    private static final VectorSpecies<Integer> I = VectorShapes.I;
+    private static final VectorSpecies<Byte> B = VectorShapes.B;
+    /** Two 16-bit lanes a panel lane. */
+    static final VectorSpecies<Short> S = VectorSpecies.of(short.class, VectorShape.forBitSize(VectorWidth.BITS));
+    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+    private static final int L = PanelMatrix.LANES;
+    private static final long WB = VectorShapes.WORD_BYTES;
+    private static final VectorOperators.Binary SHL = VectorOperators.LSHL;
+    private static final VectorOperators.Binary SHR = VectorOperators.LSHR;
+    private static final VectorOperators.Binary SAR = VectorOperators.ASHR;
+    /** Twice the E2M1 value of each FP4 code (sign in bit 3): integers, exact. */
+    private static final ShortVector FP4_TWICE = ShortVector.fromArray(S, fp4Twice(S.length()), 0);
+
+    private Int8PanelDot() {
+    }
+
+    static short[] fp4Twice(int length) {
+        short[] t = new short[Math.max(16, length)];
+        for (int c = 0; c < 16; c++) {
+            t[c] = (short) (2 * LaneCodec.FP4.value(c));
+        }
+        return t;
+    }
+
+    /** The int x broadcast to every 32-bit lane, read as 16-bit lanes (low half, high half). */
+    private static ShortVector pair(int x) {
+        return IntVector.broadcast(I, x).reinterpretAsShorts();
+    }
+
+    /** Each 32-bit lane's two 16-bit halves added, sign-extended. */
+    private static IntVector widen(ShortVector v) {
+        IntVector i = v.reinterpretAsInts();
+        return i.lanewise(SHL, 16).lanewise(SAR, 16).add(i.lanewise(SAR, 16));
+    }
+
+    /** The block scales of segment g: read inline as exponent fields for plain E8M0, else decoded beforehand. */
+    private static FloatVector scale(MemorySegment e8m0, long scaleAt, int g, float[] scales) {
+        return e8m0 == null ? FloatVector.fromArray(F, scales, g * L)
+                : ((IntVector) ByteVector.fromMemorySegment(B, e8m0, scaleAt + (long) g * L, LE)
+                .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0)).lanewise(SHL, 23).reinterpretAsFloats();
+    }
+
+    /** offset + zero point of each lane for segment g, or null when there are no zero points. */
+    private static IntVector offsets(float[] zeros, int g, int offset) {
+        return zeros == null ? null
+                : (IntVector) FloatVector.fromArray(F, zeros, g * L).add(offset).convert(VectorOperators.F2I, 0);
+    }
+
+    /**
+     * out[0, L) for token a and out[L, 2L) for token b: Σ_g scale_g · Σ_blocks d_b · Σ (code − offset − zero) · q over
+     * a panel of nibble codes (INT4, or FP4 when {@code fp4}).
+     *
+     * @param zeros the panel's zero points by segment (VectorScales), or null
+     */
+    static void nibblesPair(MemorySegment words, long base, int[] seg, boolean fp4, int offset, float[] zeros,
+                            MemorySegment e8m0, long scaleAt, float[] scales,
+                            int[] xa, float[] da, int[] qa, int[] xb, float[] db, int[] qb, float[] out) {
+        FloatVector accA = FloatVector.zero(F);
+        FloatVector accB = accA;
+        int b = 0;
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector sA = FloatVector.zero(F);
+            FloatVector sB = sA;
+            IntVector oz = offsets(zeros, g, offset);
+            for (int w = seg[g], segEnd = seg[g + 1]; w < segEnd; b++) {
+                int wEnd = Math.min(w + 4, segEnd);
+                ShortVector ca = ShortVector.zero(S);
+                ShortVector cb = ca;
+                int xi = 4 * w;
+                for (long o = base + WB * w, end = base + WB * wEnd; o < end; o += WB, xi += 4) {
+                    ShortVector v = IntVector.fromMemorySegment(I, words, o, LE).reinterpretAsShorts();
+                    // A short loop, not written out: with two tokens the written-out slots parse into more nodes
+                    // than C2 inlines, and their vectors went to the heap (5.8x slower than one token, measured).
+                    for (int k = 0; k < 4; k++) {
+                        ShortVector n = v.lanewise(SHR, 4 * k).and((short) 15);
+                        if (fp4) {
+                            n = n.selectFrom(FP4_TWICE);
+                        }
+                        ca = ca.add(n.mul(pair(xa[xi + k])));
+                        cb = cb.add(n.mul(pair(xb[xi + k])));
+                    }
+                }
+                w = wEnd;
+                IntVector ia = widen(ca);
+                IntVector ib = widen(cb);
+                if (oz != null) {
+                    ia = ia.sub(oz.mul(qa[b]));
+                    ib = ib.sub(oz.mul(qb[b]));
+                } else if (offset != 0) {
+                    ia = ia.sub(offset * qa[b]);
+                    ib = ib.sub(offset * qb[b]);
+                }
+                sA = ((FloatVector) ia.convert(VectorOperators.I2F, 0)).fma(FloatVector.broadcast(F, da[b]), sA);
+                sB = ((FloatVector) ib.convert(VectorOperators.I2F, 0)).fma(FloatVector.broadcast(F, db[b]), sB);
+            }
+            FloatVector s = scale(e8m0, scaleAt, g, scales);
+            accA = sA.fma(s, accA);
+            accB = sB.fma(s, accB);
+        }
+        accA.intoArray(out, 0);
+        accB.intoArray(out, L);
+    }
+
+    /** {@link #nibblesPair} for one token: out[0, L). */
+    static void nibbles(MemorySegment words, long base, int[] seg, boolean fp4, int offset, float[] zeros,
+                        MemorySegment e8m0, long scaleAt, float[] scales, int[] xa, float[] da, int[] qa, float[] out) {
+        FloatVector accA = FloatVector.zero(F);
+        int b = 0;
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector sA = FloatVector.zero(F);
+            IntVector oz = offsets(zeros, g, offset);
+            for (int w = seg[g], segEnd = seg[g + 1]; w < segEnd; b++) {
+                int wEnd = Math.min(w + 4, segEnd);
+                ShortVector ca = ShortVector.zero(S);
+                int xi = 4 * w;
+                for (long o = base + WB * w, end = base + WB * wEnd; o < end; o += WB, xi += 4) {
+                    ShortVector v = IntVector.fromMemorySegment(I, words, o, LE).reinterpretAsShorts();
+                    for (int k = 0; k < 4; k++) {
+                        ShortVector n = v.lanewise(SHR, 4 * k).and((short) 15);
+                        if (fp4) {
+                            n = n.selectFrom(FP4_TWICE);
+                        }
+                        ca = ca.add(n.mul(pair(xa[xi + k])));
+                    }
+                }
+                w = wEnd;
+                IntVector ia = widen(ca);
+                if (oz != null) {
+                    ia = ia.sub(oz.mul(qa[b]));
+                } else if (offset != 0) {
+                    ia = ia.sub(offset * qa[b]);
+                }
+                sA = ((FloatVector) ia.convert(VectorOperators.I2F, 0)).fma(FloatVector.broadcast(F, da[b]), sA);
+            }
+            accA = sA.fma(scale(e8m0, scaleAt, g, scales), accA);
+        }
+        accA.intoArray(out, 0);
+    }
+
+    /**
+     * out[0, L) for token a and out[L, 2L) for token b over a panel of INT8 codes (offset-binary bytes, made signed
+     * by flipping their top bit); blocks of 8 words.
+     */
+    static void bytesPair(MemorySegment words, long base, int[] seg, float[] zeros, float[] scales,
+                          int[] xa, float[] da, int[] qa, int[] xb, float[] db, int[] qb, float[] out) {
+        FloatVector accA = FloatVector.zero(F);
+        FloatVector accB = accA;
+        int b = 0;
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector sA = FloatVector.zero(F);
+            FloatVector sB = sA;
+            IntVector oz = offsets(zeros, g, 0);
+            for (int w = seg[g], segEnd = seg[g + 1]; w < segEnd; b++) {
+                int wEnd = Math.min(w + 8, segEnd);
+                IntVector ia = IntVector.zero(I);
+                IntVector ib = ia;
+                int xi = 2 * w;
+                for (long o = base + WB * w, end = base + WB * wEnd; o < end; o += WB, xi += 2) {
+                    ShortVector v = IntVector.fromMemorySegment(I, words, o, LE).reinterpretAsShorts()
+                            .lanewise(VectorOperators.XOR, (short) 0x8080);
+                    ShortVector lo = v.lanewise(SHL, 8).lanewise(SAR, 8);
+                    ShortVector hi = v.lanewise(SAR, 8);
+                    ia = ia.add(widen(lo.mul(pair(xa[xi])).add(hi.mul(pair(xa[xi + 1])))));
+                    ib = ib.add(widen(lo.mul(pair(xb[xi])).add(hi.mul(pair(xb[xi + 1])))));
+                }
+                w = wEnd;
+                if (oz != null) {
+                    ia = ia.sub(oz.mul(qa[b]));
+                    ib = ib.sub(oz.mul(qb[b]));
+                }
+                sA = ((FloatVector) ia.convert(VectorOperators.I2F, 0)).fma(FloatVector.broadcast(F, da[b]), sA);
+                sB = ((FloatVector) ib.convert(VectorOperators.I2F, 0)).fma(FloatVector.broadcast(F, db[b]), sB);
+            }
+            FloatVector s = FloatVector.fromArray(F, scales, g * L);
+            accA = sA.fma(s, accA);
+            accB = sB.fma(s, accB);
+        }
+        accA.intoArray(out, 0);
+        accB.intoArray(out, L);
+    }
+
+    /** {@link #bytesPair} for one token: out[0, L). */
+    static void bytes(MemorySegment words, long base, int[] seg, float[] zeros, float[] scales,
+                      int[] xa, float[] da, int[] qa, float[] out) {
+        FloatVector accA = FloatVector.zero(F);
+        int b = 0;
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector sA = FloatVector.zero(F);
+            IntVector oz = offsets(zeros, g, 0);
+            for (int w = seg[g], segEnd = seg[g + 1]; w < segEnd; b++) {
+                int wEnd = Math.min(w + 8, segEnd);
+                IntVector ia = IntVector.zero(I);
+                int xi = 2 * w;
+                for (long o = base + WB * w, end = base + WB * wEnd; o < end; o += WB, xi += 2) {
+                    ShortVector v = IntVector.fromMemorySegment(I, words, o, LE).reinterpretAsShorts()
+                            .lanewise(VectorOperators.XOR, (short) 0x8080);
+                    ShortVector lo = v.lanewise(SHL, 8).lanewise(SAR, 8);
+                    ShortVector hi = v.lanewise(SAR, 8);
+                    ia = ia.add(widen(lo.mul(pair(xa[xi])).add(hi.mul(pair(xa[xi + 1])))));
+                }
+                w = wEnd;
+                if (oz != null) {
+                    ia = ia.sub(oz.mul(qa[b]));
+                }
+                sA = ((FloatVector) ia.convert(VectorOperators.I2F, 0)).fma(FloatVector.broadcast(F, da[b]), sA);
+            }
+            accA = sA.fma(FloatVector.fromArray(F, scales, g * L), accA);
+        }
+        accA.intoArray(out, 0);
+    }
+}
