@@ -34,9 +34,8 @@ final class DeviceBatch implements AutoCloseable {
     private final Map<Integer, CudaGraph> graphs = new HashMap<>();
     private final Map<Integer, Boolean> seen = new HashMap<>();
     private long graphGeneration = -1;
-    /** With profiling on, host nanoseconds of each of {@link #PHASES} (no replay; the stream drained after each). */
-    private long[] phaseNanos;
-    private long phaseMark;
+    /** With profiling on, host time of each of {@link #PHASES}. */
+    private final PhaseClock clock;
 
     /** The phases {@link #profile} reports. */
     static final String[] PHASES = {"inputs", "attention stretches", "routing and experts", "head", "logits to host"};
@@ -76,6 +75,7 @@ final class DeviceBatch implements AutoCloseable {
     DeviceBatch(DeviceModel model) {
         this.model = model;
         this.ops = ModelOps.open();
+        this.clock = new PhaseClock(ops, PHASES.length);
         this.routes = ops.newRoutes();
     }
 
@@ -116,18 +116,18 @@ final class DeviceBatch implements AutoCloseable {
             }
             in.setAtIndex(ValueLayout.JAVA_INT, s.rows() + i, row - 1);
         }
-        mark(-1);
+        clock.mark(-1);
         ops.send(s.inputs(), bytes);
-        mark(0);
+        clock.mark(0);
         int total = rows;
-        if (rows == n && phaseNanos == null) {
+        if (rows == n && !clock.on()) {
             replay(n, () -> pass(s, total, n));
         } else {
             pass(s, total, n);
         }
-        mark(3);
+        clock.mark(3);
         float[][] logits = ops.readRows(s.logits(), n, model.config().vocab());
-        mark(4);
+        clock.mark(4);
         return logits;
     }
 
@@ -176,10 +176,10 @@ final class DeviceBatch implements AutoCloseable {
             ops.rmsNorm(h, 0L, layer.postNorm().pointer(), xn, rows, hidden, eps);
             ops.routerLogits(xn, layer.routerWeight().pointer(), pointer(layer.routerBias()),
                     s.routerLogits().pointer(), rows, layer.moe().router().spec().numExperts(), hidden);
-            mark(1);
+            clock.mark(1);
             ops.routeAndRunExperts(layer.moe().experts(), layer.moe().router().spec(), s.routerLogits().pointer(),
                     pointer(layer.routerCorrection()), s.xn(), rows, s.moeOut(), routes);
-            mark(2);
+            clock.mark(2);
         }
         // every row takes the last layer's experts and the final norm; lm_head reads each sequence's last row
         ops.rmsNorm(h, s.moeOut().pointer(), model.finalNorm().pointer(), xn, rows, hidden, eps);
@@ -190,39 +190,17 @@ final class DeviceBatch implements AutoCloseable {
 
     /** Turns the phase profile on (a bench's breakdown: steps then run eagerly, each phase waited for) and clears it. */
     void profile(boolean on) {
-        phaseNanos = on ? new long[PHASES.length] : null;
+        clock.enable(on);
     }
 
     /** Host nanoseconds spent in each of {@link #PHASES} since profiling was turned on, or null when it is off. */
     long[] profile() {
-        return phaseNanos == null ? null : phaseNanos.clone();
+        return clock.totals();
     }
 
     /** Device time of the recorded step of {@code size} sequences replayed {@code times} times, µs a replay; NaN if none. */
     double replayMicros(int size, int times) {
-        CudaGraph g = graphs.get(size);
-        if (g == null) {
-            return Double.NaN;
-        }
-        ops.synchronize();
-        long a = System.nanoTime();
-        for (int i = 0; i < times; i++) {
-            g.launch(ops.stream());
-        }
-        ops.synchronize();
-        return (System.nanoTime() - a) / 1e3 / times;
-    }
-
-    private void mark(int phase) {
-        if (phaseNanos == null) {
-            return;
-        }
-        ops.synchronize();
-        long now = System.nanoTime();
-        if (phase >= 0) {
-            phaseNanos[phase] += now - phaseMark;
-        }
-        phaseMark = now;
+        return PhaseClock.replayMicros(ops, graphs.get(size), times);
     }
 
     private static long pointer(DeviceBuffer b) {
@@ -241,14 +219,10 @@ final class DeviceBatch implements AutoCloseable {
             scratch = null;
         }
         int hidden = model.config().hidden();
-        int qWidth = 0;
-        int qkvWidth = 0;
-        int experts = 0;
-        for (DeviceModel.Layer l : model.layers()) {
-            qWidth = Math.max(qWidth, l.spec().heads() * l.spec().headDim());
-            qkvWidth = Math.max(qkvWidth, (l.spec().heads() + 2 * l.spec().kvHeads()) * l.spec().headDim());
-            experts = Math.max(experts, l.moe().router().spec().numExperts());
-        }
+        DeviceModel.Widths widest = model.widest();
+        int qWidth = widest.q();
+        int qkvWidth = widest.qkv();
+        int experts = widest.experts();
         long r = capacity;
         int layers = model.layers().size();
         scratch = new Scratch(capacity, ops.allocate(16 * r + 8 * r * layers), ops.allocate(FLOAT * r * hidden),

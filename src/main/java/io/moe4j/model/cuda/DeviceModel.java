@@ -277,6 +277,22 @@ public final class DeviceModel implements DecoderRuntime {
         return routesOnDevice;
     }
 
+    /** The widest rows a pass's scratch holds, over the layers: q, q|k|v, and router logits (experts). */
+    record Widths(int q, int qkv, int experts) {
+    }
+
+    Widths widest() {
+        int q = 0;
+        int qkv = 0;
+        int experts = 0;
+        for (Layer l : layers) {
+            q = Math.max(q, l.spec().heads() * l.spec().headDim());
+            qkv = Math.max(qkv, (l.spec().heads() + 2 * l.spec().kvHeads()) * l.spec().headDim());
+            experts = Math.max(experts, l.moe().router().spec().numExperts());
+        }
+        return new Widths(q, qkv, experts);
+    }
+
     @Override
     public String describe() {
         return "resident on " + ops.deviceName() + " (routing " + (routesOnDevice ? "on the device" : "on the host")

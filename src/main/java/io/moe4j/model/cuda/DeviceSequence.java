@@ -38,9 +38,8 @@ final class DeviceSequence implements SequenceState {
     private final CudaGraph[] graphs;
     private final boolean[] seen;
     private boolean closed;
-    /** With profiling on, host nanoseconds of each phase (see {@link #PHASES}), the stream drained after each. */
-    private long[] phaseNanos;
-    private long phaseMark;
+    /** With profiling on, host time of each of {@link #PHASES}. */
+    private final PhaseClock clock;
 
     /** The phases {@link #profile} reports. */
     static final String[] PHASES = {"inputs", "attention", "router logits to host", "experts", "head", "logits to host",
@@ -64,6 +63,7 @@ final class DeviceSequence implements SequenceState {
     DeviceSequence(DeviceModel model) {
         this.model = model;
         this.ops = ModelOps.open(); // a stream and landing buffer of its own: sessions of one model may run at once
+        this.clock = new PhaseClock(ops, PHASES.length);
         this.caches = new DeviceBuffer[model.layers().size()];
         this.routes = ops.newRoutes();
         this.graphs = new CudaGraph[caches.length + 1];
@@ -80,9 +80,9 @@ final class DeviceSequence implements SequenceState {
         reserveCache((int) (start + n));
         int hidden = model.config().hidden();
         long h = s.h().pointer();
-        mark(-1);
+        clock.mark(-1);
         ops.writeInputs(start, tokens, s.inputs());
-        mark(0);
+        clock.mark(0);
         boolean step = n == 1;
         int layers = caches.length;
         int rows = allLogits ? n : 1;
@@ -93,9 +93,9 @@ final class DeviceSequence implements SequenceState {
             } else {
                 pass(s, n, rows);
             }
-            mark(6);
+            clock.mark(6);
             float[] logits = ops.readFloats(s.logits(), 0, rows * vocab);
-            mark(5);
+            clock.mark(5);
             return logits;
         }
         for (int l = 0; l < layers; l++) {
@@ -108,13 +108,13 @@ final class DeviceSequence implements SequenceState {
                 }
                 attention(layer, cache, s, n, first ? 0L : s.moeOut().pointer());
             });
-            mark(1);
+            clock.mark(1);
             experts(layer, s, n);
         }
         segment(layers, step, () -> head(s, n, rows));
-        mark(4);
+        clock.mark(4);
         float[] logits = ops.readFloats(s.logits(), 0, rows * vocab);
-        mark(5);
+        clock.mark(5);
         return logits;
     }
 
@@ -244,19 +244,19 @@ final class DeviceSequence implements SequenceState {
         int experts = layer.moe().router().spec().numExperts();
         double[] logits = ops.readDoubles(s.routerLogits(), n * experts);
         Routing routing = layer.moe().router().select(logits, n);
-        mark(2);
+        clock.mark(2);
         ops.experts(layer.moe().experts(), s.xn(), n, routing, s.moeOut());
-        mark(3);
+        clock.mark(3);
     }
 
     /** Turns the phase profile on (a bench's breakdown: each phase then waits for the device) and clears it. */
     void profile(boolean on) {
-        phaseNanos = on ? new long[PHASES.length] : null;
+        clock.enable(on);
     }
 
     /** Host nanoseconds spent in each of {@link #PHASES} since profiling was turned on, or null when it is off. */
     long[] profile() {
-        return phaseNanos == null ? null : phaseNanos.clone();
+        return clock.totals();
     }
 
     /**
@@ -266,29 +266,7 @@ final class DeviceSequence implements SequenceState {
      * benches only: a replay recomputes that stretch on the sequence's current buffers.
      */
     double replayMicros(int segment, int times) {
-        CudaGraph graph = segment < 0 ? stepGraph : graphs[segment];
-        if (graph == null) {
-            return Double.NaN;
-        }
-        ops.synchronize();
-        long a = System.nanoTime();
-        for (int i = 0; i < times; i++) {
-            graph.launch(ops.stream());
-        }
-        ops.synchronize();
-        return (System.nanoTime() - a) / 1e3 / times;
-    }
-
-    private void mark(int phase) {
-        if (phaseNanos == null) {
-            return;
-        }
-        ops.synchronize();
-        long now = System.nanoTime();
-        if (phase >= 0) {
-            phaseNanos[phase] += now - phaseMark;
-        }
-        phaseMark = now;
+        return PhaseClock.replayMicros(ops, segment < 0 ? stepGraph : graphs[segment], times);
     }
 
     private static long pointer(DeviceBuffer b) {
@@ -307,14 +285,10 @@ final class DeviceSequence implements SequenceState {
             scratch = null;
         }
         int hidden = model.config().hidden();
-        int qWidth = 0;
-        int qkvWidth = 0;
-        int experts = 0;
-        for (DeviceModel.Layer l : model.layers()) {
-            qWidth = Math.max(qWidth, l.spec().heads() * l.spec().headDim());
-            qkvWidth = Math.max(qkvWidth, (l.spec().heads() + 2 * l.spec().kvHeads()) * l.spec().headDim());
-            experts = Math.max(experts, l.moe().router().spec().numExperts());
-        }
+        DeviceModel.Widths widest = model.widest();
+        int qWidth = widest.q();
+        int qkvWidth = widest.qkv();
+        int experts = widest.experts();
         long t = tokens;
         scratch = new Scratch(tokens, ops.allocate(8 + 4 * t), ops.allocate(FLOAT * t * hidden),
                 ops.allocate(FLOAT * t * hidden), ops.allocate(FLOAT * t * qkvWidth), ops.allocate(FLOAT * t * qWidth),
