@@ -184,9 +184,9 @@ public final class Model implements AutoCloseable {
     /**
      * One step of continuous batching: feeds {@code tokens.get(i)} to {@code sessions.get(i)} for every i in one
      * forward (every linear and MoE layer runs once over all the rows; attention runs per sequence against its own
-     * cache) and returns each sequence's logits after its last new token, [sessions][vocab]. Each sequence's logits are those it
-     * would get alone within the backend's tolerance (more rows can take other kernels and summation orders;
-     * docs/cuda.md for the device). A failure inside a layer leaves every session of the step refusing work until
+     * cache) and returns each sequence's logits after its last new token, [sessions][vocab]. Each sequence's logits
+     * are those it would get alone, within the backend's tolerance (more rows can take other kernels and summation
+     * orders; docs/cuda.md for the device). A failure inside a layer leaves every session of the step refusing work until
      * reset.
      */
     public float[][] step(List<Session> sessions, List<int[]> tokens) {
