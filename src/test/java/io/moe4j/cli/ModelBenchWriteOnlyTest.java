@@ -36,8 +36,13 @@ class ModelBenchWriteOnlyTest {
 
     @Test
     void writeOnlyTakesAnyBackendButStillChecksTheShape() {
-        assertThat(MoeCommand.execute("bench", "--model-preset", "gpt-oss-20b", "--layers", "25", "--write-only",
-                "--backend", "cuda")).isEqualTo(1);
-        assertThat(MoeCommand.execute("bench", "--model-preset", "gpt-5", "--write-only")).isEqualTo(1);
+        // Without --write-only a cuda backend is refused first; with it, the shape check is what fails.
+        CliTest.Run cuda = CliTest.moe("bench", "--model-preset", "gpt-oss-20b", "--layers", "25", "--write-only",
+                "--backend", "cuda");
+        assertThat(cuda.exit()).isEqualTo(1);
+        assertThat(cuda.err()).contains("--layers 25").doesNotContain("not 'cuda'");
+        CliTest.Run preset = CliTest.moe("bench", "--model-preset", "gpt-5", "--write-only");
+        assertThat(preset.exit()).isEqualTo(1);
+        assertThat(preset.err()).contains("unknown model preset 'gpt-5'");
     }
 }
