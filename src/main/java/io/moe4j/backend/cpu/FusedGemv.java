@@ -194,7 +194,7 @@ final class FusedGemv {
      * Segment g's block scales: E8M0 bytes (none 0 or 255) read as the exponent fields of their floats, 2^(b - 127),
      * normal for every byte 1..254; else the decoded scales.
      */
-    private static FloatVector fp4Scale(MemorySegment e8m0, long scaleAt, int g, float[] scales) {
+    static FloatVector fp4Scale(MemorySegment e8m0, long scaleAt, int g, float[] scales) {
         return e8m0 == null ? FloatVector.fromArray(F, scales, g * L)
                 : ((IntVector) ByteVector.fromMemorySegment(B64, e8m0, scaleAt + (long) g * L, LE)
                 .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0)).lanewise(SHL, 23).reinterpretAsFloats();

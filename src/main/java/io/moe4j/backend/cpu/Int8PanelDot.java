@@ -1,6 +1,5 @@
 package io.moe4j.backend.cpu;
 
-import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
@@ -28,7 +27,6 @@ import java.nio.ByteOrder;
 final class Int8PanelDot {
     private static final VectorSpecies<Float> F = VectorShapes.F;
     private static final VectorSpecies<Integer> I = VectorShapes.I;
-    private static final VectorSpecies<Byte> B = VectorShapes.B;
     /** Two 16-bit lanes a panel lane. */
     static final VectorSpecies<Short> S = VectorSpecies.of(short.class, VectorShape.forBitSize(VectorWidth.BITS));
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
@@ -60,13 +58,6 @@ final class Int8PanelDot {
     private static IntVector widen(ShortVector v) {
         IntVector i = v.reinterpretAsInts();
         return i.lanewise(SHL, 16).lanewise(SAR, 16).add(i.lanewise(SAR, 16));
-    }
-
-    /** The block scales of segment g: read inline as exponent fields for plain E8M0, else decoded beforehand. */
-    private static FloatVector scale(MemorySegment e8m0, long scaleAt, int g, float[] scales) {
-        return e8m0 == null ? FloatVector.fromArray(F, scales, g * L)
-                : ((IntVector) ByteVector.fromMemorySegment(B, e8m0, scaleAt + (long) g * L, LE)
-                .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0)).lanewise(SHL, 23).reinterpretAsFloats();
     }
 
     /** offset + zero point of each lane for segment g, or null when there are no zero points. */
@@ -122,7 +113,7 @@ final class Int8PanelDot {
                 sA = ((FloatVector) ia.convert(VectorOperators.I2F, 0)).fma(FloatVector.broadcast(F, da[b]), sA);
                 sB = ((FloatVector) ib.convert(VectorOperators.I2F, 0)).fma(FloatVector.broadcast(F, db[b]), sB);
             }
-            FloatVector s = scale(e8m0, scaleAt, g, scales);
+            FloatVector s = FusedGemv.fp4Scale(e8m0, scaleAt, g, scales);
             accA = sA.fma(s, accA);
             accB = sB.fma(s, accB);
         }
@@ -161,7 +152,7 @@ final class Int8PanelDot {
                 }
                 sA = ((FloatVector) ia.convert(VectorOperators.I2F, 0)).fma(FloatVector.broadcast(F, da[b]), sA);
             }
-            accA = sA.fma(scale(e8m0, scaleAt, g, scales), accA);
+            accA = sA.fma(FusedGemv.fp4Scale(e8m0, scaleAt, g, scales), accA);
         }
         accA.intoArray(out, 0);
     }
