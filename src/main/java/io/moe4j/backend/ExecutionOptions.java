@@ -32,16 +32,6 @@ public record ExecutionOptions(int threads, Workers workers, KernelActivations a
         this(threads, null, activations);
     }
 
-    /** Float activations on shared workers. */
-    public static ExecutionOptions on(Workers workers) {
-        return new ExecutionOptions(workers.threads(), workers, KernelActivations.FLOAT);
-    }
-
-    /** The same options with the kernels' activation precision set. */
-    public ExecutionOptions withActivations(KernelActivations k) {
-        return new ExecutionOptions(threads, workers, k);
-    }
-
     public static ExecutionOptions defaults() {
         return new ExecutionOptions(Runtime.getRuntime().availableProcessors());
     }
