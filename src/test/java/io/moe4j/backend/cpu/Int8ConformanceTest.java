@@ -66,6 +66,8 @@ class Int8ConformanceTest {
             rows.add(String.format(Locale.ROOT, "| %s | %s | %.2e | %.2e | %.2g |", name, c.scheme(), err, exact,
                     c.anyBackendTolerance()));
             assertThat(err).as("int8-activation rel L2 of %s", name).isLessThanOrEqualTo(c.anyBackendTolerance());
+            // int8 rounding must show: equal errors would mean the option was lost on the way to the kernels
+            assertThat(err).as("int8 error of %s above the float path's", name).isGreaterThan(exact);
             ran++;
         }
         System.out.println("| case | scheme | int8 rel L2 | float rel L2 | any_backend_rel_l2 |");

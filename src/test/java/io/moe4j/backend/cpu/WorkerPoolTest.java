@@ -68,6 +68,7 @@ class WorkerPoolTest {
     }
 
     @Test
+    @org.junit.jupiter.api.Timeout(30) // a nested loop that waited for the pool its caller holds would hang, not fail
     void aLoopStartedInsideATaskRunsInlineOnThatWorker() {
         try (WorkerPool pool = new WorkerPool(3)) {
             for (int round = 0; round < 50; round++) {
