@@ -146,7 +146,8 @@ final class Q8Inputs extends Inputs {
 
     /**
      * One full block at packed column c0 of the token at xb, in float vectors: d = max|x|·2^K/127, q = x·2^K/d
-     * rounded half away from zero. Same rule as the scalar path, which rounds half up.
+     * rounded half away from zero. The scalar path of partial blocks rounds half up ({@code Math.round}): the two differ
+     * only for a negative value exactly halfway between two integers.
      */
     private static void quantizeBlock(float[] x, int xb, int c0, double up, int[] q, float[] scales, int[] sums, int b) {
         FloatVector m = FloatVector.zero(F);
