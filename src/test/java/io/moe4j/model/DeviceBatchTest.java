@@ -25,6 +25,8 @@ class DeviceBatchTest {
         int v = c.vocab();
         int[] lengths = {4, 9, 14};
         try (Model model = Model.load(c.dir(), ModelOptions.defaults().withBackend(ModelOptions.CUDA))) {
+            // one batched forward needs every layer routed on the device; else the sessions are stepped one by one
+            assertThat(model.describe()).contains("routing on the device");
             List<Session> batched = new ArrayList<>();
             List<Session> alone = new ArrayList<>();
             try {
@@ -66,6 +68,20 @@ class DeviceBatchTest {
                     assertFixture(c, got[i], (int) batched.get(i).position() - 1, what);
                 }
                 assertThat(got[0]).hasSize(v);
+                // decode steps after the uneven one, which grew the routing buffers: graphs recorded anew
+                for (int step = 0; step < 2; step++) {
+                    List<int[]> next = new ArrayList<>();
+                    for (Session b : batched) {
+                        next.add(new int[] {ids[(int) b.position()]});
+                    }
+                    float[][] after = model.step(batched, next);
+                    for (int i = 0; i < lengths.length; i++) {
+                        float[] want = alone.get(i).decode(next.get(i)[0]);
+                        String what = "sequence " + i + ", step " + step + " after the uneven one";
+                        assertThat(relL2(after[i], want)).as(what + " against stepping alone").isLessThanOrEqualTo(1e-5);
+                        assertFixture(c, after[i], (int) batched.get(i).position() - 1, what);
+                    }
+                }
             } finally {
                 batched.forEach(Session::close);
                 alone.forEach(Session::close);
