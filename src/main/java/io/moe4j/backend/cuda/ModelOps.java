@@ -31,6 +31,7 @@ public final class ModelOps implements AutoCloseable {
     /** The widest head model_attend takes (HEAD_DIM_MAX in the source). */
     public static final int HEAD_DIM_MAX = 256;
     private static final int ATTEND_THREADS = 512; // ATTEND_WARPS in the source
+    private static final int ROUTER_THREADS = 128; // ROUTER_THREADS in the source
 
     private final CudaEngine engine;
     private final CudaStream stream;
@@ -162,8 +163,27 @@ public final class ModelOps implements AutoCloseable {
      * (not 0) each row of x first takes the matching row of add (x += add, written back): the residual stream.
      */
     public void rmsNorm(long x, long add, long weight, long out, int rows, int n, float eps) {
-        launch("model_rms_norm", rows, 1, THREADS,
+        launch("model_rms_norm", rows, 1, normThreads(n),
                 a -> a.pointer(x).pointer(add).pointer(weight).pointer(out).i32(n).f32(eps));
+    }
+
+    /** float4 a thread of model_rms_norm holds in registers (NORM_HOLD in the source). */
+    private static final int NORM_HOLD = 4;
+
+    /**
+     * Threads of a norm's block: rows of a multiple of 4 floats that fit {@link #NORM_HOLD} float4 a thread take as
+     * few warps as hold them (a decode step's norm is one block, bound by load latency: every load in flight at
+     * once); other rows the strided loop with {@link #THREADS}.
+     */
+    static int normThreads(int n) {
+        int float4s = n / 4;
+        if (n % 4 != 0) {
+            return THREADS;
+        }
+        if (float4s > NORM_HOLD * 1024) {
+            return 1024;
+        }
+        return Math.max(64, Math.ceilDiv(Math.ceilDiv(float4s, NORM_HOLD), 32) * 32);
     }
 
     /**
@@ -286,7 +306,7 @@ public final class ModelOps implements AutoCloseable {
 
     /** Router logits [tokens, experts] float64 of x [tokens, hidden] and a float32 router [experts, hidden]. */
     public void routerLogits(long x, long w, long bias, long logits, int tokens, int experts, int hidden) {
-        launch("model_router_logits", Math.ceilDiv(experts, WARPS), tokens, THREADS,
+        launch("model_router_logits", experts, tokens, ROUTER_THREADS,
                 a -> a.pointer(x).pointer(w).pointer(bias).pointer(logits).i32(experts).i32(hidden));
     }
 

@@ -47,23 +47,13 @@ extern "C" __global__ void model_embed(const u16* __restrict__ table, const int*
 }
 
 // out = norm(x) per row; with add given, x += add first (the residual stream takes the last block's output) and
-// the norm is of the sum. grid: rows; block: 256. weight may be null (a weightless norm).
-extern "C" __global__ void model_rms_norm(float* __restrict__ x, const float* __restrict__ add,
-                                          const float* __restrict__ weight, float* __restrict__ out, int n, float eps) {
-    enter_after_prior_grid();
+// the norm is of the sum. grid: rows; block: a multiple of 32, at most 1024. weight may be null (a weightless norm).
+// A decode step's norm is one block on the critical path, so it is bound by load latency, not bandwidth: rows of a
+// multiple of 4 that fit NORM_HOLD float4 a thread are loaded in one go into registers (all loads in flight at
+// once, no second read of x), and the weight, which no kernel writes, is loaded before waiting for the kernel before.
+#define NORM_HOLD 4
+__device__ __forceinline__ double block_sum_dbl(double s) {
     __shared__ double partial[32];
-    float* r = x + (long long) blockIdx.x * n;
-    const float* plus = add == nullptr ? nullptr : add + (long long) blockIdx.x * n;
-    double s = 0;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        float f = r[i];
-        if (plus != nullptr) {
-            f += plus[i];
-            r[i] = f;
-        }
-        double v = f;
-        s += v * v;
-    }
     s = warp_sum_dbl(s);
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (lane == 0) partial[warp] = s;
@@ -75,11 +65,82 @@ extern "C" __global__ void model_rms_norm(float* __restrict__ x, const float* __
         if (lane == 0) partial[0] = t;
     }
     __syncthreads();
-    double inv = 1.0 / sqrt(partial[0] / n + (double) eps);
+    return partial[0];
+}
+
+extern "C" __global__ void model_rms_norm(float* __restrict__ x, const float* __restrict__ add,
+                                          const float* __restrict__ weight, float* __restrict__ out, int n, float eps) {
+    float* r = x + (long long) blockIdx.x * n;
+    const float* plus = add == nullptr ? nullptr : add + (long long) blockIdx.x * n;
     float* o = out + (long long) blockIdx.x * n;
+    const int n4 = n >> 2;
+    if ((n & 3) == 0 && n4 <= NORM_HOLD * (int) blockDim.x) {
+        float4 wv[NORM_HOLD], v[NORM_HOLD];
+#pragma unroll
+        for (int k = 0; k < NORM_HOLD; k++) {
+            int i = threadIdx.x + k * blockDim.x;
+            wv[k] = weight != nullptr && i < n4 ? ((const float4*) weight)[i] : make_float4(1.f, 1.f, 1.f, 1.f);
+        }
+        enter_after_prior_grid();
+#pragma unroll
+        for (int k = 0; k < NORM_HOLD; k++) {
+            int i = threadIdx.x + k * blockDim.x;
+            v[k] = i < n4 ? ((const float4*) r)[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+        double s = 0;
+#pragma unroll
+        for (int k = 0; k < NORM_HOLD; k++) {
+            int i = threadIdx.x + k * blockDim.x;
+            if (i < n4) {
+                if (plus != nullptr) {
+                    float4 b = ((const float4*) plus)[i];
+                    v[k].x += b.x; v[k].y += b.y; v[k].z += b.z; v[k].w += b.w;
+                    ((float4*) r)[i] = v[k];
+                }
+                s += (double) v[k].x * v[k].x + (double) v[k].y * v[k].y + (double) v[k].z * v[k].z
+                        + (double) v[k].w * v[k].w;
+            }
+        }
+        double inv = 1.0 / sqrt(block_sum_dbl(s) / n + (double) eps);
+#pragma unroll
+        for (int k = 0; k < NORM_HOLD; k++) {
+            int i = threadIdx.x + k * blockDim.x;
+            if (i < n4) {
+                float4 y;
+                y.x = wv[k].x * (float) (v[k].x * inv); y.y = wv[k].y * (float) (v[k].y * inv);
+                y.z = wv[k].z * (float) (v[k].z * inv); y.w = wv[k].w * (float) (v[k].w * inv);
+                ((float4*) o)[i] = y;
+            }
+        }
+        return;
+    }
+    enter_after_prior_grid();
+    double s = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float f = r[i];
+        if (plus != nullptr) {
+            f += plus[i];
+            r[i] = f;
+        }
+        double v = f;
+        s += v * v;
+    }
+    double inv = 1.0 / sqrt(block_sum_dbl(s) / n + (double) eps);
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
         float normed = (float) (r[i] * inv);
         o[i] = weight == nullptr ? normed : weight[i] * normed;
+    }
+}
+
+// The bytes of `rows` weight rows from row0 into L2, one prefetch a 128-byte line, spread over the warp's lanes.
+// The linears call it before waiting for the kernel before (weights are never written by a kernel), so that a decode
+// step streams a linear's weights while the short, latency-bound kernel ahead of it (a norm, the attention) runs.
+__device__ __forceinline__ void prefetch_rows_l2(const u16* __restrict__ w, long long row0, int rows, int in,
+                                                 int lane) {
+    const unsigned long long begin = (unsigned long long) (w + row0 * in);
+    const unsigned long long end = begin + 2ULL * rows * in;
+    for (unsigned long long a = (begin & ~127ULL) + 128ULL * lane; a < end; a += 32 * 128ULL) {
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
     }
 }
 
@@ -90,9 +151,10 @@ extern "C" __global__ void model_rms_norm(float* __restrict__ x, const float* __
 extern "C" __global__ void model_linear_bf16(const float* __restrict__ x, const u16* __restrict__ w,
                                              const float* __restrict__ bias, float* __restrict__ y, int tokens,
                                              int in, int out, int accumulate) {
-    enter_after_prior_grid();
     int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
+    if (row < out) prefetch_rows_l2(w, row, 1, in, lane);
+    enter_after_prior_grid();
     if (row >= out) return;
     float b = bias == nullptr ? 0.f : bias[row];
     bool wide = (in & 7) == 0;
@@ -223,6 +285,8 @@ __device__ __forceinline__ void linear_bf16_rows(const float* __restrict__ x, co
     extern "C" __global__ void __launch_bounds__(256) model_linear_bf16_r##R(                                        \
             const float* __restrict__ x, const u16* __restrict__ w, const float* __restrict__ bias,                  \
             float* __restrict__ y, int tokens, int in, int out, int accumulate) {                                    \
+        const int row0 = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * R;                               \
+        if (row0 < out) prefetch_rows_l2(w, row0, min(R, out - row0), in, threadIdx.x & 31);                         \
         enter_after_prior_grid();                                                                                    \
         linear_bf16_rows<R>(x, w, bias, y, tokens, in, out, accumulate);                                             \
     }
@@ -501,20 +565,43 @@ extern "C" __global__ void model_gather_rows(const float* __restrict__ x, const 
     for (int i = threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
 }
 
-// logits[t, e] = sum_i x[t, i] * w[e, i] (+ bias[e]) in float64. One warp per (token, expert).
-// grid: (ceil(experts / 8), tokens); block: 256
-extern "C" __global__ void model_router_logits(const float* __restrict__ x, const float* __restrict__ w,
-                                               const float* __restrict__ bias, double* __restrict__ logits,
-                                               int experts, int hidden) {
-    enter_after_prior_grid();
-    int e = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    int lane = threadIdx.x & 31;
-    if (e >= experts) return;
+// logits[t, e] = sum_i x[t, i] * w[e, i] (+ bias[e]) in float64 (exact float products). One block per (expert,
+// token): a decode step's router is on the critical path and bound by load latency, so the router row (which no
+// kernel writes) is loaded into registers before waiting for the kernel before, and x's loads go out all at once.
+// grid: (experts, tokens); block: ROUTER_THREADS
+#define ROUTER_THREADS 128
+#define ROUTER_HOLD 8  // float4 of the router row a thread holds: rows up to 4096 columns
+extern "C" __global__ void __launch_bounds__(ROUTER_THREADS)
+model_router_logits(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
+                    double* __restrict__ logits, int experts, int hidden) {
+    const int e = blockIdx.x;
     const float* xr = x + (long long) blockIdx.y * hidden;
     const float* wr = w + (long long) e * hidden;
     double s = 0;
-    for (int i = lane; i < hidden; i += 32) s += (double) xr[i] * (double) wr[i];
-    s = warp_sum_dbl(s);
-    if (lane == 0) logits[(long long) blockIdx.y * experts + e] = s + (bias == nullptr ? 0.0 : (double) bias[e]);
+    const int h4 = hidden >> 2;
+    if ((hidden & 3) == 0 && h4 <= ROUTER_HOLD * ROUTER_THREADS) {
+        float4 wv[ROUTER_HOLD];
+#pragma unroll
+        for (int k = 0; k < ROUTER_HOLD; k++) {
+            int i = threadIdx.x + k * ROUTER_THREADS;
+            wv[k] = i < h4 ? ((const float4*) wr)[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+        enter_after_prior_grid();
+#pragma unroll
+        for (int k = 0; k < ROUTER_HOLD; k++) {
+            int i = threadIdx.x + k * ROUTER_THREADS;
+            if (i < h4) {
+                float4 a = ((const float4*) xr)[i];
+                s += (double) a.x * (double) wv[k].x + (double) a.y * (double) wv[k].y
+                        + (double) a.z * (double) wv[k].z + (double) a.w * (double) wv[k].w;
+            }
+        }
+    } else {
+        enter_after_prior_grid();
+        for (int i = threadIdx.x; i < hidden; i += ROUTER_THREADS) s += (double) xr[i] * (double) wr[i];
+    }
+    s = block_sum_dbl(s);
+    if (threadIdx.x == 0) {
+        logits[(long long) blockIdx.y * experts + e] = s + (bias == nullptr ? 0.0 : (double) bias[e]);
+    }
 }
-
