@@ -54,6 +54,9 @@ public final class Generator {
         int count = 0;
         long start = System.nanoTime();
         float[] logits = session.prefillLast(prompt);
+        // greedy and unconstrained: the model picks the next token where its logits are (one id back from a device)
+        boolean greedyInModel = constraint == null && request.sampling().isGreedy();
+        int chosen = -1; // the token the model picked at the last step, when greedyInModel
         long firstToken = 0;
         FinishReason reason = FinishReason.LENGTH;
         int vocab = logits.length;
@@ -63,7 +66,7 @@ public final class Generator {
                 break;
             }
             int room = (int) Math.min(request.maxTokens() - count, contextLimit(session) - session.position() + 1);
-            int token = reply.draw(logits, vocab, room);
+            int token = chosen >= 0 ? chosen : reply.draw(logits, vocab, room);
             if (count == made.length) {
                 made = Arrays.copyOf(made, made.length * 2);
             }
@@ -79,7 +82,11 @@ public final class Generator {
             if (count == request.maxTokens() || session.position() >= contextLimit(session)) {
                 break;
             }
-            logits = session.decode(token);
+            if (greedyInModel) {
+                chosen = session.decodeGreedy(token);
+            } else {
+                logits = session.decode(token);
+            }
         }
         emit(reply.tail(), text, onText);
         long end = System.nanoTime();

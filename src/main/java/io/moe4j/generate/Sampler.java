@@ -139,6 +139,9 @@ public final class Sampler {
 
     /** The highest logit's id, lowest id on ties; among allowed ids only when a mask is given. */
     public static int argmax(float[] logits, int off, int vocab, boolean[] allowed) {
+        if (allowed == null) {
+            return io.moe4j.model.Logits.argmax(logits, off, vocab); // the rule a device runtime follows too
+        }
         int best = -1;
         float bestValue = Float.NEGATIVE_INFINITY;
         for (int i = 0; i < vocab; i++) {

@@ -14,6 +14,16 @@ public interface SequenceState extends AutoCloseable {
      */
     float[] forward(int[] tokens, long start, boolean allLogits);
 
+    /**
+     * {@link #forward} of valid token ids with only the greedy choice of the last position coming back: the index of
+     * its largest logit by {@link Logits#argmax}'s rule. A device runtime computes it where the logits are and reads
+     * back one id instead of the vocabulary's logits; the host's default takes the argmax of {@link #forward}'s.
+     */
+    default int forwardGreedy(int[] tokens, long start) {
+        float[] logits = forward(tokens, start, false);
+        return Logits.argmax(logits, 0, logits.length);
+    }
+
     /** Forgets every position. */
     void reset();
 

@@ -57,6 +57,25 @@ public final class Session implements AutoCloseable {
     }
 
     /**
+     * Feeds one token and returns the greedy choice of the next: the index of its largest logit, the lowest on ties
+     * ({@link Logits#argmax}), the same id as the argmax of {@link #decode}'s logits. A model on a device chooses it
+     * there and sends back one id instead of the vocabulary's logits.
+     */
+    public int decodeGreedy(int token) {
+        int[] tokens = {token};
+        checkFeed(tokens, 1);
+        int next;
+        try {
+            next = state.forwardGreedy(tokens, position);
+        } catch (RuntimeException e) {
+            failure = e.getMessage();
+            throw e;
+        }
+        position += 1;
+        return next;
+    }
+
+    /**
      * Feeds tokens at positions position() .. position()+n-1. Fails, leaving the session as it was, when they would
      * run past the context limit or hold an id outside the vocabulary; a failure inside a layer leaves the caches
      * part-updated, so the session then refuses work until {@link #reset()}.

@@ -32,6 +32,7 @@ public final class ModelOps implements AutoCloseable {
     public static final int HEAD_DIM_MAX = 256;
     private static final int ATTEND_THREADS = 512; // ATTEND_WARPS in the source
     private static final int ROUTER_THREADS = 128; // ROUTER_THREADS in the source
+    private static final int ARGMAX_THREADS = 1024; // ARGMAX_THREADS in the source
 
     private final CudaEngine engine;
     private final CudaStream stream;
@@ -127,6 +128,16 @@ public final class ModelOps implements AutoCloseable {
     public float[] readFloats(DeviceBuffer from, long offset, int count) {
         MemorySegment s = land(from, offset, 4L * count);
         return s.toArray(ValueLayout.JAVA_FLOAT);
+    }
+
+    /**
+     * The index of the largest of the {@code n} floats at {@code x} (the lowest on ties: {@link
+     * io.moe4j.model.Logits#argmax}'s rule), computed on the device; waits for this stream and reads back that one
+     * int through {@code scratch} (4 bytes of device memory).
+     */
+    public int argmax(long x, int n, DeviceBuffer scratch) {
+        launch("model_argmax", 1, 1, ARGMAX_THREADS, a -> a.pointer(x).i32(n).pointer(scratch));
+        return land(scratch, 0, 4).get(ValueLayout.JAVA_INT, 0);
     }
 
     /** Waits for this stream's work, then reads {@code count} doubles at the start of {@code from}. */

@@ -30,6 +30,8 @@ final class DeviceSequence implements SequenceState {
     private Scratch scratch;
     /** The device memory of the layers routed on the device. */
     private final DeviceRoutes routes;
+    /** Where the greedy choice of {@link #forwardGreedy} lands on the device (one int). */
+    private final DeviceBuffer chosen;
     /** The decode step recorded whole (device routing), the routes' generation it names, and whether one ran. */
     private CudaGraph stepGraph;
     private long stepGeneration;
@@ -66,12 +68,31 @@ final class DeviceSequence implements SequenceState {
         this.clock = new PhaseClock(ops, PHASES.length);
         this.caches = new DeviceBuffer[model.layers().size()];
         this.routes = ops.newRoutes();
+        this.chosen = ops.allocate(4);
         this.graphs = new CudaGraph[caches.length + 1];
         this.seen = new boolean[caches.length + 1];
     }
 
     @Override
     public float[] forward(int[] tokens, long start, boolean allLogits) {
+        int rows = allLogits ? tokens.length : 1;
+        Scratch s = run(tokens, start, rows);
+        float[] logits = ops.readFloats(s.logits(), 0, rows * model.config().vocab());
+        clock.mark(5);
+        return logits;
+    }
+
+    /** The greedy choice made on the device: one int comes back instead of the vocabulary's logits. */
+    @Override
+    public int forwardGreedy(int[] tokens, long start) {
+        Scratch s = run(tokens, start, 1);
+        int next = ops.argmax(s.logits().pointer(), model.config().vocab(), chosen);
+        clock.mark(5);
+        return next;
+    }
+
+    /** Enqueues a pass whose last {@code rows} rows' logits are left in the scratch's logits buffer. */
+    private Scratch run(int[] tokens, long start, int rows) {
         if (closed) {
             throw new IllegalStateException("this sequence is closed");
         }
@@ -85,8 +106,6 @@ final class DeviceSequence implements SequenceState {
         clock.mark(0);
         boolean step = n == 1;
         int layers = caches.length;
-        int rows = allLogits ? n : 1;
-        int vocab = model.config().vocab();
         if (model.routesOnDevice() && (long) n * maxTopK() <= ModelOps.DEVICE_ROUTED_PAIRS) {
             if (step) {
                 replayStep(() -> pass(s, n, rows));
@@ -94,9 +113,7 @@ final class DeviceSequence implements SequenceState {
                 pass(s, n, rows);
             }
             clock.mark(6);
-            float[] logits = ops.readFloats(s.logits(), 0, rows * vocab);
-            clock.mark(5);
-            return logits;
+            return s;
         }
         for (int l = 0; l < layers; l++) {
             DeviceModel.Layer layer = model.layers().get(l);
@@ -113,9 +130,7 @@ final class DeviceSequence implements SequenceState {
         }
         segment(layers, step, () -> head(s, n, rows));
         clock.mark(4);
-        float[] logits = ops.readFloats(s.logits(), 0, rows * vocab);
-        clock.mark(5);
-        return logits;
+        return s;
     }
 
     /** A whole pass enqueued with no host round trip (every layer routed on the device): ids in, logits of the last rows. */
@@ -351,6 +366,7 @@ final class DeviceSequence implements SequenceState {
         ops.synchronize();
         dropGraphs();
         routes.close();
+        chosen.close();
         if (scratch != null) {
             scratch.close();
         }

@@ -11,6 +11,7 @@
 //   model_linear_bf16_r{1,2,4,8}  model_linear_bf16 for batches of tokens, R output rows a warp
 //   model_linear_bf16_mma the same on tensor cores (x as two bf16 terms), from 16 tokens
 //   model_gather_rows   rows picked by index (each sequence's last row of a batch, for lm_head)
+//   model_argmax        the index of the largest logit (a greedy decode reads one id back, not the logits)
 // Every kernel waits for the one before at its top (overlapped launches in a recorded decode step, sm_90+).
 // Everything is float32 with float32 accumulation unless said otherwise. The batch's first position is read from
 // device memory (start), so that a decode step's launches are the same every step and replay from a CUDA graph.
@@ -603,5 +604,61 @@ model_router_logits(const float* __restrict__ x, const float* __restrict__ w, co
     s = block_sum_dbl(s);
     if (threadIdx.x == 0) {
         logits[(long long) blockIdx.y * experts + e] = s + (bias == nullptr ? 0.0 : (double) bias[e]);
+    }
+}
+
+// out[0] = the index of the largest of x[0, n), the lowest index on ties: the host's greedy rule
+// (io.moe4j.model.Logits.argmax), so that a greedy decode reads one id back instead of the vocabulary's logits.
+// NaN is never chosen, except that the answer is 0 when x[0] is NaN or every value is (the host's scan starts at
+// x[0] and keeps it unless a later value is larger). grid: 1; block: 1024
+#define ARGMAX_THREADS 1024
+__device__ __forceinline__ void argmax_take(float& best, int& at, float v, int i) {
+    if (v > best || (v == best && i < at)) {
+        best = v;
+        at = i;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(ARGMAX_THREADS)
+model_argmax(const float* __restrict__ x, int n, int* __restrict__ out) {
+    enter_after_prior_grid();
+    __shared__ float sBest[ARGMAX_THREADS / 32];
+    __shared__ int sAt[ARGMAX_THREADS / 32];
+    const int none = 0x7fffffff;
+    float best = NEG_INF_F;
+    int at = none;
+    // a value beats the best so far when larger, or equal at a lower index; -infinity counts (at starts at none)
+    const int n4 = n >> 2;
+#pragma unroll 4
+    for (int i = threadIdx.x; i < n4; i += ARGMAX_THREADS) {
+        float4 v = ((const float4*) x)[i];
+        argmax_take(best, at, v.x, 4 * i);
+        argmax_take(best, at, v.y, 4 * i + 1);
+        argmax_take(best, at, v.z, 4 * i + 2);
+        argmax_take(best, at, v.w, 4 * i + 3);
+    }
+    for (int i = 4 * n4 + threadIdx.x; i < n; i += ARGMAX_THREADS) argmax_take(best, at, x[i], i);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        float ob = __shfl_xor_sync(0xffffffffu, best, o);
+        int oa = __shfl_xor_sync(0xffffffffu, at, o);
+        if (oa != none) argmax_take(best, at, ob, oa);
+    }
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (lane == 0) {
+        sBest[warp] = best;
+        sAt[warp] = at;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        best = sBest[lane];
+        at = sAt[lane];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            float ob = __shfl_xor_sync(0xffffffffu, best, o);
+            int oa = __shfl_xor_sync(0xffffffffu, at, o);
+            if (oa != none) argmax_take(best, at, ob, oa);
+        }
+        if (lane == 0) out[0] = at == none || x[0] != x[0] ? 0 : at;
     }
 }

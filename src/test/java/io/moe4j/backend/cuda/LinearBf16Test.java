@@ -57,9 +57,41 @@ class LinearBf16Test {
         }
     }
 
+    /**
+     * Wide outputs take more rows a warp (ModelOps keeps two blocks a multiprocessor): on a 132-multiprocessor H100 or
+     * H200 these widths run R = 2, 4 and 8; every one gives the one-token kernel's sums bit for bit.
+     */
+    @Test
+    void wideOutputsWithSeveralRowsAWarpGiveTheOneTokenSums() {
+        SplittableRandom rnd = new SplittableRandom(4);
+        int in = 64;
+        for (int out : new int[] {4300, 9000, 17000}) {
+            try (ModelOps ops = ModelOps.open(); Arena arena = Arena.ofConfined();
+                    DeviceBuffer w = ops.upload(bf16Matrix(arena, rnd, out, in))) {
+                for (int tokens : new int[] {2, 9}) {
+                    float[] x = random(rnd, tokens * in, 1.0);
+                    try (DeviceBuffer dx = ops.upload(x); DeviceBuffer batch = ops.allocate(4L * tokens * out);
+                            DeviceBuffer single = ops.allocate(4L * tokens * out)) {
+                        ops.linearBf16(dx.pointer(), w.pointer(), 0L, batch.pointer(), tokens, in, out, false);
+                        for (int t = 0; t < tokens; t++) {
+                            ops.linearBf16(dx.pointer() + 4L * t * in, w.pointer(), 0L,
+                                    single.pointer() + 4L * t * out, 1, in, out, false);
+                        }
+                        assertThat(ops.readFloats(batch, 0, tokens * out)).as("%d rows, %d tokens", out, tokens)
+                                .containsExactly(ops.readFloats(single, 0, tokens * out));
+                    }
+                }
+            }
+        }
+    }
+
     private static MemorySegment bf16Matrix(Arena arena, SplittableRandom rnd) {
-        MemorySegment s = arena.allocate(2L * OUT * IN);
-        for (long i = 0; i < (long) OUT * IN; i++) {
+        return bf16Matrix(arena, rnd, OUT, IN);
+    }
+
+    private static MemorySegment bf16Matrix(Arena arena, SplittableRandom rnd, int rows, int cols) {
+        MemorySegment s = arena.allocate(2L * rows * cols);
+        for (long i = 0; i < (long) rows * cols; i++) {
             float v = (float) (rnd.nextGaussian() * 0.05);
             s.setAtIndex(ValueLayout.JAVA_SHORT, i, (short) (Float.floatToRawIntBits(v) >>> 16));
         }

@@ -85,6 +85,24 @@ public final class DeviceModelBench {
                         ms[ms.length - 1], 1e3 / median, bytes / 1e9, bytes / median / 1e6,
                         100 * bytes / median / 1e6 / copy, limitMs, 1e3 / limitMs);
             }
+            try (Session s = model.newSession()) { // the same with the device choosing the token (greedy generation)
+                int next = argmax(s.prefillLast(new int[] {1, 2, 3, 4, 5, 6, 7, 8}));
+                for (int i = 0; i < 8; i++) {
+                    next = s.decodeGreedy(next);
+                }
+                double[] ms = new double[decodeTokens];
+                for (int i = 0; i < decodeTokens; i++) {
+                    long a = System.nanoTime();
+                    next = s.decodeGreedy(next);
+                    ms[i] = (System.nanoTime() - a) / 1e6;
+                }
+                Arrays.sort(ms);
+                double median = ms[ms.length / 2];
+                double bytes = bytesPerDecodedToken(layers);
+                System.out.printf("decode batch 1, greedy on the device (decodeGreedy): median %.3f ms/token = %.1f"
+                        + " tokens/s; %.0f GB/s = %.1f%% of copy bandwidth%n", median, 1e3 / median,
+                        bytes / median / 1e6, 100 * bytes / median / 1e6 / copy);
+            }
             for (int batch : new int[] {8, 64}) {
                 decodeBatch(model, batch, decodeTokens, bytesPerDecodedToken(layers), copy);
             }

@@ -1,0 +1,141 @@
+package io.moe4j.backend.cuda;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.moe4j.backend.cuda.driver.CudaProbe;
+import io.moe4j.backend.cuda.driver.CudaRuntime;
+import io.moe4j.backend.cuda.driver.DeviceBuffer;
+import io.moe4j.model.Logits;
+import java.util.Arrays;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The decoder's small device kernels against the formulas computed here in float64: the greedy choice (ties, NaN,
+ * -infinity, widths not a multiple of 4) by {@link Logits#argmax}'s rule exactly; RMSNorm on each of its paths (rows
+ * held in registers, rows of odd widths, rows too wide to hold) with and without the residual add; router logits
+ * (float64 sums of exact products) with a bias.
+ */
+class ModelOpsKernelsTest {
+    @BeforeEach
+    void requireGpu() {
+        CudaProbe probe = CudaRuntime.probe();
+        assumeTrue(probe.available(), () -> "no usable CUDA device: " + probe.reason());
+    }
+
+    @Test
+    void argmaxFollowsTheHostRule() {
+        SplittableRandom rnd = new SplittableRandom(11);
+        try (ModelOps ops = ModelOps.open(); DeviceBuffer out = ops.allocate(4)) {
+            for (int n : new int[] {1, 3, 4, 7, 1025, 4099, 201088}) {
+                float[] plain = new float[n];
+                for (int i = 0; i < n; i++) {
+                    plain[i] = (float) rnd.nextGaussian();
+                }
+                float[] tiedLate = plain.clone();
+                int top = Logits.argmax(plain, 0, n);
+                tiedLate[n - 1] = plain[top]; // a tie later than the first maximum
+                float[] tiedEarly = plain.clone();
+                tiedEarly[0] = plain[top]; // a tie at index 0
+                float[] negInf = new float[n];
+                Arrays.fill(negInf, Float.NEGATIVE_INFINITY);
+                float[] nanFirst = plain.clone();
+                nanFirst[0] = Float.NaN;
+                float[] nanElsewhere = plain.clone();
+                nanElsewhere[n / 2] = Float.NaN;
+                float[] oneFinite = negInf.clone();
+                oneFinite[n - 1] = -1e30f;
+                for (float[] x : new float[][] {plain, tiedLate, tiedEarly, negInf, nanFirst, nanElsewhere, oneFinite}) {
+                    try (DeviceBuffer dx = ops.upload(x)) {
+                        assertThat(ops.argmax(dx.pointer(), n, out)).as("n = %d", n).isEqualTo(Logits.argmax(x, 0, n));
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void rmsNormOnEveryPath() {
+        SplittableRandom rnd = new SplittableRandom(5);
+        try (ModelOps ops = ModelOps.open()) {
+            for (int n : new int[] {2880, 64, 18, 4100, 20000}) { // held, held, odd, held (1025 threads' worth), looped
+                int rows = 3;
+                float[] x = random(rnd, rows * n, 2.0);
+                float[] add = random(rnd, rows * n, 1.0);
+                float[] weight = random(rnd, n, 1.0);
+                float eps = 1e-5f;
+                for (boolean withAdd : new boolean[] {false, true}) {
+                    for (boolean withWeight : new boolean[] {false, true}) {
+                        try (DeviceBuffer dx = ops.upload(x); DeviceBuffer da = ops.upload(add);
+                                DeviceBuffer dw = ops.upload(weight); DeviceBuffer out = ops.allocate(4L * rows * n)) {
+                            ops.rmsNorm(dx.pointer(), withAdd ? da.pointer() : 0L, withWeight ? dw.pointer() : 0L,
+                                    out.pointer(), rows, n, eps);
+                            float[] got = ops.readFloats(out, 0, rows * n);
+                            float[] sum = ops.readFloats(dx, 0, rows * n);
+                            for (int r = 0; r < rows; r++) {
+                                double ss = 0;
+                                float[] row = new float[n];
+                                for (int i = 0; i < n; i++) {
+                                    row[i] = withAdd ? x[r * n + i] + add[r * n + i] : x[r * n + i];
+                                    ss += (double) row[i] * row[i];
+                                }
+                                double inv = 1.0 / Math.sqrt(ss / n + eps);
+                                for (int i = 0; i < n; i++) {
+                                    assertThat(sum[r * n + i]).as("residual n=%d", n).isEqualTo(row[i]);
+                                    float normed = (float) (row[i] * inv);
+                                    float want = withWeight ? weight[i] * normed : normed;
+                                    assertThat((double) got[r * n + i]).as("n=%d add=%s weight=%s row %d col %d", n,
+                                            withAdd, withWeight, r, i).isCloseTo(want, org.assertj.core.data.Offset
+                                            .offset(Math.abs(want) * 1e-6 + 1e-30));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void routerLogitsAreFloat64SumsWithTheBias() {
+        SplittableRandom rnd = new SplittableRandom(9);
+        int experts = 32;
+        try (ModelOps ops = ModelOps.open()) {
+            for (int hidden : new int[] {2880, 30, 7168}) { // held float4s, odd width, wider than a block holds
+                for (int tokens : new int[] {1, 5}) {
+                    float[] x = random(rnd, tokens * hidden, 1.0);
+                    float[] w = random(rnd, experts * hidden, 0.05);
+                    float[] bias = random(rnd, experts, 0.1);
+                    try (DeviceBuffer dx = ops.upload(x); DeviceBuffer dw = ops.upload(w);
+                            DeviceBuffer db = ops.upload(bias); DeviceBuffer out = ops.allocate(8L * tokens * experts)) {
+                        ops.routerLogits(dx.pointer(), dw.pointer(), db.pointer(), out.pointer(), tokens, experts,
+                                hidden);
+                        double[] got = ops.readDoubles(out, tokens * experts);
+                        for (int t = 0; t < tokens; t++) {
+                            for (int e = 0; e < experts; e++) {
+                                double want = bias[e];
+                                double s = 0;
+                                for (int i = 0; i < hidden; i++) {
+                                    s += (double) x[t * hidden + i] * w[e * hidden + i];
+                                }
+                                want += s;
+                                assertThat(got[t * experts + e]).as("hidden %d token %d expert %d", hidden, t, e)
+                                        .isCloseTo(want, org.assertj.core.data.Offset.offset(1e-12));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private static float[] random(SplittableRandom rnd, int n, double scale) {
+        float[] v = new float[n];
+        for (int i = 0; i < n; i++) {
+            v[i] = (float) (rnd.nextGaussian() * scale);
+        }
+        return v;
+    }
+}
