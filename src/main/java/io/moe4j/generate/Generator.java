@@ -55,7 +55,7 @@ public final class Generator {
         long start = System.nanoTime();
         float[] logits = session.prefillLast(prompt);
         // greedy and unconstrained: the model picks the next token where its logits are (one id back from a device)
-        boolean greedyInModel = constraint == null && request.sampling().isGreedy();
+        boolean greedyInModel = reply.picksArgmax();
         int chosen = -1; // the token the model picked at the last step, when greedyInModel
         long firstToken = 0;
         FinishReason reason = FinishReason.LENGTH;

@@ -60,6 +60,15 @@ public final class ReplyStream {
     }
 
     /**
+     * Whether {@link #draw} is the plain greedy choice (greedy sampling, no constraint): the index of the largest
+     * logit, which the model can then pick itself where its logits are ({@code Session.decodeGreedy}, a step's greedy
+     * flags) and hand to {@link #take} without any logits crossing to the host.
+     */
+    public boolean picksArgmax() {
+        return constraint == null && sampler.params().isGreedy();
+    }
+
+    /**
      * Takes a drawn token; returns the text it makes safe to show (possibly empty). Afterwards {@link #ended()} says
      * whether the token ended the reply: an end-of-sequence id (nothing shown) or a completed stop string (the text
      * before it shown, the stop string not).

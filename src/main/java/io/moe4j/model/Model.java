@@ -190,12 +190,25 @@ public final class Model implements AutoCloseable {
      * reset.
      */
     public float[][] step(List<Session> sessions, List<int[]> tokens) {
+        return step(sessions, tokens, new boolean[sessions.size()]).logits();
+    }
+
+    /**
+     * {@link #step(List, List)} where the sequences marked in {@code greedyOnly} take only the greedy choice of their
+     * next token (the index of the largest logit, {@link Logits#argmax}'s rule) instead of their logits: a model on a
+     * device picks them there and reads back one id each instead of the vocabulary's logits.
+     */
+    public StepOutput step(List<Session> sessions, List<int[]> tokens, boolean[] greedyOnly) {
+        if (greedyOnly.length != sessions.size()) {
+            throw new IllegalArgumentException(sessions.size() + " sessions but " + greedyOnly.length
+                    + " greedy flags");
+        }
         if (sessions.size() != tokens.size()) {
             throw new IllegalArgumentException(sessions.size() + " sessions but " + tokens.size() + " token runs");
         }
         int n = sessions.size();
         if (n == 0) {
-            return new float[0][];
+            return new StepOutput(new float[0][], new int[0]);
         }
         int total = 0;
         for (int i = 0; i < n; i++) {
@@ -223,9 +236,9 @@ public final class Model implements AutoCloseable {
                 states.add(sessions.get(i).state());
                 starts[i] = sessions.get(i).position();
             }
-            float[][] out;
+            StepOutput out;
             try {
-                out = device.step(states, tokens, starts);
+                out = device.step(states, tokens, starts, greedyOnly);
             } catch (RuntimeException e) {
                 for (Session s : sessions) {
                     s.fail("a batched step on the device: " + e.getMessage());
@@ -280,7 +293,7 @@ public final class Model implements AutoCloseable {
         for (int i = 0; i < n; i++) {
             out[i] = java.util.Arrays.copyOfRange(logits, i * v, (i + 1) * v);
         }
-        return out;
+        return StepOutput.of(out, greedyOnly);
     }
 
     /** A new sequence with an empty KV cache. */

@@ -2,6 +2,7 @@ package io.moe4j.serve;
 
 import io.moe4j.model.Model;
 import io.moe4j.model.Session;
+import io.moe4j.model.StepOutput;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -31,11 +32,20 @@ public final class ModelSteps implements StepModel {
 
     @Override
     public float[][] step(List<Sequence> sequences, List<int[]> tokens) {
+        return model.step(sessions(sequences), tokens);
+    }
+
+    @Override
+    public StepOutput step(List<Sequence> sequences, List<int[]> tokens, boolean[] greedyOnly) {
+        return model.step(sessions(sequences), tokens, greedyOnly);
+    }
+
+    private static List<Session> sessions(List<Sequence> sequences) {
         List<Session> sessions = new ArrayList<>(sequences.size());
         for (Sequence s : sequences) {
             sessions.add(((SessionSequence) s).session);
         }
-        return model.step(sessions, tokens);
+        return sessions;
     }
 
     private record SessionSequence(Session session) implements Sequence {

@@ -3,6 +3,7 @@ package io.moe4j.serve;
 import io.moe4j.generate.FinishReason;
 import io.moe4j.generate.ReplyStream;
 import io.moe4j.generate.Sampler;
+import io.moe4j.model.StepOutput;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -225,11 +226,17 @@ public final class Scheduler implements AutoCloseable {
             inputs.add(input);
             tokens += input.length;
         }
-        float[][] logits;
+        // a job that draws after this step and draws greedily without a constraint lets the model pick its token
+        boolean[] greedyOnly = new boolean[stepped.size()];
+        for (int i = 0; i < greedyOnly.length; i++) {
+            Job job = stepped.get(i);
+            greedyOnly[i] = job.fed + inputs.get(i).length >= job.request.prompt().length && job.reply.picksArgmax();
+        }
+        StepOutput output;
         try {
-            logits = model.step(sequences, inputs);
-            if (logits.length != stepped.size()) {
-                throw new IllegalStateException("the model returned " + logits.length + " logits rows for "
+            output = model.step(sequences, inputs, greedyOnly);
+            if (output.logits().length != stepped.size()) {
+                throw new IllegalStateException("the model returned " + output.logits().length + " logits rows for "
                         + stepped.size() + " sequences");
             }
         } catch (RuntimeException e) {
@@ -245,7 +252,7 @@ public final class Scheduler implements AutoCloseable {
         for (int i = 0; i < stepped.size(); i++) {
             stepped.get(i).fed += inputs.get(i).length;
         }
-        int[] sampled = sampleAll(stepped, logits);
+        int[] sampled = sampleAll(stepped, output);
         List<Job> ended = new ArrayList<>();
         for (int i = 0; i < stepped.size(); i++) {
             Job job = stepped.get(i);
@@ -268,13 +275,16 @@ public final class Scheduler implements AutoCloseable {
      * failed). Each sequence has its own sampler, so with large vocabularies (where a top-p sort costs milliseconds)
      * they sample in parallel on the common pool; the model's step is over, so its cores are free.
      */
-    private int[] sampleAll(List<Job> stepped, float[][] logits) {
+    private int[] sampleAll(List<Job> stepped, StepOutput output) {
         int vocab = model.vocabSize();
         int[] sampled = new int[stepped.size()];
+        float[][] logits = output.logits();
         java.util.function.IntConsumer one = i -> {
             Job job = stepped.get(i);
             sampled[i] = -1;
-            if (!job.prefilling()) {
+            if (!job.prefilling() && output.greedy()[i] >= 0) {
+                sampled[i] = output.greedy()[i]; // the model's greedy pick: the draw's own answer (picksArgmax)
+            } else if (!job.prefilling()) {
                 try {
                     sampled[i] = job.reply.draw(logits[i], vocab, job.request.maxTokens() - job.generated);
                 } catch (RuntimeException e) {

@@ -1,5 +1,6 @@
 package io.moe4j.serve;
 
+import io.moe4j.model.StepOutput;
 import java.util.List;
 
 /**
@@ -27,6 +28,15 @@ public interface StepModel {
      * closes them.
      */
     float[][] step(List<Sequence> sequences, List<int[]> tokens);
+
+    /**
+     * {@link #step} where the sequences marked in {@code greedyOnly} need only their greedy choice (the index of the
+     * largest logit): a model on a device picks those ids there and sends back one int instead of a logits row. The
+     * default takes the argmax of {@link #step}'s logits.
+     */
+    default StepOutput step(List<Sequence> sequences, List<int[]> tokens, boolean[] greedyOnly) {
+        return StepOutput.of(step(sequences, tokens), greedyOnly);
+    }
 
     /** One sequence's state inside the model. Closing it frees its cache; it is then never stepped again. */
     interface Sequence extends AutoCloseable {

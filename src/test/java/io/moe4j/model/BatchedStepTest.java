@@ -62,7 +62,17 @@ class BatchedStepTest {
 
             // The caches the step filled continue as the session's own would.
             float[] next = model.step(List.of(sb), List.of(new int[] {ids[10]}))[0];
-            assertThat(relL2(next, lone.decode(ids[10]))).isLessThanOrEqualTo(tolerance);
+            float[] loneNext = lone.decode(ids[10]);
+            assertThat(relL2(next, loneNext)).isLessThanOrEqualTo(tolerance);
+
+            // Greedy flags: the flagged sequence gets the argmax of its logits and no logits, the other its logits.
+            Session twin = model.newSession();
+            twin.prefillLast(Arrays.copyOfRange(ids, 0, 11));
+            StepOutput mixed = model.step(List.of(sb, twin), List.of(new int[] {ids[11]}, new int[] {ids[11]}),
+                    new boolean[] {true, false});
+            assertThat(mixed.logits()[0]).isNull();
+            assertThat(mixed.greedy()[1]).isEqualTo(-1);
+            assertThat(mixed.greedy()[0]).isEqualTo(Logits.argmax(mixed.logits()[1], 0, mixed.logits()[1].length));
         }
     }
 

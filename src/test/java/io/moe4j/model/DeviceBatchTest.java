@@ -95,4 +95,52 @@ class DeviceBatchTest {
         assertThat(relL2(got, want)).as(what + " against transformers at position " + position)
                 .isLessThanOrEqualTo(c.tolerance("cuda"));
     }
+
+    /**
+     * Greedy flags in a batched device step: flagged sequences get the argmax of the logits they get alone (picked on
+     * the device, no logits back), the others their logits; over decode steps replayed from the recorded graph.
+     */
+    @Test
+    void greedyFlagsPickEachSequencesArgmaxOnTheDevice() {
+        ConformanceModelsTest.assumeGpu();
+        ModelCases.Case c = ModelCases.load(CASE);
+        int[] ids = c.inputIds();
+        int[] lengths = {5, 8, 11};
+        try (Model model = Model.load(c.dir(), ModelOptions.defaults().withBackend(ModelOptions.CUDA))) {
+            List<Session> batched = new ArrayList<>();
+            List<Session> alone = new ArrayList<>();
+            try {
+                for (int len : lengths) {
+                    Session b = model.newSession();
+                    batched.add(b);
+                    b.prefillLast(Arrays.copyOf(ids, len));
+                    Session a = model.newSession();
+                    alone.add(a);
+                    a.prefillLast(Arrays.copyOf(ids, len));
+                }
+                boolean[] greedyOnly = {true, false, true};
+                for (int step = 0; step < 5; step++) {
+                    List<int[]> feed = new ArrayList<>();
+                    for (Session b : batched) {
+                        feed.add(new int[] {ids[(int) b.position()]});
+                    }
+                    StepOutput got = model.step(batched, feed, greedyOnly);
+                    for (int i = 0; i < lengths.length; i++) {
+                        float[] want = alone.get(i).decode(feed.get(i)[0]);
+                        String what = "sequence " + i + ", step " + step;
+                        if (greedyOnly[i]) {
+                            assertThat(got.logits()[i]).as(what).isNull();
+                            assertThat(got.greedy()[i]).as(what).isEqualTo(Logits.argmax(want, 0, want.length));
+                        } else {
+                            assertThat(got.greedy()[i]).as(what).isEqualTo(-1);
+                            assertThat(relL2(got.logits()[i], want)).as(what).isLessThanOrEqualTo(1e-5);
+                        }
+                    }
+                }
+            } finally {
+                batched.forEach(Session::close);
+                alone.forEach(Session::close);
+            }
+        }
+    }
 }

@@ -96,6 +96,69 @@ class SchedulerTest {
         assertThat(metrics.prometheus()).contains("moe4j_sequences_finished_total{reason=\"length\"} 24");
     }
 
+    /**
+     * Greedy unconstrained requests let the model pick their tokens (greedy flags on the step, from the step that
+     * ends the prompt on), sampled ones never: the answers equal those served without flags.
+     */
+    @Test
+    void greedyRequestsLetTheModelPickTheirTokens() throws Exception {
+        ToyModel toy = new ToyModel(512, 0, 0, 0);
+        List<GenerationRequest> requests = List.of(
+                request("a greedy prompt", 12, SamplingParams.greedy()),
+                request("a sampled prompt that is longer", 12, new SamplingParams(0.8, 5, 0.9, 0, 7)),
+                request("another greedy one", 9, SamplingParams.greedy()));
+        List<Collector.Outcome> expected = new ArrayList<>();
+        for (GenerationRequest r : requests) {
+            expected.add(alone(toy, r));
+        }
+        java.util.concurrent.atomic.AtomicInteger flaggedRows = new java.util.concurrent.atomic.AtomicInteger();
+        StepModel flagging = new StepModel() {
+            @Override
+            public int vocabSize() {
+                return toy.vocabSize();
+            }
+
+            @Override
+            public int contextLength() {
+                return toy.contextLength();
+            }
+
+            @Override
+            public Sequence open() {
+                return toy.open();
+            }
+
+            @Override
+            public float[][] step(List<Sequence> sequences, List<int[]> tokens) {
+                return toy.step(sequences, tokens);
+            }
+
+            @Override
+            public io.moe4j.model.StepOutput step(List<Sequence> sequences, List<int[]> tokens, boolean[] greedyOnly) {
+                for (boolean flagged : greedyOnly) {
+                    if (flagged) {
+                        flaggedRows.incrementAndGet();
+                    }
+                }
+                return io.moe4j.model.StepOutput.of(toy.step(sequences, tokens), greedyOnly);
+            }
+        };
+        try (Scheduler s = new Scheduler(flagging, TEXT, new SchedulerConfig(4, 8, 6), new ServeMetrics())) {
+            List<Collector> collectors = new ArrayList<>();
+            for (GenerationRequest r : requests) {
+                Collector c = new Collector();
+                s.submit(r, c);
+                collectors.add(c);
+            }
+            for (int i = 0; i < requests.size(); i++) {
+                assertThat(collectors.get(i).await()).as("request %d", i).isEqualTo(expected.get(i));
+            }
+        }
+        // a flag for every draw of the greedy replies and for nothing else (not while a prompt is still fed)
+        assertThat(flaggedRows.get()).isEqualTo(expected.get(0).result().completionTokens()
+                + expected.get(2).result().completionTokens());
+    }
+
     @Test
     void joiningPromptsShareTheStepBudget() throws Exception {
         ToyModel toy = new ToyModel(1024, 0, 0, 0);

@@ -136,8 +136,16 @@ public final class ModelOps implements AutoCloseable {
      * int through {@code scratch} (4 bytes of device memory).
      */
     public int argmax(long x, int n, DeviceBuffer scratch) {
-        launch("model_argmax", 1, 1, ARGMAX_THREADS, a -> a.pointer(x).i32(n).pointer(scratch));
-        return land(scratch, 0, 4).get(ValueLayout.JAVA_INT, 0);
+        return argmaxRows(x, 1, n, scratch)[0];
+    }
+
+    /**
+     * {@link #argmax} of each of {@code rows} rows of n floats at x ([rows, n]): waits for this stream and reads the
+     * ids back through {@code scratch} (4 bytes a row of device memory).
+     */
+    public int[] argmaxRows(long x, int rows, int n, DeviceBuffer scratch) {
+        launch("model_argmax", rows, 1, ARGMAX_THREADS, a -> a.pointer(x).i32(n).pointer(scratch));
+        return land(scratch, 0, 4L * rows).toArray(ValueLayout.JAVA_INT);
     }
 
     /** Waits for this stream's work, then reads {@code count} doubles at the start of {@code from}. */
@@ -147,6 +155,14 @@ public final class ModelOps implements AutoCloseable {
     }
 
     private MemorySegment land(DeviceBuffer from, long offset, long bytes) {
+        MemorySegment s = landing(bytes);
+        from.copyToAsync(s, offset, stream);
+        stream.synchronize();
+        return s;
+    }
+
+    /** The first {@code bytes} of the pinned landing buffer, grown (after this stream's work) when too small. */
+    private MemorySegment landing(long bytes) {
         if (landing == null || landing.byteSize() < bytes) {
             stream.synchronize();
             if (landing != null) {
@@ -154,10 +170,7 @@ public final class ModelOps implements AutoCloseable {
             }
             landing = engine.context().allocatePinned(Math.max(bytes, 1 << 16));
         }
-        MemorySegment s = landing.segment().asSlice(0, bytes);
-        from.copyToAsync(s, offset, stream);
-        stream.synchronize();
-        return s;
+        return landing.segment().asSlice(0, bytes);
     }
 
     public void synchronize() {
@@ -255,6 +268,41 @@ public final class ModelOps implements AutoCloseable {
         });
         return out;
     }
+
+    /**
+     * {@link #readRows} of only the rows marked in {@code wanted} (null in the result for the others): only their
+     * bytes cross to the host, one transfer a row, then one wait.
+     */
+    public float[][] readRows(DeviceBuffer from, int cols, boolean[] wanted) {
+        int rows = wanted.length;
+        int[] slot = new int[rows];
+        int count = 0;
+        for (int i = 0; i < rows; i++) {
+            slot[i] = wanted[i] ? count++ : -1;
+        }
+        if (count == rows) {
+            return readRows(from, rows, cols); // one transfer
+        }
+        long rowBytes = 4L * cols;
+        MemorySegment s = landing(rowBytes * count);
+        for (int i = 0; i < rows; i++) {
+            if (slot[i] >= 0) {
+                from.copyToAsync(s.asSlice(rowBytes * slot[i], rowBytes), rowBytes * i, stream);
+            }
+        }
+        stream.synchronize();
+        float[][] out = new float[rows][];
+        // rows in parallel: a batch's logits are tens of MB, and one thread copies a few GB/s
+        java.util.stream.IntStream.range(0, rows).parallel().forEach(i -> {
+            if (slot[i] >= 0) {
+                float[] row = new float[cols];
+                MemorySegment.copy(s, ValueLayout.JAVA_FLOAT, rowBytes * slot[i], row, 0, cols);
+                out[i] = row;
+            }
+        });
+        return out;
+    }
+
 
     /**
      * RoPE on the q and k heads of fused rows qkv [tokens, (heads + 2 kvHeads) headDim] at positions *start.. (start:

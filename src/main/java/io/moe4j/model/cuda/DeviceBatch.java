@@ -5,6 +5,7 @@ import io.moe4j.backend.cuda.ModelOps;
 import io.moe4j.backend.cuda.driver.CudaGraph;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
 import io.moe4j.model.GqaSpec;
+import io.moe4j.model.StepOutput;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -47,7 +48,7 @@ final class DeviceBatch implements AutoCloseable {
      */
     private record Scratch(int rows, DeviceBuffer inputs, DeviceBuffer h, DeviceBuffer xn, DeviceBuffer qkv,
                            DeviceBuffer attended, DeviceBuffer moeOut, DeviceBuffer routerLogits, DeviceBuffer last,
-                           DeviceBuffer logits) implements AutoCloseable {
+                           DeviceBuffer logits, DeviceBuffer chosen) implements AutoCloseable {
         long ids() {
             return inputs.pointer();
         }
@@ -66,7 +67,8 @@ final class DeviceBatch implements AutoCloseable {
 
         @Override
         public void close() {
-            for (DeviceBuffer b : new DeviceBuffer[] {inputs, h, xn, qkv, attended, moeOut, routerLogits, last, logits}) {
+            for (DeviceBuffer b : new DeviceBuffer[] {inputs, h, xn, qkv, attended, moeOut, routerLogits, last, logits,
+                    chosen}) {
                 b.close();
             }
         }
@@ -88,8 +90,12 @@ final class DeviceBatch implements AutoCloseable {
         return model.routesOnDevice() && (long) rows * k <= ModelOps.DEVICE_ROUTED_PAIRS;
     }
 
-    /** One step (the caller checked {@link #fits} and the tokens): each sequence's logits after its last token. */
-    float[][] step(List<DeviceSequence> sequences, List<int[]> tokens, long[] starts) {
+    /**
+     * One step (the caller checked {@link #fits} and the tokens): each sequence's logits after its last token, or
+     * where {@code greedyOnly[i]} its greedy choice, picked on the device (only the other sequences' logits cross to
+     * the host).
+     */
+    StepOutput step(List<DeviceSequence> sequences, List<int[]> tokens, long[] starts, boolean[] greedyOnly) {
         int n = sequences.size();
         int rows = 0;
         for (int[] t : tokens) {
@@ -126,9 +132,25 @@ final class DeviceBatch implements AutoCloseable {
             pass(s, total, n);
         }
         clock.mark(3);
-        float[][] logits = ops.readRows(s.logits(), n, model.config().vocab());
+        int vocab = model.config().vocab();
+        int[] greedy = new int[n];
+        boolean[] wanted = new boolean[n];
+        boolean anyGreedy = false;
+        for (int i = 0; i < n; i++) {
+            wanted[i] = !greedyOnly[i];
+            anyGreedy |= greedyOnly[i];
+        }
+        if (anyGreedy) {
+            int[] ids = ops.argmaxRows(s.logits().pointer(), n, vocab, s.chosen());
+            for (int i = 0; i < n; i++) {
+                greedy[i] = greedyOnly[i] ? ids[i] : -1;
+            }
+        } else {
+            java.util.Arrays.fill(greedy, -1);
+        }
+        float[][] logits = ops.readRows(s.logits(), vocab, wanted);
         clock.mark(4);
-        return logits;
+        return new StepOutput(logits, greedy);
     }
 
     /** Replays the recorded step of this batch size, recording it on its second run (kernels loaded, buffers grown). */
@@ -228,7 +250,7 @@ final class DeviceBatch implements AutoCloseable {
         scratch = new Scratch(capacity, ops.allocate(16 * r + 8 * r * layers), ops.allocate(FLOAT * r * hidden),
                 ops.allocate(FLOAT * r * hidden), ops.allocate(FLOAT * r * qkvWidth), ops.allocate(FLOAT * r * qWidth),
                 ops.allocate(FLOAT * r * hidden), ops.allocate(8 * r * experts), ops.allocate(FLOAT * r * hidden),
-                ops.allocate(FLOAT * r * model.config().vocab()));
+                ops.allocate(FLOAT * r * model.config().vocab()), ops.allocate(4 * r));
         return scratch;
     }
 

@@ -8,6 +8,7 @@ import io.moe4j.layer.MoeLayerOptions;
 import io.moe4j.model.AttentionWindow;
 import io.moe4j.model.DecoderConfig;
 import io.moe4j.model.DecoderRuntime;
+import io.moe4j.model.StepOutput;
 import io.moe4j.model.GqaSpec;
 import io.moe4j.model.LayerSpec;
 import io.moe4j.model.ModelOptions;
@@ -309,7 +310,8 @@ public final class DeviceModel implements DecoderRuntime {
      * the rows fit one device-routed pass; otherwise (or for one sequence) one after another.
      */
     @Override
-    public synchronized float[][] step(List<SequenceState> sequences, List<int[]> tokens, long[] starts) {
+    public synchronized StepOutput step(List<SequenceState> sequences, List<int[]> tokens, long[] starts,
+            boolean[] greedyOnly) {
         int rows = 0;
         boolean ours = sequences.size() > 1;
         List<DeviceSequence> device = new ArrayList<>(sequences.size());
@@ -322,12 +324,12 @@ public final class DeviceModel implements DecoderRuntime {
             }
         }
         if (!ours || !DeviceBatch.fits(this, rows)) {
-            return DecoderRuntime.super.step(sequences, tokens, starts);
+            return DecoderRuntime.super.step(sequences, tokens, starts, greedyOnly);
         }
         if (batch == null) {
             batch = new DeviceBatch(this);
         }
-        return batch.step(device, tokens, starts);
+        return batch.step(device, tokens, starts, greedyOnly);
     }
 
     /** The runner of batched steps (made on demand), for benches. */

@@ -607,10 +607,10 @@ model_router_logits(const float* __restrict__ x, const float* __restrict__ w, co
     }
 }
 
-// out[0] = the index of the largest of x[0, n), the lowest index on ties: the host's greedy rule
+// out[r] = the index of the largest of row r of x ([rows, n]), the lowest index on ties: the host's greedy rule
 // (io.moe4j.model.Logits.argmax), so that a greedy decode reads one id back instead of the vocabulary's logits.
-// NaN is never chosen, except that the answer is 0 when x[0] is NaN or every value is (the host's scan starts at
-// x[0] and keeps it unless a later value is larger). grid: 1; block: 1024
+// NaN is never chosen, except that the answer is 0 when the row's first value is NaN or every value is (the host's
+// scan starts at the first value and keeps it unless a later one is larger). grid: rows; block: 1024
 #define ARGMAX_THREADS 1024
 __device__ __forceinline__ void argmax_take(float& best, int& at, float v, int i) {
     if (v > best || (v == best && i < at)) {
@@ -620,8 +620,9 @@ __device__ __forceinline__ void argmax_take(float& best, int& at, float v, int i
 }
 
 extern "C" __global__ void __launch_bounds__(ARGMAX_THREADS)
-model_argmax(const float* __restrict__ x, int n, int* __restrict__ out) {
+model_argmax(const float* __restrict__ rows, int n, int* __restrict__ out) {
     enter_after_prior_grid();
+    const float* x = rows + (long long) blockIdx.x * n;
     __shared__ float sBest[ARGMAX_THREADS / 32];
     __shared__ int sAt[ARGMAX_THREADS / 32];
     const int none = 0x7fffffff;
@@ -659,6 +660,6 @@ model_argmax(const float* __restrict__ x, int n, int* __restrict__ out) {
             int oa = __shfl_xor_sync(0xffffffffu, at, o);
             if (oa != none) argmax_take(best, at, ob, oa);
         }
-        if (lane == 0) out[0] = at == none || x[0] != x[0] ? 0 : at;
+        if (lane == 0) out[blockIdx.x] = at == none || x[0] != x[0] ? 0 : at;
     }
 }

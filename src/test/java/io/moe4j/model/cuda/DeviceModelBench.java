@@ -104,7 +104,8 @@ public final class DeviceModelBench {
                         bytes / median / 1e6, 100 * bytes / median / 1e6 / copy);
             }
             for (int batch : new int[] {8, 64}) {
-                decodeBatch(model, batch, decodeTokens, bytesPerDecodedToken(layers), copy);
+                decodeBatch(model, batch, decodeTokens, false);
+                decodeBatch(model, batch, decodeTokens, true);
             }
             profile(dir, decodeTokens);
             if (prefillTokens > 0) {
@@ -135,7 +136,7 @@ public final class DeviceModelBench {
      * Continuous batching: {@code batch} sessions of different lengths (prompts of 8 to 23 tokens) stepped together
      * with {@link Model#step}, one token each a step; the median step gives tokens/s over the batch.
      */
-    private static void decodeBatch(Model model, int batch, int steps, double bytesPerToken, double copy) {
+    private static void decodeBatch(Model model, int batch, int steps, boolean greedy) {
         java.util.List<Session> sessions = new java.util.ArrayList<>();
         try {
             java.util.List<int[]> feed = new java.util.ArrayList<>();
@@ -149,21 +150,23 @@ public final class DeviceModelBench {
             double[] ms = new double[steps];
             for (int step = -4; step < steps; step++) { // 4 warm-up steps: kernels loaded, the step recorded
                 long a = System.nanoTime();
-                float[][] logits = model.step(sessions, feed);
+                boolean[] greedyOnly = new boolean[batch];
+                java.util.Arrays.fill(greedyOnly, greedy);
+                io.moe4j.model.StepOutput out = model.step(sessions, feed, greedyOnly);
                 if (step >= 0) {
                     ms[step] = (System.nanoTime() - a) / 1e6;
                 }
                 for (int i = 0; i < batch; i++) {
-                    feed.set(i, new int[] {argmax(logits[i])});
+                    feed.set(i, new int[] {greedy ? out.greedy()[i] : argmax(out.logits()[i])});
                 }
             }
             Arrays.sort(ms);
             double median = ms[ms.length / 2];
             // the batch reads the attention, router and lm_head weights once and each distinct expert once: at most
             // every layer's top-k experts for each sequence (a bound; the bytes actually read are fewer)
-            System.out.printf("decode batch %d (Model.step), %d steps: median %.3f ms a step (min %.3f, max %.3f) = %.0f"
-                            + " tokens/s (%.1f tokens/s a sequence)%n", batch, steps, median, ms[0], ms[ms.length - 1],
-                    batch * 1e3 / median, 1e3 / median);
+            System.out.printf("decode batch %d (Model.step%s), %d steps: median %.3f ms a step (min %.3f, max %.3f) = %.0f"
+                            + " tokens/s (%.1f tokens/s a sequence)%n", batch, greedy ? ", greedy on the device" : "", steps,
+                    median, ms[0], ms[ms.length - 1], batch * 1e3 / median, 1e3 / median);
         } finally {
             sessions.forEach(Session::close);
         }
@@ -226,7 +229,7 @@ public final class DeviceModelBench {
                     System.out.printf("batch %d step replayed alone: %.0f us%n", batch, runner.replayMicros(batch, 5));
                     runner.profile(true);
                 }
-                float[][] logits = model.step(seqs, feed, starts);
+                float[][] logits = model.step(seqs, feed, starts, new boolean[batch]).logits();
                 for (int i = 0; i < batch; i++) {
                     feed.set(i, new int[] {argmax(logits[i])});
                     starts[i]++;
