@@ -41,9 +41,14 @@ public final class Generator {
      */
     public GenerationResult generate(Session session, int[] prompt, GenerationRequest request, Consumer<String> onText,
                                      BooleanSupplier cancelled, ReplyConstraint constraint) {
-        if (constraint != null && constraint.minTokens() > request.maxTokens()) {
+        // The session holds contextLimit positions; the token drawn when they are all filled needs none (it is never
+        // fed), so the sequence may hold one token more.
+        ReplyBudget budget = new ReplyBudget(request.maxTokens(), (long) session.contextLimit() + 1);
+        int room = budget.room(0, session.position() + (long) prompt.length);
+        if (constraint != null && constraint.minTokens() > room) {
             throw new MoeException("the constrained reply needs at least " + constraint.minTokens()
-                    + " tokens; max tokens is " + request.maxTokens());
+                    + " tokens; max tokens is " + request.maxTokens() + " and the context leaves "
+                    + (session.contextLimit() + 1L - session.position() - prompt.length) + " after the prompt");
         }
         IncrementalDecoder decoder = tokenizer.incrementalDecoder(false);
         ReplyStream reply = new ReplyStream(request.sampling(), constraint,
@@ -62,8 +67,7 @@ public final class Generator {
                 reason = FinishReason.CANCELLED;
                 break;
             }
-            int room = (int) Math.min(request.maxTokens() - count, contextLimit(session) - session.position() + 1);
-            int token = reply.draw(logits, vocab, room);
+            int token = reply.draw(logits, vocab, budget.room(count, session.position()));
             if (count == made.length) {
                 made = Arrays.copyOf(made, made.length * 2);
             }
@@ -76,7 +80,8 @@ public final class Generator {
                 reason = FinishReason.STOP;
                 break;
             }
-            if (count == request.maxTokens() || session.position() >= contextLimit(session)) {
+            // The token just drawn is not fed yet: the sequence holds one more than the session's position.
+            if (budget.spent(count, session.position() + 1L)) {
                 break;
             }
             logits = session.decode(token);
@@ -87,10 +92,6 @@ public final class Generator {
         long decode = firstToken == 0 ? 0 : end - firstToken;
         return new GenerationResult(prompt.length, Arrays.copyOf(made, count), text.toString(), reason,
                 prefill, decode);
-    }
-
-    private static int contextLimit(Session session) {
-        return session.contextLimit();
     }
 
     private static void emit(String piece, StringBuilder text, Consumer<String> onText) {
