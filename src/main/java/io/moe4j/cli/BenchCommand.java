@@ -18,7 +18,10 @@ import io.moe4j.bench.SyntheticWeights;
 import io.moe4j.quant.ExpertWeights;
 import me.tongfei.progressbar.ProgressBar;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParseResult;
+import picocli.CommandLine.Spec;
 
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
@@ -114,10 +117,23 @@ final class BenchCommand implements Callable<Integer> {
             + WARMUP_SECONDS + " s, at least 5, while the JIT compiles the kernels)")
     Integer warmup;
 
+    /** The options only a whole-model run reads: without --model-preset they would be silently ignored. */
+    private static final List<String> MODEL_PRESET_ONLY = List.of("--write-only", "--layers", "--experts",
+            "--decode-tokens", "--prompt-tokens", "--memory-gib", "--cache-dir");
+
+    @Spec
+    CommandSpec spec;
+
     @Override
     public Integer call() {
         if (modelPreset != null) {
             return modelBench();
+        }
+        ParseResult parsed = spec.commandLine().getParseResult();
+        List<String> given = MODEL_PRESET_ONLY.stream().filter(parsed::hasMatchedOption).toList();
+        if (!given.isEmpty()) {
+            throw new IllegalArgumentException(String.join(", ", given) + (given.size() == 1 ? " applies" : " apply")
+                    + " only with --model-preset (a whole model); without it moe bench times one layer");
         }
         BenchPreset p = BenchPreset.fromCliName(preset);
         List<SyntheticScheme> schemes = scheme == null ? p.schemes() : List.of(SyntheticScheme.fromCliName(scheme));
