@@ -44,11 +44,13 @@ public final class Generator {
         // The session holds contextLimit positions; the token drawn when they are all filled needs none (it is never
         // fed), so the sequence may hold one token more.
         ReplyBudget budget = new ReplyBudget(request.maxTokens(), (long) session.contextLimit() + 1);
-        int room = budget.room(0, session.position() + (long) prompt.length);
-        if (constraint != null && constraint.minTokens() > room) {
+        long afterPrompt = session.position() + (long) prompt.length;
+        // A prompt that overflows the context (no room at all) is refused by the session, naming its limit.
+        if (constraint != null && budget.contextRoom(afterPrompt) > 0
+                && constraint.minTokens() > budget.room(0, afterPrompt)) {
             throw new MoeException("the constrained reply needs at least " + constraint.minTokens()
                     + " tokens; max tokens is " + request.maxTokens() + " and the context leaves "
-                    + (session.contextLimit() + 1L - session.position() - prompt.length) + " after the prompt");
+                    + budget.contextRoom(afterPrompt) + " after the prompt");
         }
         IncrementalDecoder decoder = tokenizer.incrementalDecoder(false);
         ReplyStream reply = new ReplyStream(request.sampling(), constraint,

@@ -30,7 +30,12 @@ public record ReplyBudget(int maxTokens, long contextTokens) {
      * @param held      the sequence's tokens so far (earlier turns, the prompt and {@code generated})
      */
     public int room(int generated, long held) {
-        return (int) Math.max(0, Math.min(maxTokens - generated, contextTokens - held));
+        return (int) Math.min(Math.max(0, maxTokens - generated), contextRoom(held));
+    }
+
+    /** The tokens the context still takes after {@code held} (0 when none), whatever the reply's own budget. */
+    public long contextRoom(long held) {
+        return Math.max(0, contextTokens - held);
     }
 
     /** Whether the reply has reached its length: its budget is spent or its context is full (no room left). */

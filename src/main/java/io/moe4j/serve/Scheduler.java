@@ -87,7 +87,7 @@ public final class Scheduler implements AutoCloseable {
         if (request.constraint() != null && request.constraint().minTokens() > job.room()) {
             throw new IllegalArgumentException("the constrained reply needs at least " + request.constraint().minTokens()
                     + " tokens; max tokens is " + request.maxTokens() + " and the context leaves "
-                    + (context - prompt.length) + " after the prompt");
+                    + job.budget.contextRoom(prompt.length) + " after the prompt");
         }
         // Under the lock that shutdown and the engine's exit take, a job is either queued before the engine can
         // stop (and is then run or cancelled) or refused: never left waiting for an engine that is gone.

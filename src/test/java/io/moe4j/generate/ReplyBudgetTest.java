@@ -29,6 +29,13 @@ class ReplyBudgetTest {
     @Test
     void aSequenceBeyondItsContextHasNoRoomRatherThanANegativeOne() {
         assertThat(new ReplyBudget(10, 8).room(0, 9)).isZero();
+        assertThat(new ReplyBudget(10, 8).contextRoom(9)).isZero();
+        assertThat(new ReplyBudget(3, 8).room(5, 2)).isZero();
+    }
+
+    @Test
+    void theContextRoomIgnoresTheBudget() {
+        assertThat(new ReplyBudget(2, 100).contextRoom(40)).isEqualTo(60);
     }
 
     @Test
