@@ -4,11 +4,13 @@ package io.moe4j.generate;
  * How many tokens one reply may still produce: no more than its own budget leaves, and no more than its sequence's
  * context leaves. {@link Generator} and the server's scheduler both ask it, before each draw (what a
  * {@link ReplyStream} passes to a constraint, so that a JSON reply closes in the room that is really left) and after
- * each token (whether the reply has reached its length); so the two can never disagree on where a reply must end.
+ * each token (whether the reply has reached its length); so the room a constraint is told is always the room the
+ * reply really has.
  *
  * <p>A sequence's tokens are counted whole: earlier turns, the prompt and the reply so far, the token just drawn
  * included once it is drawn. The two callers differ only in how many such tokens a context may hold, which each
- * states when it makes its budget.
+ * states when it makes its budget: the generator one more than its session's positions (the last token drawn is
+ * never fed), the scheduler its model's context length (as vLLM counts {@code max_model_len}).
  *
  * @param maxTokens     the most tokens the reply may produce
  * @param contextTokens the most tokens the sequence may hold in all
