@@ -18,7 +18,11 @@ import io.moe4j.bench.SyntheticWeights;
 import io.moe4j.quant.ExpertWeights;
 import me.tongfei.progressbar.ProgressBar;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParseResult;
+import picocli.CommandLine.Spec;
 
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
@@ -57,11 +61,8 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--threads", description = "worker threads (default: all cores)")
     Integer threads;
 
-    @Option(names = "--activations", defaultValue = "float",
-            description = "precision the experts' kernels multiply activations in: float (exact) or int8 (blocks of 32 "
-                    + "with one scale each, integer dot products; cpu, INT4/INT8/FP4 weight-only schemes) "
-                    + "(default: ${DEFAULT-VALUE})")
-    String activations;
+    @Mixin
+    ActivationsArg activations;
 
     @Option(names = "--fixed-routing", description = "route every call to the same experts (cache-hot) instead of "
             + "fresh random experts per call")
@@ -114,10 +115,23 @@ final class BenchCommand implements Callable<Integer> {
             + WARMUP_SECONDS + " s, at least 5, while the JIT compiles the kernels)")
     Integer warmup;
 
+    /** The options only a whole-model run reads: without --model-preset they would be silently ignored. */
+    private static final List<String> MODEL_PRESET_ONLY = List.of("--write-only", "--layers", "--experts",
+            "--decode-tokens", "--prompt-tokens", "--memory-gib", "--cache-dir");
+
+    @Spec
+    CommandSpec spec;
+
     @Override
     public Integer call() {
         if (modelPreset != null) {
             return modelBench();
+        }
+        ParseResult parsed = spec.commandLine().getParseResult();
+        List<String> given = MODEL_PRESET_ONLY.stream().filter(parsed::hasMatchedOption).toList();
+        if (!given.isEmpty()) {
+            throw new IllegalArgumentException(String.join(", ", given) + (given.size() == 1 ? " applies" : " apply")
+                    + " only with --model-preset (a whole model); without it moe bench times one layer");
         }
         BenchPreset p = BenchPreset.fromCliName(preset);
         List<SyntheticScheme> schemes = scheme == null ? p.schemes() : List.of(SyntheticScheme.fromCliName(scheme));
@@ -126,14 +140,15 @@ final class BenchCommand implements Callable<Integer> {
                 || Arrays.stream(tokens).anyMatch(t -> t < 1)) {
             throw new IllegalArgumentException("--threads, --iterations and --tokens must be positive, --warmup at least 0");
         }
-        Backend b = BackendRegistry.standard().find(backend)
+        BackendRegistry registry = BackendRegistry.standard();
+        Backend b = registry.find(backend)
                 .orElseThrow(() -> new IllegalArgumentException("unknown backend '" + backend + "'; choose one of "
-                        + String.join(", ", BackendRegistry.standard().names())))
+                        + String.join(", ", registry.names())))
                 .backend();
-        KernelActivations ka = KernelActivations.parse(activations, "--activations");
+        KernelActivations ka = activations.value();
         if (!b.computesWith(ka)) {
             throw new MoeException("backend " + b.name() + " multiplies activations in float only, not --activations "
-                    + ka + " (cpu does int8)");
+                    + ka + " (" + String.join(", ", registry.computingWith(ka)) + " does)");
         }
         String label = ka == KernelActivations.FLOAT ? b.name() : b.name() + "/" + ka;
 
@@ -200,7 +215,7 @@ final class BenchCommand implements Callable<Integer> {
         io.moe4j.bench.model.ModelShape shape = io.moe4j.bench.model.MemoryFit.fit(p.shape(), layers, experts, budget);
         ModelBenchRun run = new ModelBenchRun(p, shape, backend, nThreads,
                 new io.moe4j.bench.model.ModelBench(warm, decodeTokens, promptTokens, SEED), cache, budget,
-                bandwidthMib << 20, json, KernelActivations.parse(activations, "--activations"));
+                bandwidthMib << 20, json, activations.value());
         if (writeOnly) {
             System.out.println(run.write().toAbsolutePath());
             return 0;

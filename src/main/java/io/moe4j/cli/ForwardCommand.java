@@ -3,6 +3,7 @@ package io.moe4j.cli;
 import io.moe4j.layer.MoeLayerOptions;
 import io.moe4j.layer.MoeOutput;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Path;
@@ -33,16 +34,13 @@ final class ForwardCommand implements Callable<Integer> {
     @Option(names = "--threads", description = "CPU threads (default: all cores)")
     Integer threads;
 
-    @Option(names = "--activations", defaultValue = "float",
-            description = "precision the experts' kernels multiply activations in: float (exact) or int8 (blocks of 32 "
-                    + "with one scale each, integer dot products; cpu, INT4/INT8/FP4 weight-only schemes) "
-                    + "(default: ${DEFAULT-VALUE})")
-    String activations;
+    @Mixin
+    ActivationsArg activations;
 
     @Override
     public Integer call() {
         MoeLayerOptions options = MoeLayerOptions.defaults().withBackend(backend)
-                .withKernelActivations(io.moe4j.backend.KernelActivations.parse(activations, "--activations"));
+                .withKernelActivations(activations.value());
         if (threads != null) {
             options = options.withThreads(threads);
         }

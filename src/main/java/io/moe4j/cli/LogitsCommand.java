@@ -1,7 +1,7 @@
 package io.moe4j.cli;
 
-import io.moe4j.model.ModelOptions;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Path;
@@ -11,8 +11,9 @@ import java.util.concurrent.Callable;
 @Command(name = "logits", mixinStandardHelpOptions = true,
         description = "Run a whole model over input_ids (I32 or I64 [T]) and write logits F32 [T, V] for every position.")
 final class LogitsCommand implements Callable<Integer> {
-    @Option(names = "--model", required = true, description = "checkpoint directory (config.json + safetensors)")
-    Path model;
+    /** --model, --backend, --threads, --context, --activations: as moe generate, chat and serve take them. */
+    @Mixin
+    ModelArgs modelArgs;
 
     @Option(names = "--input", required = true, description = "safetensors file holding input_ids")
     Path input;
@@ -20,22 +21,12 @@ final class LogitsCommand implements Callable<Integer> {
     @Option(names = "--output", required = true, description = "safetensors file to write (tensor 'logits')")
     Path output;
 
-    @Option(names = "--backend", defaultValue = "cpu", description = "emulation, cpu, or cuda (the whole decoder on the GPU; gpt-oss so far) (default: ${DEFAULT-VALUE})")
-    String backend;
-
-    @Option(names = "--threads", description = "CPU threads (default: all cores)")
-    Integer threads;
-
     @Option(names = "--incremental", description = "feed the tokens one at a time through the KV cache instead of as one prompt")
     boolean incremental;
 
     @Override
     public Integer call() {
-        ModelOptions options = ModelOptions.defaults().withBackend(backend);
-        if (threads != null) {
-            options = options.withThreads(threads);
-        }
-        LogitsJob.Result r = LogitsJob.run(model, input, output, options, incremental);
+        LogitsJob.Result r = LogitsJob.run(modelArgs.model, input, output, modelArgs.options(), incremental);
         System.err.printf("moe: %d positions (%s) in %.2f s (%.1f tokens/s; load %.2f s) → %s%n", r.positions(),
                 incremental ? "one at a time" : "one pass", r.runSeconds(), r.positions() / r.runSeconds(),
                 r.loadSeconds(), output);

@@ -1,13 +1,16 @@
 package io.moe4j.cli;
 
-import io.moe4j.backend.KernelActivations;
 import io.moe4j.generate.MoeModel;
 import io.moe4j.model.ModelOptions;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Path;
 
-/** The options every whole-model command shares: which model, where it runs, how much context it may hold. */
+/**
+ * The options every whole-model command shares: which model, where it runs, how much context it may hold, the
+ * precision its experts multiply activations in.
+ */
 final class ModelArgs {
     @Option(names = "--model", required = true,
             description = "model directory (config.json, safetensors, tokenizer.json ...); moe serve also takes 'toy', a tiny built-in test model")
@@ -24,15 +27,12 @@ final class ModelArgs {
             description = "most positions a sequence may hold (default: the model's max_position_embeddings)")
     int context;
 
-    @Option(names = "--activations", defaultValue = "float",
-            description = "precision the MoE experts' kernels multiply activations in: float (exact) or int8 (blocks of "
-                    + "32 with one scale each, integer dot products; cpu backend, INT4/INT8/FP4 weight-only experts) "
-                    + "(default: ${DEFAULT-VALUE})")
-    String activations;
+    @Mixin
+    ActivationsArg activations;
 
     ModelOptions options() {
         ModelOptions o = ModelOptions.defaults().withBackend(backend).withContextLimit(context)
-                .withKernelActivations(KernelActivations.parse(activations, "--activations"));
+                .withKernelActivations(activations.value());
         return threads == null ? o : o.withThreads(threads);
     }
 

@@ -110,7 +110,7 @@ public final class ChatOutputs {
                         bridge, maxTokens);
             }
         }
-        return new ReplyConstraint(json, vocabulary, freeText, new int[0], -1, -1, false, new int[0], maxTokens);
+        return ReplyConstraint.json(json, vocabulary);
     }
 
     private int single(String token) {

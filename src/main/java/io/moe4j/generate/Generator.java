@@ -41,9 +41,16 @@ public final class Generator {
      */
     public GenerationResult generate(Session session, int[] prompt, GenerationRequest request, Consumer<String> onText,
                                      BooleanSupplier cancelled, ReplyConstraint constraint) {
-        if (constraint != null && constraint.minTokens() > request.maxTokens()) {
+        // The session holds contextLimit positions; the token drawn when they are all filled needs none (it is never
+        // fed), so the sequence may hold one token more.
+        ReplyBudget budget = new ReplyBudget(request.maxTokens(), (long) session.contextLimit() + 1);
+        long afterPrompt = session.position() + (long) prompt.length;
+        // A prompt that overflows the context (no room at all) is refused by the session, naming its limit.
+        if (constraint != null && budget.contextRoom(afterPrompt) > 0
+                && constraint.minTokens() > budget.room(0, afterPrompt)) {
             throw new MoeException("the constrained reply needs at least " + constraint.minTokens()
-                    + " tokens; max tokens is " + request.maxTokens());
+                    + " tokens; max tokens is " + request.maxTokens() + " and the context leaves "
+                    + budget.contextRoom(afterPrompt) + " after the prompt");
         }
         IncrementalDecoder decoder = tokenizer.incrementalDecoder(false);
         ReplyStream reply = new ReplyStream(request.sampling(), constraint,
@@ -65,8 +72,7 @@ public final class Generator {
                 reason = FinishReason.CANCELLED;
                 break;
             }
-            int room = (int) Math.min(request.maxTokens() - count, contextLimit(session) - session.position() + 1);
-            int token = chosen >= 0 ? chosen : reply.draw(logits, vocab, room);
+            int token = chosen >= 0 ? chosen : reply.draw(logits, vocab, budget.room(count, session.position()));
             if (count == made.length) {
                 made = Arrays.copyOf(made, made.length * 2);
             }
@@ -79,7 +85,8 @@ public final class Generator {
                 reason = FinishReason.STOP;
                 break;
             }
-            if (count == request.maxTokens() || session.position() >= contextLimit(session)) {
+            // The token just drawn is not fed yet: the sequence holds one more than the session's position.
+            if (budget.spent(count, session.position() + 1L)) {
                 break;
             }
             if (greedyInModel) {
@@ -94,10 +101,6 @@ public final class Generator {
         long decode = firstToken == 0 ? 0 : end - firstToken;
         return new GenerationResult(prompt.length, Arrays.copyOf(made, count), text.toString(), reason,
                 prefill, decode);
-    }
-
-    private static int contextLimit(Session session) {
-        return session.contextLimit();
     }
 
     private static void emit(String piece, StringBuilder text, Consumer<String> onText) {

@@ -69,6 +69,15 @@ public final class ReplyConstraint {
         this.reasoningOpen = reasoningOpen;
     }
 
+    /**
+     * A reply that is the JSON document alone, from its first token: no forced tokens, no reasoning (a model family
+     * without either, or a text that is not a chat).
+     */
+    public static ReplyConstraint json(JsonConstraint json, TokenVocabulary vocabulary) {
+        // Without reasoning, neither the free-text ids nor the budget (which only caps reasoning) are read.
+        return new ReplyConstraint(json, vocabulary, new boolean[0], new int[0], -1, -1, false, new int[0], 0);
+    }
+
     /** The fewest tokens the reply needs: the forced tokens, an immediately ended reasoning, the shortest JSON. */
     public int minTokens() {
         int reasoning = reasoningEnd >= 0 && reasoningOpen ? 1 + bridge.length : 0;

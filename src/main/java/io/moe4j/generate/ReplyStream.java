@@ -10,8 +10,9 @@ import java.util.function.Supplier;
  * allows, when there is one, and the constraint follows it), an end-of-sequence id ends the reply unseen, any other
  * token becomes text (incomplete characters held back by the detokenizer) and text that may begin a stop string is
  * held back until it is known not to be one. {@link Generator} and the server's scheduler both run their sequences
- * through it, so a reply draws, ends and reads the same whichever of them produces it; they keep only what differs
- * (how logits are made, token budgets and the context, where text goes). One per sequence; not thread-safe.
+ * through it, so a reply draws, ends and reads the same whichever of them produces it, and both reckon its room (token
+ * budget and context) with a {@link ReplyBudget}; they keep only what differs (how logits are made, where text goes).
+ * One per sequence; not thread-safe.
  */
 public final class ReplyStream {
     private final Sampler sampler;
@@ -43,8 +44,9 @@ public final class ReplyStream {
     /**
      * Draws the next token from {@code logits[0, vocab)}.
      *
-     * @param remaining how many tokens the reply may still produce, this one included; only a constraint reads it
-     *                  (so that it can close its document in time)
+     * @param remaining how many tokens the reply may still produce, this one included ({@link ReplyBudget#room}:
+     *                  the token budget and the context); only a constraint reads it (so that it can close its
+     *                  document in time)
      */
     public int draw(float[] logits, int vocab, int remaining) {
         if (constraint == null) {

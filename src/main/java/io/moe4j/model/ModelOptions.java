@@ -1,6 +1,7 @@
 package io.moe4j.model;
 
 import io.moe4j.backend.KernelActivations;
+import io.moe4j.backend.oracle.BackendRegistry;
 
 /**
  * How to load and run a model.
@@ -12,7 +13,8 @@ import io.moe4j.backend.KernelActivations;
  *                     (a larger value is capped there)
  * @param linears      where the attention, dense MLP and lm_head linears come from
  * @param kernelActivations the precision the MoE experts' kernels multiply activations in ({@code --activations});
- *                     {@link KernelActivations#INT8} on the {@code cpu} backend only
+ *                     {@link KernelActivations#INT8} only on a backend whose kernels compute with it
+ *                     ({@code Backend.computesWith}: cpu)
  */
 public record ModelOptions(String backend, int threads, int contextLimit, LinearProvider linears,
                            KernelActivations kernelActivations) {
@@ -38,9 +40,14 @@ public record ModelOptions(String backend, int threads, int contextLimit, Linear
         if (kernelActivations == null) {
             throw new IllegalArgumentException("kernelActivations must be given (KernelActivations.FLOAT by default)");
         }
-        if (kernelActivations != KernelActivations.FLOAT && !backend.equals("cpu")) {
-            throw new IllegalArgumentException("--activations " + kernelActivations + " runs on the cpu backend only, not "
-                    + backend + " (its experts multiply activations in float)");
+        if (kernelActivations != KernelActivations.FLOAT) {
+            // The experts run on the layer backend of the same name: its own rule says what it computes with.
+            BackendRegistry layers = BackendRegistry.standard();
+            if (!layers.computesWith(backend, kernelActivations)) {
+                throw new IllegalArgumentException("--activations " + kernelActivations + " runs on backend "
+                        + String.join(" or ", layers.computingWith(kernelActivations)) + " only, not " + backend
+                        + " (its experts multiply activations in float)");
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 package io.moe4j.serve;
 
+import io.moe4j.generate.ReplyBudget;
 import io.moe4j.generate.ReplyStream;
 
 import java.util.Arrays;
@@ -11,6 +12,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 final class Job implements Ticket {
     final GenerationRequest request;
+    final ReplyBudget budget;
     final GenerationListener listener;
     final long submittedNanos;
     private final Scheduler owner;
@@ -24,9 +26,11 @@ final class Job implements Ticket {
     int lastToken = -1;
     String samplingError;
 
-    Job(Scheduler owner, GenerationRequest request, GenerationListener listener) {
+    /** @param contextLength the most tokens a sequence may hold, prompt and reply (the last one drawn included) */
+    Job(Scheduler owner, GenerationRequest request, GenerationListener listener, int contextLength) {
         this.owner = owner;
         this.request = request;
+        this.budget = new ReplyBudget(request.maxTokens(), contextLength);
         this.listener = listener;
         this.submittedNanos = System.nanoTime();
     }
@@ -35,6 +39,21 @@ final class Job implements Ticket {
     public void cancel() {
         cancelled = true;
         owner.cancelWaiting(this);
+    }
+
+    /** The reply's room for the next token: its budget and the context, as the generator counts them too. */
+    int room() {
+        return budget.room(generated, held());
+    }
+
+    /** Whether the reply has reached its length (budget spent or context full) with the tokens taken so far. */
+    boolean lengthReached() {
+        return budget.spent(generated, held());
+    }
+
+    /** The sequence's tokens: the prompt and every token generated (the last one drawn included, though unfed). */
+    private long held() {
+        return request.prompt().length + (long) generated;
     }
 
     boolean prefilling() {

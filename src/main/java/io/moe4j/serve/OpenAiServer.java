@@ -14,6 +14,7 @@ import io.javalin.http.HttpResponseException;
 import io.javalin.json.JavalinJackson;
 import io.moe4j.MoeException;
 import io.moe4j.generate.ChatOutputs;
+import io.moe4j.generate.ReplyBudget;
 import io.moe4j.generate.ReplyConstraint;
 import io.moe4j.generate.ReplyReader;
 import io.moe4j.generate.constraint.JsonGrammar;
@@ -209,8 +210,10 @@ public final class OpenAiServer implements AutoCloseable {
             throw ApiError.badRequest("this model's context holds " + context + " tokens; the prompt has "
                     + prompt.length + ", which leaves no room for an answer", param, "context_length_exceeded");
         }
-        int room = context - prompt.length;
-        int maxTokens = request.maxTokens() == null ? room : Math.min(request.maxTokens(), room);
+        // The scheduler's own rule for the room (prompt and reply within the context), so that a constraint built
+        // for maxTokens is built for the room the reply really has.
+        int maxTokens = new ReplyBudget(request.maxTokens() == null ? Integer.MAX_VALUE : request.maxTokens(), context)
+                .room(0, prompt.length);
         ReplyConstraint constraint = chat ? constraint(request, promptText, maxTokens) : null;
         ReplyReader reader = reader(request, promptText);
         // Stop strings never cut a constrained reply: its JSON would be left incomplete.

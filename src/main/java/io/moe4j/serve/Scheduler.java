@@ -67,8 +67,9 @@ public final class Scheduler implements AutoCloseable {
      * Queues a request; the listener hears its text and its end on the engine thread.
      *
      * @throws AdmissionException when the queue is full or the scheduler is shutting down
-     * @throws IllegalArgumentException when the prompt leaves no room to generate in the context, or holds an id
-     *                                  outside the vocabulary
+     * @throws IllegalArgumentException when the prompt leaves no room to generate in the context (or too little for
+     *                                  the shortest reply its constraint allows), or holds an id outside the
+     *                                  vocabulary
      */
     public Ticket submit(GenerationRequest request, GenerationListener listener) {
         int context = model.contextLength();
@@ -83,7 +84,12 @@ public final class Scheduler implements AutoCloseable {
                         + model.vocabSize() + ")");
             }
         }
-        Job job = new Job(this, request, listener);
+        Job job = new Job(this, request, listener, context);
+        if (request.constraint() != null && request.constraint().minTokens() > job.room()) {
+            throw new IllegalArgumentException("the constrained reply needs at least " + request.constraint().minTokens()
+                    + " tokens; max tokens is " + request.maxTokens() + " and the context leaves "
+                    + job.budget.contextRoom(prompt.length) + " after the prompt");
+        }
         // Under the lock that shutdown and the engine's exit take, a job is either queued before the engine can
         // stop (and is then run or cancelled) or refused: never left waiting for an engine that is gone.
         synchronized (admission) {
@@ -286,7 +292,8 @@ public final class Scheduler implements AutoCloseable {
                 sampled[i] = output.greedy()[i]; // the model's greedy pick: the draw's own answer (picksArgmax)
             } else if (!job.prefilling()) {
                 try {
-                    sampled[i] = job.reply.draw(logits[i], vocab, job.request.maxTokens() - job.generated);
+                    // The room the context leaves too: a constrained reply closes its JSON before the context ends.
+                    sampled[i] = job.reply.draw(logits[i], vocab, job.room());
                 } catch (RuntimeException e) {
                     job.samplingError = e.getMessage();
                 }
@@ -319,8 +326,7 @@ public final class Scheduler implements AutoCloseable {
         }
         // Prompt and generated tokens together stay within the context (as vLLM counts max_model_len): the token
         // just sampled is the last one when it fills the context.
-        if (job.generated >= job.request.maxTokens()
-                || job.request.prompt().length + job.generated >= model.contextLength()) {
+        if (job.lengthReached()) {
             finish(job, FinishReason.LENGTH, null);
             return false;
         }

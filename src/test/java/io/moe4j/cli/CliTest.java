@@ -122,4 +122,26 @@ class CliTest {
             assertThat(r.out() + r.err()).as(sub).doesNotContain("WARN").doesNotContain("Could not format");
         }
     }
+
+    /**
+     * Every command that runs experts takes --activations with one help text, and every whole-model command takes
+     * the same model options (--backend, --threads, --context, --activations).
+     */
+    @Test
+    void activationsAndModelOptionsReadTheSameEverywhere() {
+        java.util.Set<String> described = new java.util.HashSet<>();
+        for (String sub : List.of("bench", "forward", "logits", "generate", "chat", "serve")) {
+            // The option's entry in the list below the synopsis: its lines up to the next option.
+            java.util.regex.Matcher m = java.util.regex.Pattern
+                    .compile("(?ms)^ +--activations=\\S+(.*?)(?=^ +-|\\z)").matcher(moe(sub, "--help").out());
+            assertThat(m.find()).as(sub).isTrue();
+            described.add(m.group(1).replaceAll("\\s+", " ").strip());
+        }
+        assertThat(described).hasSize(1);
+        assertThat(described.iterator().next()).contains("float (exact) or int8");
+        for (String sub : List.of("logits", "generate", "chat", "serve")) {
+            assertThat(moe(sub, "--help").out()).as(sub).contains("--backend=").contains("--threads=")
+                    .contains("--context=").contains("--activations=");
+        }
+    }
 }

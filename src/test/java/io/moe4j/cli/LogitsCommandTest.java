@@ -104,4 +104,36 @@ class LogitsCommandTest {
         assertThat(r.exit()).isEqualTo(1);
         assertThat(r.err()).contains("input_ids").contains("F32").contains("I32 or I64");
     }
+
+    /** The model options moe generate, chat and serve take: int8 experts on cpu, within the fixture's tolerance. */
+    @Test
+    void int8ActivationsOnCpuStayWithinTheFixturesTolerance(@TempDir Path tmp) {
+        Path dir = fixture("m_gptoss_mxfp4");
+        Path out = tmp.resolve("out.safetensors");
+        CliTest.Run r = CliTest.moe("logits", "--model", dir.toString(), "--input", dir.resolve("io.safetensors").toString(),
+                "--output", out.toString(), "--backend", "cpu", "--threads", "2", "--activations", "int8");
+        assertThat(r.exit()).as(r.err()).isZero();
+        assertThat(relL2(writtenLogits(out, 24, 256), expectedLogits(dir))).isLessThanOrEqualTo(anyBackendTolerance(dir));
+    }
+
+    @Test
+    void int8ActivationsOnABackendThatComputesInFloatAreRefusedByName(@TempDir Path tmp) {
+        Path dir = fixture("m_gptoss_mxfp4");
+        CliTest.Run r = CliTest.moe("logits", "--model", dir.toString(), "--input", dir.resolve("io.safetensors").toString(),
+                "--output", tmp.resolve("out.safetensors").toString(), "--backend", "emulation", "--activations", "int8");
+        assertThat(r.exit()).isEqualTo(1);
+        assertThat(r.err().strip()).startsWith("moe: ").contains("--activations int8").contains("not emulation")
+                .doesNotContain("\n");
+    }
+
+    /** --context caps the positions a sequence holds: a longer input is refused, naming the limit. */
+    @Test
+    void anInputLongerThanTheContextIsRefused(@TempDir Path tmp) {
+        Path dir = fixture("m_gptoss_mxfp4");
+        CliTest.Run r = CliTest.moe("logits", "--model", dir.toString(), "--input", dir.resolve("io.safetensors").toString(),
+                "--output", tmp.resolve("out.safetensors").toString(), "--backend", "emulation", "--context", "8");
+        assertThat(r.exit()).isEqualTo(1);
+        assertThat(r.err()).startsWith("moe: ").contains("context limit of 8");
+        assertThat(tmp.resolve("out.safetensors")).doesNotExist();
+    }
 }

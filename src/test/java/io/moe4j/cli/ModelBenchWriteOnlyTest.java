@@ -45,4 +45,18 @@ class ModelBenchWriteOnlyTest {
         assertThat(preset.exit()).isEqualTo(1);
         assertThat(preset.err()).contains("unknown model preset 'gpt-5'");
     }
+
+    /** A whole-model option without --model-preset is refused before anything is measured, not silently ignored. */
+    @Test
+    void writeOnlyWithoutAModelPresetIsRefused(@TempDir Path tmp) {
+        CliTest.Run r = CliTest.moe("bench", "--write-only");
+        assertThat(r.exit()).isEqualTo(1);
+        assertThat(r.err().strip()).startsWith("moe: ").contains("--write-only").contains("--model-preset")
+                .doesNotContain("\n");
+        assertThat(r.out() + r.err()).doesNotContain("measuring");
+        CliTest.Run several = CliTest.moe("bench", "--cache-dir", tmp.toString(), "--layers", "2");
+        assertThat(several.exit()).isEqualTo(1);
+        assertThat(several.err()).contains("--layers, --cache-dir apply only with --model-preset");
+        assertThat(tmp).isEmptyDirectory();
+    }
 }

@@ -51,6 +51,36 @@ class ChatReplyTest {
                 model.eosIds());
     }
 
+    /**
+     * With max tokens far past the context, the constrained answer still closes where the context ends: the
+     * generator gives the constraint the context's room, not only what max tokens leaves.
+     */
+    @Test
+    void aResponseFormatClosesItsAnswerBeforeTheContextEnds() throws Exception {
+        JsonNode schema = JSON.readTree("""
+                {"type": "object", "properties": {"name": {"type": "string"}, "tags": {"type": "array",
+                 "items": {"type": "string"}}}, "required": ["name", "tags"]}""");
+        ArrayNode messages = user("JSON please");
+        int promptTokens = model.tokenizer().encode(model.chatTemplate().orElseThrow()
+                .render(io.moe4j.text.chat.ChatRequest.of(messages, true))).length;
+        // The session holds the prompt and 30 more positions; the last token drawn needs none.
+        int limit = promptTokens + 30;
+        try (MoeModel limited = MoeModel.load(model.directory(),
+                ModelOptions.defaults().withThreads(2).withContextLimit(limit))) {
+            ResponseFormat format = ResponseFormat.parse(JSON.createObjectNode().put("type", "json_schema")
+                    .set("json_schema", JSON.createObjectNode().set("schema", schema)), limited.chatOutputs().trie());
+            for (long seed = 0; seed < 3; seed++) {
+                ChatReply reply = limited.chat(new ChatGeneration(messages, null, null, format, Map.of(),
+                        sampled(100_000, seed)), e -> { }, () -> false);
+                assertThat(reply.generation().promptTokens()).isEqualTo(promptTokens);
+                assertThat(reply.generation().tokens().length).isLessThanOrEqualTo(limit + 1 - promptTokens);
+                assertThat(reply.generation().finishReason()).as(reply.answer()).isEqualTo(FinishReason.STOP);
+                assertThat(SchemaCheck.errors(schema, JSON.readTree(reply.answer().strip()))).as(reply.answer())
+                        .isEmpty();
+            }
+        }
+    }
+
     @Test
     void aResponseFormatGivesAValidAnswerAndTheEventsAddUp() throws Exception {
         JsonNode schema = JSON.readTree("""

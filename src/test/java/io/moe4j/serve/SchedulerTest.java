@@ -1,9 +1,17 @@
 package io.moe4j.serve;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import io.moe4j.generate.FinishReason;
+import io.moe4j.generate.ReplyConstraint;
+import io.moe4j.generate.constraint.JsonConstraint;
+import io.moe4j.generate.constraint.JsonGrammar;
+import io.moe4j.generate.constraint.TokenTrie;
+import io.moe4j.generate.constraint.TokenVocabulary;
 import io.moe4j.generate.SamplingParams;
 import io.moe4j.serve.toy.ByteText;
 import io.moe4j.serve.toy.ToyModel;
+import io.moe4j.testing.SchemaCheck;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -274,6 +282,72 @@ class SchedulerTest {
         try (Scheduler s = new Scheduler(model, TEXT, SchedulerConfig.defaults(), new ServeMetrics())) {
             assertThatThrownBy(() -> s.submit(request("x".repeat(32), 1, SamplingParams.greedy()), new Collector()))
                     .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("context holds 32");
+        }
+    }
+
+    /** The toy's byte-level ids as a constraint sees them: 0-255 one byte each, the three specials no text. */
+    private static final TokenVocabulary BYTES = new TokenVocabulary() {
+        @Override
+        public int size() {
+            return ByteText.VOCAB_SIZE;
+        }
+
+        @Override
+        public byte[] bytes(int id) {
+            return id < 256 ? new byte[] {(byte) id} : new byte[0];
+        }
+
+        @Override
+        public boolean isSpecial(int id) {
+            return id >= 256;
+        }
+    };
+    private static final TokenTrie BYTE_TRIE = new TokenTrie(BYTES);
+    private static final String NAME_SCHEMA = """
+            {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"],
+             "additionalProperties": false}""";
+
+    /** A fresh constraint to {@link #NAME_SCHEMA} (a constraint follows one sequence). */
+    private static ReplyConstraint nameConstraint() throws Exception {
+        JsonGrammar grammar = JsonGrammar.of(new ObjectMapper().readTree(NAME_SCHEMA), BYTE_TRIE);
+        return ReplyConstraint.json(new JsonConstraint(grammar, BYTE_TRIE, BYTES, ByteText.EOS), BYTES);
+    }
+
+    /**
+     * A constrained reply whose token budget reaches past the context closes its JSON in the room the context
+     * leaves: the toy prefers letters and spaces, so greedy decoding writes the string on until the constraint
+     * makes it close, which it does only if told the context's room and not just what max_tokens leaves.
+     */
+    @Test
+    void aConstrainedReplyClosesItsJsonBeforeTheContextEnds() throws Exception {
+        ToyModel model = new ToyModel(64, 0, 0, 0);
+        String prompt = "a prompt of 20 bytes";
+        int room = 64 - TEXT.encode(prompt).length;
+        GenerationRequest far = new GenerationRequest(TEXT.encode(prompt), SamplingParams.greedy(), 1000, List.of(),
+                nameConstraint());
+        Collector.Outcome o = alone(model, far);
+        assertThat(o.result().reason()).as(o.text()).isEqualTo(FinishReason.STOP);
+        // Quotes and braces sit far below letters, so the string runs on until only its end fits: the whole room.
+        assertThat(o.result().completionTokens()).as(o.text()).isEqualTo(room);
+        JsonNode answer = new ObjectMapper().readTree(o.text());
+        assertThat(SchemaCheck.errors(new ObjectMapper().readTree(NAME_SCHEMA), answer)).isEmpty();
+        assertThat(answer.get("name").asText()).as(o.text()).isNotEmpty();
+        // The same reply as with max tokens capped at the room, as the HTTP server asks for it.
+        GenerationRequest capped = new GenerationRequest(TEXT.encode(prompt), SamplingParams.greedy(), room,
+                List.of(), nameConstraint());
+        assertThat(alone(model, capped)).isEqualTo(o);
+        assertThat(model.openSequences()).isZero();
+    }
+
+    @Test
+    void aConstrainedReplyThatCannotFitTheContextIsRefused() throws Exception {
+        ToyModel model = new ToyModel(40, 0, 0, 0);
+        try (Scheduler s = new Scheduler(model, TEXT, SchedulerConfig.defaults(), new ServeMetrics())) {
+            // {"name":""} and the eos need 12 tokens; 35 prompt bytes leave 5.
+            GenerationRequest r = new GenerationRequest(TEXT.encode("x".repeat(35)), SamplingParams.greedy(), 100,
+                    List.of(), nameConstraint());
+            assertThatThrownBy(() -> s.submit(r, new Collector())).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("needs at least 12 tokens").hasMessageContaining("context leaves 5");
         }
     }
 

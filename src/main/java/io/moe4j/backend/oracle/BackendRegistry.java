@@ -2,6 +2,7 @@ package io.moe4j.backend.oracle;
 
 import io.moe4j.backend.Backend;
 import io.moe4j.backend.BackendTraits;
+import io.moe4j.backend.KernelActivations;
 import io.moe4j.backend.cpu.CpuBackend;
 import io.moe4j.backend.cuda.CudaBackend;
 import io.moe4j.backend.emulation.EmulationBackend;
@@ -74,5 +75,15 @@ public final class BackendRegistry {
 
     public Optional<Entry> find(String name) {
         return Optional.ofNullable(entries.get(name));
+    }
+
+    /** Whether the backend named {@code name} exists and its kernels compute with {@code k} ({@link Backend#computesWith}). */
+    public boolean computesWith(String name, KernelActivations k) {
+        return find(name).map(e -> e.backend().computesWith(k)).orElse(false);
+    }
+
+    /** The names of the backends whose kernels compute with {@code k}, for messages that say where it runs. */
+    public List<String> computingWith(KernelActivations k) {
+        return entries.values().stream().filter(e -> e.backend().computesWith(k)).map(Entry::name).toList();
     }
 }
