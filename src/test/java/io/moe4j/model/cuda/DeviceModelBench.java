@@ -91,10 +91,17 @@ public final class DeviceModelBench {
                     next = s.decodeGreedy(next);
                 }
                 double[] ms = new double[decodeTokens];
+                boolean profiled = Integer.getInteger("moe4j.bench.profileBatch", 0) == 1;
                 for (int i = 0; i < decodeTokens; i++) {
+                    if (profiled && i == 0) {
+                        io.moe4j.backend.cuda.driver.CudaDriver.get().cuProfilerStart();
+                    }
                     long a = System.nanoTime();
                     next = s.decodeGreedy(next);
                     ms[i] = (System.nanoTime() - a) / 1e6;
+                    if (profiled && i == 0) {
+                        io.moe4j.backend.cuda.driver.CudaDriver.get().cuProfilerStop();
+                    }
                 }
                 Arrays.sort(ms);
                 double median = ms[ms.length / 2];
@@ -103,7 +110,11 @@ public final class DeviceModelBench {
                         + " tokens/s; %.0f GB/s = %.1f%% of copy bandwidth%n", median, 1e3 / median,
                         bytes / median / 1e6, 100 * bytes / median / 1e6 / copy);
             }
-            for (int batch : new int[] {8, 64}) {
+            // -Dmoe4j.bench.batches=8,64 (default): the batch sizes timed; -Dmoe4j.bench.profileBatch=N: one step of
+            // batch N (greedy) runs between cuProfilerStart and cuProfilerStop, for a profiler started with
+            // collection off (ncu --profile-from-start off)
+            for (String b : System.getProperty("moe4j.bench.batches", "8,64").split(",")) {
+                int batch = Integer.parseInt(b.trim());
                 decodeBatch(model, batch, decodeTokens, false);
                 decodeBatch(model, batch, decodeTokens, true);
             }
@@ -152,7 +163,14 @@ public final class DeviceModelBench {
                 long a = System.nanoTime();
                 boolean[] greedyOnly = new boolean[batch];
                 java.util.Arrays.fill(greedyOnly, greedy);
+                boolean profiled = greedy && step == 0 && Integer.getInteger("moe4j.bench.profileBatch", 0) == batch;
+                if (profiled) {
+                    io.moe4j.backend.cuda.driver.CudaDriver.get().cuProfilerStart();
+                }
                 io.moe4j.model.StepOutput out = model.step(sessions, feed, greedyOnly);
+                if (profiled) {
+                    io.moe4j.backend.cuda.driver.CudaDriver.get().cuProfilerStop();
+                }
                 if (step >= 0) {
                     ms[step] = (System.nanoTime() - a) / 1e6;
                 }

@@ -52,6 +52,8 @@ public final class CudaDriver {
     private final MethodHandle cuDevicePrimaryCtxRelease;
     private final MethodHandle cuCtxSetCurrent;
     private final MethodHandle cuCtxSynchronize;
+    private final MethodHandle cuProfilerStart;
+    private final MethodHandle cuProfilerStop;
     private final MethodHandle cuMemGetInfo;
     private final MethodHandle cuModuleLoadData;
     private final MethodHandle cuModuleUnload;
@@ -107,6 +109,8 @@ public final class CudaDriver {
         cuDevicePrimaryCtxRelease = lib.function(I_I, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease");
         cuCtxSetCurrent = lib.function(I_A, "cuCtxSetCurrent");
         cuCtxSynchronize = lib.function(I_V, "cuCtxSynchronize");
+        cuProfilerStart = lib.function(I_V, "cuProfilerStart");
+        cuProfilerStop = lib.function(I_V, "cuProfilerStop");
         cuMemGetInfo = lib.function(FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS), "cuMemGetInfo_v2");
         cuModuleLoadData = lib.function(FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS), "cuModuleLoadData");
         cuModuleUnload = lib.function(I_A, "cuModuleUnload");
@@ -259,6 +263,15 @@ public final class CudaDriver {
 
     public int cuCtxSynchronize() {
         try { return (int) cuCtxSynchronize.invokeExact(); } catch (Throwable t) { throw NativeLibrary.rethrow(t); }
+    }
+
+    /** Starts collection of an attached profiler (Nsight's --profile-from-start off); a no-op without one. */
+    public int cuProfilerStart() {
+        try { return (int) cuProfilerStart.invokeExact(); } catch (Throwable t) { throw NativeLibrary.rethrow(t); }
+    }
+
+    public int cuProfilerStop() {
+        try { return (int) cuProfilerStop.invokeExact(); } catch (Throwable t) { throw NativeLibrary.rethrow(t); }
     }
 
     public int cuMemGetInfo(MemorySegment free, MemorySegment total) {
