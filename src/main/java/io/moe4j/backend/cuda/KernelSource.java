@@ -30,7 +30,8 @@ public record KernelSource(String name, String text, Map<String, String> headers
             "model_embed", "model_rms_norm", "model_linear_bf16", "model_rope_store", "model_attend",
             "model_router_logits", "moe_router_select", "moe_route_plan", "model_rope_store_rows",
             "model_attend_rows", "model_gather_rows", "model_linear_bf16_r1", "model_linear_bf16_r2",
-            "model_linear_bf16_r4", "model_linear_bf16_r8", "model_linear_bf16_mma", "model_argmax");
+            "model_linear_bf16_r4", "model_linear_bf16_r8", "model_linear_bf16_mma", "model_linear_bf16_mma_split",
+            "model_argmax");
 
     /** Whether the kernel {@code name} follows the overlapped launch protocol (see {@link #OVERLAP_READY}). */
     static boolean overlapReady(String kernel) {

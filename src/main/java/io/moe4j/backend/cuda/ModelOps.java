@@ -228,8 +228,18 @@ public final class ModelOps implements AutoCloseable {
             throw new IllegalArgumentException("bf16 linear needs an even input width, got " + in);
         }
         if (tokens >= mmaLinearTokens && (in & 31) == 0 && engine.context().device().computeCapability() >= 80) {
-            launch("model_linear_bf16_mma", Math.ceilDiv(out, 16), 1, 128, a -> a.pointer(x).pointer(w).pointer(bias)
-                    .pointer(y).i32(tokens).i32(in).i32(out).i32(accumulate ? 1 : 0));
+            // blocks of 64 rows (4 warps of 16, MMA_LIN_WARPS in the source) over passes of 64 tokens share one
+            // split of x; where those are too few to fill the GPU twice over (decode batches through the attention
+            // linears), blocks of 16 rows whose warps split K
+            int passes = Math.ceilDiv(tokens, 64);
+            boolean fills = (long) passes * Math.ceilDiv(out, 64) >= 2L * engine.context().device().multiprocessors();
+            Args args = a -> a.pointer(x).pointer(w).pointer(bias).pointer(y).i32(tokens).i32(in).i32(out)
+                    .i32(accumulate ? 1 : 0);
+            if (fills) {
+                launch("model_linear_bf16_mma", passes, Math.ceilDiv(out, 64), 128, args);
+            } else {
+                launch("model_linear_bf16_mma_split", Math.ceilDiv(out, 16), 1, 128, args);
+            }
             return;
         }
         if (tokens > 1 && (in & 7) == 0) {

@@ -9,7 +9,8 @@
 //   model_rope_store_rows, model_attend_rows  the same for a batch of several sequences: each token row has its own
 //                       position and cache, read from device memory
 //   model_linear_bf16_r{1,2,4,8}  model_linear_bf16 for batches of tokens, R output rows a warp
-//   model_linear_bf16_mma the same on tensor cores (x as two bf16 terms), from 16 tokens
+//   model_linear_bf16_mma the same on tensor cores (x as two bf16 terms), from 16 tokens; _split for batches too
+//                       small to fill the GPU with its 64-row blocks
 //   model_gather_rows   rows picked by index (each sequence's last row of a batch, for lm_head)
 //   model_argmax        the index of the largest logit (a greedy decode reads one id back, not the logits)
 // Every kernel waits for the one before at its top (overlapped launches in a recorded decode step, sm_90+).
@@ -302,9 +303,13 @@ LINEAR_ROWS_KERNEL(8)
 // lo = bf16(x - hi), each multiplied by the (exact) bf16 weights, so products keep ~16 bits of x (the CUDA-core
 // kernels' float32 products keep 24; the conformance tolerances are far wider). A dot product does not care in which
 // order k runs, so each lane loads 8 consecutive columns of its two W rows and of its token's x (16-byte loads) and
-// the fragments name them as the MMA's k indices; A and B use the same mapping. A block's 4 warps split K (chunks
-// of 32 columns, interleaved) for 16 rows, then add their partial tiles in a fixed order.
-// in: a multiple of 32. grid: ceil(out / 16); block: 128.
+// the fragments name them as the MMA's k indices; A and B use the same mapping.
+// A block is MMA_LIN_WARPS warps of 16 rows each over one pass of 64 tokens. x is what limits a batch's linear: read
+// and split per 16 rows, a 64-token lm_head moved ~9 GB through L2 and ran at a fifth of the weights' bandwidth.
+// So the block's threads split each 32-column chunk of the pass's x once into hi/lo fragments in shared memory
+// (double-buffered: the next chunk is staged while this one multiplies) and every warp takes them from there.
+// in: a multiple of 32. grid: (ceil(tokens / 64), ceil(out / (16 MMA_LIN_WARPS))): token passes fastest, so the
+// blocks running together share one block of W rows; block: 32 MMA_LIN_WARPS.
 #define MMA_LIN_WARPS 4
 #define MMA_LIN_TILES 8  // 8-token tiles a pass: 64 tokens
 __device__ __forceinline__ u32 pack_bf16(float lo, float hi) {
@@ -326,8 +331,111 @@ __device__ __forceinline__ void mma_bf16(float* c, u32 a0, u32 a1, u32 a2, u32 a
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-extern "C" __global__ void __launch_bounds__(128)
+// The 32-column chunk c of tokens n0 .. n0 + 63 of x as MMA fragments: MMA_LIN_TILES tiles x 32 lanes x 8 words,
+// lane (g, t) of tile j holding token n0 + 8j + g, columns 32c + 8t .. + 7 as bf16 pairs, hi then lo; tokens past the
+// end are zeros. Each thread takes X_SLOTS (tile, lane) slots of the 256: load_x_chunk fetches them into registers
+// (issued before the current chunk's MMAs, so their latency hides behind them), store_x_chunk splits and stores them.
+#define X_SLOTS (MMA_LIN_TILES * 32 / (32 * MMA_LIN_WARPS))
+__device__ __forceinline__ void load_x_chunk(const float* __restrict__ x, int tokens, int in, int n0, int c,
+                                             float4 (&v)[X_SLOTS][2]) {
+#pragma unroll
+    for (int k = 0; k < X_SLOTS; k++) {
+        const int slot = threadIdx.x + k * 32 * MMA_LIN_WARPS;
+        const int j = slot >> 5, lane = slot & 31;
+        const int token = n0 + 8 * j + (lane >> 2);
+        if (token < tokens) {
+            const float4* xr = (const float4*) (x + (long long) token * in + 32 * c + 8 * (lane & 3));
+            v[k][0] = xr[0];
+            v[k][1] = xr[1];
+        } else {
+            v[k][0] = v[k][1] = make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+    }
+}
+
+__device__ __forceinline__ void store_x_chunk(const float4 (&v)[X_SLOTS][2], uint4* __restrict__ frag) {
+#pragma unroll
+    for (int k = 0; k < X_SLOTS; k++) {
+        const int slot = threadIdx.x + k * 32 * MMA_LIN_WARPS;
+        const float e[8] = {v[k][0].x, v[k][0].y, v[k][0].z, v[k][0].w, v[k][1].x, v[k][1].y, v[k][1].z, v[k][1].w};
+        u32 hi[4], lo[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const float h0 = bf16_round(e[2 * i]), h1 = bf16_round(e[2 * i + 1]);
+            hi[i] = pack_bf16(h0, h1);
+            lo[i] = pack_bf16(e[2 * i] - h0, e[2 * i + 1] - h1);
+        }
+        frag[2 * slot] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+        frag[2 * slot + 1] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(32 * MMA_LIN_WARPS)
 model_linear_bf16_mma(const float* __restrict__ x, const u16* __restrict__ w, const float* __restrict__ bias,
+                      float* __restrict__ y, int tokens, int in, int out, int accumulate) {
+    __shared__ uint4 frag[2][MMA_LIN_TILES * 32 * 2];  // two chunks' x fragments, 8 KB each
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int g = lane >> 2, t = lane & 3;
+    const int row0 = (blockIdx.y * MMA_LIN_WARPS + warp) * 16;
+    const int n0 = blockIdx.x * 8 * MMA_LIN_TILES;
+    const int rA = min(row0 + g, out - 1), rB = min(row0 + g + 8, out - 1); // rows past the end: computed, not stored
+    const uint4* wA = (const uint4*) (w + (long long) rA * in);
+    const uint4* wB = (const uint4*) (w + (long long) rB * in);
+    const int chunks = in >> 5;
+    uint4 pa = __ldg(wA + t), pb = __ldg(wB + t);  // chunk 0's weights: W is never written by a kernel
+    enter_after_prior_grid();
+    float acc[MMA_LIN_TILES][4];
+#pragma unroll
+    for (int j = 0; j < MMA_LIN_TILES; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+    float4 xv[X_SLOTS][2];
+    load_x_chunk(x, tokens, in, n0, 0, xv);
+    store_x_chunk(xv, frag[0]);
+    __syncthreads();
+    for (int c = 0; c < chunks; c++) {
+        uint4 na = pa, nb = pb;
+        const bool more = c + 1 < chunks;
+        if (more) {
+            load_x_chunk(x, tokens, in, n0, c + 1, xv);
+            na = __ldg(wA + 4 * (c + 1) + t);  // columns 32(c+1) + 8t .. + 8 of row g
+            nb = __ldg(wB + 4 * (c + 1) + t);  // ... of row g + 8
+        }
+        const uint4* f = frag[c & 1];
+#pragma unroll
+        for (int j = 0; j < MMA_LIN_TILES; j++) {
+            if (n0 + 8 * j >= tokens) break;
+            const uint4 hi = f[2 * (32 * j + lane)], lo = f[2 * (32 * j + lane) + 1];
+            // k-step s: MMA k 2t,2t+1 <- columns 8t+4s+{0,1}; k 2t+8,2t+9 <- columns 8t+4s+{2,3}
+            mma_bf16(acc[j], pa.x, pb.x, pa.y, pb.y, hi.x, hi.y);
+            mma_bf16(acc[j], pa.x, pb.x, pa.y, pb.y, lo.x, lo.y);
+            mma_bf16(acc[j], pa.z, pb.z, pa.w, pb.w, hi.z, hi.w);
+            mma_bf16(acc[j], pa.z, pb.z, pa.w, pb.w, lo.z, lo.w);
+        }
+        if (more) store_x_chunk(xv, frag[(c + 1) & 1]);  // the other buffer: free since the last barrier
+        pa = na;
+        pb = nb;
+        __syncthreads();  // the next chunk staged; this one's buffer free for the chunk after
+    }
+#pragma unroll
+    for (int j = 0; j < MMA_LIN_TILES; j++) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            // c0, c1: row g, tokens 2t, 2t + 1; c2, c3: row g + 8
+            const int row = row0 + g + (i >= 2 ? 8 : 0);
+            const int token = n0 + 8 * j + 2 * t + (i & 1);
+            if (row < out && token < tokens) {
+                float* dst = y + (long long) token * out + row;
+                *dst = (accumulate ? *dst : 0.f) + acc[j][i] + (bias == nullptr ? 0.f : bias[row]);
+            }
+        }
+    }
+}
+
+// model_linear_bf16_mma for batches too small to fill the GPU with 64-row blocks (a decode batch of up to 64 tokens
+// through an attention linear: 45-80 blocks on 132 multiprocessors): a block is 16 rows, its MMA_LIN_WARPS warps
+// split K (chunks of 32 columns, interleaved) and add their partial tiles in a fixed order; each warp splits its own
+// x chunks. grid: ceil(out / 16); block: 32 MMA_LIN_WARPS.
+extern "C" __global__ void __launch_bounds__(32 * MMA_LIN_WARPS)
+model_linear_bf16_mma_split(const float* __restrict__ x, const u16* __restrict__ w, const float* __restrict__ bias,
                       float* __restrict__ y, int tokens, int in, int out, int accumulate) {
     enter_after_prior_grid();
     __shared__ float red[MMA_LIN_WARPS - 1][MMA_LIN_TILES][4][32];
