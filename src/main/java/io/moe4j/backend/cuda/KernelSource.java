@@ -31,7 +31,7 @@ public record KernelSource(String name, String text, Map<String, String> headers
             "model_router_logits", "moe_router_select", "moe_route_plan", "model_rope_store_rows",
             "model_attend_rows", "model_gather_rows", "model_linear_bf16_r1", "model_linear_bf16_r2",
             "model_linear_bf16_r4", "model_linear_bf16_r8", "model_linear_bf16_mma", "model_linear_bf16_mma_split",
-            "model_argmax");
+            "model_linear_slices", "model_argmax");
 
     /** Whether the kernel {@code name} follows the overlapped launch protocol (see {@link #OVERLAP_READY}). */
     static boolean overlapReady(String kernel) {

@@ -224,6 +224,28 @@ public final class ModelOps implements AutoCloseable {
      * values when {@code accumulate}.
      */
     public void linearBf16(long x, long w, long bias, long y, int tokens, int in, int out, boolean accumulate) {
+        linearBf16(x, w, bias, y, tokens, in, out, accumulate, 0L, 0L);
+    }
+
+    /** The most K slices a tensor-core linear splits into (model_linear_bf16_mma's gridDim.z). */
+    private static final int MAX_SLICES = 8;
+
+    /**
+     * Bytes of the partial sums {@link #linearBf16(long, long, long, long, int, int, int, boolean, long, long)} may
+     * use for batches of up to {@code tokens} tokens through linears of up to {@code out} outputs.
+     */
+    public static long slicePartialsBytes(int tokens, int out) {
+        return 4L * MAX_SLICES * Math.min(tokens, 64) * out;
+    }
+
+    /**
+     * {@link #linearBf16} with device memory for partial sums ({@code partials}, {@code partialsBytes}; 0 for none):
+     * a tensor-core batch too small to fill the GPU with 64-row blocks then splits K over several blocks a row block
+     * (their sums added in a fixed order by a second kernel), instead of the 16-row blocks that read x per 16 rows.
+     * The memory must outlive any graph the call is recorded into.
+     */
+    public void linearBf16(long x, long w, long bias, long y, int tokens, int in, int out, boolean accumulate,
+            long partials, long partialsBytes) {
         if ((in & 1) != 0) {
             throw new IllegalArgumentException("bf16 linear needs an even input width, got " + in);
         }
@@ -232,13 +254,31 @@ public final class ModelOps implements AutoCloseable {
             // split of x; where those are too few to fill the GPU twice over (decode batches through the attention
             // linears), blocks of 16 rows whose warps split K
             int passes = Math.ceilDiv(tokens, 64);
-            boolean fills = (long) passes * Math.ceilDiv(out, 64) >= 2L * engine.context().device().multiprocessors();
-            Args args = a -> a.pointer(x).pointer(w).pointer(bias).pointer(y).i32(tokens).i32(in).i32(out)
-                    .i32(accumulate ? 1 : 0);
-            if (fills) {
-                launch("model_linear_bf16_mma", passes, Math.ceilDiv(out, 64), 128, args);
+            int blocks = passes * Math.ceilDiv(out, 64);
+            int wanted = 2 * engine.context().device().multiprocessors();
+            int chunks = in / 32;
+            int slices = 1;
+            // K slices of at least 4 chunks until the blocks fill the GPU twice over, every slice non-empty
+            while (blocks * slices < wanted && slices < MAX_SLICES && chunks / (slices + 1) >= 4) {
+                slices++;
+            }
+            while (slices > 1 && (slices - 1) * Math.ceilDiv(chunks, slices) >= chunks) {
+                slices--;
+            }
+            boolean sliced = slices > 1 && 4L * slices * tokens * out <= partialsBytes && partials != 0;
+            if (blocks >= wanted || sliced) {
+                int z = sliced ? slices : 1;
+                launchZ("model_linear_bf16_mma", passes, Math.ceilDiv(out, 64), z, 128, a -> a.pointer(x).pointer(w)
+                        .pointer(bias).pointer(y).i32(tokens).i32(in).i32(out).i32(accumulate ? 1 : 0)
+                        .pointer(sliced ? partials : 0L));
+                if (sliced) {
+                    launch("model_linear_slices", (int) Math.ceilDiv((long) tokens * out, THREADS), 1, THREADS,
+                            a -> a.pointer(partials).i32(z).pointer(bias).pointer(y).i32(tokens).i32(out)
+                                    .i32(accumulate ? 1 : 0));
+                }
             } else {
-                launch("model_linear_bf16_mma_split", Math.ceilDiv(out, 16), 1, 128, args);
+                launch("model_linear_bf16_mma_split", Math.ceilDiv(out, 16), 1, 128, a -> a.pointer(x).pointer(w)
+                        .pointer(bias).pointer(y).i32(tokens).i32(in).i32(out).i32(accumulate ? 1 : 0));
             }
             return;
         }
@@ -495,11 +535,15 @@ public final class ModelOps implements AutoCloseable {
     }
 
     private void launch(String kernel, int gridX, int gridY, int threads, Args fill) {
+        launchZ(kernel, gridX, gridY, 1, threads, fill);
+    }
+
+    private void launchZ(String kernel, int gridX, int gridY, int gridZ, int threads, Args fill) {
         KernelCache.Kernel k = engine.kernels().get(SOURCE, kernel, List.of());
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena);
             fill.fill(args);
-            k.function().launch(gridX, gridY, 1, threads, 1, 1, 0, stream, args);
+            k.function().launch(gridX, gridY, gridZ, threads, 1, 1, 0, stream, args);
         }
     }
 

@@ -48,7 +48,7 @@ final class DeviceBatch implements AutoCloseable {
      */
     private record Scratch(int rows, DeviceBuffer inputs, DeviceBuffer h, DeviceBuffer xn, DeviceBuffer qkv,
                            DeviceBuffer attended, DeviceBuffer moeOut, DeviceBuffer routerLogits, DeviceBuffer last,
-                           DeviceBuffer logits, DeviceBuffer chosen) implements AutoCloseable {
+                           DeviceBuffer logits, DeviceBuffer chosen, DeviceBuffer partials) implements AutoCloseable {
         long ids() {
             return inputs.pointer();
         }
@@ -68,7 +68,7 @@ final class DeviceBatch implements AutoCloseable {
         @Override
         public void close() {
             for (DeviceBuffer b : new DeviceBuffer[] {inputs, h, xn, qkv, attended, moeOut, routerLogits, last, logits,
-                    chosen}) {
+                    chosen, partials}) {
                 b.close();
             }
         }
@@ -187,14 +187,15 @@ final class DeviceBatch implements AutoCloseable {
             int qWidth = g.heads() * d;
             int qkvWidth = (g.heads() + 2 * g.kvHeads()) * d;
             ops.rmsNorm(h, l == 0 ? 0L : s.moeOut().pointer(), layer.inputNorm().pointer(), xn, rows, hidden, eps);
-            ops.linearBf16(xn, layer.qkv().pointer(), pointer(layer.qkvBias()), qkv, rows, hidden, qkvWidth, false);
+            ops.linearBf16(xn, layer.qkv().pointer(), pointer(layer.qkvBias()), qkv, rows, hidden, qkvWidth, false,
+                    s.partials().pointer(), s.partials().byteSize());
             DeviceModel.RopeTables rope = layer.rope();
             ops.ropeAndStoreRows(qkv, rows, g.heads(), g.kvHeads(), d, rope.cos().pointer(), rope.sin().pointer(),
                     s.positions(), s.caches(l), rope.half(), rope.interleaved());
             ops.attendRows(qkv, qkvWidth, s.caches(l), pointer(layer.sinks()), s.attended().pointer(), rows,
                     s.positions(), g.heads(), g.kvHeads(), d, layer.window(), g.scale());
             ops.linearBf16(s.attended().pointer(), layer.o().pointer(), pointer(layer.oBias()), h, rows, qWidth, hidden,
-                    true);
+                    true, s.partials().pointer(), s.partials().byteSize());
             ops.rmsNorm(h, 0L, layer.postNorm().pointer(), xn, rows, hidden, eps);
             ops.routerLogits(xn, layer.routerWeight().pointer(), pointer(layer.routerBias()),
                     s.routerLogits().pointer(), rows, layer.moe().router().spec().numExperts(), hidden);
@@ -250,7 +251,8 @@ final class DeviceBatch implements AutoCloseable {
         scratch = new Scratch(capacity, ops.allocate(16 * r + 8 * r * layers), ops.allocate(FLOAT * r * hidden),
                 ops.allocate(FLOAT * r * hidden), ops.allocate(FLOAT * r * qkvWidth), ops.allocate(FLOAT * r * qWidth),
                 ops.allocate(FLOAT * r * hidden), ops.allocate(8 * r * experts), ops.allocate(FLOAT * r * hidden),
-                ops.allocate(FLOAT * r * model.config().vocab()), ops.allocate(4 * r));
+                ops.allocate(FLOAT * r * model.config().vocab()), ops.allocate(4 * r),
+                ops.allocate(ModelOps.slicePartialsBytes(capacity, Math.max(qkvWidth, hidden))));
         return scratch;
     }
 

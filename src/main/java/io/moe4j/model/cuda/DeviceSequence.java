@@ -52,11 +52,12 @@ final class DeviceSequence implements SequenceState {
      * so that decode steps replay) then the token ids (int32).
      */
     private record Scratch(int tokens, DeviceBuffer inputs, DeviceBuffer h, DeviceBuffer xn, DeviceBuffer qkv,
-                           DeviceBuffer attended, DeviceBuffer moeOut, DeviceBuffer routerLogits, DeviceBuffer logits)
-            implements AutoCloseable {
+                           DeviceBuffer attended, DeviceBuffer moeOut, DeviceBuffer routerLogits, DeviceBuffer logits,
+                           DeviceBuffer partials) implements AutoCloseable {
         @Override
         public void close() {
-            for (DeviceBuffer b : new DeviceBuffer[] {inputs, h, xn, qkv, attended, moeOut, routerLogits, logits}) {
+            for (DeviceBuffer b : new DeviceBuffer[] {inputs, h, xn, qkv, attended, moeOut, routerLogits, logits,
+                    partials}) {
                 b.close();
             }
         }
@@ -242,13 +243,15 @@ final class DeviceSequence implements SequenceState {
         long qkv = s.qkv().pointer();
         long start = s.inputs().pointer();
         ops.rmsNorm(h, add, layer.inputNorm().pointer(), xn, n, hidden, eps);
-        ops.linearBf16(xn, layer.qkv().pointer(), pointer(layer.qkvBias()), qkv, n, hidden, qkvWidth, false);
+        ops.linearBf16(xn, layer.qkv().pointer(), pointer(layer.qkvBias()), qkv, n, hidden, qkvWidth, false,
+                s.partials().pointer(), s.partials().byteSize());
         DeviceModel.RopeTables rope = layer.rope();
         ops.ropeAndStore(qkv, n, g.heads(), g.kvHeads(), d, rope.cos().pointer(), rope.sin().pointer(), start,
                 rope.half(), rope.interleaved(), cache.pointer());
         ops.attend(qkv, qkvWidth, cache.pointer(), pointer(layer.sinks()), s.attended().pointer(), n, start, g.heads(),
                 g.kvHeads(), d, layer.window(), g.scale());
-        ops.linearBf16(s.attended().pointer(), layer.o().pointer(), pointer(layer.oBias()), h, n, qWidth, hidden, true);
+        ops.linearBf16(s.attended().pointer(), layer.o().pointer(), pointer(layer.oBias()), h, n, qWidth, hidden, true,
+                s.partials().pointer(), s.partials().byteSize());
         ops.rmsNorm(h, 0L, layer.postNorm().pointer(), xn, n, hidden, eps);
         ops.routerLogits(xn, layer.routerWeight().pointer(), pointer(layer.routerBias()), s.routerLogits().pointer(),
                 n, layer.moe().router().spec().numExperts(), hidden);
@@ -308,7 +311,8 @@ final class DeviceSequence implements SequenceState {
         scratch = new Scratch(tokens, ops.allocate(8 + 4 * t), ops.allocate(FLOAT * t * hidden),
                 ops.allocate(FLOAT * t * hidden), ops.allocate(FLOAT * t * qkvWidth), ops.allocate(FLOAT * t * qWidth),
                 ops.allocate(FLOAT * t * hidden),
-                ops.allocate(8 * t * experts), ops.allocate(FLOAT * t * model.config().vocab()));
+                ops.allocate(8 * t * experts), ops.allocate(FLOAT * t * model.config().vocab()),
+                ops.allocate(ModelOps.slicePartialsBytes(tokens, Math.max(qkvWidth, hidden))));
         return scratch;
     }
 

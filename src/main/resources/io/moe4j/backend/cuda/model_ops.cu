@@ -10,7 +10,8 @@
 //                       position and cache, read from device memory
 //   model_linear_bf16_r{1,2,4,8}  model_linear_bf16 for batches of tokens, R output rows a warp
 //   model_linear_bf16_mma the same on tensor cores (x as two bf16 terms), from 16 tokens; _split for batches too
-//                       small to fill the GPU with its 64-row blocks
+//                       small to fill the GPU with its 64-row blocks; or sliced over K, model_linear_slices adding
+//                       the slices' sums
 //   model_gather_rows   rows picked by index (each sequence's last row of a batch, for lm_head)
 //   model_argmax        the index of the largest logit (a greedy decode reads one id back, not the logits)
 // Every kernel waits for the one before at its top (overlapped launches in a recorded decode step, sm_90+).
@@ -372,7 +373,7 @@ __device__ __forceinline__ void store_x_chunk(const float4 (&v)[X_SLOTS][2], uin
 
 extern "C" __global__ void __launch_bounds__(32 * MMA_LIN_WARPS)
 model_linear_bf16_mma(const float* __restrict__ x, const u16* __restrict__ w, const float* __restrict__ bias,
-                      float* __restrict__ y, int tokens, int in, int out, int accumulate) {
+                      float* __restrict__ y, int tokens, int in, int out, int accumulate, float* __restrict__ partials) {
     __shared__ uint4 frag[2][MMA_LIN_TILES * 32 * 2];  // two chunks' x fragments, 8 KB each
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
@@ -381,7 +382,14 @@ model_linear_bf16_mma(const float* __restrict__ x, const u16* __restrict__ w, co
     const int rA = min(row0 + g, out - 1), rB = min(row0 + g + 8, out - 1); // rows past the end: computed, not stored
     const uint4* wA = (const uint4*) (w + (long long) rA * in);
     const uint4* wB = (const uint4*) (w + (long long) rB * in);
-    const int chunks = in >> 5;
+    // blockIdx.z of gridDim.z: a slice of the 32-column chunks (K split for batches too small to fill the GPU)
+    const int all = in >> 5;
+    const int per = (all + gridDim.z - 1) / gridDim.z;
+    const int first = blockIdx.z * per;
+    const int chunks = min(all, first + per) - first;
+    wA += 4 * first;
+    wB += 4 * first;
+    x += 32 * first;
     uint4 pa = __ldg(wA + t), pb = __ldg(wB + t);  // chunk 0's weights: W is never written by a kernel
     enter_after_prior_grid();
     float acc[MMA_LIN_TILES][4];
@@ -423,11 +431,30 @@ model_linear_bf16_mma(const float* __restrict__ x, const u16* __restrict__ w, co
             const int row = row0 + g + (i >= 2 ? 8 : 0);
             const int token = n0 + 8 * j + 2 * t + (i & 1);
             if (row < out && token < tokens) {
-                float* dst = y + (long long) token * out + row;
-                *dst = (accumulate ? *dst : 0.f) + acc[j][i] + (bias == nullptr ? 0.f : bias[row]);
+                if (gridDim.z > 1) {  // this slice's sums; model_linear_slices adds them up
+                    partials[((long long) blockIdx.z * tokens + token) * out + row] = acc[j][i];
+                } else {
+                    float* dst = y + (long long) token * out + row;
+                    *dst = (accumulate ? *dst : 0.f) + acc[j][i] + (bias == nullptr ? 0.f : bias[row]);
+                }
             }
         }
     }
+}
+
+// y = (y if accumulate) + the K slices' sums of model_linear_bf16_mma (partials [slices][tokens][out], added in
+// slice order) + bias. grid: ceil(tokens * out / 256); block: 256
+extern "C" __global__ void model_linear_slices(const float* __restrict__ partials, int slices,
+                                               const float* __restrict__ bias, float* __restrict__ y, int tokens,
+                                               int out, int accumulate) {
+    enter_after_prior_grid();
+    const long long i = (long long) blockIdx.x * blockDim.x + threadIdx.x;
+    const long long n = (long long) tokens * out;
+    if (i >= n) return;
+    float v = 0.f;
+    for (int z = 0; z < slices; z++) v += partials[z * n + i];
+    const int row = (int) (i % out);
+    y[i] = (accumulate ? y[i] : 0.f) + v + (bias == nullptr ? 0.f : bias[row]);
 }
 
 // model_linear_bf16_mma for batches too small to fill the GPU with 64-row blocks (a decode batch of up to 64 tokens

@@ -93,6 +93,40 @@ class LinearBf16Test {
         }
     }
 
+    /**
+     * Tensor-core batches too small to fill the GPU, given memory for partial sums, split K over several blocks and add
+     * the slices in a second kernel; with bias and accumulation, against one token at a time.
+     */
+    @Test
+    void slicedBatchesGiveTheOneTokenSumsWithinRounding() {
+        SplittableRandom rnd = new SplittableRandom(8);
+        int in = 1024; // 32 chunks of 32 columns: room for several slices
+        for (int out : new int[] {301, 2880}) {
+            float[] bias = random(rnd, out, 0.1);
+            try (ModelOps ops = ModelOps.open(); Arena arena = Arena.ofConfined();
+                    DeviceBuffer w = ops.upload(bf16Matrix(arena, rnd, out, in)); DeviceBuffer b = ops.upload(bias);
+                    DeviceBuffer partials = ops.allocate(ModelOps.slicePartialsBytes(64, out))) {
+                for (int tokens : new int[] {16, 37, 64}) {
+                    float[] x = random(rnd, tokens * in, 1.0);
+                    float[] y0 = random(rnd, tokens * out, 1.0);
+                    try (DeviceBuffer dx = ops.upload(x); DeviceBuffer batch = ops.upload(y0);
+                            DeviceBuffer single = ops.upload(y0)) {
+                        ops.linearBf16(dx.pointer(), w.pointer(), b.pointer(), batch.pointer(), tokens, in, out, true,
+                                partials.pointer(), partials.byteSize());
+                        for (int t = 0; t < tokens; t++) {
+                            ops.linearBf16(dx.pointer() + 4L * t * in, w.pointer(), b.pointer(),
+                                    single.pointer() + 4L * t * out, 1, in, out, true);
+                        }
+                        float[] got = ops.readFloats(batch, 0, tokens * out);
+                        float[] want = ops.readFloats(single, 0, tokens * out);
+                        assertThat(io.moe4j.testing.Norms.relL2(got, want)).as("%d rows, %d tokens, sliced", out,
+                                tokens).isLessThanOrEqualTo(1e-5);
+                    }
+                }
+            }
+        }
+    }
+
     private static MemorySegment bf16Matrix(Arena arena, SplittableRandom rnd) {
         return bf16Matrix(arena, rnd, OUT, IN);
     }
