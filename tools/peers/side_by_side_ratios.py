@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Ratios of moe4j's whole-model device bench to PyTorch's on the same checkpoint (measurement tooling only).
 
-Reads the text DeviceModelBench printed (lines "decode batch B, ... = X tokens/s" and "prefill N tokens: ... = Y
-tokens/s") and the JSON lines tools/peers/torch_gpt_oss.py printed, and prints a table with moe4j / PyTorch for each
+Reads the text DeviceModelBench printed (lines "decode batch B, ... = X tokens/s", the greedy-on-the-device line of
+a batch size where there is one, and "prefill N tokens: ... = Y tokens/s") and the JSON lines tools/peers/torch_gpt_oss.py printed, and prints a table with moe4j / PyTorch for each
 measurement both made, and one JSON line with the same figures.
 
   python3 tools/peers/side_by_side_ratios.py java.txt torch.jsonl
@@ -19,7 +19,12 @@ def java_figures(path):
         for line in f:
             m = re.search(r"decode batch (\d+)\b.*?= ([\d.]+) tokens/s", line)
             if m:
-                out.setdefault(("decode", int(m.group(1))), float(m.group(2)))
+                # the greedy rows (the token picked on the device, as the torch loops do) over the logits rows
+                key = ("decode", int(m.group(1)))
+                if "greedy on the device" in line:
+                    out[key] = float(m.group(2))
+                else:
+                    out.setdefault(key, float(m.group(2)))
                 continue
             m = re.search(r"prefill (\d+) tokens: .*?= ([\d.]+) tokens/s", line)
             if m:
