@@ -257,6 +257,14 @@ public final class MoeLayer implements AutoCloseable {
         return shared != null;
     }
 
+    /**
+     * The prepared shared experts (one expert every token runs with weight 1), or null when the layer has none or
+     * does not add them; a model on the device drives them with device buffers.
+     */
+    public Experts sharedExperts() {
+        return shared;
+    }
+
     public ExpertWeights weights() {
         return weights;
     }

@@ -614,7 +614,8 @@ final class CudaExperts implements Experts {
                                 .pointer(pointerOf(u.zeros())).pointer(pointerOf(u.shard())).pointer(in)
                                 .pointer(batches + 16L * first).pointer(xRows).pointer(out).i32(u.rows()).i32(u.cols())
                                 .i32(u.units()).i32(u.rowBlocks()).i32(u.colBlocks()).i32(u.blockRows())
-                                .i32(u.blockCols()).i32(u.shards()).i32(u.shardRows());
+                                .i32(u.blockCols()).i32(u.shards()).i32(u.shardRows())
+                                .i32(u.rows()).pointer(0L).i32(0).i32(0); // outPitch, no bias, overwrite, batches given
                         k.function().launch(Math.ceilDiv(u.rows(), rowsPerBlock), count, 1, 32 * tuning.unitsWarps(), 1,
                                 1, (int) shared, stream, args);
                     }

@@ -47,6 +47,9 @@ public final class ModelOps implements AutoCloseable {
      */
     private final boolean overlapped;
 
+    /** The CUDA-core GEMM's shape for linears in formats other than bf16 (as the experts take it). */
+    private final CudaTuning tuning = CudaTuning.fromSystemProperties();
+
     private ModelOps(CudaEngine engine) {
         this.engine = engine;
         this.stream = engine.context().createStream();
@@ -187,8 +190,19 @@ public final class ModelOps implements AutoCloseable {
      * (not 0) each row of x first takes the matching row of add (x += add, written back): the residual stream.
      */
     public void rmsNorm(long x, long add, long weight, long out, int rows, int n, float eps) {
+        rmsNorm(x, add, 0L, weight, out, rows, n, eps);
+    }
+
+    /**
+     * {@link #rmsNorm(long, long, long, long, int, int, float)} where the residual takes two blocks' outputs (a MoE
+     * layer's routed and shared experts): x += (add + add2), then the norm; {@code add2} 0 for none.
+     */
+    public void rmsNorm(long x, long add, long add2, long weight, long out, int rows, int n, float eps) {
+        if (add2 != 0 && add == 0) {
+            throw new IllegalArgumentException("a second residual input needs a first");
+        }
         launch("model_rms_norm", rows, 1, normThreads(n),
-                a -> a.pointer(x).pointer(add).pointer(weight).pointer(out).i32(n).f32(eps));
+                a -> a.pointer(x).pointer(add).pointer(add2).pointer(weight).pointer(out).i32(n).f32(eps));
     }
 
     /** float4 a thread of model_rms_norm holds in registers (NORM_HOLD in the source). */
@@ -355,57 +369,121 @@ public final class ModelOps implements AutoCloseable {
 
 
     /**
-     * RoPE on the q and k heads of fused rows qkv [tokens, (heads + 2 kvHeads) headDim] at positions *start.. (start:
-     * the device address of an int64, so a step's launches do not change with the position), from tables cos/sin
-     * [position, half] (float32, the attention factor applied); the rotated k and the v go into the cache
-     * ([position][k | v], float32).
+     * The q and k heads of fused rows qkv [tokens, (heads + 2 kvHeads) headDim] made ready for attention, in place,
+     * and each token's k and v written into its cache row ([position][k | v], float32): per head the {@code norm}
+     * (weighted RMSNorm before RoPE with {@code qNorm} / {@code kNorm} float32 [headDim], or the weightless one after
+     * it), RoPE from tables cos/sin [position, headDim / 2] (the attention factor applied; 0 for a NoPE layer), and
+     * for queries Llama-4's temperature ({@code temperature} null for none). Row t is at {@code positions[t]} (int64)
+     * in the sequence {@code rowSeq[t]} (int32; 0 for every row of one sequence), whose cache of this layer is at the
+     * device address {@code caches[sequence]}: all tables on the device.
      */
-    public void ropeAndStore(long qkv, int tokens, int heads, int kvHeads, int headDim, long cos, long sin, long start,
-            int half, boolean interleaved, long cache) {
-        int threads = Math.ceilDiv(half, 32) * 32;
-        launch("model_rope_store", tokens, heads + kvHeads, threads, a -> a.pointer(qkv).i32(heads).i32(kvHeads)
-                .i32(headDim).pointer(cos).pointer(sin).pointer(start).i32(half).i32(interleaved ? 1 : 0)
-                .pointer(cache));
-    }
-
-    /**
-     * Causal attention of q [tokens, heads, headDim] (token rows {@code qStride} floats apart) at positions *start..
-     * over the cache, into out [tokens, heads * headDim]: keys within {@code window} positions of the query (0: all),
-     * the head's sink logit in the softmax when {@code sinks} (float32 [heads]) is given.
-     */
-    public void attend(long q, int qStride, long cache, long sinks, long out, int tokens, long start, int heads,
-            int kvHeads, int headDim, int window, float scale) {
-        if (headDim > HEAD_DIM_MAX) {
-            throw new IllegalArgumentException("head_dim " + headDim + " exceeds the device attention's "
-                    + HEAD_DIM_MAX);
+    public void positionRows(long qkv, int tokens, int heads, int kvHeads, int headDim, long cos, long sin,
+            boolean interleaved, QkNormMode norm, long qNorm, long kNorm, float eps, double[] temperature,
+            long positions, long rowSeq, long caches) {
+        if ((headDim & 1) != 0 || headDim / 2 > 1024) {
+            throw new IllegalArgumentException("head_dim " + headDim + ": the device takes even widths up to 2048");
         }
-        launch("model_attend", tokens, heads, ATTEND_THREADS, a -> a.pointer(q).i32(qStride).pointer(cache)
-                .pointer(sinks).pointer(out).pointer(start).i32(heads).i32(kvHeads).i32(headDim).i32(window)
-                .f32(scale));
+        int threads = Math.ceilDiv(headDim / 2, 32) * 32;
+        double floorScale = temperature == null ? 0.0 : temperature[0];
+        double attnScale = temperature == null ? 0.0 : temperature[1];
+        launch("model_position_rows", tokens, heads + kvHeads, threads, a -> a.pointer(qkv).i32(heads).i32(kvHeads)
+                .i32(headDim).pointer(cos).pointer(sin).i32(interleaved ? 1 : 0).i32(norm.ordinal()).pointer(qNorm)
+                .pointer(kNorm).f32(eps).f64(floorScale).f64(attnScale).pointer(positions).pointer(rowSeq)
+                .pointer(caches));
+    }
+
+    /** The per-head norm of {@link #positionRows} (the ordinal is the kernel's normMode). */
+    public enum QkNormMode {
+        NONE,
+        /** RMSNorm with a weight, before RoPE (Qwen3). */
+        WEIGHTED_BEFORE_ROPE,
+        /** RMSNorm without weight, after RoPE (Llama-4's L2 norm). */
+        PLAIN_AFTER_ROPE
     }
 
     /**
-     * {@link #ropeAndStore} for a batch of several sequences: token row t is at position {@code positions[t]} (int64)
-     * and its sequence's cache of this layer is at the device address {@code caches[t]} (both arrays on the device).
+     * Causal attention of q [tokens, heads, headDim] (token rows {@code qStride} floats apart) over each row's
+     * sequence cache (tables as {@link #positionRows}), into out [tokens, heads * headDim]: keys within
+     * {@code window} positions of the query (sliding), of its chunk of {@code -window} positions (chunked), or all
+     * (0), the head's sink logit in the softmax when {@code sinks} (float32 [heads]) is given.
      */
-    public void ropeAndStoreRows(long qkv, int tokens, int heads, int kvHeads, int headDim, long cos, long sin,
-            long positions, long caches, int half, boolean interleaved) {
-        int threads = Math.ceilDiv(half, 32) * 32;
-        launch("model_rope_store_rows", tokens, heads + kvHeads, threads, a -> a.pointer(qkv).i32(heads)
-                .i32(kvHeads).i32(headDim).pointer(cos).pointer(sin).pointer(positions).pointer(caches).i32(half)
-                .i32(interleaved ? 1 : 0));
-    }
-
-    /** {@link #attend} for a batch of several sequences, positions and caches per token row as {@link #ropeAndStoreRows}. */
-    public void attendRows(long q, int qStride, long caches, long sinks, long out, int tokens, long positions,
-            int heads, int kvHeads, int headDim, int window, float scale) {
+    public void attendRows(long q, int qStride, long caches, long rowSeq, long sinks, long out, int tokens,
+            long positions, int heads, int kvHeads, int headDim, int window, float scale) {
         if (headDim > HEAD_DIM_MAX) {
             throw new IllegalArgumentException("head_dim " + headDim + " exceeds the device attention's "
                     + HEAD_DIM_MAX);
         }
         launch("model_attend_rows", tokens, heads, ATTEND_THREADS, a -> a.pointer(q).i32(qStride).pointer(caches)
-                .pointer(sinks).pointer(out).pointer(positions).i32(heads).i32(kvHeads).i32(headDim).i32(window)
-                .f32(scale));
+                .pointer(rowSeq).pointer(sinks).pointer(out).pointer(positions).i32(heads).i32(kvHeads).i32(headDim)
+                .i32(window).f32(scale));
+    }
+
+    /**
+     * DeepSeek MLA after q_b_proj and kv_a_proj_with_mqa: the rope part of each query head of q [tokens, heads,
+     * nope + rope] rotated in place; each latent row [lora + rope] normalized over its first lora values (weight
+     * float32 [lora]) into latentOut [tokens, lora] and its rope key rotated into the start of the token's cache row
+     * (rows of {@code rowWidth} floats; tables as {@link #positionRows}).
+     */
+    public void mlaPositionRows(long q, int tokens, int heads, int nope, int rope, long latent, int lora, long weight,
+            float eps, long latentOut, long cos, long sin, boolean interleaved, long positions, long rowSeq,
+            long caches, int rowWidth) {
+        launch("model_mla_position_rows", tokens, heads + 1, THREADS, a -> a.pointer(q).i32(heads).i32(nope).i32(rope)
+                .pointer(latent).i32(lora).pointer(weight).f32(eps).pointer(latentOut).pointer(cos).pointer(sin)
+                .i32(interleaved ? 1 : 0).pointer(positions).pointer(rowSeq).pointer(caches).i32(rowWidth));
+    }
+
+    /** kv_b_proj's rows kv [tokens, width] into each token's cache row after its rope key (rows rope + width floats). */
+    public void mlaStoreRows(long kv, int tokens, int width, int rope, long positions, long rowSeq, long caches) {
+        launch("model_mla_store_rows", tokens, 1, THREADS, a -> a.pointer(kv).i32(width).i32(rope).pointer(positions)
+                .pointer(rowSeq).pointer(caches));
+    }
+
+    /** Multi-head latent attention of q [tokens, heads, nope + rope] over each row's sequence cache, out [tokens, heads * vDim]. */
+    public void attendMlaRows(long q, long caches, long rowSeq, long out, int tokens, long positions, int heads,
+            int nope, int rope, int vDim, float scale) {
+        if (nope + rope > HEAD_DIM_MAX || vDim > HEAD_DIM_MAX) {
+            throw new IllegalArgumentException("MLA heads of " + (nope + rope) + " / " + vDim
+                    + " exceed the device attention's " + HEAD_DIM_MAX);
+        }
+        launch("model_attend_mla_rows", tokens, heads, ATTEND_THREADS, a -> a.pointer(q).pointer(caches)
+                .pointer(rowSeq).pointer(out).pointer(positions).i32(heads).i32(nope).i32(rope).i32(vDim).f32(scale));
+    }
+
+    /** g = silu(g) · u over n floats (a dense MLP's gate and up). */
+    public void siluMul(long g, long u, long n) {
+        launch("model_silu_mul", (int) Math.ceilDiv(n, THREADS), 1, THREADS, a -> a.pointer(g).pointer(u).i64(n));
+    }
+
+    /**
+     * y [tokens, out] (rows {@code yPitch} floats apart) = the linear of x [tokens, in] on this stream, added to y
+     * when {@code accumulate}; {@code rows} device memory for the prepared input ({@link
+     * DeviceLinear#inputScratchBytes}), {@code partials} for the bf16 kernels' slice sums (both may be 0 and 0 when
+     * the linear needs none).
+     */
+    public void linear(DeviceLinear linear, long x, long y, int yPitch, int tokens, boolean accumulate, long rows,
+            long rowsBytes, long partials, long partialsBytes) {
+        linear.enqueue(this, engine, tuning, x, y, yPitch, tokens, accumulate, rows, rowsBytes, partials,
+                partialsBytes);
+    }
+
+    /**
+     * A layer's shared experts (DeepSeek-V3, Llama-4: every token through one expert of weight 1) on x into out
+     * ([tokens, hidden] float32), enqueued on this stream with no host round trip: the choices are filled on the
+     * device, then planned and run as routed experts are ({@link #routeAndRunExperts}).
+     */
+    public void sharedExperts(Experts shared, DeviceBuffer x, int tokens, DeviceBuffer out, DeviceRoutes routes) {
+        if (!(shared instanceof CudaExperts cuda) || !cuda.plansOnDevice(1)) {
+            throw new MoeException("unsupported on cuda: shared experts prepared by the " + shared.backend()
+                    + " backend cannot read device buffers");
+        }
+        if (tokens > DEVICE_ROUTED_PAIRS) {
+            throw new IllegalArgumentException(tokens + " tokens exceed the " + DEVICE_ROUTED_PAIRS
+                    + " pairs a layer routes on the device");
+        }
+        DeviceBuffer[] choices = CudaExperts.choices(routes, tokens, 1);
+        launch("model_fill_choices", Math.ceilDiv(tokens, THREADS), 1, THREADS,
+                a -> a.pointer(choices[0]).pointer(choices[1]).i32(tokens));
+        cuda.enqueuePlanned(x, tokens, 1, false, out, routes, stream);
     }
 
     /** out [count, n] = rows {@code rows[i]} (int32, on the device) of x [.., n], float32. */

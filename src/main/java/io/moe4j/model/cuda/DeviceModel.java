@@ -1,6 +1,7 @@
 package io.moe4j.model.cuda;
 
 import io.moe4j.MoeException;
+import io.moe4j.backend.cuda.DeviceLinear;
 import io.moe4j.backend.cuda.ModelOps;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
 import io.moe4j.layer.MoeLayer;
@@ -8,17 +9,23 @@ import io.moe4j.layer.MoeLayerOptions;
 import io.moe4j.model.AttentionWindow;
 import io.moe4j.model.DecoderConfig;
 import io.moe4j.model.DecoderRuntime;
-import io.moe4j.model.StepOutput;
 import io.moe4j.model.GqaSpec;
 import io.moe4j.model.LayerSpec;
+import io.moe4j.model.MlaSpec;
 import io.moe4j.model.ModelOptions;
 import io.moe4j.model.Rope;
 import io.moe4j.model.SequenceState;
+import io.moe4j.model.StepOutput;
+import io.moe4j.model.linear.LinearBias;
+import io.moe4j.quant.LinearMethod;
+import io.moe4j.quant.LinearWeights;
+import io.moe4j.quant.config.QuantizationConfig;
 import io.moe4j.routing.Router;
 import io.moe4j.safetensors.Checkpoint;
 import io.moe4j.safetensors.DType;
 import io.moe4j.safetensors.Tensor;
 
+import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -26,23 +33,91 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * A decoder resident on the GPU: every weight uploaded once (bf16 attention, embeddings and lm_head as stored, the
- * experts packed by the cuda backend), the KV caches on the device ({@link DeviceSequence}); a forward pass moves only
- * token ids in, each MoE layer's router logits and routing plan across, and logits out.
+ * A decoder resident on the GPU: every weight uploaded once in the checkpoint's own format (each dense linear a
+ * {@link DeviceLinear}, the experts packed by the cuda backend), the KV caches on the device ({@link DeviceSequence});
+ * a forward pass moves only token ids and position tables in and logits (or a greedy id) out.
  *
- * <p>What runs so far: grouped-query attention with bf16 q/k/v/o (biases, sinks, full and sliding layers, any RoPE
- * scaling the host {@link Rope} computes, rotate-half or interleaved), MoE feed-forward on every layer without shared
- * experts — gpt-oss. Anything else is refused by {@link #unsupported} with what is missing.
+ * <p>What runs: the five families' decoders as the host runs them. Grouped-query attention with biases, sinks, q/k
+ * RMSNorm (Qwen3), L2 q/k norm, NoPE layers and temperature tuning (Llama-4), full, sliding and chunked windows, any
+ * RoPE scaling the host {@link Rope} computes; DeepSeek's multi-head latent attention; MoE layers with or without
+ * shared experts, and dense MLPs. What does not ({@link #unsupported}: partial rotary, heads wider than the device
+ * attention) is refused by name at load, never run on the host instead.
  */
 public final class DeviceModel implements DecoderRuntime {
 
+    /** One layer: its norms' weights (float32), attention and feed-forward. */
+    record Layer(int index, DeviceBuffer inputNorm, DeviceBuffer postNorm, AttentionBlock attention,
+                 FeedForwardBlock feedForward) {
+        /** Floats a position takes in this layer's cache. */
+        int cacheWidth() {
+            return attention.cacheWidth();
+        }
+    }
+
+    /** A layer's attention on the device. */
+    sealed interface AttentionBlock permits Gqa, Mla {
+        int cacheWidth();
+    }
+
     /**
-     * One layer's weights on the device; bias and sinks buffers may be null. q, k and v are one bf16 matrix
-     * [(heads + 2 kvHeads) headDim, hidden] (their rows one after another) so that one GEMV makes all three.
+     * Grouped-query attention. q, k and v are one linear ({@code qkv}, their rows stacked) when they are bf16 and
+     * read their input as it is; otherwise three ({@code q}, {@code k}, {@code v}) writing into the same fused rows.
+     *
+     * @param window     sliding window size (> 0), minus the chunk size (< 0), or 0 for full attention
+     * @param qNorm      Qwen3's per-head q_norm weight (float32 [headDim]) or null; kNorm likewise
+     * @param rope       null on a NoPE layer
+     * @param temperature Llama-4's {floorScale, attnScale}, or null
      */
-    record Layer(GqaSpec spec, int window, DeviceBuffer inputNorm, DeviceBuffer postNorm, DeviceBuffer qkv,
-                 DeviceBuffer qkvBias, DeviceBuffer o, DeviceBuffer oBias, DeviceBuffer sinks, RopeTables rope,
-                 MoeLayer moe, DeviceBuffer routerWeight, DeviceBuffer routerBias, DeviceBuffer routerCorrection) {
+    record Gqa(GqaSpec spec, int window, DeviceLinear qkv, DeviceLinear q, DeviceLinear k, DeviceLinear v,
+               DeviceLinear o, DeviceBuffer qNorm, DeviceBuffer kNorm, DeviceBuffer sinks, RopeTables rope,
+               double[] temperature) implements AttentionBlock {
+        @Override
+        public int cacheWidth() {
+            return 2 * spec.kvHeads() * spec.headDim();
+        }
+
+        int qkvWidth() {
+            return (spec.heads() + 2 * spec.kvHeads()) * spec.headDim();
+        }
+
+        ModelOps.QkNormMode normMode() {
+            return switch (spec.qkNorm()) {
+                case NONE -> ModelOps.QkNormMode.NONE;
+                case RMS -> ModelOps.QkNormMode.WEIGHTED_BEFORE_ROPE;
+                case L2 -> ModelOps.QkNormMode.PLAIN_AFTER_ROPE;
+            };
+        }
+    }
+
+    /**
+     * DeepSeek's multi-head latent attention. The cache keeps, per position, the rotated rope key and the keys'
+     * no-rope parts and values kv_b_proj expands from the normalized latent ([rope | heads × (nope + v)]): a
+     * position is expanded once, when it is fed, instead of at every later step.
+     *
+     * @param qA null when the query has no low-rank path ({@code qB} is then q_proj)
+     */
+    record Mla(MlaSpec spec, DeviceLinear qA, DeviceBuffer qANorm, DeviceLinear qB, DeviceLinear kvA,
+               DeviceBuffer kvANorm, DeviceLinear kvB, DeviceLinear o, RopeTables rope) implements AttentionBlock {
+        @Override
+        public int cacheWidth() {
+            return spec.ropeDim() + spec.heads() * (spec.nopeDim() + spec.vDim());
+        }
+    }
+
+    /** A layer's feed-forward on the device. */
+    sealed interface FeedForwardBlock permits Moe, Dense {
+    }
+
+    /** A MoE layer: the router's weights (float32) beside the layer engine's experts, routed and shared. */
+    record Moe(MoeLayer layer, DeviceBuffer routerWeight, DeviceBuffer routerBias, DeviceBuffer routerCorrection)
+            implements FeedForwardBlock {
+        boolean hasShared() {
+            return layer.sharedExperts() != null;
+        }
+    }
+
+    /** A dense SwiGLU MLP: down(silu(gate(x)) · up(x)). */
+    record Dense(DeviceLinear gate, DeviceLinear up, DeviceLinear down) implements FeedForwardBlock {
     }
 
     /** cos and sin [position, dim / 2] of one RoPE for every position a session may reach. */
@@ -55,15 +130,17 @@ public final class DeviceModel implements DecoderRuntime {
     private final List<Layer> layers;
     private final DeviceBuffer embedding;
     private final DeviceBuffer finalNorm;
-    private final DeviceBuffer lmHead;
+    /** lm_head, or null when it is the embedding table (tied). */
+    private final DeviceLinear lmHead;
     private final List<AutoCloseable> owned;
-    /** Whether every layer routes on the device (ModelOps.routesOnDevice): then passes need no host round trip. */
+    /** Whether every MoE layer routes on the device (ModelOps.routesOnDevice): then passes need no host round trip. */
     private final boolean routesOnDevice;
+    private final Widths widths;
     /** The runner of batched steps, made on the first one. */
     private DeviceBatch batch;
 
     private DeviceModel(DecoderConfig config, ModelOps ops, int contextLimit, List<Layer> layers, DeviceBuffer embedding,
-                        DeviceBuffer finalNorm, DeviceBuffer lmHead, List<AutoCloseable> owned, boolean routesOnDevice) {
+                        DeviceBuffer finalNorm, DeviceLinear lmHead, List<AutoCloseable> owned, boolean routesOnDevice) {
         this.routesOnDevice = routesOnDevice;
         this.config = config;
         this.ops = ops;
@@ -73,35 +150,35 @@ public final class DeviceModel implements DecoderRuntime {
         this.finalNorm = finalNorm;
         this.lmHead = lmHead;
         this.owned = owned;
+        this.widths = Widths.of(config, layers, lmHead);
     }
 
-    /** Why this decoder cannot run on the device yet, or empty when it can (the checkpoint's dtypes are checked at load). */
+    /** Why this decoder cannot run on the device, or empty when it can (formats are checked as they load). */
     public static Optional<String> unsupported(DecoderConfig config) {
         for (LayerSpec spec : config.layers()) {
             String where = "layer " + spec.index() + " of " + config.family().modelType();
-            if (!(spec.attention() instanceof GqaSpec g)) {
-                return Optional.of(where + ": multi-head latent attention");
-            }
-            if (!spec.isMoe()) {
-                return Optional.of(where + ": dense MLP");
-            }
-            if (g.qkNorm() != GqaSpec.QkNorm.NONE) {
-                return Optional.of(where + ": " + g.qkNorm() + " q/k norm");
-            }
-            if (g.temperature() != null) {
-                return Optional.of(where + ": attention temperature tuning");
-            }
-            if (g.rope() == null) {
-                return Optional.of(where + ": a layer without RoPE");
-            }
-            if (g.rope().dim() != g.headDim()) {
-                return Optional.of(where + ": partial rotary (" + g.rope().dim() + " of " + g.headDim() + ")");
-            }
-            if (g.window().kind() == AttentionWindow.Kind.CHUNKED) {
-                return Optional.of(where + ": chunked attention");
-            }
-            if (g.headDim() > ModelOps.HEAD_DIM_MAX || g.headDim() % 2 != 0) {
-                return Optional.of(where + ": head_dim " + g.headDim());
+            switch (spec.attention()) {
+                case GqaSpec g -> {
+                    if (g.rope() != null && g.rope().dim() != g.headDim()) {
+                        return Optional.of(where + ": partial rotary (" + g.rope().dim() + " of " + g.headDim() + ")");
+                    }
+                    if (g.headDim() > ModelOps.HEAD_DIM_MAX || g.headDim() % 2 != 0) {
+                        return Optional.of(where + ": head_dim " + g.headDim() + " (the device attention takes even"
+                                + " widths up to " + ModelOps.HEAD_DIM_MAX + ")");
+                    }
+                    if (g.heads() % g.kvHeads() != 0) {
+                        return Optional.of(where + ": " + g.heads() + " heads over " + g.kvHeads() + " kv heads");
+                    }
+                }
+                case MlaSpec m -> {
+                    if (m.nopeDim() + m.ropeDim() > ModelOps.HEAD_DIM_MAX || m.vDim() > ModelOps.HEAD_DIM_MAX) {
+                        return Optional.of(where + ": latent attention heads of " + (m.nopeDim() + m.ropeDim()) + " / "
+                                + m.vDim() + " (the device attention takes up to " + ModelOps.HEAD_DIM_MAX + ")");
+                    }
+                    if (m.ropeDim() % 2 != 0) {
+                        return Optional.of(where + ": odd qk_rope_head_dim " + m.ropeDim());
+                    }
+                }
             }
         }
         return Optional.empty();
@@ -116,44 +193,29 @@ public final class DeviceModel implements DecoderRuntime {
         ModelOps ops = ModelOps.open();
         List<AutoCloseable> owned = new ArrayList<>();
         try {
-            Uploader up = new Uploader(config, checkpoint, ops, owned);
+            Uploader up = new Uploader(config, checkpoint, QuantizationConfig.of(config.model()), ops, owned);
             int h = config.hidden();
             DeviceBuffer embedding = up.bf16(config.embedTokens() + ".weight", config.vocab(), h);
             Map<Rope, RopeTables> ropes = new IdentityHashMap<>();
             List<Layer> layers = new ArrayList<>();
             for (LayerSpec spec : config.layers()) {
-                GqaSpec g = (GqaSpec) spec.attention();
                 String p = spec.prefix();
-                String a = p + "self_attn.";
-                int qOut = g.heads() * g.headDim();
-                int kvOut = g.kvHeads() * g.headDim();
-                RopeTables rope = ropes.computeIfAbsent(g.rope(), r -> up.rope(r, contextLimit));
-                MoeLayer moe = MoeLayer.load(checkpoint, config.model(), spec.index(),
-                        MoeLayerOptions.defaults().withBackend(ModelOptions.CUDA).withThreads(options.threads()));
-                owned.add(moe);
-                if (moe.hasSharedExperts()) {
-                    throw new MoeException(checkpoint.root() + ": unsupported on cuda: layer " + spec.index()
-                            + ": shared experts");
-                }
-                Router router = moe.router();
-                layers.add(new Layer(g, g.window().kind() == AttentionWindow.Kind.SLIDING ? g.window().size() : 0,
-                        up.floats(p + "input_layernorm.weight", h), up.floats(p + "post_attention_layernorm.weight", h),
-                        up.bf16Rows(h, new String[] {a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"},
-                                qOut, kvOut, kvOut),
-                        g.bias() ? up.floats(new String[] {a + "q_proj.bias", a + "k_proj.bias", a + "v_proj.bias"},
-                                qOut, kvOut, kvOut) : null,
-                        up.bf16(a + "o_proj.weight", h, qOut), g.bias() ? up.floats(a + "o_proj.bias", h) : null,
-                        g.sinks() ? up.floats(a + "sinks", g.heads()) : null, rope, moe,
-                        up.own(ops.upload(router.weight())),
-                        router.bias() == null ? null : up.own(ops.upload(router.bias())),
-                        router.correction() == null ? null : up.own(ops.upload(router.correction()))));
+                AttentionBlock attention = switch (spec.attention()) {
+                    case GqaSpec g -> up.gqa(p + "self_attn.", g,
+                            g.rope() == null ? null : ropes.computeIfAbsent(g.rope(), r -> up.rope(r, contextLimit)));
+                    case MlaSpec m -> up.mla(p + "self_attn.", m,
+                            ropes.computeIfAbsent(m.rope(), r -> up.rope(r, contextLimit)));
+                };
+                FeedForwardBlock ff = spec.isMoe() ? up.moe(spec.index(), options) : up.dense(spec.denseMlp());
+                layers.add(new Layer(spec.index(), up.floats(p + "input_layernorm.weight", h),
+                        up.floats(p + "post_attention_layernorm.weight", h), attention, ff));
             }
             DeviceBuffer finalNorm = up.floats(config.finalNorm() + ".weight", h);
-            DeviceBuffer lmHead = config.tieEmbeddings() ? embedding
-                    : up.bf16(config.lmHead() + ".weight", config.vocab(), h);
+            DeviceLinear lmHead = config.tieEmbeddings() ? null : up.linear(config.lmHead(), h, config.vocab(), false);
             // moe4j.cuda.hostRouting=true keeps the host's selection (a bench's comparison; the default routes on the device)
             boolean routesOnDevice = !Boolean.getBoolean("moe4j.cuda.hostRouting") && layers.stream()
-                    .allMatch(l -> ModelOps.routesOnDevice(l.moe().experts(), l.moe().router().spec()));
+                    .allMatch(l -> !(l.feedForward() instanceof Moe m)
+                            || ModelOps.routesOnDevice(m.layer().experts(), m.layer().router().spec()));
             return new DeviceModel(config, ops, contextLimit, List.copyOf(layers), embedding, finalNorm, lmHead, owned,
                     routesOnDevice);
         } catch (RuntimeException e) {
@@ -164,73 +226,135 @@ public final class DeviceModel implements DecoderRuntime {
     }
 
     /** Reads checkpoint tensors, checked by name, shape and dtype, into device buffers the model owns. */
-    private record Uploader(DecoderConfig config, Checkpoint checkpoint, ModelOps ops, List<AutoCloseable> owned) {
+    private record Uploader(DecoderConfig config, Checkpoint checkpoint, QuantizationConfig quantization, ModelOps ops,
+                            List<AutoCloseable> owned) {
 
-        DeviceBuffer own(DeviceBuffer b) {
+        <T extends AutoCloseable> T own(T b) {
             owned.add(b);
             return b;
         }
 
-        /** A bf16 matrix as stored (the device linears read bf16 pairs). */
+        Gqa gqa(String a, GqaSpec g, RopeTables rope) {
+            int h = config.hidden();
+            int qOut = g.heads() * g.headDim();
+            int kvOut = g.kvHeads() * g.headDim();
+            String[] names = {a + "q_proj", a + "k_proj", a + "v_proj"};
+            int[] outs = {qOut, kvOut, kvOut};
+            DeviceLinear qkv = null;
+            DeviceLinear[] each = new DeviceLinear[3];
+            try (Arena arena = Arena.ofConfined()) {
+                List<LinearWeights> weights = new ArrayList<>();
+                List<float[]> biases = new ArrayList<>();
+                for (int i = 0; i < 3; i++) {
+                    weights.add(load(names[i], h, outs[i], arena));
+                    biases.add(LinearBias.load(checkpoint, names[i], outs[i], g.bias()));
+                }
+                if (DeviceLinear.stacks(weights)) {
+                    qkv = own(DeviceLinear.stack(ops, a + "{q,k,v}_proj", weights, biases));
+                } else {
+                    for (int i = 0; i < 3; i++) {
+                        each[i] = own(upload(names[i], weights.get(i), biases.get(i)));
+                    }
+                }
+            }
+            DeviceBuffer qNorm = null;
+            DeviceBuffer kNorm = null;
+            if (g.qkNorm() == GqaSpec.QkNorm.RMS) {
+                qNorm = floats(a + "q_norm.weight", g.headDim());
+                kNorm = floats(a + "k_norm.weight", g.headDim());
+            }
+            int window = switch (g.window().kind()) {
+                case FULL -> 0;
+                case SLIDING -> g.window().size();
+                case CHUNKED -> -g.window().size();
+            };
+            double[] temperature = g.temperature() == null ? null
+                    : new double[] {g.temperature().floorScale(), g.temperature().attnScale()};
+            return new Gqa(g, window, qkv, each[0], each[1], each[2], linear(a + "o_proj", qOut, h, g.bias()), qNorm,
+                    kNorm, g.sinks() ? floats(a + "sinks", g.heads()) : null, rope, temperature);
+        }
+
+        Mla mla(String a, MlaSpec m, RopeTables rope) {
+            int h = config.hidden();
+            int qk = m.nopeDim() + m.ropeDim();
+            DeviceLinear qA = null;
+            DeviceBuffer qANorm = null;
+            DeviceLinear qB;
+            if (m.qLoraRank() > 0) {
+                qA = linear(a + "q_a_proj", h, m.qLoraRank(), m.bias());
+                qANorm = floats(a + "q_a_layernorm.weight", m.qLoraRank());
+                qB = linear(a + "q_b_proj", m.qLoraRank(), m.heads() * qk, false);
+            } else {
+                qB = linear(a + "q_proj", h, m.heads() * qk, false);
+            }
+            return new Mla(m, qA, qANorm, qB,
+                    linear(a + "kv_a_proj_with_mqa", h, m.kvLoraRank() + m.ropeDim(), m.bias()),
+                    floats(a + "kv_a_layernorm.weight", m.kvLoraRank()),
+                    linear(a + "kv_b_proj", m.kvLoraRank(), m.heads() * (m.nopeDim() + m.vDim()), false),
+                    linear(a + "o_proj", m.heads() * m.vDim(), h, m.bias()), rope);
+        }
+
+        Moe moe(int index, ModelOptions options) {
+            MoeLayer layer = own(MoeLayer.load(checkpoint, config.model(), index,
+                    MoeLayerOptions.defaults().withBackend(ModelOptions.CUDA).withThreads(options.threads())));
+            Router router = layer.router();
+            return new Moe(layer, own(ops.upload(router.weight())),
+                    router.bias() == null ? null : own(ops.upload(router.bias())),
+                    router.correction() == null ? null : own(ops.upload(router.correction())));
+        }
+
+        Dense dense(LayerSpec.DenseMlpSpec mlp) {
+            int h = config.hidden();
+            String p = mlp.module() + ".";
+            return new Dense(linear(p + "gate_proj", h, mlp.intermediate(), false),
+                    linear(p + "up_proj", h, mlp.intermediate(), false),
+                    linear(p + "down_proj", mlp.intermediate(), h, false));
+        }
+
+        /** The linear {@code module} in the format the quantization config gives it. */
+        DeviceLinear linear(String module, int in, int out, boolean bias) {
+            try (Arena arena = Arena.ofConfined()) {
+                LinearWeights w = load(module, in, out, arena);
+                return own(upload(module, w, LinearBias.load(checkpoint, module, out, bias)));
+            }
+        }
+
+        private LinearWeights load(String module, int in, int out, Arena arena) {
+            LinearMethod method = quantization.linearMethod(module);
+            try {
+                return method.load(checkpoint, module, out, in, arena);
+            } catch (IllegalArgumentException e) {
+                throw new MoeException(checkpoint.root() + ": linear '" + module + "' (" + method.scheme().name()
+                        + "): " + e.getMessage(), e);
+            }
+        }
+
+        private DeviceLinear upload(String module, LinearWeights w, float[] bias) {
+            try {
+                return DeviceLinear.upload(ops, module, w, bias);
+            } catch (MoeException e) {
+                throw new MoeException(checkpoint.root() + ": " + e.getMessage(), e);
+            }
+        }
+
+        /** A bf16 matrix as stored (the embedding table, which the device reads by rows). */
         DeviceBuffer bf16(String name, long rows, long cols) {
             Tensor t = checkpoint.tensor(name).expectShape(rows, cols);
             if (t.dtype() != DType.BF16) {
                 throw new MoeException(checkpoint.root() + ": unsupported on cuda: tensor '" + name + "' has dtype "
-                        + t.dtype() + "; the device decoder reads BF16 matrices");
+                        + t.dtype() + "; the device decoder reads a BF16 embedding table");
             }
             return own(ops.upload(t.segment()));
         }
 
-        /** bf16 matrices [rows_i, cols] stacked into one device matrix, in the order given. */
-        DeviceBuffer bf16Rows(long cols, String[] names, long... rows) {
-            Tensor[] parts = new Tensor[names.length];
-            long bytes = 0;
-            for (int i = 0; i < names.length; i++) {
-                parts[i] = checkpoint.tensor(names[i]).expectShape(rows[i], cols);
-                if (parts[i].dtype() != DType.BF16) {
-                    throw new MoeException(checkpoint.root() + ": unsupported on cuda: tensor '" + names[i]
-                            + "' has dtype " + parts[i].dtype() + "; the device decoder reads BF16 matrices");
-                }
-                bytes += parts[i].segment().byteSize();
-            }
-            DeviceBuffer b = own(ops.allocate(bytes));
-            long at = 0;
-            for (Tensor t : parts) {
-                b.copyFrom(t.segment(), at);
-                at += t.segment().byteSize();
-            }
-            return b;
-        }
-
         /** A float vector (bf16, f16 or f32 in the checkpoint) as float32. */
         DeviceBuffer floats(String name, long n) {
-            return own(ops.upload(floatArray(name, n)));
-        }
-
-        /** Float vectors one after another, as float32. */
-        DeviceBuffer floats(String[] names, long... n) {
-            float[][] parts = new float[names.length][];
-            int total = 0;
-            for (int i = 0; i < names.length; i++) {
-                parts[i] = floatArray(names[i], n[i]);
-                total += parts[i].length;
-            }
-            float[] all = new float[total];
-            int at = 0;
-            for (float[] p : parts) {
-                System.arraycopy(p, 0, all, at, p.length);
-                at += p.length;
-            }
-            return own(ops.upload(all));
-        }
-
-        private float[] floatArray(String name, long n) {
             Tensor t = checkpoint.tensor(name).expectShape(n);
             if (t.dtype() != DType.BF16 && t.dtype() != DType.F16 && t.dtype() != DType.F32) {
                 throw new MoeException(checkpoint.root() + ": tensor '" + name + "' has dtype " + t.dtype()
                         + "; expected BF16, F16 or F32");
             }
-            return t.toFloatArray();
+            return own(ops.upload(t.toFloatArray()));
         }
 
         /** cos/sin tables with the host Rope's float32 arithmetic, so both decoders rotate alike. */
@@ -270,7 +394,8 @@ public final class DeviceModel implements DecoderRuntime {
         return finalNorm;
     }
 
-    DeviceBuffer lmHead() {
+    /** lm_head, or null when the embedding table serves as it. */
+    DeviceLinear lmHead() {
         return lmHead;
     }
 
@@ -278,26 +403,77 @@ public final class DeviceModel implements DecoderRuntime {
         return routesOnDevice;
     }
 
-    /** The widest rows a pass's scratch holds, over the layers: q, q|k|v, and router logits (experts). */
-    record Widths(int q, int qkv, int experts) {
+    Widths widths() {
+        return widths;
     }
 
-    Widths widest() {
-        int q = 0;
-        int qkv = 0;
-        int experts = 0;
+    /** The largest top-k of the MoE layers (0 for none): the routed pairs a token row brings to a layer. */
+    int maxTopK() {
+        int k = 0;
         for (Layer l : layers) {
-            q = Math.max(q, l.spec().heads() * l.spec().headDim());
-            qkv = Math.max(qkv, (l.spec().heads() + 2 * l.spec().kvHeads()) * l.spec().headDim());
-            experts = Math.max(experts, l.moe().router().spec().numExperts());
+            if (l.feedForward() instanceof Moe m) {
+                k = Math.max(k, m.layer().router().spec().topK());
+            }
         }
-        return new Widths(q, qkv, experts);
+        return k;
+    }
+
+    /**
+     * The widest rows of a pass's scratch over the layers, in floats: q|k|v (or MLA's queries), attention's output,
+     * MLA's latents, a dense MLP's intermediate, router logits (experts), and the prepared input of a linear that
+     * quantizes it.
+     */
+    record Widths(int qkv, int attended, int qLatent, int latent, int latentNormed, int expanded, int intermediate,
+                  int experts, int linearInput, boolean shared) {
+        static Widths of(DecoderConfig config, List<Layer> layers, DeviceLinear lmHead) {
+            int qkv = 0, attended = 0, qLatent = 0, latent = 0, normed = 0, expanded = 0, inter = 0, experts = 0,
+                    input = 0;
+            boolean shared = false;
+            List<DeviceLinear> linears = new ArrayList<>();
+            for (Layer l : layers) {
+                switch (l.attention()) {
+                    case Gqa g -> {
+                        qkv = Math.max(qkv, g.qkvWidth());
+                        attended = Math.max(attended, g.spec().heads() * g.spec().headDim());
+                        linears.addAll(java.util.Arrays.asList(g.qkv(), g.q(), g.k(), g.v(), g.o()));
+                    }
+                    case Mla m -> {
+                        MlaSpec s = m.spec();
+                        qkv = Math.max(qkv, s.heads() * (s.nopeDim() + s.ropeDim()));
+                        attended = Math.max(attended, s.heads() * s.vDim());
+                        qLatent = Math.max(qLatent, s.qLoraRank());
+                        latent = Math.max(latent, s.kvLoraRank() + s.ropeDim());
+                        normed = Math.max(normed, s.kvLoraRank());
+                        expanded = Math.max(expanded, s.heads() * (s.nopeDim() + s.vDim()));
+                        linears.addAll(java.util.Arrays.asList(m.qA(), m.qB(), m.kvA(), m.kvB(), m.o()));
+                    }
+                }
+                switch (l.feedForward()) {
+                    case Moe m -> {
+                        experts = Math.max(experts, m.layer().router().spec().numExperts());
+                        shared |= m.hasShared();
+                    }
+                    case Dense d -> {
+                        inter = Math.max(inter, d.gate().outFeatures());
+                        linears.addAll(List.of(d.gate(), d.up(), d.down()));
+                    }
+                }
+            }
+            linears.add(lmHead);
+            for (DeviceLinear lin : linears) {
+                if (lin != null && lin.inputScratchBytes(1) > 0) {
+                    input = Math.max(input, lin.inFeatures());
+                }
+            }
+            return new Widths(qkv, attended, qLatent, latent, normed, expanded, inter, experts, input, shared);
+        }
     }
 
     @Override
     public String describe() {
         return "resident on " + ops.deviceName() + " (routing " + (routesOnDevice ? "on the device" : "on the host")
-                + "); lm_head bf16 [" + config.vocab() + ", " + config.hidden() + "]";
+                + "); lm_head " + (lmHead == null ? "tied to the bf16 embedding" : lmHead.describe()) + " ["
+                + config.vocab() + ", " + config.hidden() + "]";
     }
 
     @Override
@@ -326,10 +502,7 @@ public final class DeviceModel implements DecoderRuntime {
         if (!ours || !DeviceBatch.fits(this, rows)) {
             return DecoderRuntime.super.step(sequences, tokens, starts, greedyOnly);
         }
-        if (batch == null) {
-            batch = new DeviceBatch(this);
-        }
-        return batch.step(device, tokens, starts, greedyOnly);
+        return batch().step(device, tokens, starts, greedyOnly);
     }
 
     /** The runner of batched steps (made on demand), for benches. */

@@ -6,12 +6,12 @@ import io.moe4j.safetensors.SafetensorsException;
 import io.moe4j.safetensors.Tensor;
 
 /** The bias of a linear module, {@code module + ".bias"} [out] in BF16, F16 or F32, as float32. */
-final class LinearBias {
+public final class LinearBias {
     private LinearBias() {
     }
 
     /** The bias, or null when {@code bias} is false; fails naming the tensor when it is missing or mis-shaped. */
-    static float[] load(Checkpoint checkpoint, String module, int outFeatures, boolean bias) {
+    public static float[] load(Checkpoint checkpoint, String module, int outFeatures, boolean bias) {
         if (!bias) {
             return null;
         }

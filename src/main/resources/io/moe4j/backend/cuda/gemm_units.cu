@@ -13,7 +13,10 @@
 // and applied to the row's sum. Rows are padded with zero bytes to whole units on upload, and x with zeros.
 //
 // Grid: x over row groups of MOE4J_ROWS * MOE4J_WARPS, y over batches (expert, first entry, count <= TB). Entry i
-// of a batch reads x row xRows[first + i] and writes output row first + i.
+// of a batch reads x row xRows[first + i] and writes output row first + i, outPitch floats apart: the sum times the
+// row's shard scale, plus bias[row] when given, added to what the row holds when accumulate is set.
+// A dense linear (one matrix, io.moe4j.backend.cuda.DeviceLinear) passes no batches and no xRows: batch y is then
+// expert 0, entries y * TB .. of the `tokens` rows, and entry i reads x row i.
 #include "moe4j_common.cuh"
 
 #define CODE_F32 0
@@ -182,22 +185,31 @@ extern "C" __global__ void __launch_bounds__(MOE4J_WARPS * 32)
 moe_gemm_units(const u8* __restrict__ codes, const u8* __restrict__ scales, const signed char* __restrict__ zeros,
                const float* __restrict__ shard, const float* __restrict__ x, const int4* __restrict__ batches,
                const int* __restrict__ xRows, float* __restrict__ out, int N, int K, int U, int rowBlocks,
-               int colBlocks, int blockRows, int blockCols, int shards, int shardRows) {
+               int colBlocks, int blockRows, int blockCols, int shards, int shardRows, int outPitch,
+               const float* __restrict__ bias, int accumulate, int tokens) {
     constexpr int R = MOE4J_ROWS;
     constexpr int TB = MOE4J_TB;
     extern __shared__ float4 xs[]; // [TB][U * 8] float4
     enter_after_prior_grid();
-    const int4 batch = batches[blockIdx.y];
-    const int e = batch.x;
-    const int first = batch.y;
-    const int count = batch.z;
+    int e, first, count;
+    if (batches != nullptr) {
+        const int4 batch = batches[blockIdx.y];
+        e = batch.x;
+        first = batch.y;
+        count = batch.z;
+    } else {
+        e = 0;
+        first = blockIdx.y * TB;
+        count = min(TB, tokens - first);
+    }
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
 
     // Stage the batch's x rows, zero past K and past count.
     const int slots = U * 8;
     for (int i = 0; i < TB; ++i) {
-        const float* xr = x + (size_t)xRows[first + min(i, count - 1)] * K;
+        const int entry = first + min(i, count - 1);
+        const float* xr = x + (size_t)(xRows != nullptr ? xRows[entry] : entry) * K;
         for (int s = threadIdx.x; s < slots; s += blockDim.x) {
             const int k = 4 * s;
             float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -281,7 +293,11 @@ moe_gemm_units(const u8* __restrict__ codes, const u8* __restrict__ scales, cons
 #pragma unroll
         for (int i = 0; i < TB; ++i) {
             const float total = warp_sum(acc[r][i]);
-            if (lane == 0 && row < N && i < count) out[(size_t)(first + i) * N + row] = total * rowScale;
+            if (lane == 0 && row < N && i < count) {
+                float* o = out + (size_t)(first + i) * outPitch + row;
+                const float y = total * rowScale + (bias != nullptr ? bias[row] : 0.0f);
+                *o = accumulate ? *o + y : y;
+            }
         }
     }
 }

@@ -2,12 +2,14 @@
 //   model_embed         token ids -> float32 rows of a bf16 embedding table
 //   model_rms_norm      RMSNorm of rows (sum of squares in float64, as the host's RmsNorm), after adding a residual
 //   model_linear_bf16   y = x W^T + b for a bf16 W [out, in], optionally added into y (the residual stream)
-//   model_rope_store    rotary embedding of the q and k heads of fused q|k|v rows (cos/sin tables made on the host),
-//                       and the rotated k and the v into the layer's cache ([position][k | v])
-//   model_attend        causal attention of each (token, head) over the cache: sliding window, sinks (online softmax)
+//   model_position_rows q/k norms, rotary embedding and temperature of the q and k heads of fused q|k|v rows (cos/sin
+//                       tables made on the host), and the k and v into the layer's cache ([position][k | v])
+//   model_attend_rows   causal attention of each (token, head) over its sequence's cache: sliding or chunked windows,
+//                       sinks (online softmax)
+//   model_mla_position_rows, model_mla_store_rows, model_attend_mla_rows  DeepSeek's multi-head latent attention:
+//                       the latent's norm and the rope key, the keys and values kv_b_proj expands, attention over them
+//   model_silu_mul      a dense MLP's silu(gate) * up;  model_fill_choices  the shared experts' routing
 //   model_router_logits router logits in float64 (exact float products), for the host's selection rules
-//   model_rope_store_rows, model_attend_rows  the same for a batch of several sequences: each token row has its own
-//                       position and cache, read from device memory
 //   model_linear_bf16_r{1,2,4,8}  model_linear_bf16 for batches of tokens, R output rows a warp
 //   model_linear_bf16_mma the same on tensor cores (x as two bf16 terms), from 16 tokens; _split for batches too
 //                       small to fill the GPU with its 64-row blocks; or sliced over K, model_linear_slices adding
@@ -15,8 +17,8 @@
 //   model_gather_rows   rows picked by index (each sequence's last row of a batch, for lm_head)
 //   model_argmax        the index of the largest logit (a greedy decode reads one id back, not the logits)
 // Every kernel waits for the one before at its top (overlapped launches in a recorded decode step, sm_90+).
-// Everything is float32 with float32 accumulation unless said otherwise. The batch's first position is read from
-// device memory (start), so that a decode step's launches are the same every step and replay from a CUDA graph.
+// Everything is float32 with float32 accumulation unless said otherwise. Positions and caches are read from tables in
+// device memory (row_cache), so that a decode step's launches are the same every step and replay from a CUDA graph.
 #include "moe4j_common.cuh"
 
 #define LINEAR_TOKENS 4   // tokens a warp of model_linear_bf16 takes per pass over its weight row
@@ -50,7 +52,7 @@ extern "C" __global__ void model_embed(const u16* __restrict__ table, const int*
 }
 
 // out = norm(x) per row; with add given, x += add first (the residual stream takes the last block's output) and
-// the norm is of the sum. grid: rows; block: a multiple of 32, at most 1024. weight may be null (a weightless norm).
+// the norm is of the sum; with add2 too, x += (add + add2) (routed and shared experts, summed first as the host does). grid: rows; block: a multiple of 32, at most 1024. weight may be null (a weightless norm).
 // A decode step's norm is one block on the critical path, so it is bound by load latency, not bandwidth: rows of a
 // multiple of 4 that fit NORM_HOLD float4 a thread are loaded in one go into registers (all loads in flight at
 // once, no second read of x), and the weight, which no kernel writes, is loaded before waiting for the kernel before.
@@ -71,10 +73,13 @@ __device__ __forceinline__ double block_sum_dbl(double s) {
     return partial[0];
 }
 
-extern "C" __global__ void model_rms_norm(float* __restrict__ x, const float* __restrict__ add,
-                                          const float* __restrict__ weight, float* __restrict__ out, int n, float eps) {
+// __launch_bounds__: rows of over 4096 float4 take 1024 threads, which the kernel must fit in registers
+extern "C" __global__ void __launch_bounds__(1024) model_rms_norm(float* __restrict__ x, const float* __restrict__ add,
+                                          const float* __restrict__ add2, const float* __restrict__ weight,
+                                          float* __restrict__ out, int n, float eps) {
     float* r = x + (long long) blockIdx.x * n;
     const float* plus = add == nullptr ? nullptr : add + (long long) blockIdx.x * n;
+    const float* plus2 = add2 == nullptr ? nullptr : add2 + (long long) blockIdx.x * n;
     float* o = out + (long long) blockIdx.x * n;
     const int n4 = n >> 2;
     if ((n & 3) == 0 && n4 <= NORM_HOLD * (int) blockDim.x) {
@@ -97,6 +102,10 @@ extern "C" __global__ void model_rms_norm(float* __restrict__ x, const float* __
             if (i < n4) {
                 if (plus != nullptr) {
                     float4 b = ((const float4*) plus)[i];
+                    if (plus2 != nullptr) {
+                        float4 c = ((const float4*) plus2)[i];
+                        b.x += c.x; b.y += c.y; b.z += c.z; b.w += c.w;
+                    }
                     v[k].x += b.x; v[k].y += b.y; v[k].z += b.z; v[k].w += b.w;
                     ((float4*) r)[i] = v[k];
                 }
@@ -122,7 +131,7 @@ extern "C" __global__ void model_rms_norm(float* __restrict__ x, const float* __
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
         float f = r[i];
         if (plus != nullptr) {
-            f += plus[i];
+            f += plus2 != nullptr ? plus[i] + plus2[i] : plus[i];
             r[i] = f;
         }
         double v = f;
@@ -536,109 +545,133 @@ model_linear_bf16_mma_split(const float* __restrict__ x, const u16* __restrict__
     }
 }
 
-// Rows of qkv are [q heads | k heads | v heads] of one token. Block (t, head) rotates one q or k head of token t at
-// position *start + t with cos/sin [position, half] (the attention factor applied); a k head's block also writes the
-// rotated k and the matching v head into the cache row of that position ([k | v], width kvHeads * headDim each).
-// grid: (tokens, heads + kvHeads); block: half rounded up to a warp.
-// The body of both RoPE kernels: the row of one token at position pos, its layer's cache at `cache`.
-__device__ __forceinline__ void rope_store_row(float* __restrict__ row, int heads, int kvHeads, int headDim,
-                                               const float* __restrict__ cosTable,
-                                               const float* __restrict__ sinTable, long long pos, int half,
-                                               int interleaved, float* __restrict__ cache) {
-    int i = threadIdx.x;
-    if (i >= half) return;
-    int head = blockIdx.y;
-    float* h = row + (long long) head * headDim;
-    float c = cosTable[pos * half + i];
-    float s = sinTable[pos * half + i];
-    int a = interleaved ? 2 * i : i;
-    int b = interleaved ? a + 1 : i + half;
-    float x1 = h[a], x2 = h[b];
-    float r1 = x1 * c - x2 * s;
-    float r2 = x2 * c + x1 * s;
-    h[a] = r1;
-    h[b] = r2;
+// The rows of a pass: token row t is at positions[t] (int64) and belongs to sequence rowSeq[t] (every row to
+// sequence 0 when rowSeq is null); that sequence's cache of the layer being run is at the device address
+// caches[sequence]. The tables are data, so a decode step's launches are the same every step and replay from a graph.
+__device__ __forceinline__ float* row_cache(const unsigned long long* __restrict__ caches,
+                                            const int* __restrict__ rowSeq, int t) {
+    return (float*) caches[rowSeq != nullptr ? rowSeq[t] : 0];
+}
+
+// What happens to a q or k head between the q|k|v linear and attention, in the families' order: a weighted RMSNorm
+// of the head (normMode 1: Qwen3's q_norm / k_norm), RoPE (none on NoPE layers: cosTable null), a weightless RMSNorm
+// (normMode 2: Llama-4's L2 norm), and for query heads Llama-4's temperature log1p(floor((p + 1) / floorScale)) *
+// attnScale + 1 (floorScale > 0). A k head's block then writes the k and its matching v head into the cache row of
+// its position ([k | v], kvHeads * headDim each). Rows of qkv are [q heads | k heads | v heads] of one token; cos/sin
+// are [position, headDim / 2] with the attention factor applied. The norms' sums of squares are float64, as the host
+// RmsNorm's. grid: (tokens, heads + kvHeads); block: headDim / 2 rounded up to a warp (a pair of dimensions a thread)
+extern "C" __global__ void model_position_rows(float* __restrict__ qkv, int heads, int kvHeads, int headDim,
+                                               const float* __restrict__ cosTable, const float* __restrict__ sinTable,
+                                               int interleaved, int normMode, const float* __restrict__ qNorm,
+                                               const float* __restrict__ kNorm, float eps, double floorScale,
+                                               double attnScale, const long long* __restrict__ positions,
+                                               const int* __restrict__ rowSeq,
+                                               const unsigned long long* __restrict__ caches) {
+    enter_after_prior_grid();
+    const int t = blockIdx.x;
+    const int head = blockIdx.y;
+    const int half = headDim >> 1;
+    const int i = threadIdx.x;
+    const bool active = i < half;
+    const long long pos = positions[t];
+    float* h = qkv + (long long) t * (heads + 2 * kvHeads) * headDim + (long long) head * headDim;
+    const int a = interleaved ? 2 * i : i;
+    const int b = interleaved ? a + 1 : i + half;
+    float x1 = active ? h[a] : 0.f;
+    float x2 = active ? h[b] : 0.f;
+    // normMode is one of the two norms or none, so the block's reduction runs at most once
+    if (normMode == 1) {
+        const float* w = head < heads ? qNorm : kNorm;
+        double inv = 1.0 / sqrt(block_sum_dbl((double) x1 * x1 + (double) x2 * x2) / headDim + (double) eps);
+        if (active) {
+            x1 = w[a] * (float) (x1 * inv);
+            x2 = w[b] * (float) (x2 * inv);
+        }
+    }
+    if (cosTable != nullptr && active) {
+        float c = cosTable[pos * half + i];
+        float s = sinTable[pos * half + i];
+        float r1 = x1 * c - x2 * s;
+        float r2 = x2 * c + x1 * s;
+        x1 = r1;
+        x2 = r2;
+    }
+    if (normMode == 2) {
+        double inv = 1.0 / sqrt(block_sum_dbl((double) x1 * x1 + (double) x2 * x2) / headDim + (double) eps);
+        x1 = (float) (x1 * inv);
+        x2 = (float) (x2 * inv);
+    }
+    if (floorScale > 0.0 && head < heads) {
+        float f = (float) (log1p(floor((pos + 1.0) / floorScale)) * attnScale + 1.0);
+        x1 *= f;
+        x2 *= f;
+    }
+    if (!active) return;
+    h[a] = x1;
+    h[b] = x2;
     if (head >= heads) {
         int kvh = head - heads;
         int width = kvHeads * headDim;
-        float* k = cache + pos * 2LL * width + (long long) kvh * headDim;
-        const float* v = row + (long long) (heads + kvHeads + kvh) * headDim;
-        k[a] = r1;
-        k[b] = r2;
+        float* k = row_cache(caches, rowSeq, t) + pos * 2LL * width + (long long) kvh * headDim;
+        const float* v = h + (long long) kvHeads * headDim;  // the matching v head
+        k[a] = x1;
+        k[b] = x2;
         k[width + a] = v[a];
         k[width + b] = v[b];
     }
 }
 
-extern "C" __global__ void model_rope_store(float* __restrict__ qkv, int heads, int kvHeads, int headDim,
-                                            const float* __restrict__ cosTable, const float* __restrict__ sinTable,
-                                            const long long* __restrict__ start, int half, int interleaved,
-                                            float* __restrict__ cache) {
-    enter_after_prior_grid();
-    rope_store_row(qkv + (long long) blockIdx.x * (heads + 2 * kvHeads) * headDim, heads, kvHeads, headDim, cosTable,
-                   sinTable, *start + blockIdx.x, half, interleaved, cache);
-}
-
-// model_rope_store for a batch of several sequences: token row t is at positions[t] and its sequence's cache of this
-// layer is at caches[t] (a device address).
-// grid: (tokens, heads + kvHeads); block: half rounded up to a warp.
-extern "C" __global__ void model_rope_store_rows(float* __restrict__ qkv, int heads, int kvHeads, int headDim,
-                                                 const float* __restrict__ cosTable,
-                                                 const float* __restrict__ sinTable,
-                                                 const long long* __restrict__ positions,
-                                                 const unsigned long long* __restrict__ caches, int half,
-                                                 int interleaved) {
-    enter_after_prior_grid();
-    const int t = blockIdx.x;
-    rope_store_row(qkv + (long long) t * (heads + 2 * kvHeads) * headDim, heads, kvHeads, headDim, cosTable, sinTable,
-                   positions[t], half, interleaved, (float*) caches[t]);
+// The first key position a query at `position` sees: all (window 0), the last `window` (window > 0: sliding), or
+// those of its own chunk of -window positions (window < 0: Llama-4's chunked attention).
+__device__ __forceinline__ long long first_visible(long long position, int window) {
+    if (window > 0) return position - window + 1 > 0 ? position - window + 1 : 0;
+    if (window < 0) return position / (-window) * (-window);
+    return 0;
 }
 
 // One block (ATTEND_WARPS warps) per (token, head). Each warp runs an online softmax over every ATTEND_WARPS-th key
 // of the query's visible span [from, position]; the warps' partial maxima, sums and outputs are merged at the end,
 // with the head's sink logit (if any) joining the denominator. Lane l holds dimensions l, l + 32, ...
-// grid: (tokens, heads); block: 32 * ATTEND_WARPS
-// The body of both attention kernels: token row t at `position`, its layer's cache at `cache`.
-__device__ __forceinline__ void attend_row(const float* __restrict__ q, int qStride, const float* __restrict__ cache,
-                                           const float* __restrict__ sinks, float* __restrict__ out,
-                                           long long position, int t, int heads, int kvHeads, int headDim, int window,
-                                           float scale) {
+// The cache's rows are rowWidth floats apart; in row j the key's dimensions [0, split) are at kOff + d and
+// [split, qkDim) at kOff2 + d, the value's vDim dimensions at vOff + d: grouped-query heads keep one key vector,
+// multi-head latent attention a per-head no-rope part and a rope part shared by every head.
+__device__ __forceinline__ void attend_span(const float* __restrict__ qh, int qkDim, int split,
+                                            const float* __restrict__ cache, long long rowWidth, long long kOff,
+                                            long long kOff2, long long vOff, int vDim, const float* __restrict__ sink,
+                                            float* __restrict__ o, long long from, long long position, float scale) {
     __shared__ float sMax[ATTEND_WARPS];
     __shared__ float sSum[ATTEND_WARPS];
     __shared__ float sAcc[ATTEND_WARPS][HEAD_DIM_MAX];
     const int per = HEAD_DIM_MAX / 32;
-    int h = blockIdx.y;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    long long from = window > 0 ? (position - window + 1 > 0 ? position - window + 1 : 0) : 0;
-    int kvh = h / (heads / kvHeads);
-    int width = kvHeads * headDim;
-    const float* qh = q + (long long) t * qStride + (long long) h * headDim;
     float qv[per], acc[per];
+    long long kAt[per];
 #pragma unroll
     for (int i = 0; i < per; i++) {
         int d = lane + 32 * i;
-        qv[i] = d < headDim ? qh[d] : 0.f;
+        qv[i] = d < qkDim ? qh[d] : 0.f;
+        kAt[i] = (d < split ? kOff : kOff2) + d;
         acc[i] = 0.f;
     }
     float m = NEG_INF_F, l = 0.f;
     for (long long j = from + warp; j <= position; j += ATTEND_WARPS) {
-        const float* kr = cache + j * 2LL * width + (long long) kvh * headDim;
+        const float* row = cache + j * rowWidth;
         float s = 0.f;
 #pragma unroll
         for (int i = 0; i < per; i++) {
             int d = lane + 32 * i;
-            if (d < headDim) s = fmaf(qv[i], kr[d], s);
+            if (d < qkDim) s = fmaf(qv[i], row[kAt[i]], s);
         }
         s = warp_sum_f(s) * scale;
         float mNew = fmaxf(m, s);
         float correction = __expf(m - mNew);
         float p = __expf(s - mNew);
         l = l * correction + p;
-        const float* vr = kr + width;
+        const float* vr = row + vOff;
 #pragma unroll
         for (int i = 0; i < per; i++) {
             int d = lane + 32 * i;
-            acc[i] = acc[i] * correction + (d < headDim ? p * vr[d] : 0.f);
+            acc[i] = acc[i] * correction + (d < vDim ? p * vr[d] : 0.f);
         }
         m = mNew;
     }
@@ -649,46 +682,143 @@ __device__ __forceinline__ void attend_row(const float* __restrict__ q, int qStr
 #pragma unroll
     for (int i = 0; i < per; i++) {
         int d = lane + 32 * i;
-        if (d < headDim) sAcc[warp][d] = acc[i];
+        if (d < vDim) sAcc[warp][d] = acc[i];
     }
     __syncthreads();
     if (warp != 0) return;
-    float total = sinks == nullptr ? NEG_INF_F : sinks[h];
+    float total = sink == nullptr ? NEG_INF_F : *sink;
     for (int w = 0; w < ATTEND_WARPS; w++) total = fmaxf(total, sMax[w]);
-    float denominator = sinks == nullptr ? 0.f : __expf(sinks[h] - total);
+    float denominator = sink == nullptr ? 0.f : __expf(*sink - total);
     float f[ATTEND_WARPS];
     for (int w = 0; w < ATTEND_WARPS; w++) {
         f[w] = sSum[w] > 0.f ? __expf(sMax[w] - total) : 0.f;
         denominator += sSum[w] * f[w];
     }
-    float* o = out + ((long long) t * heads + h) * headDim;  // [tokens, heads * headDim]
-    for (int d = lane; d < headDim; d += 32) {
+    for (int d = lane; d < vDim; d += 32) {
         float v = 0.f;
         for (int w = 0; w < ATTEND_WARPS; w++) v += sAcc[w][d] * f[w];
         o[d] = v / denominator;
     }
 }
 
-extern "C" __global__ void model_attend(const float* __restrict__ q, int qStride, const float* __restrict__ cache,
-                                        const float* __restrict__ sinks, float* __restrict__ out,
-                                        const long long* __restrict__ start, int heads, int kvHeads, int headDim,
-                                        int window, float scale) {
-    enter_after_prior_grid();
-    attend_row(q, qStride, cache, sinks, out, *start + blockIdx.x, blockIdx.x, heads, kvHeads, headDim, window, scale);
-}
-
-// model_attend for a batch of several sequences: token row t is at positions[t] and reads its sequence's cache of this
-// layer at caches[t] (written for this pass's rows by model_rope_store_rows).
+// Grouped-query attention of each (token row, head) over its sequence's cache ([position][k | v], written for this
+// pass's rows by model_position_rows), into out [tokens, heads * headDim]. q: token rows qStride floats apart.
 // grid: (tokens, heads); block: 32 * ATTEND_WARPS
 extern "C" __global__ void model_attend_rows(const float* __restrict__ q, int qStride,
                                              const unsigned long long* __restrict__ caches,
-                                             const float* __restrict__ sinks, float* __restrict__ out,
-                                             const long long* __restrict__ positions, int heads, int kvHeads,
-                                             int headDim, int window, float scale) {
+                                             const int* __restrict__ rowSeq, const float* __restrict__ sinks,
+                                             float* __restrict__ out, const long long* __restrict__ positions,
+                                             int heads, int kvHeads, int headDim, int window, float scale) {
     enter_after_prior_grid();
     const int t = blockIdx.x;
-    attend_row(q, qStride, (const float*) caches[t], sinks, out, positions[t], t, heads, kvHeads, headDim, window,
-               scale);
+    const int h = blockIdx.y;
+    const long long position = positions[t];
+    const int kvh = h / (heads / kvHeads);
+    const long long width = (long long) kvHeads * headDim;
+    attend_span(q + (long long) t * qStride + (long long) h * headDim, headDim, headDim, row_cache(caches, rowSeq, t),
+                2 * width, (long long) kvh * headDim, 0, width + (long long) kvh * headDim, headDim,
+                sinks == nullptr ? nullptr : sinks + h, out + ((long long) t * heads + h) * headDim,
+                first_visible(position, window), position, scale);
+}
+
+// DeepSeek's multi-head latent attention, after q_b_proj (q [tokens, heads, nope + rope]) and kv_a_proj_with_mqa
+// (latent [tokens, lora + rope]): block (t, h < heads) rotates the rope part of query head h; block (t, heads)
+// normalizes the latent's first `lora` values (kv_a_layernorm, sum of squares in float64) into latentOut [t][lora]
+// for kv_b_proj and rotates the rope key (the latent row's last `rope` values) into the start of the cache row of
+// its position (rows rope + heads * (nope + vDim) floats: the rope key, then per head k_nope and v from
+// model_mla_store_rows). cos/sin are [position, rope / 2]. grid: (tokens, heads + 1); block: 256
+extern "C" __global__ void model_mla_position_rows(float* __restrict__ q, int heads, int nope, int rope,
+                                                   const float* __restrict__ latent, int lora,
+                                                   const float* __restrict__ normWeight, float eps,
+                                                   float* __restrict__ latentOut, const float* __restrict__ cosTable,
+                                                   const float* __restrict__ sinTable, int interleaved,
+                                                   const long long* __restrict__ positions,
+                                                   const int* __restrict__ rowSeq,
+                                                   const unsigned long long* __restrict__ caches, int rowWidth) {
+    enter_after_prior_grid();
+    const int t = blockIdx.x;
+    const int half = rope >> 1;
+    const long long pos = positions[t];
+    if ((int) blockIdx.y < heads) {
+        float* r = q + ((long long) t * heads + blockIdx.y) * (nope + rope) + nope;
+        for (int i = threadIdx.x; i < half; i += blockDim.x) {
+            int a = interleaved ? 2 * i : i;
+            int b = interleaved ? a + 1 : i + half;
+            float c = cosTable[pos * half + i], s = sinTable[pos * half + i];
+            float x1 = r[a], x2 = r[b];
+            r[a] = x1 * c - x2 * s;
+            r[b] = x2 * c + x1 * s;
+        }
+        return;
+    }
+    const float* lat = latent + (long long) t * (lora + rope);
+    double sum = 0;
+    for (int i = threadIdx.x; i < lora; i += blockDim.x) sum += (double) lat[i] * lat[i];
+    double inv = 1.0 / sqrt(block_sum_dbl(sum) / lora + (double) eps);
+    float* o = latentOut + (long long) t * lora;
+    for (int i = threadIdx.x; i < lora; i += blockDim.x) o[i] = normWeight[i] * (float) (lat[i] * inv);
+    float* k = row_cache(caches, rowSeq, t) + pos * (long long) rowWidth;
+    const float* kr = lat + lora;
+    for (int i = threadIdx.x; i < half; i += blockDim.x) {
+        int a = interleaved ? 2 * i : i;
+        int b = interleaved ? a + 1 : i + half;
+        float c = cosTable[pos * half + i], s = sinTable[pos * half + i];
+        float x1 = kr[a], x2 = kr[b];
+        k[a] = x1 * c - x2 * s;
+        k[b] = x2 * c + x1 * s;
+    }
+}
+
+// kv_b_proj's output of each token row (per head k_nope then v, width floats) into the cache row of its position,
+// after the rope key. grid: tokens; block: 256
+extern "C" __global__ void model_mla_store_rows(const float* __restrict__ kv, int width, int rope,
+                                                const long long* __restrict__ positions,
+                                                const int* __restrict__ rowSeq,
+                                                const unsigned long long* __restrict__ caches) {
+    enter_after_prior_grid();
+    const int t = blockIdx.x;
+    const float* src = kv + (long long) t * width;
+    float* dst = row_cache(caches, rowSeq, t) + positions[t] * (long long) (rope + width) + rope;
+    for (int i = threadIdx.x; i < width; i += blockDim.x) dst[i] = src[i];
+}
+
+// Multi-head latent attention of each (token row, head) over its sequence's cache (model_mla_position_rows and
+// model_mla_store_rows wrote this pass's rows): score = (q_nope . k_nope + q_rope . k_rope) * scale over every
+// earlier position, out [tokens, heads * vDim]. grid: (tokens, heads); block: 32 * ATTEND_WARPS
+extern "C" __global__ void model_attend_mla_rows(const float* __restrict__ q, const unsigned long long* __restrict__ caches,
+                                                 const int* __restrict__ rowSeq, float* __restrict__ out,
+                                                 const long long* __restrict__ positions, int heads, int nope,
+                                                 int rope, int vDim, float scale) {
+    enter_after_prior_grid();
+    const int t = blockIdx.x;
+    const int h = blockIdx.y;
+    const long long position = positions[t];
+    const long long headAt = rope + (long long) h * (nope + vDim);
+    attend_span(q + ((long long) t * heads + h) * (nope + rope), nope + rope, nope, row_cache(caches, rowSeq, t),
+                rope + (long long) heads * (nope + vDim), headAt, -(long long) nope, headAt + nope, vDim, nullptr,
+                out + ((long long) t * heads + h) * vDim, 0, position, scale);
+}
+
+// g = silu(g) * u elementwise (a dense MLP's gate and up), silu in float64 rounded to float as the host computes it.
+// grid: ceil(n / 256); block: 256
+extern "C" __global__ void model_silu_mul(float* __restrict__ g, const float* __restrict__ u, long long n) {
+    enter_after_prior_grid();
+    long long i = (long long) blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        double x = g[i];
+        g[i] = (float) (x / (1.0 + exp(-x))) * u[i];
+    }
+}
+
+// Every one of n choices to expert 0 with weight 1: the shared experts' routing (each token through the one expert).
+// grid: ceil(n / 256); block: 256
+extern "C" __global__ void model_fill_choices(int* __restrict__ ids, float* __restrict__ weights, int n) {
+    enter_after_prior_grid();
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        ids[i] = 0;
+        weights[i] = 1.0f;
+    }
 }
 
 // out[i] = x[rows[i]] for rows of n floats: the last row of each sequence of a batch, for lm_head.

@@ -53,8 +53,9 @@ extern "C" __global__ void moe_prepare_rows(const float* __restrict__ x, int H, 
     extern __shared__ float s[]; // H values, then 32 floats of scratch
     float* scratch = s + H;
     const size_t p = blockIdx.x;
-    const int e = pairExpert[p];
-    const float* xr = x + (size_t)pairToken[p] * H;
+    // a dense linear's input rows (DeviceLinear) pass neither: row p is token p of the one matrix
+    const int e = pairExpert != nullptr ? pairExpert[p] : 0;
+    const float* xr = x + (pairToken != nullptr ? (size_t)pairToken[p] : p) * H;
     const float w = weightOnInput ? pairWeight[p] : 1.0f;
     if ((H & 3) == 0) {
         // 16-byte loads: the row is copied in a quarter of the round trips (rows of a multiple of 4 floats stay

@@ -64,21 +64,27 @@ class ModelOpsKernelsTest {
                 int rows = 3;
                 float[] x = random(rnd, rows * n, 2.0);
                 float[] add = random(rnd, rows * n, 1.0);
+                float[] add2 = random(rnd, rows * n, 1.0);
                 float[] weight = random(rnd, n, 1.0);
                 float eps = 1e-5f;
-                for (boolean withAdd : new boolean[] {false, true}) {
+                for (int adds = 0; adds <= 2; adds++) {
+                    boolean withAdd = adds > 0;
+                    boolean withAdd2 = adds > 1;
                     for (boolean withWeight : new boolean[] {false, true}) {
                         try (DeviceBuffer dx = ops.upload(x); DeviceBuffer da = ops.upload(add);
-                                DeviceBuffer dw = ops.upload(weight); DeviceBuffer out = ops.allocate(4L * rows * n)) {
-                            ops.rmsNorm(dx.pointer(), withAdd ? da.pointer() : 0L, withWeight ? dw.pointer() : 0L,
-                                    out.pointer(), rows, n, eps);
+                                DeviceBuffer da2 = ops.upload(add2); DeviceBuffer dw = ops.upload(weight);
+                                DeviceBuffer out = ops.allocate(4L * rows * n)) {
+                            ops.rmsNorm(dx.pointer(), withAdd ? da.pointer() : 0L, withAdd2 ? da2.pointer() : 0L,
+                                    withWeight ? dw.pointer() : 0L, out.pointer(), rows, n, eps);
                             float[] got = ops.readFloats(out, 0, rows * n);
                             float[] sum = ops.readFloats(dx, 0, rows * n);
                             for (int r = 0; r < rows; r++) {
                                 double ss = 0;
                                 float[] row = new float[n];
                                 for (int i = 0; i < n; i++) {
-                                    row[i] = withAdd ? x[r * n + i] + add[r * n + i] : x[r * n + i];
+                                    // the two adds are summed first, as the host sums routed and shared experts
+                                    float plus = withAdd2 ? add[r * n + i] + add2[r * n + i] : add[r * n + i];
+                                    row[i] = withAdd ? x[r * n + i] + plus : x[r * n + i];
                                     ss += (double) row[i] * row[i];
                                 }
                                 double inv = 1.0 / Math.sqrt(ss / n + eps);

@@ -1,0 +1,276 @@
+package io.moe4j.backend.cuda;
+
+import io.moe4j.MoeException;
+import io.moe4j.backend.cuda.driver.CudaStream;
+import io.moe4j.backend.cuda.driver.DeviceBuffer;
+import io.moe4j.backend.cuda.driver.KernelArgs;
+import io.moe4j.quant.ActivationQuant;
+import io.moe4j.quant.CodeType;
+import io.moe4j.quant.ExpertMatrix;
+import io.moe4j.quant.LinearWeights;
+import io.moe4j.quant.WeightFormat;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One dense linear of a model resident on the GPU (an attention projection, a dense MLP projection, {@code lm_head}),
+ * y = qdq(x) · Wᵀ (+ bias), with W in the checkpoint's own format: the expert kernels serve it as a stack of one.
+ * Codes stay packed ({@link UnitMatrix}: the checkpoint's rows padded to 32-element units), the input goes through
+ * the scheme's quantize-dequantize ({@link DeviceQuant}, the row stage of the experts) and the CUDA-core GEMM
+ * ({@code moe_gemm_units}) decodes the codes in registers. A bf16 matrix whose rows are whole units and whose input is
+ * not quantized also runs on {@code model_linear_bf16} (one warp a row; tensor cores from 16 tokens), the faster path
+ * for the bf16 attention and {@code lm_head} most checkpoints ship.
+ *
+ * <p>Made by {@link #upload}; run by {@link ModelOps#linear}. Closing frees its device memory.
+ */
+public final class DeviceLinear implements AutoCloseable {
+    private final String module;
+    private final UnitMatrix matrix;
+    private final DeviceQuant input;
+    private final DeviceBuffer bias;
+    private final boolean bf16Rows;
+    private final String scheme;
+
+    private DeviceLinear(String module, UnitMatrix matrix, DeviceQuant input, DeviceBuffer bias, String scheme,
+            boolean bf16Rows) {
+        this.module = module;
+        this.matrix = matrix;
+        this.input = input;
+        this.bias = bias;
+        this.scheme = scheme;
+        this.bf16Rows = bf16Rows;
+    }
+
+    /**
+     * Uploads {@code w} (and {@code bias}, float32 [out], or null) of the module named {@code module}; fails naming
+     * the module when the device kernels cannot run its layout or this device its format.
+     */
+    public static DeviceLinear upload(ModelOps ops, String module, LinearWeights w, float[] bias) {
+        return upload(ops, module, w.weight(), w, bias);
+    }
+
+    /**
+     * Several linears that read the same input, as one: their weights stacked by rows in the order given (e.g. q, k
+     * and v), their biases likewise (all or none). Only bf16 weights without input quantization stack this way (one
+     * matrix, one launch); the caller checks {@link #stacks}.
+     */
+    public static DeviceLinear stack(ModelOps ops, String module, List<LinearWeights> parts, List<float[]> biases) {
+        if (!stacks(parts)) {
+            throw new IllegalArgumentException(module + ": only bf16 linears of one input width without input "
+                    + "quantization stack");
+        }
+        int cols = parts.getFirst().inFeatures();
+        int rows = 0;
+        long bytes = 0;
+        for (LinearWeights p : parts) {
+            rows += p.outFeatures();
+            bytes += p.weight().data().byteSize();
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment all = arena.allocate(bytes, 64);
+            long at = 0;
+            for (LinearWeights p : parts) {
+                MemorySegment.copy(p.weight().data(), 0, all, at, p.weight().data().byteSize());
+                at += p.weight().data().byteSize();
+            }
+            float[] b = null;
+            if (biases.stream().anyMatch(x -> x != null)) {
+                b = new float[rows];
+                int o = 0;
+                for (int i = 0; i < parts.size(); i++) {
+                    float[] part = biases.get(i);
+                    if (part == null) {
+                        throw new IllegalArgumentException(module + ": some stacked linears have biases, others not");
+                    }
+                    System.arraycopy(part, 0, b, o, part.length);
+                    o += part.length;
+                }
+            }
+            ExpertMatrix m = ExpertMatrix.dense(1, rows, cols, CodeType.BF16, all);
+            return upload(ops, module, m, parts.getFirst(), b);
+        }
+    }
+
+    /** Whether {@link #stack} takes these linears: bf16, unquantized input, one input width. */
+    public static boolean stacks(List<LinearWeights> parts) {
+        int cols = parts.getFirst().inFeatures();
+        for (LinearWeights p : parts) {
+            if (!plainBf16(p.weight()) || !p.input().equals(ActivationQuant.NONE) || p.inFeatures() != cols) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static boolean plainBf16(ExpertMatrix m) {
+        return m.codes() == CodeType.BF16 && m.blockScales() == null && m.shardScales() == null
+                && m.zeroPoints() == null && m.groupIndex() == null;
+    }
+
+    private static DeviceLinear upload(ModelOps ops, String module, ExpertMatrix m, LinearWeights w, float[] bias) {
+        String reason = UnitMatrix.unsupportedReason(m);
+        if (reason == null) {
+            reason = deviceReason(w.scheme().weights(), ops);
+        }
+        if (reason != null) {
+            throw new MoeException("unsupported on cuda: linear '" + module + "' (" + w.scheme().name() + "): "
+                    + reason);
+        }
+        if (bias != null && bias.length != m.rows()) {
+            throw new IllegalArgumentException(module + ": bias of " + bias.length + " for " + m.rows() + " rows");
+        }
+        List<AutoCloseable> made = new ArrayList<>();
+        try {
+            ops.context().makeCurrent();
+            UnitMatrix u = UnitMatrix.upload(ops.context(), m);
+            made.add(u);
+            DeviceQuant q = DeviceQuant.upload(ops.context(), w.input());
+            made.add(q);
+            DeviceBuffer b = bias == null ? null : ops.upload(bias);
+            // model_linear_bf16 reads rows of `in` bf16 values back to back: plain bf16 rows of whole units
+            boolean bf16Rows = plainBf16(m) && w.input().equals(ActivationQuant.NONE) && m.cols() % 32 == 0;
+            return new DeviceLinear(module, u, q, b, w.scheme().name(), bf16Rows);
+        } catch (RuntimeException e) {
+            for (AutoCloseable c : made) {
+                try {
+                    c.close();
+                } catch (Exception suppressed) {
+                    e.addSuppressed(suppressed);
+                }
+            }
+            throw e;
+        }
+    }
+
+    /** The cuda backend's rule for a weight format on this device (FP8 and NVFP4 decode in hardware from sm_89). */
+    private static String deviceReason(WeightFormat weights, ModelOps ops) {
+        var device = ops.context().device();
+        var support = CudaBackend.support(weights, device.computeCapability(), device.name());
+        return support.supported() ? null : support.reason();
+    }
+
+    public String module() {
+        return module;
+    }
+
+    public int inFeatures() {
+        return matrix.cols();
+    }
+
+    public int outFeatures() {
+        return matrix.rows();
+    }
+
+    /** Whether x is rewritten (quantize-dequantized, or its columns reordered) before the GEMM reads it. */
+    boolean preparesInput() {
+        return !input.none() || matrix.columnOrder() != null;
+    }
+
+    /** Bytes of codes, scales and bias a forward call reads. */
+    public long weightBytes() {
+        long b = matrix.codes().byteSize() + (matrix.scales() == null ? 0 : matrix.scales().byteSize())
+                + (matrix.zeros() == null ? 0 : matrix.zeros().byteSize());
+        return b + (bias == null ? 0 : bias.byteSize());
+    }
+
+    /** For logs: the format and the kernel, e.g. {@code bf16 on model_linear_bf16}. */
+    public String describe() {
+        return scheme + (bf16Rows ? " on model_linear_bf16" : ", " + matrix.kernels());
+    }
+
+    /**
+     * Enqueues y [tokens, out] (rows {@code yPitch} floats apart) = qdq(x [tokens, in]) · Wᵀ + bias on {@code ops}'
+     * stream, added to y's values when {@code accumulate}. {@code rows}: device memory of at least
+     * {@link #inputScratchBytes} for the prepared input; {@code partials}: the bf16 kernels' slice sums (0 for none).
+     */
+    void enqueue(ModelOps ops, CudaEngine engine, CudaTuning tuning, long x, long y, int yPitch, int tokens,
+            boolean accumulate, long rows, long rowsBytes, long partials, long partialsBytes) {
+        int in = matrix.cols();
+        int out = matrix.rows();
+        if (yPitch < out) {
+            throw new IllegalArgumentException(module + ": output rows of " + yPitch + " floats for " + out + " values");
+        }
+        if (tokens == 0) {
+            return;
+        }
+        if (bf16Rows && yPitch == out) {
+            ops.linearBf16(x, matrix.codes().pointer(), bias == null ? 0L : bias.pointer(), y, tokens, in, out,
+                    accumulate, partials, partialsBytes);
+            return;
+        }
+        CudaStream stream = ops.stream();
+        long source = x;
+        if (preparesInput()) {
+            if (rowsBytes < inputScratchBytes(tokens)) {
+                throw new IllegalArgumentException(module + ": " + rowsBytes + " bytes of input scratch for " + tokens
+                        + " rows of " + in);
+            }
+            KernelCache.Kernel k = engine.kernels().get("moe_rows.cu", "moe_prepare_rows", List.of());
+            int shared = 4 * (in + 32);
+            if (shared > k.sharedLimit()) {
+                throw new IllegalArgumentException(module + ": input rows of " + in + " values need " + shared
+                        + " bytes of shared memory; this device allows " + k.sharedLimit());
+            }
+            try (Arena arena = Arena.ofConfined()) {
+                KernelArgs args = new KernelArgs(arena).pointer(x).i32(in).pointer(0L).pointer(0L).pointer(0L).i32(0);
+                input.append(args);
+                args.pointer(CudaExperts.pointerOf(matrix.columnOrder())).i32(0).pointer(rows).pointer(0L).pointer(0L)
+                        .i32(in);
+                k.function().launch(tokens, 1, 1, 256, 1, 1, shared, stream, args);
+            }
+            source = rows;
+        }
+        // Tokens a block multiplies with each decoded weight unit: all of a small batch, up to 8, as the experts do.
+        int tb = tokens > 1 ? 8 : 1;
+        KernelCache.Kernel k = units(engine, tuning, tb);
+        while (tb > 1 && 128L * tb * matrix.units() > k.sharedLimit()) {
+            tb /= 2;
+            k = units(engine, tuning, tb);
+        }
+        long shared = 128L * tb * matrix.units();
+        if (shared > k.sharedLimit()) {
+            throw new IllegalArgumentException(module + ": rows of " + in + " values need " + shared
+                    + " bytes of shared memory; this device allows " + k.sharedLimit());
+        }
+        int rowsPerBlock = tuning.unitsRows() * tuning.unitsWarps();
+        int batches = Math.ceilDiv(tokens, tb);
+        if (batches > 65535) {
+            throw new IllegalArgumentException(module + ": " + tokens + " tokens in one call exceed the grid");
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            UnitMatrix u = matrix;
+            KernelArgs args = new KernelArgs(arena).pointer(u.codes()).pointer(CudaExperts.pointerOf(u.scales()))
+                    .pointer(CudaExperts.pointerOf(u.zeros())).pointer(CudaExperts.pointerOf(u.shard())).pointer(source)
+                    .pointer(0L).pointer(0L).pointer(y).i32(u.rows()).i32(u.cols()).i32(u.units()).i32(u.rowBlocks())
+                    .i32(u.colBlocks()).i32(u.blockRows()).i32(u.blockCols()).i32(u.shards()).i32(u.shardRows())
+                    .i32(yPitch).pointer(bias == null ? 0L : bias.pointer()).i32(accumulate ? 1 : 0).i32(tokens);
+            k.function().launch(Math.ceilDiv(u.rows(), rowsPerBlock), batches, 1, 32 * tuning.unitsWarps(), 1, 1,
+                    (int) shared, stream, args);
+        }
+    }
+
+    /** Device bytes of the prepared input rows of {@code tokens} tokens (0 when x is read as it is). */
+    public long inputScratchBytes(int tokens) {
+        return preparesInput() ? 4L * tokens * matrix.cols() : 0L;
+    }
+
+    private KernelCache.Kernel units(CudaEngine engine, CudaTuning tuning, int tb) {
+        List<String> defines = new ArrayList<>(matrix.defines());
+        defines.add("-DMOE4J_TB=" + tb);
+        defines.add("-DMOE4J_ROWS=" + tuning.unitsRows());
+        defines.add("-DMOE4J_WARPS=" + tuning.unitsWarps());
+        return engine.kernels().get("gemm_units.cu", "moe_gemm_units", defines);
+    }
+
+    @Override
+    public void close() {
+        matrix.close();
+        input.close();
+        if (bias != null) {
+            bias.close();
+        }
+    }
+}

@@ -1,0 +1,268 @@
+package io.moe4j.model.cuda;
+
+import io.moe4j.backend.cuda.DeviceLinear;
+import io.moe4j.backend.cuda.DeviceRoutes;
+import io.moe4j.backend.cuda.ModelOps;
+import io.moe4j.backend.cuda.driver.DeviceBuffer;
+import io.moe4j.model.GqaSpec;
+import io.moe4j.model.MlaSpec;
+import io.moe4j.routing.Routing;
+
+/**
+ * The launches of a forward pass over token rows of a {@link DeviceModel}, on one {@link ModelOps} stream, shared by a
+ * sequence's passes ({@link DeviceSequence}) and batched steps ({@link DeviceBatch}): the rows' positions and caches
+ * come from the {@link PassScratch} tables, so the same launches serve one sequence or many. Per layer:
+ * <pre>
+ *   h += the previous layer's feed-forward output; xn = norm(h)
+ *   attention of xn (q|k|v or MLA's projections, norms, RoPE, the cache, softmax), h += o(...)
+ *   xn = norm(h); the feed-forward of xn into ffOut (+ sharedOut): routed experts, dense MLP
+ * </pre>
+ * Not thread-safe: the owner runs one pass at a time.
+ */
+final class DevicePass implements AutoCloseable {
+    private static final int FLOAT = 4;
+
+    private final DeviceModel model;
+    private final ModelOps ops;
+    /** The device memory of MoE layers routed on the device, and of shared experts (planned the same way). */
+    private final DeviceRoutes routes;
+    private final DeviceRoutes sharedRoutes;
+
+    DevicePass(DeviceModel model, ModelOps ops) {
+        this.model = model;
+        this.ops = ops;
+        this.routes = ops.newRoutes();
+        this.sharedRoutes = ops.newRoutes();
+    }
+
+    /** Changes whenever a buffer a recorded pass names moves. */
+    long generation() {
+        return routes.generation() + sharedRoutes.generation();
+    }
+
+    /** The embedding rows of the pass's ids into h. */
+    void embed(PassScratch s, int rows) {
+        ops.embed(model.embedding().pointer(), s.ids(), s.h().pointer(), rows, model.config().hidden());
+    }
+
+    /**
+     * h += the previous layer's output (none before layer 0), xn = its input norm; attention; h += its output;
+     * xn = the post-attention norm of h, the feed-forward's input.
+     */
+    void attention(int l, PassScratch s, int rows) {
+        DeviceModel.Layer layer = model.layers().get(l);
+        int hidden = model.config().hidden();
+        float eps = model.config().normEps();
+        long h = s.h().pointer();
+        long xn = s.xn().pointer();
+        residualNorm(l, s, rows, layer.inputNorm().pointer(), h, xn);
+        switch (layer.attention()) {
+            case DeviceModel.Gqa g -> gqa(l, g, s, rows);
+            case DeviceModel.Mla m -> mla(l, m, s, rows);
+        }
+        ops.rmsNorm(h, 0L, layer.postNorm().pointer(), xn, rows, hidden, eps);
+    }
+
+    /** h += the output of layer l - 1's feed-forward (routed and shared) and out = norm(h) with {@code weight}. */
+    private void residualNorm(int l, PassScratch s, int rows, long weight, long h, long out) {
+        long add = 0L;
+        long add2 = 0L;
+        if (l > 0) {
+            add = s.ffOut().pointer();
+            if (model.layers().get(l - 1).feedForward() instanceof DeviceModel.Moe m && m.hasShared()) {
+                add2 = s.sharedOut().pointer();
+            }
+        }
+        ops.rmsNorm(h, add, add2, weight, out, rows, model.config().hidden(), model.config().normEps());
+    }
+
+    private void gqa(int l, DeviceModel.Gqa g, PassScratch s, int rows) {
+        GqaSpec spec = g.spec();
+        int hidden = model.config().hidden();
+        int d = spec.headDim();
+        int qWidth = spec.heads() * d;
+        int kvWidth = spec.kvHeads() * d;
+        int qkvWidth = g.qkvWidth();
+        long xn = s.xn().pointer();
+        long qkv = s.qkv().pointer();
+        if (g.qkv() != null) {
+            linear(g.qkv(), xn, qkv, qkvWidth, rows, false, s);
+        } else {
+            linear(g.q(), xn, qkv, qkvWidth, rows, false, s);
+            linear(g.k(), xn, qkv + (long) FLOAT * qWidth, qkvWidth, rows, false, s);
+            linear(g.v(), xn, qkv + (long) FLOAT * (qWidth + kvWidth), qkvWidth, rows, false, s);
+        }
+        DeviceModel.RopeTables rope = g.rope();
+        ops.positionRows(qkv, rows, spec.heads(), spec.kvHeads(), d, rope == null ? 0L : rope.cos().pointer(),
+                rope == null ? 0L : rope.sin().pointer(), rope != null && rope.interleaved(), g.normMode(),
+                pointer(g.qNorm()), pointer(g.kNorm()), model.config().normEps(), g.temperature(), s.positions(),
+                rowSeq(s), s.caches(l));
+        ops.attendRows(qkv, qkvWidth, s.caches(l), rowSeq(s), pointer(g.sinks()), s.attended().pointer(), rows,
+                s.positions(), spec.heads(), spec.kvHeads(), d, g.window(), spec.scale());
+        linear(g.o(), s.attended().pointer(), s.h().pointer(), hidden, rows, true, s);
+    }
+
+    private void mla(int l, DeviceModel.Mla m, PassScratch s, int rows) {
+        MlaSpec spec = m.spec();
+        int hidden = model.config().hidden();
+        int heads = spec.heads();
+        int qk = spec.nopeDim() + spec.ropeDim();
+        int lora = spec.kvLoraRank();
+        long xn = s.xn().pointer();
+        long q = s.qkv().pointer();
+        if (m.qA() != null) {
+            long qLatent = s.qLatent().pointer();
+            long normed = s.qLatentNormed().pointer();
+            linear(m.qA(), xn, qLatent, spec.qLoraRank(), rows, false, s);
+            ops.rmsNorm(qLatent, 0L, m.qANorm().pointer(), normed, rows, spec.qLoraRank(), spec.normEps());
+            linear(m.qB(), normed, q, heads * qk, rows, false, s);
+        } else {
+            linear(m.qB(), xn, q, heads * qk, rows, false, s);
+        }
+        long latent = s.latent().pointer();
+        linear(m.kvA(), xn, latent, lora + spec.ropeDim(), rows, false, s);
+        DeviceModel.RopeTables rope = m.rope();
+        ops.mlaPositionRows(q, rows, heads, spec.nopeDim(), spec.ropeDim(), latent, lora, m.kvANorm().pointer(),
+                spec.normEps(), s.latentNormed().pointer(), rope.cos().pointer(), rope.sin().pointer(),
+                rope.interleaved(), s.positions(), rowSeq(s), s.caches(l), m.cacheWidth());
+        int width = heads * (spec.nopeDim() + spec.vDim());
+        linear(m.kvB(), s.latentNormed().pointer(), s.expanded().pointer(), width, rows, false, s);
+        ops.mlaStoreRows(s.expanded().pointer(), rows, width, spec.ropeDim(), s.positions(), rowSeq(s), s.caches(l));
+        ops.attendMlaRows(q, s.caches(l), rowSeq(s), s.attended().pointer(), rows, s.positions(), heads,
+                spec.nopeDim(), spec.ropeDim(), spec.vDim(), spec.scale());
+        linear(m.o(), s.attended().pointer(), s.h().pointer(), hidden, rows, true, s);
+    }
+
+    /** Whether layer l's feed-forward runs without the host ({@link #feedForward}); else {@link #feedForwardHostRouted}. */
+    boolean onDevice(int l, int rows) {
+        return !(model.layers().get(l).feedForward() instanceof DeviceModel.Moe m)
+                || model.routesOnDevice() && (long) rows * m.layer().router().spec().topK()
+                        <= ModelOps.DEVICE_ROUTED_PAIRS;
+    }
+
+    /** Layer l's feed-forward of xn into ffOut (and sharedOut), enqueued with no host round trip. */
+    void feedForward(int l, PassScratch s, int rows) {
+        switch (model.layers().get(l).feedForward()) {
+            case DeviceModel.Dense d -> dense(d, s, rows);
+            case DeviceModel.Moe m -> {
+                routerLogits(m, s, rows);
+                ops.routeAndRunExperts(m.layer().experts(), m.layer().router().spec(), s.routerLogits().pointer(),
+                        pointer(m.routerCorrection()), s.xn(), rows, s.ffOut(), routes);
+                shared(m, s, rows);
+            }
+        }
+    }
+
+    /**
+     * A MoE layer's feed-forward with its experts chosen on the host: the router logits come back, {@code
+     * Router.select} picks, the routing goes to the experts (a wait for the device each layer: prompts beyond one
+     * device-routed pass, or {@code -Dmoe4j.cuda.hostRouting}). {@code afterLogits} marks the profile.
+     */
+    void feedForwardHostRouted(int l, PassScratch s, int rows, Runnable afterLogits) {
+        DeviceModel.Moe m = (DeviceModel.Moe) model.layers().get(l).feedForward();
+        routerLogits(m, s, rows);
+        int experts = m.layer().router().spec().numExperts();
+        double[] logits = ops.readDoubles(s.routerLogits(), rows * experts);
+        Routing routing = m.layer().router().select(logits, rows);
+        afterLogits.run();
+        ops.experts(m.layer().experts(), s.xn(), rows, routing, s.ffOut());
+        shared(m, s, rows);
+    }
+
+    private void routerLogits(DeviceModel.Moe m, PassScratch s, int rows) {
+        ops.routerLogits(s.xn().pointer(), m.routerWeight().pointer(), pointer(m.routerBias()),
+                s.routerLogits().pointer(), rows, m.layer().router().spec().numExperts(), model.config().hidden());
+    }
+
+    /**
+     * The shared experts of xn into sharedOut: planned on the device like routed experts, or, for more rows than one
+     * device-planned pass takes (a long prompt routed on the host), with a plan made on the host.
+     */
+    private void shared(DeviceModel.Moe m, PassScratch s, int rows) {
+        if (!m.hasShared()) {
+            return;
+        }
+        if (rows <= ModelOps.DEVICE_ROUTED_PAIRS) {
+            ops.sharedExperts(m.layer().sharedExperts(), s.xn(), rows, s.sharedOut(), sharedRoutes);
+        } else {
+            float[] ones = new float[rows];
+            java.util.Arrays.fill(ones, 1f);
+            ops.experts(m.layer().sharedExperts(), s.xn(), rows, new Routing(rows, 1, new int[rows], ones, false),
+                    s.sharedOut());
+        }
+    }
+
+    private void dense(DeviceModel.Dense d, PassScratch s, int rows) {
+        int inter = d.gate().outFeatures();
+        int hidden = model.config().hidden();
+        long xn = s.xn().pointer();
+        linear(d.gate(), xn, s.gate().pointer(), inter, rows, false, s);
+        linear(d.up(), xn, s.up().pointer(), inter, rows, false, s);
+        ops.siluMul(s.gate().pointer(), s.up().pointer(), (long) rows * inter);
+        linear(d.down(), s.gate().pointer(), s.ffOut().pointer(), hidden, rows, false, s);
+    }
+
+    /**
+     * The final norm of {@code count} rows from {@code from} of h (after the last layer's feed-forward) into
+     * {@code normed}, then lm_head into the logits buffer.
+     */
+    void head(PassScratch s, int from, int count) {
+        int hidden = model.config().hidden();
+        long at = (long) from * hidden * FLOAT;
+        int last = model.layers().size();
+        long add = s.ffOut().pointer() + at;
+        long add2 = model.layers().get(last - 1).feedForward() instanceof DeviceModel.Moe m && m.hasShared()
+                ? s.sharedOut().pointer() + at : 0L;
+        // only the rows wanted take the last layer's output (h is not read again: the next pass embeds anew)
+        ops.rmsNorm(s.h().pointer() + at, add, add2, model.finalNorm().pointer(), s.xn().pointer(), count, hidden,
+                model.config().normEps());
+        lmHead(s, s.xn().pointer(), count);
+    }
+
+    /**
+     * A batch's head: every row takes the last layer's output and the final norm, lm_head reads each sequence's last
+     * row (the lastRows table) into the logits, one row a sequence.
+     */
+    void headOfLastRows(PassScratch s, int rows, int sequences) {
+        int hidden = model.config().hidden();
+        int last = model.layers().size();
+        long add2 = model.layers().get(last - 1).feedForward() instanceof DeviceModel.Moe m && m.hasShared()
+                ? s.sharedOut().pointer() : 0L;
+        ops.rmsNorm(s.h().pointer(), s.ffOut().pointer(), add2, model.finalNorm().pointer(), s.xn().pointer(), rows,
+                hidden, model.config().normEps());
+        ops.gatherRows(s.xn().pointer(), s.lastRows(), s.last().pointer(), sequences, hidden);
+        lmHead(s, s.last().pointer(), sequences);
+    }
+
+    private void lmHead(PassScratch s, long x, int rows) {
+        int hidden = model.config().hidden();
+        int vocab = model.config().vocab();
+        DeviceLinear head = model.lmHead();
+        if (head == null) {
+            ops.linearBf16(x, model.embedding().pointer(), 0L, s.logits().pointer(), rows, hidden, vocab, false,
+                    s.partials().pointer(), s.partials().byteSize());
+        } else {
+            linear(head, x, s.logits().pointer(), vocab, rows, false, s);
+        }
+    }
+
+    private void linear(DeviceLinear lin, long x, long y, int yPitch, int rows, boolean accumulate, PassScratch s) {
+        ops.linear(lin, x, y, yPitch, rows, accumulate, s.linearInput().pointer(), s.linearInput().byteSize(),
+                s.partials().pointer(), s.partials().byteSize());
+    }
+
+    /** The rows' sequence table, or 0 when every row is of one sequence (a sequence's own passes). */
+    private static long rowSeq(PassScratch s) {
+        return s.sequences() == 1 ? 0L : s.rowSeq();
+    }
+
+    private static long pointer(DeviceBuffer b) {
+        return b == null ? 0L : b.pointer();
+    }
+
+    @Override
+    public void close() {
+        routes.close();
+        sharedRoutes.close();
+    }
+}

@@ -1,0 +1,249 @@
+package io.moe4j.model.cuda;
+
+import io.moe4j.backend.cuda.ModelOps;
+import io.moe4j.backend.cuda.driver.DeviceBuffer;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The device memory of passes of up to {@code rows} token rows of up to {@code sequences} sequences: the tables a pass
+ * reads (token ids, each row's sequence and position, each sequence's last row and cache per layer) and the
+ * activations between its kernels. The tables sit at offsets fixed by the capacity, so a recorded step names the
+ * same addresses whatever rows it carries; {@link #stageRow} and {@link #stageSequence} fill their host copy and {@link #tableBytes} says how much
+ * of it a pass sends.
+ *
+ * <p>Table layout (bytes from {@code inputs}): ids int32 [rows] | rowSeq int32 [rows] | lastRows int32 [sequences],
+ * padded to 8 | positions int64 [rows] | caches int64 [layers][sequences] (device addresses).
+ */
+final class PassScratch implements AutoCloseable {
+    private static final int FLOAT = 4;
+
+    private final int rows;
+    private final int sequences;
+    private final int layers;
+    private final int logitRows;
+    private final List<DeviceBuffer> all = new ArrayList<>();
+    private final DeviceBuffer inputs;
+    /** The residual stream h, its norm xn, and the feed-forward's outputs that the next norm adds into h. */
+    private final DeviceBuffer h;
+    private final DeviceBuffer xn;
+    private final DeviceBuffer ffOut;
+    private final DeviceBuffer sharedOut;
+    /** q|k|v rows (grouped-query) or the queries (latent attention), and attention's output. */
+    private final DeviceBuffer qkv;
+    private final DeviceBuffer attended;
+    /** Latent attention: the query latent (and normalized), the kv latent [lora + rope], its normalized part, kv_b_proj's rows. */
+    private final DeviceBuffer qLatent;
+    private final DeviceBuffer qLatentNormed;
+    private final DeviceBuffer latent;
+    private final DeviceBuffer latentNormed;
+    private final DeviceBuffer expanded;
+    /** A dense MLP's gate and up rows. */
+    private final DeviceBuffer gate;
+    private final DeviceBuffer up;
+    private final DeviceBuffer routerLogits;
+    /** The prepared input rows of a linear that quantizes its input. */
+    private final DeviceBuffer linearInput;
+    /** lm_head's input rows (a batch's last rows) and its logits, [logitRows, vocab]. */
+    private final DeviceBuffer last;
+    private final DeviceBuffer logits;
+    /** Greedy choices read back, one int a logits row. */
+    private final DeviceBuffer chosen;
+    private final DeviceBuffer partials;
+
+    /**
+     * @param logitRows the most rows lm_head runs over in one pass (all rows of a prompt whose every logit is
+     *                  wanted, or one a sequence)
+     */
+    PassScratch(ModelOps ops, DeviceModel model, int rows, int sequences, int logitRows) {
+        this.rows = rows;
+        this.sequences = sequences;
+        this.layers = model.layers().size();
+        this.logitRows = logitRows;
+        DeviceModel.Widths w = model.widths();
+        int hidden = model.config().hidden();
+        long r = rows;
+        try {
+            inputs = keep(ops.allocate(tableBytes()));
+            h = keep(ops.allocate(FLOAT * r * hidden));
+            xn = keep(ops.allocate(FLOAT * r * hidden));
+            ffOut = keep(ops.allocate(FLOAT * r * hidden));
+            sharedOut = w.shared() ? keep(ops.allocate(FLOAT * r * hidden)) : null;
+            qkv = keep(ops.allocate(FLOAT * r * w.qkv()));
+            attended = keep(ops.allocate(FLOAT * r * w.attended()));
+            qLatent = keep(ops.allocate(FLOAT * r * w.qLatent()));
+            qLatentNormed = keep(ops.allocate(FLOAT * r * w.qLatent()));
+            latent = keep(ops.allocate(FLOAT * r * w.latent()));
+            latentNormed = keep(ops.allocate(FLOAT * r * w.latentNormed()));
+            expanded = keep(ops.allocate(FLOAT * r * w.expanded()));
+            gate = keep(ops.allocate(FLOAT * r * w.intermediate()));
+            up = keep(ops.allocate(FLOAT * r * w.intermediate()));
+            routerLogits = keep(ops.allocate(8 * r * w.experts()));
+            linearInput = keep(ops.allocate(FLOAT * r * w.linearInput()));
+            last = keep(ops.allocate(FLOAT * (long) logitRows * hidden));
+            logits = keep(ops.allocate(FLOAT * (long) logitRows * model.config().vocab()));
+            chosen = keep(ops.allocate(4L * logitRows));
+            int widest = Math.max(Math.max(hidden, w.qkv()), Math.max(w.intermediate(), w.expanded()));
+            partials = keep(ops.allocate(ModelOps.slicePartialsBytes(rows, widest)));
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+    }
+
+    private DeviceBuffer keep(DeviceBuffer b) {
+        all.add(b);
+        return b;
+    }
+
+    DeviceBuffer inputs() {
+        return inputs;
+    }
+
+    DeviceBuffer h() {
+        return h;
+    }
+
+    DeviceBuffer xn() {
+        return xn;
+    }
+
+    DeviceBuffer ffOut() {
+        return ffOut;
+    }
+
+    DeviceBuffer sharedOut() {
+        return sharedOut;
+    }
+
+    DeviceBuffer qkv() {
+        return qkv;
+    }
+
+    DeviceBuffer attended() {
+        return attended;
+    }
+
+    DeviceBuffer qLatent() {
+        return qLatent;
+    }
+
+    DeviceBuffer qLatentNormed() {
+        return qLatentNormed;
+    }
+
+    DeviceBuffer latent() {
+        return latent;
+    }
+
+    DeviceBuffer latentNormed() {
+        return latentNormed;
+    }
+
+    DeviceBuffer expanded() {
+        return expanded;
+    }
+
+    DeviceBuffer gate() {
+        return gate;
+    }
+
+    DeviceBuffer up() {
+        return up;
+    }
+
+    DeviceBuffer routerLogits() {
+        return routerLogits;
+    }
+
+    DeviceBuffer linearInput() {
+        return linearInput;
+    }
+
+    DeviceBuffer last() {
+        return last;
+    }
+
+    DeviceBuffer logits() {
+        return logits;
+    }
+
+    DeviceBuffer chosen() {
+        return chosen;
+    }
+
+    DeviceBuffer partials() {
+        return partials;
+    }
+
+    int rows() {
+        return rows;
+    }
+
+    int sequences() {
+        return sequences;
+    }
+
+    /** The most rows lm_head takes in one pass. */
+    int logitRows() {
+        return logitRows;
+    }
+
+    long ids() {
+        return inputs.pointer();
+    }
+
+    long rowSeq() {
+        return inputs.pointer() + 4L * rows;
+    }
+
+    long lastRows() {
+        return inputs.pointer() + 8L * rows;
+    }
+
+    private long positionsOffset() {
+        return (8L * rows + 4L * sequences + 7) & ~7L;
+    }
+
+    long positions() {
+        return inputs.pointer() + positionsOffset();
+    }
+
+    private long cachesOffset(int layer) {
+        return positionsOffset() + 8L * rows + 8L * sequences * layer;
+    }
+
+    long caches(int layer) {
+        return inputs.pointer() + cachesOffset(layer);
+    }
+
+    /** Bytes of the tables. */
+    long tableBytes() {
+        return cachesOffset(layers);
+    }
+
+    /** The host copy's setters (into pinned staging memory of at least {@link #tableBytes} bytes). */
+    void stageRow(MemorySegment staging, int row, int id, int sequence, long position) {
+        staging.set(ValueLayout.JAVA_INT, 4L * row, id);
+        staging.set(ValueLayout.JAVA_INT, 4L * rows + 4L * row, sequence);
+        staging.set(ValueLayout.JAVA_LONG, positionsOffset() + 8L * row, position);
+    }
+
+    void stageSequence(MemorySegment staging, int sequence, int lastRow, long[] cachesByLayer) {
+        staging.set(ValueLayout.JAVA_INT, 8L * rows + 4L * sequence, lastRow);
+        for (int l = 0; l < layers; l++) {
+            staging.set(ValueLayout.JAVA_LONG, cachesOffset(l) + 8L * sequence, cachesByLayer[l]);
+        }
+    }
+
+    @Override
+    public void close() {
+        for (DeviceBuffer b : all) {
+            b.close();
+        }
+        all.clear();
+    }
+}

@@ -1,0 +1,59 @@
+package io.moe4j.model.cuda;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.moe4j.config.ModelConfig;
+import io.moe4j.model.DecoderConfig;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.function.Consumer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * What the device decoder takes, decided from the config before anything touches a GPU (so it runs everywhere):
+ * every family of the whole-model fixtures, and a refusal naming the layer and what is beyond the device attention.
+ */
+class DeviceModelSupportTest {
+    private static Path fixtures() {
+        return Path.of(System.getProperty("moe4j.shared", "../shared")).resolve("conformance-models");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"m_gptoss_mxfp4", "m_qwen3_ct_nvfp4", "m_mixtral_ct_fp8_tensor", "m_deepseek_ct_fp8_block",
+            "m_llama4_bf16"})
+    void everyFamilyIsTaken(String name) {
+        DecoderConfig config = DecoderConfig.of(ModelConfig.load(fixtures().resolve(name)));
+        assertThat(DeviceModel.unsupported(config)).isEmpty();
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"m_qwen3_ct_nvfp4", "m_llama4_bf16"})
+    void headsWiderThanTheDeviceAttentionAreRefusedByLayer(String name, @TempDir Path dir) throws IOException {
+        DecoderConfig config = edited(name, dir, c -> c.put("head_dim", 512));
+        assertThat(DeviceModel.unsupported(config)).hasValueSatisfying(why -> assertThat(why)
+                .startsWith("layer 0 of ").contains("head_dim 512").contains("up to 256"));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"m_deepseek_ct_fp8_block"})
+    void latentHeadsWiderThanTheDeviceAttentionAreRefused(String name, @TempDir Path dir) throws IOException {
+        DecoderConfig config = edited(name, dir, c -> c.put("v_head_dim", 320));
+        assertThat(DeviceModel.unsupported(config)).hasValueSatisfying(why -> assertThat(why)
+                .contains("latent attention heads").contains("320"));
+    }
+
+    /** The fixture's config.json with an edit, alone in {@code dir} (enough for the config's own checks). */
+    private static DecoderConfig edited(String name, Path dir, Consumer<ObjectNode> edit) throws IOException {
+        ObjectMapper json = new ObjectMapper();
+        ObjectNode config = (ObjectNode) json.readTree(fixtures().resolve(name).resolve("config.json").toFile());
+        edit.accept(config);
+        json.writeValue(dir.resolve("config.json").toFile(), config);
+        return DecoderConfig.of(ModelConfig.load(dir));
+    }
+}
