@@ -67,10 +67,18 @@ record ModelBenchRun(ModelPreset preset, ModelShape shape, String backend, int t
     }
 
     private int measure(Path dir) {
-        System.err.printf(Locale.ROOT, "measuring memory read bandwidth (%d threads, %d MiB) ...%n", threads,
-                bandwidthBytes >> 20);
-        double machine = MemoryBandwidth.measure(threads, bandwidthBytes, 3);
-        System.err.printf(Locale.ROOT, "memory read bandwidth: %.1f GB/s%n", machine);
+        double machine;
+        if (backend.equals(ModelOptions.CUDA)) {
+            // the model is read on the GPU: its roofline is the device's copy bandwidth (bytes read plus written)
+            System.err.println("measuring the device's copy bandwidth ...");
+            machine = io.moe4j.backend.cuda.DeviceBandwidth.copyGbps();
+            System.err.printf(Locale.ROOT, "device copy bandwidth: %.1f GB/s%n", machine);
+        } else {
+            System.err.printf(Locale.ROOT, "measuring memory read bandwidth (%d threads, %d MiB) ...%n", threads,
+                    bandwidthBytes >> 20);
+            machine = MemoryBandwidth.measure(threads, bandwidthBytes, 3);
+            System.err.printf(Locale.ROOT, "memory read bandwidth: %.1f GB/s%n", machine);
+        }
 
         long t0 = System.nanoTime();
         ModelOptions options = ModelOptions.defaults().withBackend(backend).withThreads(threads)

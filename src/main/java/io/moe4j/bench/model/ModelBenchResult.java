@@ -71,8 +71,9 @@ public record ModelBenchResult(String preset, String scheme, String backend, int
                         + " lm_head %.1f, norms %.3f, embedding row %.3f)%n", bytes.total() / 1e6,
                 bytes.experts() / 1e6, bytes.attention() / 1e6, bytes.dense() / 1e6, bytes.lmHead() / 1e6,
                 bytes.norms() / 1e6, bytes.embeddingRow() / 1e6));
-        b.append(String.format(Locale.ROOT, "  effective %.2f GB/s of %.2f GB/s measured read bandwidth: %.2f%n",
-                effectiveGbps, machineGbps, ratio()));
+        b.append(String.format(Locale.ROOT, "  effective %.2f GB/s of %.2f GB/s measured %s: %.2f%n",
+                effectiveGbps, machineGbps, backend.equals("cuda") ? "device copy bandwidth" : "read bandwidth",
+                ratio()));
         if (limited()) {
             b.append(String.format(Locale.ROOT, "  whole model: %.1f MB a token, so about %.2f tokens/s at this "
                     + "effective bandwidth (an estimate)%n", fullBytesPerToken / 1e6, projectedTokensPerS));
