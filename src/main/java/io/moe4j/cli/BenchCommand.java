@@ -195,8 +195,9 @@ final class BenchCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--model-preset times batch-1 decode in the preset's own scheme: "
                     + "--scheme, --fixed-routing and --tokens other than 1 do not apply");
         }
-        if (!writeOnly && !backend.equals("cpu") && !backend.equals("emulation")) {
-            throw new IllegalArgumentException("--model-preset runs on backend cpu or emulation, not '" + backend + "'");
+        if (!writeOnly && !backend.equals("cpu") && !backend.equals("emulation") && !backend.equals("cuda")) {
+            throw new IllegalArgumentException("--model-preset runs on backend cpu, cuda or emulation, not '" + backend
+                    + "'");
         }
         if (nThreads < 1 || (layers != null && layers < 1) || (experts != null && experts < 1)
                 || (memoryGib != null && !(memoryGib > 0))) {

@@ -374,12 +374,12 @@ public final class ModelOps implements AutoCloseable {
      * (weighted RMSNorm before RoPE with {@code qNorm} / {@code kNorm} float32 [headDim], or the weightless one after
      * it), RoPE from tables cos/sin [position, headDim / 2] (the attention factor applied; 0 for a NoPE layer), and
      * for queries Llama-4's temperature ({@code temperature} null for none). Row t is at {@code positions[t]} (int64)
-     * in the sequence {@code rowSeq[t]} (int32; 0 for every row of one sequence), whose cache of this layer is at the
-     * device address {@code caches[sequence]}: all tables on the device.
+     * and its cache of this layer is at the device address {@code caches[t]} when {@code perRow} (rows of several
+     * sequences), else {@code caches[0]}: all tables on the device, written before the pass, never by a kernel.
      */
     public void positionRows(long qkv, int tokens, int heads, int kvHeads, int headDim, long cos, long sin,
             boolean interleaved, QkNormMode norm, long qNorm, long kNorm, float eps, double[] temperature,
-            long positions, long rowSeq, long caches) {
+            long positions, long caches, boolean perRow) {
         if ((headDim & 1) != 0 || headDim / 2 > 1024) {
             throw new IllegalArgumentException("head_dim " + headDim + ": the device takes even widths up to 2048");
         }
@@ -388,8 +388,8 @@ public final class ModelOps implements AutoCloseable {
         double attnScale = temperature == null ? 0.0 : temperature[1];
         launch("model_position_rows", tokens, heads + kvHeads, threads, a -> a.pointer(qkv).i32(heads).i32(kvHeads)
                 .i32(headDim).pointer(cos).pointer(sin).i32(interleaved ? 1 : 0).i32(norm.ordinal()).pointer(qNorm)
-                .pointer(kNorm).f32(eps).f64(floorScale).f64(attnScale).pointer(positions).pointer(rowSeq)
-                .pointer(caches));
+                .pointer(kNorm).f32(eps).f64(floorScale).f64(attnScale).pointer(positions).pointer(caches)
+                .i32(perRow ? 1 : 0));
     }
 
     /** The per-head norm of {@link #positionRows} (the ordinal is the kernel's normMode). */
@@ -407,14 +407,14 @@ public final class ModelOps implements AutoCloseable {
      * {@code window} positions of the query (sliding), of its chunk of {@code -window} positions (chunked), or all
      * (0), the head's sink logit in the softmax when {@code sinks} (float32 [heads]) is given.
      */
-    public void attendRows(long q, int qStride, long caches, long rowSeq, long sinks, long out, int tokens,
+    public void attendRows(long q, int qStride, long caches, boolean perRow, long sinks, long out, int tokens,
             long positions, int heads, int kvHeads, int headDim, int window, float scale) {
         if (headDim > HEAD_DIM_MAX) {
             throw new IllegalArgumentException("head_dim " + headDim + " exceeds the device attention's "
                     + HEAD_DIM_MAX);
         }
         launch("model_attend_rows", tokens, heads, ATTEND_THREADS, a -> a.pointer(q).i32(qStride).pointer(caches)
-                .pointer(rowSeq).pointer(sinks).pointer(out).pointer(positions).i32(heads).i32(kvHeads).i32(headDim)
+                .i32(perRow ? 1 : 0).pointer(sinks).pointer(out).pointer(positions).i32(heads).i32(kvHeads).i32(headDim)
                 .i32(window).f32(scale));
     }
 
@@ -425,28 +425,28 @@ public final class ModelOps implements AutoCloseable {
      * (rows of {@code rowWidth} floats; tables as {@link #positionRows}).
      */
     public void mlaPositionRows(long q, int tokens, int heads, int nope, int rope, long latent, int lora, long weight,
-            float eps, long latentOut, long cos, long sin, boolean interleaved, long positions, long rowSeq,
-            long caches, int rowWidth) {
+            float eps, long latentOut, long cos, long sin, boolean interleaved, long positions, long caches,
+            boolean perRow, int rowWidth) {
         launch("model_mla_position_rows", tokens, heads + 1, THREADS, a -> a.pointer(q).i32(heads).i32(nope).i32(rope)
                 .pointer(latent).i32(lora).pointer(weight).f32(eps).pointer(latentOut).pointer(cos).pointer(sin)
-                .i32(interleaved ? 1 : 0).pointer(positions).pointer(rowSeq).pointer(caches).i32(rowWidth));
+                .i32(interleaved ? 1 : 0).pointer(positions).pointer(caches).i32(perRow ? 1 : 0).i32(rowWidth));
     }
 
     /** kv_b_proj's rows kv [tokens, width] into each token's cache row after its rope key (rows rope + width floats). */
-    public void mlaStoreRows(long kv, int tokens, int width, int rope, long positions, long rowSeq, long caches) {
+    public void mlaStoreRows(long kv, int tokens, int width, int rope, long positions, long caches, boolean perRow) {
         launch("model_mla_store_rows", tokens, 1, THREADS, a -> a.pointer(kv).i32(width).i32(rope).pointer(positions)
-                .pointer(rowSeq).pointer(caches));
+                .pointer(caches).i32(perRow ? 1 : 0));
     }
 
     /** Multi-head latent attention of q [tokens, heads, nope + rope] over each row's sequence cache, out [tokens, heads * vDim]. */
-    public void attendMlaRows(long q, long caches, long rowSeq, long out, int tokens, long positions, int heads,
+    public void attendMlaRows(long q, long caches, boolean perRow, long out, int tokens, long positions, int heads,
             int nope, int rope, int vDim, float scale) {
         if (nope + rope > HEAD_DIM_MAX || vDim > HEAD_DIM_MAX) {
             throw new IllegalArgumentException("MLA heads of " + (nope + rope) + " / " + vDim
                     + " exceed the device attention's " + HEAD_DIM_MAX);
         }
         launch("model_attend_mla_rows", tokens, heads, ATTEND_THREADS, a -> a.pointer(q).pointer(caches)
-                .pointer(rowSeq).pointer(out).pointer(positions).i32(heads).i32(nope).i32(rope).i32(vDim).f32(scale));
+                .i32(perRow ? 1 : 0).pointer(out).pointer(positions).i32(heads).i32(nope).i32(rope).i32(vDim).f32(scale));
     }
 
     /** g = silu(g) · u over n floats (a dense MLP's gate and up). */

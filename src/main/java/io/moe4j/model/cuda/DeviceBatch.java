@@ -14,7 +14,7 @@ import java.util.Map;
  * the rows of one pass, so every linear, router and expert stage runs once over all rows (the weights read once for
  * the batch), while the q/k steps, the cache writes and attention take each row's own position and its sequence's
  * cache from the pass's tables ({@link PassScratch}). The experts are routed on the device, so a step has no host
- * round trip: the rows' ids, sequences and positions, each sequence's last row and cache addresses go in as one copy,
+ * round trip: the rows' ids, positions and cache addresses and each sequence's last row go in as one copy,
  * each sequence's last logits come out. A step of one token per sequence replays from a CUDA graph recorded for its
  * batch size (the tables are data, so the same graph serves any sequences of that size).
  *
@@ -63,19 +63,20 @@ final class DeviceBatch implements AutoCloseable {
         }
         PassScratch s = scratch(rows);
         int layers = model.layers().size();
-        // one copy of the step's tables: ids, row sequences, last rows, positions, cache addresses
+        // one copy of the step's tables: ids, last rows, positions, each row's cache addresses
         MemorySegment in = ops.staging(s.tableBytes());
         long[] addresses = new long[layers];
         int row = 0;
         for (int i = 0; i < n; i++) {
             int[] t = tokens.get(i);
-            for (int j = 0; j < t.length; j++, row++) {
-                s.stageRow(in, row, t[j], i, starts[i] + j);
-            }
             for (int l = 0; l < layers; l++) {
                 addresses[l] = sequences.get(i).cachePointer(l);
             }
-            s.stageSequence(in, i, row - 1, addresses);
+            for (int j = 0; j < t.length; j++, row++) {
+                s.stageRow(in, row, t[j], starts[i] + j);
+                s.stageCaches(in, row, addresses);
+            }
+            s.stageLastRow(in, i, row - 1);
         }
         clock.mark(-1);
         ops.send(s.inputs(), s.tableBytes());

@@ -96,8 +96,8 @@ final class DevicePass implements AutoCloseable {
         ops.positionRows(qkv, rows, spec.heads(), spec.kvHeads(), d, rope == null ? 0L : rope.cos().pointer(),
                 rope == null ? 0L : rope.sin().pointer(), rope != null && rope.interleaved(), g.normMode(),
                 pointer(g.qNorm()), pointer(g.kNorm()), model.config().normEps(), g.temperature(), s.positions(),
-                rowSeq(s), s.caches(l));
-        ops.attendRows(qkv, qkvWidth, s.caches(l), rowSeq(s), pointer(g.sinks()), s.attended().pointer(), rows,
+                s.caches(l), perRow(s));
+        ops.attendRows(qkv, qkvWidth, s.caches(l), perRow(s), pointer(g.sinks()), s.attended().pointer(), rows,
                 s.positions(), spec.heads(), spec.kvHeads(), d, g.window(), spec.scale());
         linear(g.o(), s.attended().pointer(), s.h().pointer(), hidden, rows, true, s);
     }
@@ -124,11 +124,11 @@ final class DevicePass implements AutoCloseable {
         DeviceModel.RopeTables rope = m.rope();
         ops.mlaPositionRows(q, rows, heads, spec.nopeDim(), spec.ropeDim(), latent, lora, m.kvANorm().pointer(),
                 spec.normEps(), s.latentNormed().pointer(), rope.cos().pointer(), rope.sin().pointer(),
-                rope.interleaved(), s.positions(), rowSeq(s), s.caches(l), m.cacheWidth());
+                rope.interleaved(), s.positions(), s.caches(l), perRow(s), m.cacheWidth());
         int width = heads * (spec.nopeDim() + spec.vDim());
         linear(m.kvB(), s.latentNormed().pointer(), s.expanded().pointer(), width, rows, false, s);
-        ops.mlaStoreRows(s.expanded().pointer(), rows, width, spec.ropeDim(), s.positions(), rowSeq(s), s.caches(l));
-        ops.attendMlaRows(q, s.caches(l), rowSeq(s), s.attended().pointer(), rows, s.positions(), heads,
+        ops.mlaStoreRows(s.expanded().pointer(), rows, width, spec.ropeDim(), s.positions(), s.caches(l), perRow(s));
+        ops.attendMlaRows(q, s.caches(l), perRow(s), s.attended().pointer(), rows, s.positions(), heads,
                 spec.nopeDim(), spec.ropeDim(), spec.vDim(), spec.scale());
         linear(m.o(), s.attended().pointer(), s.h().pointer(), hidden, rows, true, s);
     }
@@ -251,9 +251,9 @@ final class DevicePass implements AutoCloseable {
                 s.partials().pointer(), s.partials().byteSize());
     }
 
-    /** The rows' sequence table, or 0 when every row is of one sequence (a sequence's own passes). */
-    private static long rowSeq(PassScratch s) {
-        return s.sequences() == 1 ? 0L : s.rowSeq();
+    /** Whether the cache table holds an address a row (a batch's rows) or one for all rows (a sequence's passes). */
+    private static boolean perRow(PassScratch s) {
+        return s.cacheEntries() > 1;
     }
 
     private static long pointer(DeviceBuffer b) {

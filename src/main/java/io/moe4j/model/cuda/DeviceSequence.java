@@ -76,13 +76,13 @@ final class DeviceSequence implements SequenceState {
         clock.mark(-1);
         MemorySegment staging = ops.staging(s.tableBytes());
         for (int t = 0; t < n; t++) {
-            s.stageRow(staging, t, tokens[t], 0, start + t);
+            s.stageRow(staging, t, tokens[t], start + t);
         }
         long[] addresses = new long[caches.length];
         for (int l = 0; l < caches.length; l++) {
             addresses[l] = caches[l].pointer();
         }
-        s.stageSequence(staging, 0, n - 1, addresses);
+        s.stageCaches(staging, 0, addresses);
         ops.send(s.inputs(), s.tableBytes());
         clock.mark(0);
         if (onDevice(n)) {

@@ -9,20 +9,21 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The device memory of passes of up to {@code rows} token rows of up to {@code sequences} sequences: the tables a pass
- * reads (token ids, each row's sequence and position, each sequence's last row and cache per layer) and the
- * activations between its kernels. The tables sit at offsets fixed by the capacity, so a recorded step names the
- * same addresses whatever rows it carries; {@link #stageRow} and {@link #stageSequence} fill their host copy and {@link #tableBytes} says how much
- * of it a pass sends.
+ * The device memory of passes of up to {@code rows} token rows: the tables a pass reads (token ids and positions of
+ * the rows, each sequence's last row, the caches' device addresses per layer) and the activations between its
+ * kernels. The tables sit at offsets fixed by the capacity, so a recorded step names the same addresses whatever rows
+ * it carries; {@link #stageRow}, {@link #stageLastRow} and {@link #stageCaches} fill their host copy and {@link
+ * #tableBytes} says how much of it a pass sends. A sequence's own passes keep one cache entry a layer (every row is
+ * of that sequence); a batch's keep one a row.
  *
- * <p>Table layout (bytes from {@code inputs}): ids int32 [rows] | rowSeq int32 [rows] | lastRows int32 [sequences],
- * padded to 8 | positions int64 [rows] | caches int64 [layers][sequences] (device addresses).
+ * <p>Table layout (bytes from {@code inputs}): ids int32 [rows] | lastRows int32 [rows], padded to 8 |
+ * positions int64 [rows] | caches int64 [layers][cacheEntries] (device addresses).
  */
 final class PassScratch implements AutoCloseable {
     private static final int FLOAT = 4;
 
     private final int rows;
-    private final int sequences;
+    private final int cacheEntries;
     private final int layers;
     private final int logitRows;
     private final List<DeviceBuffer> all = new ArrayList<>();
@@ -55,12 +56,13 @@ final class PassScratch implements AutoCloseable {
     private final DeviceBuffer partials;
 
     /**
-     * @param logitRows the most rows lm_head runs over in one pass (all rows of a prompt whose every logit is
-     *                  wanted, or one a sequence)
+     * @param cacheEntries cache addresses a layer: 1 (one sequence) or {@code rows} (a batch: one a row)
+     * @param logitRows    the most rows lm_head runs over in one pass (all rows of a prompt whose every logit is
+     *                     wanted, or one a sequence)
      */
-    PassScratch(ModelOps ops, DeviceModel model, int rows, int sequences, int logitRows) {
+    PassScratch(ModelOps ops, DeviceModel model, int rows, int cacheEntries, int logitRows) {
         this.rows = rows;
-        this.sequences = sequences;
+        this.cacheEntries = cacheEntries;
         this.layers = model.layers().size();
         this.logitRows = logitRows;
         DeviceModel.Widths w = model.widths();
@@ -183,8 +185,8 @@ final class PassScratch implements AutoCloseable {
         return rows;
     }
 
-    int sequences() {
-        return sequences;
+    int cacheEntries() {
+        return cacheEntries;
     }
 
     /** The most rows lm_head takes in one pass. */
@@ -196,16 +198,12 @@ final class PassScratch implements AutoCloseable {
         return inputs.pointer();
     }
 
-    long rowSeq() {
+    long lastRows() {
         return inputs.pointer() + 4L * rows;
     }
 
-    long lastRows() {
-        return inputs.pointer() + 8L * rows;
-    }
-
     private long positionsOffset() {
-        return (8L * rows + 4L * sequences + 7) & ~7L;
+        return (8L * rows + 7) & ~7L;
     }
 
     long positions() {
@@ -213,7 +211,7 @@ final class PassScratch implements AutoCloseable {
     }
 
     private long cachesOffset(int layer) {
-        return positionsOffset() + 8L * rows + 8L * sequences * layer;
+        return positionsOffset() + 8L * rows + 8L * cacheEntries * layer;
     }
 
     long caches(int layer) {
@@ -225,17 +223,21 @@ final class PassScratch implements AutoCloseable {
         return cachesOffset(layers);
     }
 
-    /** The host copy's setters (into pinned staging memory of at least {@link #tableBytes} bytes). */
-    void stageRow(MemorySegment staging, int row, int id, int sequence, long position) {
+    /** Row {@code row}'s token id and position into the host copy (pinned staging of {@link #tableBytes}). */
+    void stageRow(MemorySegment staging, int row, int id, long position) {
         staging.set(ValueLayout.JAVA_INT, 4L * row, id);
-        staging.set(ValueLayout.JAVA_INT, 4L * rows + 4L * row, sequence);
         staging.set(ValueLayout.JAVA_LONG, positionsOffset() + 8L * row, position);
     }
 
-    void stageSequence(MemorySegment staging, int sequence, int lastRow, long[] cachesByLayer) {
-        staging.set(ValueLayout.JAVA_INT, 8L * rows + 4L * sequence, lastRow);
+    /** Sequence {@code sequence}'s last row (where a batch's lm_head reads it). */
+    void stageLastRow(MemorySegment staging, int sequence, int lastRow) {
+        staging.set(ValueLayout.JAVA_INT, 4L * rows + 4L * sequence, lastRow);
+    }
+
+    /** The device addresses of cache entry {@code entry}'s caches, one a layer. */
+    void stageCaches(MemorySegment staging, int entry, long[] cachesByLayer) {
         for (int l = 0; l < layers; l++) {
-            staging.set(ValueLayout.JAVA_LONG, cachesOffset(l) + 8L * sequence, cachesByLayer[l]);
+            staging.set(ValueLayout.JAVA_LONG, cachesOffset(l) + 8L * entry, cachesByLayer[l]);
         }
     }
 

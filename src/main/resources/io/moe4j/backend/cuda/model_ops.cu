@@ -545,12 +545,13 @@ model_linear_bf16_mma_split(const float* __restrict__ x, const u16* __restrict__
     }
 }
 
-// The rows of a pass: token row t is at positions[t] (int64) and belongs to sequence rowSeq[t] (every row to
-// sequence 0 when rowSeq is null); that sequence's cache of the layer being run is at the device address
-// caches[sequence]. The tables are data, so a decode step's launches are the same every step and replay from a graph.
-__device__ __forceinline__ float* row_cache(const unsigned long long* __restrict__ caches,
-                                            const int* __restrict__ rowSeq, int t) {
-    return (float*) caches[rowSeq != nullptr ? rowSeq[t] : 0];
+// The rows of a pass: token row t is at positions[t] (int64); the cache of the layer being run is at the device
+// address caches[t] when perRow is set (rows of several sequences, a batched step) or caches[0] (every row of one
+// sequence). The tables are data, so a decode step's launches are the same every step and replay from a graph.
+// They are written by a copy before a pass's first kernel, never by a kernel: the kernels read them before waiting
+// for the kernel ahead (through L2, as moe4j_common.cuh says), so that their latency hides behind its tail.
+__device__ __forceinline__ float* row_cache(const unsigned long long* __restrict__ caches, int perRow, int t) {
+    return (float*) load_l2((const long long*) caches + (perRow ? t : 0));
 }
 
 // What happens to a q or k head between the q|k|v linear and attention, in the families' order: a weighted RMSNorm
@@ -565,32 +566,34 @@ extern "C" __global__ void model_position_rows(float* __restrict__ qkv, int head
                                                int interleaved, int normMode, const float* __restrict__ qNorm,
                                                const float* __restrict__ kNorm, float eps, double floorScale,
                                                double attnScale, const long long* __restrict__ positions,
-                                               const int* __restrict__ rowSeq,
-                                               const unsigned long long* __restrict__ caches) {
-    enter_after_prior_grid();
+                                               const unsigned long long* __restrict__ caches, int perRow) {
     const int t = blockIdx.x;
     const int head = blockIdx.y;
     const int half = headDim >> 1;
     const int i = threadIdx.x;
     const bool active = i < half;
-    const long long pos = positions[t];
-    float* h = qkv + (long long) t * (heads + 2 * kvHeads) * headDim + (long long) head * headDim;
     const int a = interleaved ? 2 * i : i;
     const int b = interleaved ? a + 1 : i + half;
+    // the tables and the weights before the wait (no kernel writes them)
+    const long long pos = load_l2(positions + t);
+    float* cache = head >= heads ? row_cache(caches, perRow, t) : nullptr;
+    const bool rotate = cosTable != nullptr && active;
+    const float c = rotate ? cosTable[pos * half + i] : 1.f;
+    const float s = rotate ? sinTable[pos * half + i] : 0.f;
+    const float* w = head < heads ? qNorm : kNorm;
+    const float w1 = normMode == 1 && active ? w[a] : 1.f;
+    const float w2 = normMode == 1 && active ? w[b] : 1.f;
+    enter_after_prior_grid();
+    float* h = qkv + (long long) t * (heads + 2 * kvHeads) * headDim + (long long) head * headDim;
     float x1 = active ? h[a] : 0.f;
     float x2 = active ? h[b] : 0.f;
     // normMode is one of the two norms or none, so the block's reduction runs at most once
     if (normMode == 1) {
-        const float* w = head < heads ? qNorm : kNorm;
         double inv = 1.0 / sqrt(block_sum_dbl((double) x1 * x1 + (double) x2 * x2) / headDim + (double) eps);
-        if (active) {
-            x1 = w[a] * (float) (x1 * inv);
-            x2 = w[b] * (float) (x2 * inv);
-        }
+        x1 = w1 * (float) (x1 * inv);
+        x2 = w2 * (float) (x2 * inv);
     }
-    if (cosTable != nullptr && active) {
-        float c = cosTable[pos * half + i];
-        float s = sinTable[pos * half + i];
+    if (rotate) {
         float r1 = x1 * c - x2 * s;
         float r2 = x2 * c + x1 * s;
         x1 = r1;
@@ -609,10 +612,10 @@ extern "C" __global__ void model_position_rows(float* __restrict__ qkv, int head
     if (!active) return;
     h[a] = x1;
     h[b] = x2;
-    if (head >= heads) {
+    if (cache != nullptr) {
         int kvh = head - heads;
         int width = kvHeads * headDim;
-        float* k = row_cache(caches, rowSeq, t) + pos * 2LL * width + (long long) kvh * headDim;
+        float* k = cache + pos * 2LL * width + (long long) kvh * headDim;
         const float* v = h + (long long) kvHeads * headDim;  // the matching v head
         k[a] = x1;
         k[b] = x2;
@@ -632,35 +635,35 @@ __device__ __forceinline__ long long first_visible(long long position, int windo
 // One block (ATTEND_WARPS warps) per (token, head). Each warp runs an online softmax over every ATTEND_WARPS-th key
 // of the query's visible span [from, position]; the warps' partial maxima, sums and outputs are merged at the end,
 // with the head's sink logit (if any) joining the denominator. Lane l holds dimensions l, l + 32, ...
-// The cache's rows are rowWidth floats apart; in row j the key's dimensions [0, split) are at kOff + d and
-// [split, qkDim) at kOff2 + d, the value's vDim dimensions at vOff + d: grouped-query heads keep one key vector,
-// multi-head latent attention a per-head no-rope part and a rope part shared by every head.
+// The cache's rows are rowWidth floats apart; in row j the key's dimension d is at kOff + d, the value's at vOff + d.
+// SPLIT (multi-head latent attention): dimensions from `split` on are the rope part every head shares, at kOff2 + d.
+// Grouped-query heads take SPLIT false, which compiles to one contiguous key read.
+template <bool SPLIT>
 __device__ __forceinline__ void attend_span(const float* __restrict__ qh, int qkDim, int split,
-                                            const float* __restrict__ cache, long long rowWidth, long long kOff,
-                                            long long kOff2, long long vOff, int vDim, const float* __restrict__ sink,
-                                            float* __restrict__ o, long long from, long long position, float scale) {
+                                            const float* __restrict__ cache, long long rowWidth, int kOff, int kOff2,
+                                            int vOff, int vDim, const float* __restrict__ sink, float* __restrict__ o,
+                                            long long from, long long position, float scale) {
     __shared__ float sMax[ATTEND_WARPS];
     __shared__ float sSum[ATTEND_WARPS];
     __shared__ float sAcc[ATTEND_WARPS][HEAD_DIM_MAX];
     const int per = HEAD_DIM_MAX / 32;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     float qv[per], acc[per];
-    long long kAt[per];
 #pragma unroll
     for (int i = 0; i < per; i++) {
         int d = lane + 32 * i;
         qv[i] = d < qkDim ? qh[d] : 0.f;
-        kAt[i] = (d < split ? kOff : kOff2) + d;
         acc[i] = 0.f;
     }
     float m = NEG_INF_F, l = 0.f;
     for (long long j = from + warp; j <= position; j += ATTEND_WARPS) {
         const float* row = cache + j * rowWidth;
+        const float* kr = row + kOff;
         float s = 0.f;
 #pragma unroll
         for (int i = 0; i < per; i++) {
             int d = lane + 32 * i;
-            if (d < qkDim) s = fmaf(qv[i], row[kAt[i]], s);
+            if (d < qkDim) s = fmaf(qv[i], SPLIT && d >= split ? row[kOff2 + d] : kr[d], s);
         }
         s = warp_sum_f(s) * scale;
         float mNew = fmaxf(m, s);
@@ -705,20 +708,20 @@ __device__ __forceinline__ void attend_span(const float* __restrict__ qh, int qk
 // pass's rows by model_position_rows), into out [tokens, heads * headDim]. q: token rows qStride floats apart.
 // grid: (tokens, heads); block: 32 * ATTEND_WARPS
 extern "C" __global__ void model_attend_rows(const float* __restrict__ q, int qStride,
-                                             const unsigned long long* __restrict__ caches,
-                                             const int* __restrict__ rowSeq, const float* __restrict__ sinks,
-                                             float* __restrict__ out, const long long* __restrict__ positions,
-                                             int heads, int kvHeads, int headDim, int window, float scale) {
-    enter_after_prior_grid();
+                                             const unsigned long long* __restrict__ caches, int perRow,
+                                             const float* __restrict__ sinks, float* __restrict__ out,
+                                             const long long* __restrict__ positions, int heads, int kvHeads,
+                                             int headDim, int window, float scale) {
     const int t = blockIdx.x;
     const int h = blockIdx.y;
-    const long long position = positions[t];
+    const long long position = load_l2(positions + t);
+    const float* cache = row_cache(caches, perRow, t);
+    enter_after_prior_grid();
     const int kvh = h / (heads / kvHeads);
-    const long long width = (long long) kvHeads * headDim;
-    attend_span(q + (long long) t * qStride + (long long) h * headDim, headDim, headDim, row_cache(caches, rowSeq, t),
-                2 * width, (long long) kvh * headDim, 0, width + (long long) kvh * headDim, headDim,
-                sinks == nullptr ? nullptr : sinks + h, out + ((long long) t * heads + h) * headDim,
-                first_visible(position, window), position, scale);
+    const int width = kvHeads * headDim;
+    attend_span<false>(q + (long long) t * qStride + (long long) h * headDim, headDim, headDim, cache, 2LL * width,
+                       kvh * headDim, 0, width + kvh * headDim, headDim, sinks == nullptr ? nullptr : sinks + h,
+                       out + ((long long) t * heads + h) * headDim, first_visible(position, window), position, scale);
 }
 
 // DeepSeek's multi-head latent attention, after q_b_proj (q [tokens, heads, nope + rope]) and kv_a_proj_with_mqa
@@ -733,12 +736,13 @@ extern "C" __global__ void model_mla_position_rows(float* __restrict__ q, int he
                                                    float* __restrict__ latentOut, const float* __restrict__ cosTable,
                                                    const float* __restrict__ sinTable, int interleaved,
                                                    const long long* __restrict__ positions,
-                                                   const int* __restrict__ rowSeq,
-                                                   const unsigned long long* __restrict__ caches, int rowWidth) {
-    enter_after_prior_grid();
+                                                   const unsigned long long* __restrict__ caches, int perRow,
+                                                   int rowWidth) {
     const int t = blockIdx.x;
     const int half = rope >> 1;
-    const long long pos = positions[t];
+    const long long pos = load_l2(positions + t);
+    float* cache = row_cache(caches, perRow, t);
+    enter_after_prior_grid();
     if ((int) blockIdx.y < heads) {
         float* r = q + ((long long) t * heads + blockIdx.y) * (nope + rope) + nope;
         for (int i = threadIdx.x; i < half; i += blockDim.x) {
@@ -757,7 +761,7 @@ extern "C" __global__ void model_mla_position_rows(float* __restrict__ q, int he
     double inv = 1.0 / sqrt(block_sum_dbl(sum) / lora + (double) eps);
     float* o = latentOut + (long long) t * lora;
     for (int i = threadIdx.x; i < lora; i += blockDim.x) o[i] = normWeight[i] * (float) (lat[i] * inv);
-    float* k = row_cache(caches, rowSeq, t) + pos * (long long) rowWidth;
+    float* k = cache + pos * (long long) rowWidth;
     const float* kr = lat + lora;
     for (int i = threadIdx.x; i < half; i += blockDim.x) {
         int a = interleaved ? 2 * i : i;
@@ -773,29 +777,29 @@ extern "C" __global__ void model_mla_position_rows(float* __restrict__ q, int he
 // after the rope key. grid: tokens; block: 256
 extern "C" __global__ void model_mla_store_rows(const float* __restrict__ kv, int width, int rope,
                                                 const long long* __restrict__ positions,
-                                                const int* __restrict__ rowSeq,
-                                                const unsigned long long* __restrict__ caches) {
-    enter_after_prior_grid();
+                                                const unsigned long long* __restrict__ caches, int perRow) {
     const int t = blockIdx.x;
+    float* dst = row_cache(caches, perRow, t) + load_l2(positions + t) * (long long) (rope + width) + rope;
+    enter_after_prior_grid();
     const float* src = kv + (long long) t * width;
-    float* dst = row_cache(caches, rowSeq, t) + positions[t] * (long long) (rope + width) + rope;
     for (int i = threadIdx.x; i < width; i += blockDim.x) dst[i] = src[i];
 }
 
 // Multi-head latent attention of each (token row, head) over its sequence's cache (model_mla_position_rows and
 // model_mla_store_rows wrote this pass's rows): score = (q_nope . k_nope + q_rope . k_rope) * scale over every
 // earlier position, out [tokens, heads * vDim]. grid: (tokens, heads); block: 32 * ATTEND_WARPS
-extern "C" __global__ void model_attend_mla_rows(const float* __restrict__ q, const unsigned long long* __restrict__ caches,
-                                                 const int* __restrict__ rowSeq, float* __restrict__ out,
-                                                 const long long* __restrict__ positions, int heads, int nope,
-                                                 int rope, int vDim, float scale) {
-    enter_after_prior_grid();
+extern "C" __global__ void model_attend_mla_rows(const float* __restrict__ q,
+                                                 const unsigned long long* __restrict__ caches, int perRow,
+                                                 float* __restrict__ out, const long long* __restrict__ positions,
+                                                 int heads, int nope, int rope, int vDim, float scale) {
     const int t = blockIdx.x;
     const int h = blockIdx.y;
-    const long long position = positions[t];
-    const long long headAt = rope + (long long) h * (nope + vDim);
-    attend_span(q + ((long long) t * heads + h) * (nope + rope), nope + rope, nope, row_cache(caches, rowSeq, t),
-                rope + (long long) heads * (nope + vDim), headAt, -(long long) nope, headAt + nope, vDim, nullptr,
+    const long long position = load_l2(positions + t);
+    const float* cache = row_cache(caches, perRow, t);
+    enter_after_prior_grid();
+    const int headAt = rope + h * (nope + vDim);
+    attend_span<true>(q + ((long long) t * heads + h) * (nope + rope), nope + rope, nope, cache,
+                rope + (long long) heads * (nope + vDim), headAt, -nope, headAt + nope, vDim, nullptr,
                 out + ((long long) t * heads + h) * vDim, 0, position, scale);
 }
 
@@ -825,8 +829,9 @@ extern "C" __global__ void model_fill_choices(int* __restrict__ ids, float* __re
 // grid: count; block: 256
 extern "C" __global__ void model_gather_rows(const float* __restrict__ x, const int* __restrict__ rows,
                                              float* __restrict__ out, int n) {
+    const int row = load_l2(rows + blockIdx.x);  // the table, before the wait
     enter_after_prior_grid();
-    const float* src = x + (long long) rows[blockIdx.x] * n;
+    const float* src = x + (long long) row * n;
     float* dst = out + (long long) blockIdx.x * n;
     for (int i = threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
 }

@@ -49,6 +49,18 @@ __device__ __forceinline__ int2 load_l2(const int2* p) {
     return v;
 }
 
+__device__ __forceinline__ int load_l2(const int* p) {
+    int v;
+    asm volatile("ld.global.cg.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ long long load_l2(const long long* p) {
+    long long v;
+    asm volatile("ld.global.cg.s64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
 __device__ __forceinline__ int4 load_l2(const int4* p) {
     int4 v;
     asm volatile("ld.global.cg.v4.s32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p)
