@@ -17,7 +17,7 @@ final class ModelArgs {
     Path model;
 
     @Option(names = "--backend", defaultValue = "cpu",
-            description = "emulation, cpu, or cuda (the whole decoder on the GPU; gpt-oss so far) (default: ${DEFAULT-VALUE})")
+            description = "emulation, cpu, or cuda (the whole decoder on the GPU) (default: ${DEFAULT-VALUE})")
     String backend;
 
     @Option(names = "--threads", description = "CPU threads (default: all cores)")

@@ -70,7 +70,7 @@ public final class Model implements AutoCloseable {
         GenerationConfig generation = GenerationConfig.load(dir);
         Checkpoint checkpoint = Checkpoint.open(dir);
         if (ModelOptions.CUDA.equals(options.backend())) {
-            // The whole decoder resident on the GPU; a family or layer kind it does not run yet is refused by name.
+            // The whole decoder resident on the GPU; what its kernels cannot take is refused by name.
             try {
                 DecoderRuntime device = deviceDecoders(options.backend()).load(config, checkpoint, options,
                         contextLimit(config, options));

@@ -7,7 +7,7 @@ import io.moe4j.backend.oracle.BackendRegistry;
  * How to load and run a model.
  *
  * @param backend      where the layers run: {@code emulation} (exact float reference), {@code cpu}, or {@code cuda}
- *                     (the whole decoder resident on the GPU; families it does not run yet are refused by name)
+ *                     (the whole decoder resident on the GPU; what its kernels cannot take is refused by name)
  * @param threads      CPU worker threads
  * @param contextLimit the most positions a session may hold, 0 for the model's {@code max_position_embeddings}
  *                     (a larger value is capped there)

@@ -28,7 +28,7 @@ public final class ModelOps implements AutoCloseable {
     private static final int THREADS = 256;
     /** Warps per block of the linear and router kernels (one output row a warp). */
     private static final int WARPS = THREADS / 32;
-    /** The widest head model_attend takes (HEAD_DIM_MAX in the source). */
+    /** The widest head the device attention takes (HEAD_DIM_MAX in the source). */
     public static final int HEAD_DIM_MAX = 256;
     private static final int ATTEND_THREADS = 512; // ATTEND_WARPS in the source
     private static final int ROUTER_THREADS = 128; // ROUTER_THREADS in the source

@@ -24,7 +24,7 @@
 #define LINEAR_TOKENS 4   // tokens a warp of model_linear_bf16 takes per pass over its weight row
 #define ATTEND_WARPS 16  // warps over a query's keys: decode has only heads x 1 blocks
 #define NEG_INF_F __int_as_float(0xff800000)  // no math headers under NVRTC
-#define HEAD_DIM_MAX 256  // the widest head model_attend takes (8 values a lane)
+#define HEAD_DIM_MAX 256  // the widest head the attention kernels take (8 values a lane)
 
 __device__ __forceinline__ float bf16_to_float(u16 b) {
     return __uint_as_float(((u32) b) << 16);
