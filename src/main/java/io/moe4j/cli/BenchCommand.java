@@ -199,6 +199,14 @@ final class BenchCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--model-preset runs on backend cpu, cuda or emulation, not '" + backend
                     + "'");
         }
+        if (!writeOnly && backend.equals("cuda")) {
+            // said before gigabytes of weights are written for a device that is not there
+            io.moe4j.backend.cuda.driver.CudaProbe probe = io.moe4j.backend.cuda.driver.CudaRuntime.probe();
+            if (!probe.available()) {
+                throw new IllegalArgumentException("--backend cuda: no usable CUDA device here (" + probe.reason()
+                        + ")");
+            }
+        }
         if (nThreads < 1 || (layers != null && layers < 1) || (experts != null && experts < 1)
                 || (memoryGib != null && !(memoryGib > 0))) {
             throw new IllegalArgumentException("--threads, --layers, --experts and --memory-gib must be positive");

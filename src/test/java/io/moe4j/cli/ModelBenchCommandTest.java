@@ -72,9 +72,21 @@ class ModelBenchCommandTest {
         assertThat(MoeCommand.execute("bench", "--model-preset", "gpt-5")).isEqualTo(1);
         assertThat(MoeCommand.execute("bench", "--model-preset", "gpt-oss-20b", "--tokens", "2")).isEqualTo(1);
         assertThat(MoeCommand.execute("bench", "--model-preset", "gpt-oss-20b", "--scheme", "nvfp4")).isEqualTo(1);
-        assertThat(MoeCommand.execute("bench", "--model-preset", "gpt-oss-20b", "--backend", "cuda")).isEqualTo(1);
+        assertThat(MoeCommand.execute("bench", "--model-preset", "gpt-oss-20b", "--backend", "npu")).isEqualTo(1);
         assertThat(MoeCommand.execute("bench", "--model-preset", "gpt-oss-20b", "--layers", "25")).isEqualTo(1);
         assertThat(MoeCommand.execute("bench", "--model-preset", "gpt-oss-20b", "--experts", "2")).isEqualTo(1);
+    }
+
+    /** Without a GPU, --backend cuda is refused with the probe's reason before any weights are written. */
+    @Test
+    void cudaWithoutADeviceIsRefusedBeforeWriting(@org.junit.jupiter.api.io.TempDir java.nio.file.Path cache) {
+        io.moe4j.backend.cuda.driver.CudaProbe probe = io.moe4j.backend.cuda.driver.CudaRuntime.probe();
+        org.junit.jupiter.api.Assumptions.assumeFalse(probe.available(), "a CUDA device is here");
+        CliTest.Run r = CliTest.moe("bench", "--model-preset", "gpt-oss-20b", "--backend", "cuda", "--cache-dir",
+                cache.toString());
+        assertThat(r.exit()).isEqualTo(1);
+        assertThat(r.err()).contains("--backend cuda: no usable CUDA device here (" + probe.reason() + ")");
+        assertThat(cache.toFile().list()).isEmpty();
     }
 
     private static String capture(Runnable r) {
