@@ -29,9 +29,22 @@ final class SlotDecode {
     private static final IntVector FP4_LOW = IntVector.fromArray(I, FP4_TABLE, 0);
     /** FP4 codes 8..15 (the negative values), used with 8 lanes only. */
     private static final IntVector FP4_HIGH = IntVector.fromArray(I, FP4_TABLE, 8);
+    /**
+     * The magnitudes of {@link #fp4Narrow}'s lookup with bits 28..30 set to the magnitude's own three bits: every
+     * entry is below 2^-95, so those exponent bits are 0 in the value, and XOR-ing the code shifted to bits 28..31
+     * clears them again while it sets the sign (one operation for the sign instead of a mask and an OR).
+     */
+    private static final IntVector FP4_MAGNITUDES_TAGGED = IntVector.fromArray(I, fp4TaggedMagnitudes(), 0);
     /** Whether one vector holds the whole table (16 lanes: 512-bit kernels), so one one-vector permute looks up. */
     private static final boolean ONE_VECTOR_TABLE = I.length() >= 16;
     private static final int SIGN = 0x80000000;
+    /**
+     * How the FP6/FP8 minifloat step makes 2A - H: one FMA where the kernels run 512-bit (32 vector registers), an
+     * add and a subtract at 256 bits, where C2 (JDK 25) copied the FMA's accumulator operand and reloaded its two
+     * constants on every slot among AVX2's 16 registers (FusedDecodeBench on Zen 3: FP8 6.4 -> 7.3 G multiply-adds/s).
+     * Both are exact: 2A and 2A - H are floats.
+     */
+    private static final boolean TWICE_BY_FMA = I.length() >= 16;
     private static final VectorOperators.Binary SHL = VectorOperators.LSHL;
     private static final VectorOperators.Binary SHR = VectorOperators.LSHR;
 
@@ -51,8 +64,10 @@ final class SlotDecode {
      * (measured with -XX:+PrintInlining and the allocated bytes per panel). Once inlined, the JIT unrolls the short
      * loops and the shift counts become constants. A helper of their own called from inside would be a colder call
      * site, inlined only under 35 bytecodes, so the minifloat step is written out in each ({@link #minifloat} is the
-     * same step on its own). Slots whose magnitude lies above its float position rotate instead of shifting (the
-     * count -1 rotates right by one), so that no branch on j merges two vectors.
+     * same step on its own). A slot's magnitude moves to its float position by one shift, left or right by j's
+     * count: both shifts are written, one by max(n, 0) and the other by max(-n, 0), so that no branch on j merges
+     * two vectors, and once the loops are unrolled the shift by 0 disappears (a rotate, as before, is three
+     * instructions without AVX-512). The sign needs only a left shift.
      *
      * With byte and 16-bit permutes (BytePermutes.FAST) FP6 and FP8 are looked up instead, written out here for
      * the same reason: split into helpers of under 35 bytecodes, some were still left as calls ("callee is too large"
@@ -74,9 +89,11 @@ final class SlotDecode {
             return (j == 4 || j < 2 ? w.lanewise(SHL, 16) : w.and(0xFFFF0000)).reinterpretAsFloats();
         }
         int at = LaneCodec.fp6Position(j);
-        FloatVector a = word.lanewise(VectorOperators.ROL, 21 - at).and(0x03E00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
-        return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
-                .or(word.lanewise(VectorOperators.ROL, 26 - at).and(SIGN)).reinterpretAsFloats();
+        FloatVector a = word.lanewise(SHL, Math.max(21 - at, 0)).lanewise(SHR, Math.max(at - 21, 0)).and(0x03E00000)
+                .or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
+        return (TWICE_BY_FMA ? a.fma(2f, -LaneCodec.MINIFLOAT_HALF) : a.add(a).sub(LaneCodec.MINIFLOAT_HALF))
+                .reinterpretAsInts().min(a.reinterpretAsInts())
+                .or(word.lanewise(SHL, 26 - at).and(SIGN)).reinterpretAsFloats();
     }
 
     /** FP6 E2M3 slot j: value·2^-62, as {@link #fp6E3m2} (magnitude to float bits 20..24). */
@@ -88,9 +105,11 @@ final class SlotDecode {
             return (j == 4 || j < 2 ? w.lanewise(SHL, 16) : w.and(0xFFFF0000)).reinterpretAsFloats();
         }
         int at = LaneCodec.fp6Position(j);
-        FloatVector a = word.lanewise(VectorOperators.ROL, 20 - at).and(0x01F00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
-        return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
-                .or(word.lanewise(VectorOperators.ROL, 26 - at).and(SIGN)).reinterpretAsFloats();
+        FloatVector a = word.lanewise(SHL, Math.max(20 - at, 0)).lanewise(SHR, Math.max(at - 20, 0)).and(0x01F00000)
+                .or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
+        return (TWICE_BY_FMA ? a.fma(2f, -LaneCodec.MINIFLOAT_HALF) : a.add(a).sub(LaneCodec.MINIFLOAT_HALF))
+                .reinterpretAsInts().min(a.reinterpretAsInts())
+                .or(word.lanewise(SHL, 26 - at).and(SIGN)).reinterpretAsFloats();
     }
 
     /**
@@ -107,9 +126,11 @@ final class SlotDecode {
                     : hi.and((short) 0xFF00).or(lo.lanewise(SHR, 8))).reinterpretAsInts();
             return (j < 2 ? w.lanewise(SHL, 16) : w.and(0xFFFF0000)).reinterpretAsFloats();
         }
-        FloatVector a = word.lanewise(VectorOperators.ROL, 20 - 8 * j).and(0x07F00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
-        return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
-                .or(word.lanewise(VectorOperators.ROL, 24 - 8 * j).and(SIGN)).reinterpretAsFloats();
+        FloatVector a = word.lanewise(SHL, Math.max(20 - 8 * j, 0)).lanewise(SHR, Math.max(8 * j - 20, 0))
+                .and(0x07F00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
+        return (TWICE_BY_FMA ? a.fma(2f, -LaneCodec.MINIFLOAT_HALF) : a.add(a).sub(LaneCodec.MINIFLOAT_HALF))
+                .reinterpretAsInts().min(a.reinterpretAsInts())
+                .or(word.lanewise(SHL, 24 - 8 * j).and(SIGN)).reinterpretAsFloats();
     }
 
     /** FP8 E5M2 slot j (raw code in byte j): value·2^-48, as {@link #fp8E4m3} (magnitude to float bits 21..27). */
@@ -123,14 +144,17 @@ final class SlotDecode {
                     : hi.and((short) 0xFF00).or(lo.lanewise(SHR, 8))).reinterpretAsInts();
             return (j < 2 ? w.lanewise(SHL, 16) : w.and(0xFFFF0000)).reinterpretAsFloats();
         }
-        FloatVector a = word.lanewise(VectorOperators.ROL, 21 - 8 * j).and(0x0FE00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
-        return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
-                .or(word.lanewise(VectorOperators.ROL, 24 - 8 * j).and(SIGN)).reinterpretAsFloats();
+        FloatVector a = word.lanewise(SHL, Math.max(21 - 8 * j, 0)).lanewise(SHR, Math.max(8 * j - 21, 0))
+                .and(0x0FE00000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
+        return (TWICE_BY_FMA ? a.fma(2f, -LaneCodec.MINIFLOAT_HALF) : a.add(a).sub(LaneCodec.MINIFLOAT_HALF))
+                .reinterpretAsInts().min(a.reinterpretAsInts())
+                .or(word.lanewise(SHL, 24 - 8 * j).and(SIGN)).reinterpretAsFloats();
     }
 
     /** IEEE half slot j (magnitude at bits 15j..15j+14 to float bits 13..27, sign at 30 + j): value·2^-48. */
     static FloatVector f16(IntVector word, int j) {
-        FloatVector a = word.lanewise(VectorOperators.ROL, 13 - 15 * j).and(0x0FFFE000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
+        FloatVector a = word.lanewise(SHL, Math.max(13 - 15 * j, 0)).lanewise(SHR, Math.max(15 * j - 13, 0))
+                .and(0x0FFFE000).or(LaneCodec.MINIFLOAT_BASE).reinterpretAsFloats();
         return a.fma(2f, -LaneCodec.MINIFLOAT_HALF).reinterpretAsInts().min(a.reinterpretAsInts())
                 .or(word.lanewise(SHL, 1 - j).and(SIGN)).reinterpretAsFloats();
     }
@@ -166,9 +190,26 @@ final class SlotDecode {
         return (ONE_VECTOR_TABLE ? code.selectFrom(FP4_LOW) : code.selectFrom(FP4_LOW, FP4_HIGH)).reinterpretAsFloats();
     }
 
-    /** {@link #fp4} by an 8-entry lookup of the magnitude (bits 0..2; the index wraps) and the sign (bit 3) OR-ed. */
+    /**
+     * {@link #fp4} by an 8-entry lookup of the magnitude (bits 0..2; the index wraps) and the sign (bit 3): the
+     * code's four bits XOR-ed at bits 28..31 into the tagged entry ({@link #FP4_MAGNITUDES_TAGGED}) clear the tag
+     * and set the sign.
+     */
     static FloatVector fp4Narrow(IntVector code) {
-        return code.selectFrom(FP4_LOW).or(code.lanewise(VectorOperators.LSHL, 28).and(SIGN)).reinterpretAsFloats();
+        return code.selectFrom(FP4_MAGNITUDES_TAGGED).lanewise(VectorOperators.XOR, code.lanewise(SHL, 28))
+                .reinterpretAsFloats();
+    }
+
+    private static int[] fp4TaggedMagnitudes() {
+        int[] t = new int[I.length()];
+        for (int m = 0; m < t.length; m++) {
+            int value = FP4_TABLE[m & 7];
+            if ((value & 0x70000000) != 0) {
+                throw new AssertionError("FP4 table entry " + m + " uses exponent bits 28..30");
+            }
+            t[m] = value ^ ((m & 7) << 28);
+        }
+        return t;
     }
 
     /**
