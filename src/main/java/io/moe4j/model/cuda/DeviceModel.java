@@ -26,6 +26,7 @@ import io.moe4j.safetensors.DType;
 import io.moe4j.safetensors.Tensor;
 
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -357,22 +358,28 @@ public final class DeviceModel implements DecoderRuntime {
             return own(ops.upload(t.toFloatArray()));
         }
 
-        /** cos/sin tables with the host Rope's float32 arithmetic, so both decoders rotate alike. */
+        /** cos/sin tables with the host Rope's float32 arithmetic ({@link RopeTable}), built a chunk at a time. */
         RopeTables rope(Rope rope, int positions) {
-            float[] inv = rope.invFreq();
-            int half = inv.length;
-            float[] cos = new float[positions * half];
-            float[] sin = new float[positions * half];
-            for (int p = 0; p < positions; p++) {
-                for (int i = 0; i < half; i++) {
-                    float angle = (float) p * inv[i];
-                    cos[p * half + i] = (float) Math.cos(angle) * rope.attentionFactor();
-                    sin[p * half + i] = (float) Math.sin(angle) * rope.attentionFactor();
+            int half = rope.invFreq().length;
+            DeviceBuffer cos = own(ops.allocate(4L * positions * half));
+            DeviceBuffer sin = own(ops.allocate(4L * positions * half));
+            try (Arena arena = Arena.ofConfined()) {
+                int chunk = Math.min(positions, ROPE_CHUNK);
+                MemorySegment c = arena.allocate(4L * chunk * half, 4);
+                MemorySegment s = arena.allocate(4L * chunk * half, 4);
+                for (int from = 0; from < positions; from += chunk) {
+                    int n = Math.min(chunk, positions - from);
+                    RopeTable.fill(rope, from, n, c, s);
+                    cos.copyFrom(c.asSlice(0, 4L * n * half), 4L * from * half);
+                    sin.copyFrom(s.asSlice(0, 4L * n * half), 4L * from * half);
                 }
             }
-            return new RopeTables(own(ops.upload(cos)), own(ops.upload(sin)), half, rope.interleaved());
+            return new RopeTables(cos, sin, half, rope.interleaved());
         }
     }
+
+    /** Positions of a RoPE table built and uploaded at a time: the heap holds a chunk, not the whole context. */
+    private static final int ROPE_CHUNK = 1 << 16;
 
     DecoderConfig config() {
         return config;
