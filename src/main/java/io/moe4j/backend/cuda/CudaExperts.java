@@ -309,8 +309,8 @@ final class CudaExperts implements Experts {
         long offTokenPair = meta.add(plan.tokenPair());
         long offTokenWeight = meta.add(floatBits(plan, tokens));
         long offIdentity = meta.add(plan.identityRows());
-        int tb1 = w13 instanceof UnitMatrix u ? batchSize(u, plan) : 1;
-        int tb2 = w2 instanceof UnitMatrix u ? batchSize(u, plan) : 1;
+        int tb1 = w13 instanceof UnitMatrix u ? u.batchSize(engine, tuning, plan.largestGroup() > 1 ? 8 : 1) : 1;
+        int tb2 = w2 instanceof UnitMatrix u ? u.batchSize(engine, tuning, plan.largestGroup() > 1 ? 8 : 1) : 1;
         int[] batches1 = plan.pieces(tb1);
         int[] batches2 = plan.pieces(tb2);
         long offBatches1 = meta.add(batches1);
@@ -546,27 +546,6 @@ final class CudaExperts implements Experts {
     }
 
     /**
-     * Pairs of one expert the CUDA-core GEMM takes together: 1 when no expert has more (decode), else 8, or fewer as
-     * shared memory allows. Two sizes rather than every power of two keep the variants NVRTC compiles few.
-     */
-    private int batchSize(UnitMatrix u, RoutePlan plan) {
-        int tb = plan.largestGroup() > 1 ? 8 : 1;
-        KernelCache.Kernel k = units(u, 1);
-        while (tb > 1 && 128L * tb * u.units() > k.sharedLimit()) {
-            tb /= 2;
-        }
-        return tb;
-    }
-
-    private KernelCache.Kernel units(UnitMatrix u, int tb) {
-        List<String> defines = new ArrayList<>(u.defines());
-        defines.add("-DMOE4J_TB=" + tb);
-        defines.add("-DMOE4J_ROWS=" + tuning.unitsRows());
-        defines.add("-DMOE4J_WARPS=" + tuning.unitsWarps());
-        return engine.kernels().get("gemm_units.cu", "moe_gemm_units", defines);
-    }
-
-    /**
      * One grouped GEMM of the call on the path its matrix and the plan pick. {@code routesReady}: the routes were
      * written at least two kernels before this one, so the tensor-core GEMV may read them before its overlapped
      * launch's wait (see {@link Mxfp4Gemv#forward}).
@@ -604,17 +583,14 @@ final class CudaExperts implements Experts {
             case Mxfp4Matrix mx -> engine.mxfp4().forward(mx.experts(), in, routes, firstRoute, pairs, out,
                     routesReady, stream);
             case UnitMatrix u -> {
-                KernelCache.Kernel k = units(u, tb);
+                KernelCache.Kernel k = u.gemm(engine, tuning, tb);
                 long shared = 128L * tb * u.units();
                 int rowsPerBlock = tuning.unitsRows() * tuning.unitsWarps();
                 for (int first = 0; first < batchCount; first += MAX_GRID_Y) {
                     int count = Math.min(MAX_GRID_Y, batchCount - first);
                     try (Arena arena = Arena.ofConfined()) {
-                        KernelArgs args = new KernelArgs(arena).pointer(u.codes()).pointer(pointerOf(u.scales()))
-                                .pointer(pointerOf(u.zeros())).pointer(pointerOf(u.shard())).pointer(in)
-                                .pointer(batches + 16L * first).pointer(xRows).pointer(out).i32(u.rows()).i32(u.cols())
-                                .i32(u.units()).i32(u.rowBlocks()).i32(u.colBlocks()).i32(u.blockRows())
-                                .i32(u.blockCols()).i32(u.shards()).i32(u.shardRows())
+                        KernelArgs args = u.gemmArgs(new KernelArgs(arena), in.pointer(), batches + 16L * first,
+                                xRows, out.pointer())
                                 .i32(u.rows()).pointer(0L).i32(0).i32(0); // outPitch, no bias, overwrite, batches given
                         k.function().launch(Math.ceilDiv(u.rows(), rowsPerBlock), count, 1, 32 * tuning.unitsWarps(), 1,
                                 1, (int) shared, stream, args);

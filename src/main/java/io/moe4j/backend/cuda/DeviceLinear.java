@@ -223,13 +223,9 @@ public final class DeviceLinear implements AutoCloseable {
             }
             source = rows;
         }
-        // Tokens a block multiplies with each decoded weight unit: all of a small batch, up to 8, as the experts do.
-        int tb = tokens > 1 ? 8 : 1;
-        KernelCache.Kernel k = units(engine, tuning, tb);
-        while (tb > 1 && 128L * tb * matrix.units() > k.sharedLimit()) {
-            tb /= 2;
-            k = units(engine, tuning, tb);
-        }
+        // Tokens a block multiplies with each decoded weight unit: up to 8, as the experts take pairs.
+        int tb = matrix.batchSize(engine, tuning, tokens > 1 ? 8 : 1);
+        KernelCache.Kernel k = matrix.gemm(engine, tuning, tb);
         long shared = 128L * tb * matrix.units();
         if (shared > k.sharedLimit()) {
             throw new IllegalArgumentException(module + ": rows of " + in + " values need " + shared
@@ -241,13 +237,10 @@ public final class DeviceLinear implements AutoCloseable {
             throw new IllegalArgumentException(module + ": " + tokens + " tokens in one call exceed the grid");
         }
         try (Arena arena = Arena.ofConfined()) {
-            UnitMatrix u = matrix;
-            KernelArgs args = new KernelArgs(arena).pointer(u.codes()).pointer(CudaExperts.pointerOf(u.scales()))
-                    .pointer(CudaExperts.pointerOf(u.zeros())).pointer(CudaExperts.pointerOf(u.shard())).pointer(source)
-                    .pointer(0L).pointer(0L).pointer(y).i32(u.rows()).i32(u.cols()).i32(u.units()).i32(u.rowBlocks())
-                    .i32(u.colBlocks()).i32(u.blockRows()).i32(u.blockCols()).i32(u.shards()).i32(u.shardRows())
-                    .i32(yPitch).pointer(bias == null ? 0L : bias.pointer()).i32(accumulate ? 1 : 0).i32(tokens);
-            k.function().launch(Math.ceilDiv(u.rows(), rowsPerBlock), batches, 1, 32 * tuning.unitsWarps(), 1, 1,
+            // no batches and no xRows: batch y is entries y·tb.. of the tokens, entry i reading x row i
+            KernelArgs args = matrix.gemmArgs(new KernelArgs(arena), source, 0L, 0L, y).i32(yPitch)
+                    .pointer(bias == null ? 0L : bias.pointer()).i32(accumulate ? 1 : 0).i32(tokens);
+            k.function().launch(Math.ceilDiv(out, rowsPerBlock), batches, 1, 32 * tuning.unitsWarps(), 1, 1,
                     (int) shared, stream, args);
         }
     }
@@ -255,14 +248,6 @@ public final class DeviceLinear implements AutoCloseable {
     /** Device bytes of the prepared input rows of {@code tokens} tokens (0 when x is read as it is). */
     public long inputScratchBytes(int tokens) {
         return preparesInput() ? 4L * tokens * matrix.cols() : 0L;
-    }
-
-    private KernelCache.Kernel units(CudaEngine engine, CudaTuning tuning, int tb) {
-        List<String> defines = new ArrayList<>(matrix.defines());
-        defines.add("-DMOE4J_TB=" + tb);
-        defines.add("-DMOE4J_ROWS=" + tuning.unitsRows());
-        defines.add("-DMOE4J_WARPS=" + tuning.unitsWarps());
-        return engine.kernels().get("gemm_units.cu", "moe_gemm_units", defines);
     }
 
     @Override

@@ -6,6 +6,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import io.moe4j.MoeException;
 import io.moe4j.backend.cuda.driver.CudaContext;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
+import io.moe4j.backend.cuda.driver.KernelArgs;
 import io.moe4j.quant.BlockScales;
 import io.moe4j.quant.CodeType;
 import io.moe4j.quant.ExpertMatrix;
@@ -135,6 +136,39 @@ record UnitMatrix(int experts, int rows, int cols, int units, List<String> defin
             case INT8 -> 8;
             case INT4 -> 9;
         };
+    }
+
+    /** The grouped GEMM (gemm_units.cu) for this stack's code and scale types, taking {@code tb} entries a block. */
+    KernelCache.Kernel gemm(CudaEngine engine, CudaTuning tuning, int tb) {
+        List<String> all = new ArrayList<>(defines);
+        all.add("-DMOE4J_TB=" + tb);
+        all.add("-DMOE4J_ROWS=" + tuning.unitsRows());
+        all.add("-DMOE4J_WARPS=" + tuning.unitsWarps());
+        return engine.kernels().get("gemm_units.cu", "moe_gemm_units", all);
+    }
+
+    /**
+     * Entries a block of the GEMM takes together: {@code wanted} (1 or 8: two sizes keep the variants NVRTC compiles
+     * few), halved while its staged x rows (128 bytes a unit an entry) pass the shared memory a block may have.
+     */
+    int batchSize(CudaEngine engine, CudaTuning tuning, int wanted) {
+        int tb = wanted;
+        KernelCache.Kernel k = gemm(engine, tuning, 1);
+        while (tb > 1 && 128L * tb * units > k.sharedLimit()) {
+            tb /= 2;
+        }
+        return tb;
+    }
+
+    /**
+     * moe_gemm_units' arguments from the codes through shardRows (x, batches, xRows and out as device addresses); the
+     * caller appends outPitch, bias, accumulate and tokens.
+     */
+    KernelArgs gemmArgs(KernelArgs args, long x, long batches, long xRows, long out) {
+        return args.pointer(codes).pointer(CudaExperts.pointerOf(scales)).pointer(CudaExperts.pointerOf(zeros))
+                .pointer(CudaExperts.pointerOf(shard)).pointer(x).pointer(batches).pointer(xRows).pointer(out)
+                .i32(rows).i32(cols).i32(units).i32(rowBlocks).i32(colBlocks).i32(blockRows).i32(blockCols)
+                .i32(shards).i32(shardRows);
     }
 
     @Override
