@@ -38,7 +38,7 @@ public final class ModelOps implements AutoCloseable {
     private final CudaStream stream;
     /** Pinned host memory the reads land in (a pageable copy of a step's logits took ~0.6 ms), grown on demand. */
     private io.moe4j.backend.cuda.driver.PinnedBuffer landing;
-    /** Pinned host memory a step's inputs leave from ({@link #writeInputs}), grown on demand. */
+    /** Pinned host memory a pass's tables leave from ({@link #staging}, {@link #send}), grown on demand. */
     private io.moe4j.backend.cuda.driver.PinnedBuffer sending;
 
     /**
@@ -573,19 +573,6 @@ public final class ModelOps implements AutoCloseable {
         int[] ids = land(choices[0], 0, 4L * n).toArray(ValueLayout.JAVA_INT);
         float[] weights = land(choices[1], 0, 4L * n).toArray(ValueLayout.JAVA_FLOAT);
         return new io.moe4j.routing.Routing(tokens, spec.topK(), ids, weights, spec.weightOnInput());
-    }
-
-    /**
-     * Writes the int64 {@code position} then the int32 {@code ids} at the start of {@code into} (one copy through
-     * pinned memory, ordered with this stream's work, not waited for: the staging is reused only after the next
-     * read, which waits for the stream).
-     */
-    public void writeInputs(long position, int[] ids, DeviceBuffer into) {
-        long bytes = 8 + 4L * ids.length;
-        MemorySegment s = staging(bytes);
-        s.set(ValueLayout.JAVA_LONG, 0, position);
-        MemorySegment.copy(ids, 0, s, ValueLayout.JAVA_INT, 8, ids.length);
-        send(into, bytes);
     }
 
     /**
