@@ -65,15 +65,27 @@ final class DevicePass implements AutoCloseable {
 
     /** h += the output of layer l - 1's feed-forward (routed and shared) and out = norm(h) with {@code weight}. */
     private void residualNorm(int l, PassScratch s, int rows, long weight, long h, long out) {
-        long add = 0L;
-        long add2 = 0L;
-        if (l > 0) {
-            add = s.ffOut().pointer();
-            if (model.layers().get(l - 1).feedForward() instanceof DeviceModel.Moe m && m.hasShared()) {
-                add2 = s.sharedOut().pointer();
-            }
-        }
+        long add = l > 0 ? s.ffOut().pointer() : 0L;
+        long add2 = l > 0 ? sharedOutput(l - 1, s) : 0L;
         ops.rmsNorm(h, add, add2, weight, out, rows, model.config().hidden(), model.config().normEps());
+    }
+
+    /** Where layer l's shared experts leave their output (added into h beside ffOut), or 0 when it has none. */
+    private long sharedOutput(int l, PassScratch s) {
+        return model.layers().get(l).feedForward() instanceof DeviceModel.Moe m && m.hasShared()
+                ? s.sharedOut().pointer() : 0L;
+    }
+
+    /**
+     * Rows [from, from + count) of h take the last layer's output and their final norm, into xn from its start (only
+     * the rows wanted: h is not read again, the next pass embeds anew).
+     */
+    private void finalNorm(PassScratch s, int from, int count) {
+        int hidden = model.config().hidden();
+        long at = (long) from * hidden * FLOAT;
+        long add2 = sharedOutput(model.layers().size() - 1, s);
+        ops.rmsNorm(s.h().pointer() + at, s.ffOut().pointer() + at, add2 == 0L ? 0L : add2 + at,
+                model.finalNorm().pointer(), s.xn().pointer(), count, hidden, model.config().normEps());
     }
 
     private void gqa(int l, DeviceModel.Gqa g, PassScratch s, int rows) {
@@ -202,20 +214,9 @@ final class DevicePass implements AutoCloseable {
         linear(d.down(), s.gate().pointer(), s.ffOut().pointer(), hidden, rows, false, s);
     }
 
-    /**
-     * The final norm of {@code count} rows from {@code from} of h (after the last layer's feed-forward) into
-     * {@code normed}, then lm_head into the logits buffer.
-     */
+    /** The final norm of {@code count} rows from {@code from} of h, then lm_head into the logits buffer. */
     void head(PassScratch s, int from, int count) {
-        int hidden = model.config().hidden();
-        long at = (long) from * hidden * FLOAT;
-        int last = model.layers().size();
-        long add = s.ffOut().pointer() + at;
-        long add2 = model.layers().get(last - 1).feedForward() instanceof DeviceModel.Moe m && m.hasShared()
-                ? s.sharedOut().pointer() + at : 0L;
-        // only the rows wanted take the last layer's output (h is not read again: the next pass embeds anew)
-        ops.rmsNorm(s.h().pointer() + at, add, add2, model.finalNorm().pointer(), s.xn().pointer(), count, hidden,
-                model.config().normEps());
+        finalNorm(s, from, count);
         lmHead(s, s.xn().pointer(), count);
     }
 
@@ -224,13 +225,8 @@ final class DevicePass implements AutoCloseable {
      * row (the lastRows table) into the logits, one row a sequence.
      */
     void headOfLastRows(PassScratch s, int rows, int sequences) {
-        int hidden = model.config().hidden();
-        int last = model.layers().size();
-        long add2 = model.layers().get(last - 1).feedForward() instanceof DeviceModel.Moe m && m.hasShared()
-                ? s.sharedOut().pointer() : 0L;
-        ops.rmsNorm(s.h().pointer(), s.ffOut().pointer(), add2, model.finalNorm().pointer(), s.xn().pointer(), rows,
-                hidden, model.config().normEps());
-        ops.gatherRows(s.xn().pointer(), s.lastRows(), s.last().pointer(), sequences, hidden);
+        finalNorm(s, 0, rows);
+        ops.gatherRows(s.xn().pointer(), s.lastRows(), s.last().pointer(), sequences, model.config().hidden());
         lmHead(s, s.last().pointer(), sequences);
     }
 
