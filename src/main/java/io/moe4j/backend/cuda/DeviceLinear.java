@@ -152,10 +152,6 @@ public final class DeviceLinear implements AutoCloseable {
         return support.supported() ? null : support.reason();
     }
 
-    public String module() {
-        return module;
-    }
-
     public int inFeatures() {
         return matrix.cols();
     }
@@ -167,13 +163,6 @@ public final class DeviceLinear implements AutoCloseable {
     /** Whether x is rewritten (quantize-dequantized, or its columns reordered) before the GEMM reads it. */
     boolean preparesInput() {
         return !input.none() || matrix.columnOrder() != null;
-    }
-
-    /** Bytes of codes, scales and bias a forward call reads. */
-    public long weightBytes() {
-        long b = matrix.codes().byteSize() + (matrix.scales() == null ? 0 : matrix.scales().byteSize())
-                + (matrix.zeros() == null ? 0 : matrix.zeros().byteSize());
-        return b + (bias == null ? 0 : bias.byteSize());
     }
 
     /** For logs: the format and the kernel, e.g. {@code bf16 on model_linear_bf16}. */
