@@ -64,7 +64,7 @@ final class CudaRouter implements TokenRouter {
         // compiled and loaded now, not on the first call
         this.rows = engine.kernels().get("router.cu", "moe_router_logits_rows", List.of());
         this.tile = engine.kernels().get("router.cu", "moe_router_logits_tile", List.of());
-        this.select = engine.kernels().get("router.cu", "moe_router_select", List.of());
+        this.select = engine.kernels().get("router.cu", "moe_router_select", selectDefines(spec));
         this.copyIn = mappedTransfers ? engine.kernels().get("moe_rows.cu", "moe_copy_in", List.of()) : null;
     }
 
@@ -212,6 +212,15 @@ final class CudaRouter implements TokenRouter {
     }
 
     /** KIND_* of router.cu. */
+    /**
+     * moe_router_select compiled for this router alone: its kind and ceil(E / 32) experts a lane, so that the kernel
+     * holds none of the other kinds' code (it is instruction-fetch bound on a decode step's critical path).
+     */
+    static List<String> selectDefines(RouterSpec spec) {
+        return List.of("-DMOE4J_ROUTER_KIND=" + kindCode(spec.kind()),
+                "-DROUTER_PER_LANE=" + Math.max(1, Math.ceilDiv(spec.numExperts(), 32)));
+    }
+
     static int kindCode(RouterKind kind) {
         return switch (kind) {
             case SOFTMAX_TOPK -> 0;

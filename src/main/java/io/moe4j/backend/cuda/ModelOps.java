@@ -555,7 +555,8 @@ public final class ModelOps implements AutoCloseable {
         int e = spec.numExperts();
         int k = spec.topK();
         DeviceBuffer[] choices = CudaExperts.choices(routes, tokens, k);
-        KernelCache.Kernel select = engine.kernels().get("router.cu", "moe_router_select", List.of());
+        KernelCache.Kernel select = engine.kernels().get("router.cu", "moe_router_select",
+                CudaRouter.selectDefines(spec));
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(logits).i32(1).pointer(0L).pointer(correction)
                     .pointer(choices[0]).pointer(choices[1]).i32(tokens).i32(e).i32(k)

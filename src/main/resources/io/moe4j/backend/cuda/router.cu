@@ -9,7 +9,13 @@
 #include "moe4j_common.cuh"
 
 #define ROUTER_TOKENS 16     // the most tokens moe_router_logits_rows takes (its partial sums per thread)
-#define ROUTER_PER_LANE 16   // experts per lane in moe_router_select: at most 512 experts
+// Experts per lane in moe_router_select: at most 512 experts. The host compiles the kernel per router with
+// ROUTER_PER_LANE = ceil(E / 32) and MOE4J_ROUTER_KIND set, so that it holds only that router's code: one warp on
+// the critical path of a decode step, it spent 44% of its cycles waiting for instructions (ncu, H200) with every
+// kind's branches and sixteen slots a lane.
+#ifndef ROUTER_PER_LANE
+#define ROUTER_PER_LANE 16
+#endif
 #define ROUTER_MAX_K 32      // the most choices per token
 
 // -infinity without math headers (NVRTC)
@@ -188,7 +194,12 @@ __device__ __forceinline__ int warp_argmax(const double* v, int E, u32 taken, in
 extern "C" __global__ void __launch_bounds__(128)
 moe_router_select(const double* __restrict__ logits, int slices, const float* __restrict__ bias,
                   const float* __restrict__ correction, int* __restrict__ ids, float* __restrict__ weights, int T,
-                  int E, int K, int kind, int renormalize, int groups, int topkGroups, double scaling) {
+                  int E, int K, int kindArg, int renormalize, int groups, int topkGroups, double scaling) {
+#ifdef MOE4J_ROUTER_KIND
+    const int kind = MOE4J_ROUTER_KIND; // the other kinds' code is left out
+#else
+    const int kind = kindArg;
+#endif
     enter_after_prior_grid(); // the logits come from the kernel before (a recorded decode step)
     extern __shared__ double smem[];
     const int warp = threadIdx.x >> 5;
