@@ -36,4 +36,9 @@ public interface Backend {
     default TokenRouter prepareRouter(Router router) {
         return router;
     }
+
+    /** {@link #prepareRouter(Router)} where the experts were prepared with {@code options} (a device backend's device). */
+    default TokenRouter prepareRouter(Router router, ExecutionOptions options) {
+        return prepareRouter(router);
+    }
 }

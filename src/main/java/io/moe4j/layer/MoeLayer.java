@@ -101,7 +101,8 @@ public final class MoeLayer implements AutoCloseable {
                     MoeProblem.of(weights, config.topK()).withKernelActivations(options.kernelActivations()), platform, choice);
             LOG.log(System.Logger.Level.INFO, "layer {0}: {1}", layer, selection.logLine());
             weights = ActivationOverride.apply(weights, selection.problem().scheme());
-            ExecutionOptions exec = new ExecutionOptions(options.threads(), options.workers(), options.kernelActivations());
+            ExecutionOptions exec = new ExecutionOptions(options.threads(), options.workers(), options.kernelActivations(),
+                    options.device());
             experts = selection.chosen().prepare(weights, exec);
             // With expert parallelism the slices' outputs are summed: one slice adds the shared experts.
             if (config.shared() != null && options.addsSharedExperts()) {
@@ -109,7 +110,7 @@ public final class MoeLayer implements AutoCloseable {
                         QuantizationConfig.of(model)::linearMethod, arena);
                 shared = selection.chosen().prepare(sharedWeights, exec);
             }
-            tokenRouter = selection.chosen().prepareRouter(router);
+            tokenRouter = selection.chosen().prepareRouter(router, exec);
             if (tokenRouter != router) {
                 LOG.log(System.Logger.Level.INFO, "layer {0}: router on {1}", layer, tokenRouter.where());
             }

@@ -16,10 +16,12 @@ import io.moe4j.backend.Workers;
  *                      a layer that starts its own
  * @param kernelActivations the precision the experts' kernels multiply activations in ({@code --activations});
  *                      {@link KernelActivations#INT8} runs only where a backend offers it for the scheme
+ * @param device        the accelerator a device backend puts the layer on (0 unless asked: expert parallelism puts
+ *                      each slice of the experts on a device of its own)
  */
 public record MoeLayerOptions(String backend, int threads, int[] localExperts, Platform platform,
                               SharedExperts sharedExperts, Workers workers,
-                              KernelActivations kernelActivations) {
+                              KernelActivations kernelActivations, int device) {
 
     public MoeLayerOptions {
         if (sharedExperts == null) {
@@ -32,6 +34,15 @@ public record MoeLayerOptions(String backend, int threads, int[] localExperts, P
         if (kernelActivations == null) {
             throw new IllegalArgumentException("kernelActivations must be given (KernelActivations.FLOAT by default)");
         }
+        if (device < 0) {
+            throw new IllegalArgumentException("device must be a device ordinal (0 or more), got " + device);
+        }
+    }
+
+    /** Options for device 0. */
+    public MoeLayerOptions(String backend, int threads, int[] localExperts, Platform platform,
+                           SharedExperts sharedExperts, Workers workers, KernelActivations kernelActivations) {
+        this(backend, threads, localExperts, platform, sharedExperts, workers, kernelActivations, 0);
     }
 
     /** Options for a layer that starts its own workers, with float kernel activations. */
@@ -50,35 +61,44 @@ public record MoeLayerOptions(String backend, int threads, int[] localExperts, P
     }
 
     public MoeLayerOptions withBackend(String b) {
-        return new MoeLayerOptions(b, threads, localExperts, platform, sharedExperts, workers, kernelActivations);
+        return new MoeLayerOptions(b, threads, localExperts, platform, sharedExperts, workers, kernelActivations,
+                device);
     }
 
     public MoeLayerOptions withThreads(int t) {
         return new MoeLayerOptions(backend, t, localExperts, platform, sharedExperts,
-                workers != null && workers.threads() == t ? workers : null, kernelActivations);
+                workers != null && workers.threads() == t ? workers : null, kernelActivations, device);
     }
 
     public MoeLayerOptions withLocalExperts(int[] experts) {
-        return new MoeLayerOptions(backend, threads, experts, platform, sharedExperts, workers, kernelActivations);
+        return new MoeLayerOptions(backend, threads, experts, platform, sharedExperts, workers, kernelActivations,
+                device);
     }
 
     public MoeLayerOptions withPlatform(Platform p) {
-        return new MoeLayerOptions(backend, threads, localExperts, p, sharedExperts, workers, kernelActivations);
+        return new MoeLayerOptions(backend, threads, localExperts, p, sharedExperts, workers, kernelActivations,
+                device);
     }
 
     public MoeLayerOptions withSharedExperts(SharedExperts s) {
-        return new MoeLayerOptions(backend, threads, localExperts, platform, s, workers, kernelActivations);
+        return new MoeLayerOptions(backend, threads, localExperts, platform, s, workers, kernelActivations, device);
     }
 
     /** The same options on a model's shared workers (their count becomes {@code threads}). */
     public MoeLayerOptions withWorkers(Workers w) {
         return new MoeLayerOptions(backend, w == null ? threads : w.threads(), localExperts, platform, sharedExperts, w,
-                kernelActivations);
+                kernelActivations, device);
     }
 
     /** The same options with the experts' kernels multiplying activations in {@code k}. */
     public MoeLayerOptions withKernelActivations(KernelActivations k) {
-        return new MoeLayerOptions(backend, threads, localExperts, platform, sharedExperts, workers, k);
+        return new MoeLayerOptions(backend, threads, localExperts, platform, sharedExperts, workers, k, device);
+    }
+
+    /** The same options with the layer on device {@code ordinal} (for device backends). */
+    public MoeLayerOptions withDevice(int ordinal) {
+        return new MoeLayerOptions(backend, threads, localExperts, platform, sharedExperts, workers, kernelActivations,
+                ordinal);
     }
 
     /** Whether a layer loaded with these options adds its shared experts to its output. */

@@ -120,7 +120,7 @@ public final class CudaBackend implements Backend, BackendTraits.Provider {
                 throw new MoeException("backend cuda cannot run " + weights.scheme() + ": " + reason);
             }
         }
-        CudaEngine engine = CudaEngine.shared();
+        CudaEngine engine = CudaEngine.forDevice(options.device());
         CudaContext ctx = engine.context();
         DeviceMatrix w13 = null;
         DeviceMatrix w2 = null;
@@ -156,6 +156,16 @@ public final class CudaBackend implements Backend, BackendTraits.Provider {
      */
     @Override
     public TokenRouter prepareRouter(Router router) {
+        return prepareRouter(router, 0);
+    }
+
+    /** {@link #prepareRouter(Router)} on the device the experts were prepared on. */
+    @Override
+    public TokenRouter prepareRouter(Router router, ExecutionOptions options) {
+        return prepareRouter(router, options.device());
+    }
+
+    private TokenRouter prepareRouter(Router router, int device) {
         CudaProbe probe = CudaRuntime.probe();
         if (!probe.available()) {
             throw new MoeException("backend cuda cannot run here: " + probe.reason());
@@ -171,7 +181,7 @@ public final class CudaBackend implements Backend, BackendTraits.Provider {
                     "routing on the host: " + reason);
             return router;
         }
-        return CudaRouter.upload(CudaEngine.shared(), router, tuning.mappedTransfers());
+        return CudaRouter.upload(CudaEngine.forDevice(device), router, tuning.mappedTransfers());
     }
 
     /** Where the cuda backend routes tokens: {@code device} (default) or {@code host}. */
