@@ -1,6 +1,7 @@
 package io.moe4j.layer;
 
 import io.moe4j.backend.ExecutionOptions;
+import io.moe4j.backend.KernelActivations;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -11,7 +12,8 @@ class DeviceOptionTest {
     @Test
     void theDeviceSurvivesEveryOtherOptionAndReachesTheBackend() {
         MoeLayerOptions o = MoeLayerOptions.defaults().withDevice(3).withBackend("cuda").withThreads(2)
-                .withLocalExperts(new int[] {1, 3}).withSharedExperts(SharedExperts.ADD);
+                .withLocalExperts(new int[] {1, 3}).withSharedExperts(SharedExperts.ADD).withPlatform(null)
+                .withWorkers(null).withKernelActivations(KernelActivations.INT8);
         assertThat(o.device()).isEqualTo(3);
         assertThat(MoeLayerOptions.defaults().device()).isZero();
         assertThat(new ExecutionOptions(2).onDevice(1).device()).isEqualTo(1);
