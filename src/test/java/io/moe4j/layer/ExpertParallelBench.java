@@ -69,15 +69,16 @@ public final class ExpertParallelBench {
                     (System.nanoTime() - t0) / 1e9);
             System.out.printf("%6s %3s %12s %14s %14s %12s %12s%n", "tokens", "N", "experts ms", "all-reduce ms",
                     "bus GB/s", "tokens/s", "vs N=1");
+            double[] single = new double[batches.length]; // tokens/s on one device, per batch size
             for (int n = 1; n <= devices; n *= 2) {
-                run(nccl, all, n, batches, iterations);
+                run(nccl, all, n, batches, iterations, single);
             }
         }
     }
 
-    private static final double[] BASE = new double[64];
-
-    private static void run(Nccl nccl, ExpertWeights all, int n, int[] batches, int iterations) throws Exception {
+    /** One device count's rows; with n = 1 it fills {@code single}, which later rows are compared with. */
+    private static void run(Nccl nccl, ExpertWeights all, int n, int[] batches, int iterations, double[] single)
+            throws Exception {
         // every device holds the whole stack (uploaded once) but routes only its slice: the timing reads only the
         // routed experts' bytes, so a slice's kernels see what a slice-sized upload would give them
         List<Experts> slices = new ArrayList<>();
@@ -124,10 +125,10 @@ public final class ExpertParallelBench {
                 double bus = n == 1 ? Double.NaN : 2.0 * (n - 1) / n * bytes / (r * 1e6);
                 double tps = tokens / ((e + r) / 1e3);
                 if (n == 1) {
-                    BASE[bi] = tps;
+                    single[bi] = tps;
                 }
                 System.out.printf("%6d %3d %12.3f %14.3f %14.1f %12.0f %12.2f%n", tokens, n, e, r, bus, tps,
-                        tps / BASE[bi]);
+                        tps / single[bi]);
             }
         } finally {
             for (Experts s : slices) {
