@@ -71,6 +71,15 @@ final class Int8Kernels implements CpuKernels {
                 store(m, expert, p, rowTo, out, 0, unit * q.post[t], y, yOff + t * yStride);
                 store(m, expert, p, rowTo, out, L, unit * q.post[t + 1], y, yOff + (t + 1) * yStride);
             }
+            if (fp4 && !pairs && q.n - t >= 2) {
+                // several tokens, one at a time: the panel's codes looked up once for all of them
+                short[] codes = s.codes16(seg[seg.length - 1] - seg[0], 4 * Int8PanelDot.S.length());
+                Int8PanelDot.decodeFp4(m.words(), base, seg[0], seg[seg.length - 1], codes);
+                for (; t < q.n; t++) {
+                    Int8PanelDot.decodedFp4(codes, seg, e8m0, scaleAt, s.scales, q.codes[t], q.scales[t], out);
+                    store(m, expert, p, rowTo, out, 0, unit * q.post[t], y, yOff + t * yStride);
+                }
+            }
             for (; t < q.n; t++) {
                 if (codec == LaneCodec.INT8) {
                     Int8PanelDot.bytes(m.words(), base, seg, zeros, s.scales, q.codes[t], q.scales[t], q.sums[t], out);

@@ -158,6 +158,47 @@ final class Int8PanelDot {
     }
 
     /**
+     * The FP4 codes of a panel's words [from, to) as twice their values in 16-bit lanes, once for every token that
+     * follows ({@link #decodedFp4}): four vectors a word, slot k of each 16-bit half in vector k. Where the 16-bit
+     * lookup is several instructions (AVX2), this is the costly part of a token's pass.
+     */
+    static void decodeFp4(MemorySegment words, long base, int from, int to, short[] out) {
+        int at = 0;
+        for (long o = base + WB * from, end = base + WB * to; o < end; o += WB) {
+            ShortVector v = IntVector.fromMemorySegment(I, words, o, LE).reinterpretAsShorts();
+            for (int k = 0; k < 4; k++) {
+                v.lanewise(SHR, 4 * k).and((short) 15).selectFrom(FP4_TWICE).intoArray(out, at);
+                at += S.length();
+            }
+        }
+    }
+
+    /** {@link #nibbles} for FP4 over the codes {@link #decodeFp4} made of the panel's words from seg[0] on. */
+    static void decodedFp4(short[] codes, int[] seg, MemorySegment e8m0, long scaleAt, float[] scales, int[] xa,
+                           float[] da, float[] out) {
+        FloatVector accA = FloatVector.zero(F);
+        int b = 0;
+        int vl = S.length();
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector sA = FloatVector.zero(F);
+            for (int w = seg[g], segEnd = seg[g + 1]; w < segEnd; b++) {
+                int wEnd = Math.min(w + 4, segEnd);
+                ShortVector ca = ShortVector.zero(S);
+                for (int at = (w - seg[0]) * 4 * vl, end = (wEnd - seg[0]) * 4 * vl, xi = 4 * w; at < end;
+                     at += 4 * vl, xi += 4) {
+                    for (int k = 0; k < 4; k++) {
+                        ca = ca.add(ShortVector.fromArray(S, codes, at + k * vl).mul(pair(xa[xi + k])));
+                    }
+                }
+                w = wEnd;
+                sA = ((FloatVector) widen(ca).convert(VectorOperators.I2F, 0)).fma(FloatVector.broadcast(F, da[b]), sA);
+            }
+            accA = sA.fma(FusedGemv.fp4Scale(e8m0, scaleAt, g, scales), accA);
+        }
+        accA.intoArray(out, 0);
+    }
+
+    /**
      * out[0, L) for token a and out[L, 2L) for token b over a panel of INT8 codes (offset-binary bytes, made signed
      * by flipping their top bit); blocks of 8 words.
      */

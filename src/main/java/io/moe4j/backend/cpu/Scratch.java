@@ -2,7 +2,7 @@ package io.moe4j.backend.cpu;
 
 /**
  * A worker's buffers for the kernels, reused across calls: two decoded panels, the decoded scales and zero points
- * of a panel's segments, and per-token row sums. Kernels write their intermediate results here instead of passing vectors between
+ * of a panel's segments, per-token row sums, and a panel's codes decoded to 16-bit integers (the int8 kernels). Kernels write their intermediate results here instead of passing vectors between
  * methods, which the JIT could otherwise box when it does not inline the call.
  */
 final class Scratch {
@@ -11,6 +11,15 @@ final class Scratch {
     float[] scales = new float[0];
     float[] zeros = new float[0];
     float[] sums = new float[0];
+    short[] codes16 = new short[0];
+
+    /** A buffer for {@code words} words of codes decoded into {@code perWord} 16-bit lanes each. */
+    short[] codes16(int words, int perWord) {
+        if (codes16.length < words * perWord) {
+            codes16 = new short[words * perWord];
+        }
+        return codes16;
+    }
 
     /** A buffer for the LANES row sums of each of n tokens. */
     float[] sums(int n) {
