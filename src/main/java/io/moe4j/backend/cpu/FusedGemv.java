@@ -19,8 +19,8 @@ import java.nio.ByteOrder;
  * where shifts by a variable are not, and no vector crosses a method boundary, where the JIT might box it. The word
  * loops run on a {@code long} byte offset: with an {@code int} word index scaled to {@code long} inside the loop the
  * JIT keeps a bounds check per load and the FP4 loop runs about 1.5× slower (measured single-threaded on a
- * 2880 × 2880 panel set held in cache). FP4, INT4 and FP8, the formats of the decode-heavy presets, take tokens in
- * pairs: a word is decoded once for both.
+ * 2880 × 2880 panel set held in cache). FP4, INT4 and FP8 (without byte permutes), the formats of the decode-heavy
+ * presets, take tokens in pairs: a word is decoded once for both.
  */
 final class FusedGemv {
     private static final VectorSpecies<Float> F = VectorShapes.F;
@@ -44,8 +44,10 @@ final class FusedGemv {
         int[] seg = m.plan(expert).segmentWords();
         float[] out = s.panel;
         LaneCodec codec = m.codec();
-        boolean pairs = codec == LaneCodec.FP4 || codec == LaneCodec.INT4 || codec == LaneCodec.FP8_E4M3
-                || codec == LaneCodec.FP8_E5M2;
+        // FP8 pairs were measured only with the minifloat decode (AVX2, Zen 3); the byte-permute decode (AVX-512 VBMI)
+        // is three operations a slot and keeps tokens one at a time until measured there.
+        boolean fp8Pairs = !BytePermutes.FAST && (codec == LaneCodec.FP8_E4M3 || codec == LaneCodec.FP8_E5M2);
+        boolean pairs = codec == LaneCodec.FP4 || codec == LaneCodec.INT4 || fp8Pairs;
         // FP4's E8M0 scales are read in its loop as exponent fields; other scales are decoded per panel.
         MemorySegment e8m0 = codec == LaneCodec.FP4 && m.plainE8m0() ? m.scales() : null;
         for (int p = rowFrom / L; p * L < rowTo; p++) {
