@@ -451,7 +451,12 @@ final class FusedGemv {
         acc.intoArray(out, 0);
     }
 
-    /** {@link #fp8E4m3} for tokens x and z (out[0, L) and out[L, 2L)): each slot decoded once for both. */
+    /**
+     * {@link #fp8E4m3} for tokens x and z (out[0, L) and out[L, 2L)): each slot decoded once for both. One pair
+     * kernel a format, like the single-token ones: one kernel for E4M3 and E5M2 with a flag choosing the decode (and
+     * the same for the two FP6 formats) left the second format's vectors on the heap (45-108 KB a panel) and ran it
+     * at 0.34-0.39x (FusedDecodeBench, Zen 3).
+     */
     private static void fp8E4m3Pair(MemorySegment words, long base, int[] seg, float[] x, float[] z, float[] scales,
                                     float[] out) {
         FloatVector accX = FloatVector.zero(F);
