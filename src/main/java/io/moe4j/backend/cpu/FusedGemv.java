@@ -19,8 +19,8 @@ import java.nio.ByteOrder;
  * where shifts by a variable are not, and no vector crosses a method boundary, where the JIT might box it. The word
  * loops run on a {@code long} byte offset: with an {@code int} word index scaled to {@code long} inside the loop the
  * JIT keeps a bounds check per load and the FP4 loop runs about 1.5× slower (measured single-threaded on a
- * 2880 × 2880 panel set held in cache). FP4, INT4, F16, and FP6 and FP8 without byte permutes take tokens in
- * pairs: a word is decoded once for both.
+ * 2880 × 2880 panel set held in cache). FP4, INT4, INT8, F16, and FP6 and FP8 without byte permutes take tokens
+ * in pairs: a word is decoded once for both.
  */
 final class FusedGemv {
     private static final VectorSpecies<Float> F = VectorShapes.F;
@@ -49,7 +49,8 @@ final class FusedGemv {
         // keep tokens one at a time until measured there.
         boolean minifloatPairs = !BytePermutes.FAST && (codec == LaneCodec.FP8_E4M3 || codec == LaneCodec.FP8_E5M2
                 || codec == LaneCodec.FP6_E3M2 || codec == LaneCodec.FP6_E2M3);
-        boolean pairs = codec == LaneCodec.FP4 || codec == LaneCodec.INT4 || codec == LaneCodec.F16 || minifloatPairs;
+        boolean pairs = codec == LaneCodec.FP4 || codec == LaneCodec.INT4 || codec == LaneCodec.INT8
+                || codec == LaneCodec.F16 || minifloatPairs;
         // FP4's E8M0 scales are read in its loop as exponent fields; other scales are decoded per panel.
         MemorySegment e8m0 = codec == LaneCodec.FP4 && m.plainE8m0() ? m.scales() : null;
         for (int p = rowFrom / L; p * L < rowTo; p++) {
@@ -67,6 +68,9 @@ final class FusedGemv {
                     fp4Pair(words, base, seg, in.scaled[t], in.scaled[t + 1], e8m0, scaleAt, s.scales, out);
                 } else if (codec == LaneCodec.FP4) {
                     fp4PairLooped(words, base, seg, in.scaled[t], in.scaled[t + 1], e8m0, scaleAt, s.scales, out);
+                } else if (codec == LaneCodec.INT8) {
+                    int8Pair(words, base, seg, in.scaled[t], in.scaled[t + 1], in.segmentSums[t],
+                            in.segmentSums[t + 1], s.scales, s.zeros, out);
                 } else if (codec == LaneCodec.F16) {
                     f16Pair(words, base, seg, in.scaled[t], in.scaled[t + 1], s.scales, out);
                 } else if (codec == LaneCodec.FP6_E3M2) {
@@ -326,6 +330,38 @@ final class FusedGemv {
         accX.intoArray(out, 0);
         accZ.intoArray(out, L);
     }
+
+    /** {@link #int8} for tokens x and z (out[0, L) and out[L, 2L)): each slot decoded once for both. */
+    private static void int8Pair(MemorySegment words, long base, int[] seg, float[] x, float[] z, float[] sumsX,
+                                 float[] sumsZ, float[] scales, float[] zeros, float[] out) {
+        FloatVector accX = FloatVector.zero(F);
+        FloatVector accZ = accX;
+        for (int g = 0; g < seg.length - 1; g++) {
+            FloatVector a0 = FloatVector.zero(F);
+            FloatVector a1 = a0;
+            FloatVector b0 = a0;
+            FloatVector b1 = a0;
+            int c = seg[g] * 4;
+            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 4) {
+                IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
+                for (int j = 0; j < 4; j += 2) { // a loop, not written out: see int4Pair
+                    FloatVector w0 = SlotDecode.int8(v, j);
+                    a0 = w0.fma(FloatVector.broadcast(F, x[c + j]), a0);
+                    b0 = w0.fma(FloatVector.broadcast(F, z[c + j]), b0);
+                    FloatVector w1 = SlotDecode.int8(v, j + 1);
+                    a1 = w1.fma(FloatVector.broadcast(F, x[c + j + 1]), a1);
+                    b1 = w1.fma(FloatVector.broadcast(F, z[c + j + 1]), b1);
+                }
+            }
+            FloatVector off = FloatVector.fromArray(F, zeros, g * L).add(LaneCodec.INT8.offset());
+            FloatVector sc = FloatVector.fromArray(F, scales, g * L);
+            accX = off.mul(-sumsX[g]).add(a0.add(a1)).fma(sc, accX);
+            accZ = off.mul(-sumsZ[g]).add(b0.add(b1)).fma(sc, accZ);
+        }
+        accX.intoArray(out, 0);
+        accZ.intoArray(out, L);
+    }
+
     /** FP6 E3M2, 5 slots a word (LaneCodec, {@link SlotDecode#fp6E3m2}). */
     private static void fp6E3m2(MemorySegment words, long base, int[] seg, float[] x, float[] scales, float[] out) {
         FloatVector acc = FloatVector.zero(F);
