@@ -30,15 +30,16 @@ public interface Backend {
     Experts prepare(ExpertWeights weights, ExecutionOptions options);
 
     /**
-     * The layer's router as this backend runs it: by default the host router itself; a device backend may copy it
-     * to its device so that routing does not cost a host pass over the router weights (same rules and ties).
+     * The layer's router as this backend runs it, beside experts prepared with {@code options}: by default the host
+     * router itself; a device backend may copy it to the experts' device so that routing does not cost a host pass
+     * over the router weights (same rules and ties).
      */
-    default TokenRouter prepareRouter(Router router) {
+    default TokenRouter prepareRouter(Router router, ExecutionOptions options) {
         return router;
     }
 
-    /** {@link #prepareRouter(Router)} where the experts were prepared with {@code options} (a device backend's device). */
-    default TokenRouter prepareRouter(Router router, ExecutionOptions options) {
-        return prepareRouter(router);
+    /** {@link #prepareRouter(Router, ExecutionOptions)} with the default options (device 0). */
+    default TokenRouter prepareRouter(Router router) {
+        return prepareRouter(router, ExecutionOptions.defaults());
     }
 }

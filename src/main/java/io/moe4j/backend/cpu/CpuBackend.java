@@ -118,7 +118,7 @@ public final class CpuBackend implements Backend, BackendTraits.Provider {
      * summed in another order with the Vector API, or in plain Java where the experts run scalar.
      */
     @Override
-    public TokenRouter prepareRouter(Router router) {
+    public TokenRouter prepareRouter(Router router, ExecutionOptions options) {
         return new CpuRouter(router, KernelSelection.select().routerLogits(router));
     }
 }

@@ -152,20 +152,10 @@ public final class CudaBackend implements Backend, BackendTraits.Provider {
     /**
      * The router on the device ({@link CudaRouter}) where its kernels take it; a router beyond their limits (over
      * 512 experts, top-k over 32), or any router with {@code -Dmoe4j.cuda.router=host}, stays on the host, and the
-     * log says so.
+     * log says so. On the experts' device ({@code options.device()}).
      */
     @Override
-    public TokenRouter prepareRouter(Router router) {
-        return prepareRouter(router, 0);
-    }
-
-    /** {@link #prepareRouter(Router)} on the device the experts were prepared on. */
-    @Override
     public TokenRouter prepareRouter(Router router, ExecutionOptions options) {
-        return prepareRouter(router, options.device());
-    }
-
-    private TokenRouter prepareRouter(Router router, int device) {
         CudaProbe probe = CudaRuntime.probe();
         if (!probe.available()) {
             throw new MoeException("backend cuda cannot run here: " + probe.reason());
@@ -181,7 +171,7 @@ public final class CudaBackend implements Backend, BackendTraits.Provider {
                     "routing on the host: " + reason);
             return router;
         }
-        return CudaRouter.upload(CudaEngine.forDevice(device), router, tuning.mappedTransfers());
+        return CudaRouter.upload(CudaEngine.forDevice(options.device()), router, tuning.mappedTransfers());
     }
 
     /** Where the cuda backend routes tokens: {@code device} (default) or {@code host}. */

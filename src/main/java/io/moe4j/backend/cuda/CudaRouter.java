@@ -211,7 +211,6 @@ final class CudaRouter implements TokenRouter {
         return (int) Math.max(1, Math.min(wanted, hidden / MIN_SLICE));
     }
 
-    /** KIND_* of router.cu. */
     /**
      * moe_router_select compiled for this router alone: its kind and ceil(E / 32) experts a lane, so that the kernel
      * holds none of the other kinds' code (it is instruction-fetch bound on a decode step's critical path).
@@ -221,6 +220,7 @@ final class CudaRouter implements TokenRouter {
                 "-DROUTER_PER_LANE=" + Math.max(1, Math.ceilDiv(spec.numExperts(), 32)));
     }
 
+    /** KIND_* of router.cu. */
     static int kindCode(RouterKind kind) {
         return switch (kind) {
             case SOFTMAX_TOPK -> 0;
