@@ -32,8 +32,9 @@ import java.util.concurrent.Future;
 
 /**
  * Expert parallelism across the GPUs of one host with replicated tokens, on a DeepSeek-V3-shaped MoE layer (256
- * experts, top-8, H 7168, I 2048, FP8 weights in 128×128 blocks, random routing): every device holds 1/N of the
- * experts (contiguous slices), runs the layer on the same batch, and an NCCL all-reduce sums the N outputs. Prints,
+ * experts, top-8, H 7168, I 2048, FP8 weights in 128×128 blocks, random routing, no shared expert): every device
+ * routes 1/N of the experts (contiguous slices; each holds the whole stack, uploaded once, but its kernels read only
+ * the routed experts' bytes), runs the layer on the same batch, and an NCCL all-reduce sums the N outputs. Prints,
  * per batch size and device count, the experts' time (the slowest device; a host call each: x in, output out), the
  * all-reduce's time with its data already on the devices (NCCL's own speed for those bytes, with its bus bandwidth
  * 2(N-1)/N · bytes / time), and tokens/s of the two together against one device holding every expert.
