@@ -617,18 +617,35 @@ final class FusedGemv {
     }
 
     /** bfloat16, 2 slots a word: the halves are the top halves of floats. */
+    /**
+     * BF16 (two values a lane word): two words a pass into four sums. A BF16 slot decodes in one or two operations, so
+     * the sums' FMA chains set the pace: with two sums a word (one FMA each) a pass waited the FMA latency for 32
+     * bytes of weights, 10.9 G multiply-adds/s in cache on a Zen 3 core; four sums over two words gave 16.4, and a
+     * gpt-oss-20b decode step (lm_head and attention) 1.4-1.9x as fast (docs/cpu.md).
+     */
     private static void bf16(MemorySegment words, long base, int[] seg, float[] x, float[] scales, float[] out) {
         FloatVector acc = FloatVector.zero(F);
         for (int g = 0; g < seg.length - 1; g++) {
             FloatVector a0 = FloatVector.zero(F);
             FloatVector a1 = a0;
-            int c = seg[g] * 2;
-            for (long o = base + VectorShapes.WORD_BYTES * seg[g], end = base + VectorShapes.WORD_BYTES * seg[g + 1]; o < end; o += VectorShapes.WORD_BYTES, c += 2) {
+            FloatVector a2 = a0;
+            FloatVector a3 = a0;
+            int w = seg[g];
+            for (; w + 1 < seg[g + 1]; w += 2) {
+                long o = base + VectorShapes.WORD_BYTES * w;
                 IntVector v = IntVector.fromMemorySegment(I, words, o, LE);
-                a0 = SlotDecode.bf16(v, 0).fma(FloatVector.broadcast(F, x[c]), a0);
-                a1 = SlotDecode.bf16(v, 1).fma(FloatVector.broadcast(F, x[c + 1]), a1);
+                IntVector u = IntVector.fromMemorySegment(I, words, o + VectorShapes.WORD_BYTES, LE);
+                a0 = SlotDecode.bf16(v, 0).fma(FloatVector.broadcast(F, x[2 * w]), a0);
+                a1 = SlotDecode.bf16(v, 1).fma(FloatVector.broadcast(F, x[2 * w + 1]), a1);
+                a2 = SlotDecode.bf16(u, 0).fma(FloatVector.broadcast(F, x[2 * w + 2]), a2);
+                a3 = SlotDecode.bf16(u, 1).fma(FloatVector.broadcast(F, x[2 * w + 3]), a3);
             }
-            acc = a0.add(a1).fma(FloatVector.fromArray(F, scales, g * L), acc);
+            if (w < seg[g + 1]) {
+                IntVector v = IntVector.fromMemorySegment(I, words, base + VectorShapes.WORD_BYTES * w, LE);
+                a0 = SlotDecode.bf16(v, 0).fma(FloatVector.broadcast(F, x[2 * w]), a0);
+                a1 = SlotDecode.bf16(v, 1).fma(FloatVector.broadcast(F, x[2 * w + 1]), a1);
+            }
+            acc = a0.add(a1).add(a2.add(a3)).fma(FloatVector.fromArray(F, scales, g * L), acc);
         }
         acc.intoArray(out, 0);
     }
