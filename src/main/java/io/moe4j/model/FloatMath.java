@@ -34,13 +34,6 @@ public final class FloatMath {
         return s;
     }
 
-    /** out[oOff..] += w · v[vOff..], n values. */
-    public static void axpy(float w, float[] v, int vOff, float[] out, int oOff, int n) {
-        for (int i = 0; i < n; i++) {
-            out[oOff + i] += w * v[vOff + i];
-        }
-    }
-
     public static float silu(float x) {
         return flushSubnormal((float) (x / (1.0 + Math.exp(-x))));
     }
@@ -57,12 +50,16 @@ public final class FloatMath {
      * dropped (gpt-oss's learned attention sinks).
      */
     public static void softmax(float[] s, int n, boolean withSink, float sink) {
+        softmax(s, n, withSink, sink, new double[n]);
+    }
+
+    /** {@link #softmax(float[], int, boolean, float)} with {@code e} (at least n long) for the exponentials. */
+    public static void softmax(float[] s, int n, boolean withSink, float sink, double[] e) {
         double max = withSink ? sink : Double.NEGATIVE_INFINITY;
         for (int i = 0; i < n; i++) {
             max = Math.max(max, s[i]);
         }
         double sum = withSink ? Math.exp(sink - max) : 0;
-        double[] e = new double[n];
         for (int i = 0; i < n; i++) {
             e[i] = Math.exp(s[i] - max);
             sum += e[i];

@@ -119,6 +119,7 @@ public final class GroupedQueryAttention implements Attention {
         // Each head writes only its own slice of every row of `attended`.
         parallel.forEach(heads, 2L * tokens * held * d, h -> {
             float[] scores = new float[held];
+            double[] exps = new double[held];
             int kvh = h / group;
             for (int t = 0; t < tokens; t++) {
                 long position = start + t;
@@ -127,11 +128,11 @@ public final class GroupedQueryAttention implements Attention {
                 int base = cache.offset(from);
                 int qOff = (s.row() + t) * qWidth + h * d;
                 for (int j = 0; j < n; j++) {
-                    scores[j] = FloatMath.dot(qs, qOff, data, base + j * width + kvh * d, d) * spec.scale();
+                    scores[j] = AttentionMath.dot(qs, qOff, data, base + j * width + kvh * d, d) * spec.scale();
                 }
-                FloatMath.softmax(scores, n, sinks != null, sinks == null ? 0f : sinks[h]);
+                FloatMath.softmax(scores, n, sinks != null, sinks == null ? 0f : sinks[h], exps);
                 for (int j = 0; j < n; j++) {
-                    FloatMath.axpy(scores[j], data, base + j * width + kvWidth + kvh * d, attended, qOff, d);
+                    AttentionMath.axpy(scores[j], data, base + j * width + kvWidth + kvh * d, attended, qOff, d);
                 }
             }
         });

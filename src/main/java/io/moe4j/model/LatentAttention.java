@@ -135,8 +135,9 @@ public final class LatentAttention implements Attention {
                     int qOff = (t * heads + h) * qkDim;
                     double blockMax = Double.NEGATIVE_INFINITY;
                     for (int j = 0; j < n; j++) {
-                        float s = FloatMath.dot(qs, qOff, kv, j * kvWidth + h * (nope + vDim), nope)
-                                + FloatMath.dot(qs, qOff + nope, data, base + (blockStart + j) * latentWidth + lora, ropeDim);
+                        float s = AttentionMath.dot(qs, qOff, kv, j * kvWidth + h * (nope + vDim), nope)
+                                + AttentionMath.dot(qs, qOff + nope, data, base + (blockStart + j) * latentWidth + lora,
+                                        ropeDim);
                         scores[j] = s * spec.scale();
                         blockMax = Math.max(blockMax, scores[j]);
                     }
@@ -153,8 +154,8 @@ public final class LatentAttention implements Attention {
                     for (int j = 0; j < n; j++) {
                         double e = Math.exp(scores[j] - max);
                         runningSum[stat] += e;
-                        FloatMath.axpy(FloatMath.flushSubnormal((float) e), kv, j * kvWidth + h * (nope + vDim) + nope,
-                                attended, outOff, vDim);
+                        AttentionMath.axpy(FloatMath.flushSubnormal((float) e), kv, j * kvWidth + h * (nope + vDim)
+                                + nope, attended, outOff, vDim);
                     }
                     runningMax[stat] = max;
                 }
