@@ -47,13 +47,9 @@ public final class FloatMath {
 
     /**
      * Softmax of the first n scores in place. With a sink, one more logit joins the denominator and its share is
-     * dropped (gpt-oss's learned attention sinks).
+     * dropped (gpt-oss's learned attention sinks). {@code e} (at least n long) holds the exponentials, so that a
+     * caller's loop over queries allocates nothing.
      */
-    public static void softmax(float[] s, int n, boolean withSink, float sink) {
-        softmax(s, n, withSink, sink, new double[n]);
-    }
-
-    /** {@link #softmax(float[], int, boolean, float)} with {@code e} (at least n long) for the exponentials. */
     public static void softmax(float[] s, int n, boolean withSink, float sink, double[] e) {
         double max = withSink ? sink : Double.NEGATIVE_INFINITY;
         for (int i = 0; i < n; i++) {

@@ -36,7 +36,8 @@ final class FusedGemv {
 
     /**
      * y[yOff + t·yStride + r] for rows [rowFrom, rowTo) and the tokens of in; each panel's words are decoded once
-     * per token (per pair of tokens for FP4 and INT4) while they are in cache.
+     * per token, or per pair of tokens where the codec has a pair kernel ({@code pairs} below), while they are in
+     * cache.
      */
     static void multiply(PanelMatrix m, int expert, int rowFrom, int rowTo, FusedInputs in, float[] y, int yOff,
                          int yStride, Scratch s) {
@@ -616,12 +617,12 @@ final class FusedGemv {
         accZ.intoArray(out, L);
     }
 
-    /** bfloat16, 2 slots a word: the halves are the top halves of floats. */
     /**
-     * BF16 (two values a lane word): two words a pass into four sums. A BF16 slot decodes in one or two operations, so
-     * the sums' FMA chains set the pace: with two sums a word (one FMA each) a pass waited the FMA latency for 32
-     * bytes of weights, 10.9 G multiply-adds/s in cache on a Zen 3 core; four sums over two words gave 16.4, and a
-     * gpt-oss-20b decode step (lm_head and attention) 1.4-1.9x as fast (docs/cpu.md).
+     * bfloat16, 2 slots a word (the halves are the top halves of floats): two words a pass into four sums. A slot
+     * decodes in one or two operations, so the sums' FMA chains set the pace: with two sums a word (one FMA each) a
+     * pass waited the FMA latency for 32 bytes of weights, 10.9 G multiply-adds/s in cache on a Zen 3 core; four sums
+     * over two words gave 16.4, and a 4-layer gpt-oss-20b decode step (lm_head and attention) 1.4-1.9x as fast there
+     * (docs/cpu.md).
      */
     private static void bf16(MemorySegment words, long base, int[] seg, float[] x, float[] scales, float[] out) {
         FloatVector acc = FloatVector.zero(F);
