@@ -413,7 +413,8 @@ public final class Model implements AutoCloseable {
                     linears.load(p + "kv_a_proj_with_mqa", h, m.kvLoraRank() + m.ropeDim(), m.bias()),
                     norm(p + "kv_a_layernorm", m.kvLoraRank(), m.normEps()),
                     linears.load(p + "kv_b_proj", m.kvLoraRank(), m.heads() * (m.nopeDim() + m.vDim()), false),
-                    linears.load(p + "o_proj", m.heads() * m.vDim(), h, m.bias()), parallel);
+                    linears.load(p + "o_proj", m.heads() * m.vDim(), h, m.bias()), parallel,
+                    !options.backend().equals("emulation"));
         }
 
         private FeedForward dense(LayerSpec.DenseMlpSpec mlp) {

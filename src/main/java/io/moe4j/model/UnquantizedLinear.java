@@ -1,5 +1,6 @@
 package io.moe4j.model;
 
+import io.moe4j.model.linear.DenseForm;
 import io.moe4j.model.linear.Linear;
 import io.moe4j.safetensors.DType;
 import io.moe4j.safetensors.Tensor;
@@ -10,6 +11,7 @@ import jdk.incubator.vector.VectorSpecies;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import java.util.Optional;
 
 /**
  * An unquantized linear: y = x · Wᵀ (+ b) on a bf16, f16 or f32 weight [out, in] read straight from the mapped
@@ -115,6 +117,25 @@ public final class UnquantizedLinear implements Linear {
             s += x[off + i] * row[i];
         }
         return s;
+    }
+
+    /** The weight decoded row by row (subnormals flushed, as forward decodes it); inputs without subnormals, as forward takes them. */
+    @Override
+    public Optional<DenseForm> denseForm() {
+        if (bias != null) {
+            return Optional.empty();
+        }
+        float[] dense = new float[Math.multiplyExact(in, out)];
+        float[] row = new float[in];
+        for (int o = 0; o < out; o++) {
+            decodeRow(o, row);
+            System.arraycopy(row, 0, dense, o * in, in);
+        }
+        return Optional.of(new DenseForm(in, out, dense, (x, off, len) -> {
+            for (int i = off; i < off + len; i++) {
+                x[i] = FloatMath.flushSubnormal(x[i]);
+            }
+        }));
     }
 
     @Override

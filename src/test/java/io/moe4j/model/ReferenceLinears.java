@@ -3,6 +3,7 @@ package io.moe4j.model;
 import io.moe4j.format.ElementFormat;
 import io.moe4j.format.Fp8Quant;
 import io.moe4j.format.IntPacking;
+import io.moe4j.model.linear.DenseForm;
 import io.moe4j.model.linear.Linear;
 import io.moe4j.model.linear.LinearFactory;
 import io.moe4j.safetensors.Checkpoint;
@@ -107,6 +108,24 @@ final class ReferenceLinears implements LinearFactory {
                     y[t * outFeatures + o] = (float) acc;
                 }
             }
+        }
+
+        /** The same weight and input rule, for MLA's absorbed decode. */
+        @Override
+        public java.util.Optional<DenseForm> denseForm() {
+            if (bias != null) {
+                return java.util.Optional.empty();
+            }
+            return java.util.Optional.of(new DenseForm(inFeatures, outFeatures, weight, (x, off, len) -> {
+                if (!fp8Inputs) {
+                    return;
+                }
+                if (inputScale != null) {
+                    Fp8Quant.qdqStatic(x, off, len, inputScale);
+                } else {
+                    Fp8Quant.qdqGroup(x, off, len, BLOCK);
+                }
+            }));
         }
 
         @Override

@@ -2,10 +2,12 @@ package io.moe4j.model.linear;
 
 import io.moe4j.backend.cpu.CpuMatrices;
 import io.moe4j.quant.LinearWeights;
+import io.moe4j.quant.MatrixDequantizer;
 import io.moe4j.quant.QuantScheme;
 
 import java.lang.foreign.Arena;
 import java.util.Arrays;
+import java.util.Optional;
 
 /**
  * A linear on the CPU backend's kernels: the weight repacked once into their panel layout (codes at checkpoint
@@ -22,6 +24,7 @@ final class CpuLinear implements LoadedLinear {
 
     private final String module;
     private final QuantScheme scheme;
+    private final LinearWeights weights;
     private final io.moe4j.quant.ActivationQuant input;
     private final float[] bias;
     private final CpuMatrices matrices;
@@ -30,6 +33,7 @@ final class CpuLinear implements LoadedLinear {
     CpuLinear(String module, LinearWeights w, float[] bias, CpuMatrices matrices, Arena arena) {
         this.module = module;
         this.scheme = w.scheme();
+        this.weights = w;
         this.input = w.input();
         this.bias = bias;
         this.matrices = matrices;
@@ -77,6 +81,28 @@ final class CpuLinear implements LoadedLinear {
                 x[i] = 0f * x[i];
             }
         }
+    }
+
+    /** The checkpoint's weight dequantized row by row (subnormals flushed); the input rule is forward's. */
+    @Override
+    public Optional<DenseForm> denseForm() {
+        if (bias != null) {
+            return Optional.empty();
+        }
+        int in = inFeatures();
+        int out = outFeatures();
+        float[] dense = new float[Math.multiplyExact(in, out)];
+        float[] row = new float[in];
+        for (int r = 0; r < out; r++) {
+            MatrixDequantizer.row(weights.weight(), 0, r, row);
+            for (int c = 0; c < in; c++) {
+                dense[r * in + c] = Math.abs(row[c]) < Float.MIN_NORMAL ? 0f : row[c];
+            }
+        }
+        return Optional.of(new DenseForm(in, out, dense, (x, off, len) -> {
+            input.qdqInPlace(x, off, len, 0);
+            flushTiny(x, off, len);
+        }));
     }
 
     @Override

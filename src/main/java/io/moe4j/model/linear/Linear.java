@@ -1,5 +1,7 @@
 package io.moe4j.model.linear;
 
+import java.util.Optional;
+
 /**
  * One {@code nn.Linear} of a decoder (attention projections, dense MLPs, {@code lm_head}) as the checkpoint stores
  * it: y[T, out] = qdq(x)[T, in] · Wᵀ (+ bias), where qdq is the scheme's activation quantize-dequantize (identity
@@ -20,6 +22,14 @@ public interface Linear extends AutoCloseable {
 
     /** Where it runs and in what format, for logs, e.g. {@code "cpu fp8 block 128x128"}. */
     String describe();
+
+    /**
+     * The weight dequantized to float32 rows and the input rule, for products the forward does not offer; built on
+     * each call (out · in floats), empty where this linear cannot give them or has a bias.
+     */
+    default Optional<DenseForm> denseForm() {
+        return Optional.empty();
+    }
 
     @Override
     default void close() {

@@ -105,6 +105,46 @@ class ModelLinearsTest {
         }
     }
 
+    /**
+     * A cpu linear's dense form (float rows and input rule, what MLA's absorbed decode multiplies) computes what its
+     * forward computes, for every bias-free linear of layer 0 and lm_head; linears with a bias give none.
+     */
+    @ParameterizedTest
+    @MethodSource("cases")
+    void theDenseFormOfEveryCpuLinearComputesItsForward(String name) {
+        ModelConfig config = ModelConfig.load(ModelCases.dir(name));
+        try (Checkpoint ckpt = Checkpoint.open(ModelCases.dir(name));
+             LinearFactory cpu = Linears.factory(ckpt, config, "cpu", 2)) {
+            for (DenseModules.Module m : layerZeroAndHead(config)) {
+                Linear linear = cpu.load(m.name(), m.in(), m.out(), m.bias());
+                if (m.bias()) {
+                    assertThat(linear.denseForm()).as("%s %s", name, m.name()).isEmpty();
+                    continue;
+                }
+                DenseForm dense = linear.denseForm().orElseThrow();
+                assertThat(dense.inFeatures()).isEqualTo(m.in());
+                assertThat(dense.outFeatures()).isEqualTo(m.out());
+                int tokens = 2;
+                float[] x = randomInput(tokens, m.in(), 7L + m.name().hashCode());
+                float[] y = new float[tokens * m.out()];
+                linear.forward(x, tokens, y);
+                double[] fromDense = new double[tokens * m.out()];
+                for (int t = 0; t < tokens; t++) {
+                    float[] row = java.util.Arrays.copyOfRange(x, t * m.in(), (t + 1) * m.in());
+                    dense.input().apply(row, 0, m.in());
+                    for (int o = 0; o < m.out(); o++) {
+                        double acc = 0;
+                        for (int i = 0; i < m.in(); i++) {
+                            acc += (double) row[i] * dense.weight()[o * m.in() + i];
+                        }
+                        fromDense[t * m.out() + o] = acc;
+                    }
+                }
+                assertThat(relL2(fromDense, y)).as("%s %s (%s)", name, m.name(), linear.describe()).isLessThan(1e-5);
+            }
+        }
+    }
+
     @ParameterizedTest
     @MethodSource("cases")
     void quantizesExactlyTheDenseLinearsTheCaseCounts(String name) {
