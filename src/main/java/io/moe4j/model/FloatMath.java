@@ -44,24 +44,4 @@ public final class FloatMath {
             a[i] += b[i];
         }
     }
-
-    /**
-     * Softmax of the first n scores in place. With a sink, one more logit joins the denominator and its share is
-     * dropped (gpt-oss's learned attention sinks). {@code e} (at least n long) holds the exponentials, so that a
-     * caller's loop over queries allocates nothing.
-     */
-    public static void softmax(float[] s, int n, boolean withSink, float sink, double[] e) {
-        double max = withSink ? sink : Double.NEGATIVE_INFINITY;
-        for (int i = 0; i < n; i++) {
-            max = Math.max(max, s[i]);
-        }
-        double sum = withSink ? Math.exp(sink - max) : 0;
-        for (int i = 0; i < n; i++) {
-            e[i] = Math.exp(s[i] - max);
-            sum += e[i];
-        }
-        for (int i = 0; i < n; i++) {
-            s[i] = flushSubnormal((float) (e[i] / sum));
-        }
-    }
 }

@@ -116,23 +116,37 @@ public final class GroupedQueryAttention implements Attention {
         float[] data = cache.data();
         int width = cache.width();
         int held = (int) (cache.end() - cache.first());
-        // Each head writes only its own slice of every row of `attended`.
-        parallel.forEach(heads, 2L * tokens * held * d, h -> {
-            float[] scores = new float[held];
-            double[] exps = new double[held];
-            int kvh = h / group;
-            for (int t = 0; t < tokens; t++) {
+        // A task is up to four query heads of one KV head (they read the same keys and values, so the block kernels
+        // load each once for all), fewer when that leaves threads without work, over every stride-th token of the
+        // segment (interleaved, so that causal prompts' longer rows spread evenly).
+        int perTask = Math.min(4, group);
+        while (perTask > 1 && tokens * kvHeads * Math.ceilDiv(group, perTask) < parallel.threads()) {
+            perTask = Math.ceilDiv(perTask, 2);
+        }
+        int chunk = perTask;
+        int chunks = Math.ceilDiv(group, chunk);
+        int stride = Math.min(tokens, Math.ceilDiv(4 * parallel.threads(), kvHeads * chunks));
+        // Each task writes only its own heads' slices of its tokens' rows of `attended`.
+        parallel.forEach(stride * kvHeads * chunks, 2L * chunk * held * d * Math.ceilDiv(tokens, stride), task -> {
+            int kvh = task / chunks % kvHeads;
+            int h0 = kvh * group + task % chunks * chunk;
+            int queries = Math.min(chunk, kvh * group + group - h0);
+            int[] qOff = new int[queries];
+            float[] scores = new float[queries * held];
+            for (int t = task / (kvHeads * chunks); t < tokens; t += stride) {
                 long position = start + t;
                 long from = Math.max(spec.window().firstVisible(position), cache.first());
                 int n = (int) (position - from + 1);
                 int base = cache.offset(from);
-                int qOff = (s.row() + t) * qWidth + h * d;
-                for (int j = 0; j < n; j++) {
-                    scores[j] = AttentionMath.dot(qs, qOff, data, base + j * width + kvh * d, d) * spec.scale();
+                for (int r = 0; r < queries; r++) {
+                    qOff[r] = (s.row() + t) * qWidth + (h0 + r) * d;
                 }
-                FloatMath.softmax(scores, n, sinks != null, sinks == null ? 0f : sinks[h], exps);
-                for (int j = 0; j < n; j++) {
-                    AttentionMath.axpy(scores[j], data, base + j * width + kvWidth + kvh * d, attended, qOff, d);
+                AttentionMath.dots(qs, qOff, queries, data, base + kvh * d, width, n, d, spec.scale(), scores, 0, n);
+                for (int r = 0; r < queries; r++) {
+                    int h = h0 + r;
+                    AttentionMath.softmax(scores, r * n, n, sinks != null, sinks == null ? 0f : sinks[h]);
+                    AttentionMath.weightedSum(scores, r * n, n, data, base + kvWidth + kvh * d, width, d, attended,
+                            qOff[r]);
                 }
             }
         });

@@ -40,6 +40,8 @@ public final class LatentAttention implements Attention {
 
     /** Cached positions expanded through kv_b_proj (or attended absorbed) at a time. */
     static final int EXPAND_BLOCK = 256;
+    /** Heads a task of the absorbed attention takes: they share each latent's loads. */
+    private static final int HEADS_PER_TASK = 4;
 
     /**
      * With {@code qA} and {@code qANorm} null, {@code qB} is the plain q_proj (no query low-rank path).
@@ -196,11 +198,9 @@ public final class LatentAttention implements Attention {
                         scores[j] = s * spec.scale();
                     }
                     int query = t * heads + h;
-                    softmax.addBlock(query, scores, n);
-                    for (int j = 0; j < n; j++) {
-                        AttentionMath.axpy(scores[j], kv, j * kvWidth + h * (nope + vDim) + nope, softmax.sums(),
-                                query * vDim, vDim);
-                    }
+                    softmax.addBlock(query, scores, 0, n);
+                    AttentionMath.weightedSum(scores, 0, n, kv, h * (nope + vDim) + nope, kvWidth, vDim,
+                            softmax.sums(), query * vDim);
                 }
             });
         }
@@ -230,12 +230,15 @@ public final class LatentAttention implements Attention {
 
         float[] latentQueries = new float[tokens * heads * lora];
         parallel.forEach(heads, (long) tokens * nope * lora, h -> {
+            float[] qNope = new float[nope];
             for (int t = 0; t < tokens; t++) {
                 int query = t * heads + h;
                 for (int i = 0; i < nope; i++) {
-                    float c = FloatMath.flushSubnormal(qs[query * qkDim + i]);
-                    AttentionMath.axpy(c, w, (h * headRows + i) * lora, latentQueries, query * lora, lora);
+                    qNope[i] = FloatMath.flushSubnormal(qs[query * qkDim + i]);
                 }
+                // Σ_i q_nope[i] · W_UK[h] row i
+                AttentionMath.weightedSum(qNope, 0, nope, w, h * headRows * lora, lora, lora, latentQueries,
+                        query * lora);
                 flushSubnormals(latentQueries, query * lora, lora);
             }
         });
@@ -249,24 +252,37 @@ public final class LatentAttention implements Attention {
                 kvBDense.input().apply(latents, j * lora, lora);
             }
             int blockStart = b0;
-            parallel.forEach(heads, (long) tokens * bn * (2 * lora + ropeDim), h -> {
-                float[] scores = new float[bn];
+            // Every head reads the same latents: a task takes four heads, which the block kernels serve together.
+            int chunks = Math.ceilDiv(heads, HEADS_PER_TASK);
+            parallel.forEach(chunks, (long) HEADS_PER_TASK * tokens * bn * (2 * lora + ropeDim), c -> {
+                int h0 = c * HEADS_PER_TASK;
+                int rows = Math.min(HEADS_PER_TASK, heads - h0);
+                float[] scores = new float[rows * bn];
+                float[] ropeScores = new float[rows * bn];
+                int[] latentOff = new int[rows];
+                int[] ropeOff = new int[rows];
                 for (int t = 0; t < tokens; t++) {
                     int visible = (int) (start + t - first + 1);
                     int n = Math.min(bn, visible - blockStart);
                     if (n <= 0) {
                         continue;
                     }
-                    int query = t * heads + h;
-                    for (int j = 0; j < n; j++) {
-                        float s = AttentionMath.dot(latentQueries, query * lora, latents, j * lora, lora)
-                                + AttentionMath.dot(qs, query * qkDim + nope, data,
-                                        base + (blockStart + j) * latentWidth + lora, ropeDim);
-                        scores[j] = s * spec.scale();
+                    for (int r = 0; r < rows; r++) {
+                        int query = t * heads + h0 + r;
+                        latentOff[r] = query * lora;
+                        ropeOff[r] = query * qkDim + nope;
                     }
-                    softmax.addBlock(query, scores, n);
-                    for (int j = 0; j < n; j++) {
-                        AttentionMath.axpy(scores[j], latents, j * lora, softmax.sums(), query * lora, lora);
+                    AttentionMath.dots(latentQueries, latentOff, rows, latents, 0, lora, n, lora, 1f, scores, 0, n);
+                    AttentionMath.dots(qs, ropeOff, rows, data, base + blockStart * latentWidth + lora, latentWidth,
+                            n, ropeDim, 1f, ropeScores, 0, n);
+                    for (int r = 0; r < rows; r++) {
+                        for (int j = r * n; j < (r + 1) * n; j++) {
+                            scores[j] = (scores[j] + ropeScores[j]) * spec.scale();
+                        }
+                        int query = t * heads + h0 + r;
+                        softmax.addBlock(query, scores, r * n, n);
+                        AttentionMath.weightedSum(scores, r * n, n, latents, 0, lora, lora, softmax.sums(),
+                                query * lora);
                     }
                 }
             });
@@ -300,15 +316,15 @@ public final class LatentAttention implements Attention {
     private static final class OnlineSoftmax {
         private final int width;
         private final float[] sums;
-        private final double[] runningMax;
+        private final float[] runningMax;
         private final double[] runningSum;
 
         OnlineSoftmax(int queries, int width) {
             this.width = width;
             this.sums = new float[queries * width];
-            this.runningMax = new double[queries];
+            this.runningMax = new float[queries];
             this.runningSum = new double[queries];
-            java.util.Arrays.fill(runningMax, Double.NEGATIVE_INFINITY);
+            java.util.Arrays.fill(runningMax, Float.NEGATIVE_INFINITY);
         }
 
         /** The weighted sums, [query · width]; a block adds its weights times its values into the query's row. */
@@ -316,25 +332,21 @@ public final class LatentAttention implements Attention {
             return sums;
         }
 
-        /** Turns scores[0, n) into the block's weights (flushed to float) and rescales the query's earlier sums. */
-        void addBlock(int query, float[] scores, int n) {
-            double blockMax = Double.NEGATIVE_INFINITY;
-            for (int j = 0; j < n; j++) {
-                blockMax = Math.max(blockMax, scores[j]);
-            }
-            double max = Math.max(runningMax[query], blockMax);
-            double correction = Math.exp(runningMax[query] - max); // 0 for the first block
-            if (correction != 1.0) {
+        /**
+         * Turns scores[off, off+n) into the block's weights relative to the running maximum (0 below e^-41 of it, as
+         * {@link AttentionMath#expShifted}) and rescales the query's earlier sums to that maximum.
+         */
+        void addBlock(int query, float[] scores, int off, int n) {
+            float max = AttentionMath.max(scores, off, n, runningMax[query]);
+            if (max > runningMax[query]) {
+                double shift = (double) runningMax[query] - max; // -infinity for the first block
+                double correction = shift < AttentionMath.DROPPED_BELOW ? 0 : Math.exp(shift);
                 runningSum[query] *= correction;
                 for (int i = query * width; i < (query + 1) * width; i++) {
                     sums[i] = FloatMath.flushSubnormal((float) (sums[i] * correction));
                 }
             }
-            for (int j = 0; j < n; j++) {
-                double e = Math.exp(scores[j] - max);
-                runningSum[query] += e;
-                scores[j] = FloatMath.flushSubnormal((float) e);
-            }
+            runningSum[query] += AttentionMath.expShifted(scores, off, n, max);
             runningMax[query] = max;
         }
 
