@@ -117,10 +117,11 @@ public final class GroupedQueryAttention implements Attention {
         int width = cache.width();
         int held = (int) (cache.end() - cache.first());
         // A task is up to four query heads of one KV head (they read the same keys and values, so the block kernels
-        // load each once for all), fewer when that leaves threads without work, over every stride-th token of the
-        // segment (interleaved, so that causal prompts' longer rows spread evenly).
+        // load each once for all), fewer when that leaves fewer than two tasks a thread (one a thread makes every
+        // step wait for the slowest), over every stride-th token of the segment (interleaved, so that causal
+        // prompts' longer rows spread evenly).
         int perTask = Math.min(4, group);
-        while (perTask > 1 && tokens * kvHeads * Math.ceilDiv(group, perTask) < parallel.threads()) {
+        while (perTask > 1 && tokens * kvHeads * Math.ceilDiv(group, perTask) < 2 * parallel.threads()) {
             perTask = Math.ceilDiv(perTask, 2);
         }
         int chunk = perTask;

@@ -252,11 +252,16 @@ public final class LatentAttention implements Attention {
                 kvBDense.input().apply(latents, j * lora, lora);
             }
             int blockStart = b0;
-            // Every head reads the same latents: a task takes four heads, which the block kernels serve together.
-            int chunks = Math.ceilDiv(heads, HEADS_PER_TASK);
-            parallel.forEach(chunks, (long) HEADS_PER_TASK * tokens * bn * (2 * lora + ropeDim), c -> {
-                int h0 = c * HEADS_PER_TASK;
-                int rows = Math.min(HEADS_PER_TASK, heads - h0);
+            // Every head reads the same latents: a task takes up to four heads, which the block kernels serve
+            // together, fewer when that leaves fewer than two tasks a thread.
+            int perTask = HEADS_PER_TASK;
+            while (perTask > 1 && Math.ceilDiv(heads, perTask) < 2 * parallel.threads()) {
+                perTask = Math.ceilDiv(perTask, 2);
+            }
+            int chunk = perTask;
+            parallel.forEach(Math.ceilDiv(heads, chunk), (long) chunk * tokens * bn * (2 * lora + ropeDim), c -> {
+                int h0 = c * chunk;
+                int rows = Math.min(chunk, heads - h0);
                 float[] scores = new float[rows * bn];
                 float[] ropeScores = new float[rows * bn];
                 int[] latentOff = new int[rows];

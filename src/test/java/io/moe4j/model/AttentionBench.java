@@ -12,7 +12,7 @@ import java.util.SplittableRandom;
  * projections replaced by linears that only fill their outputs (so the step is the attention's own arithmetic), at
  * the shapes of gpt-oss-20b (64 query heads over 8 KV heads of 64, sinks), Qwen3-30B-A3B (32 over 4, heads of 128)
  * and DeepSeek-V3's latent attention (128 heads, latent 512 + rope 64). Prints the median step and the attention's
- * multiply-adds per second.
+ * multiply-adds per second (after 40 untimed steps).
  *
  * <p>Usage: {@code bin/bench AttentionBench [threads] [context...]} (default: 2 threads, 1024 and 4096 positions).
  * With {@code -Dexpanded=true} the latent attention also runs expanded (kv_b_proj over the whole context each step,
@@ -20,6 +20,8 @@ import java.util.SplittableRandom;
  */
 public final class AttentionBench {
     private static final int STEPS = 15;
+    /** Untimed steps first: the block kernels are large methods that C2 compiles only after many calls. */
+    private static final int WARMUP = 40;
 
     private AttentionBench() {
     }
@@ -84,7 +86,7 @@ public final class AttentionBench {
         cache.append(fill(new float[context * cache.width()], 5), context);
         float[] x = fill(new float[hidden], 6);
         double[] ms = new double[STEPS];
-        for (int i = -3; i < STEPS; i++) {
+        for (int i = -WARMUP; i < STEPS; i++) {
             long t0 = System.nanoTime();
             a.forward(x, 1, context, cache);
             long t1 = System.nanoTime();
