@@ -120,11 +120,7 @@ public final class GroupedQueryAttention implements Attention {
         // load each once for all), fewer when that leaves fewer than two tasks a thread (one a thread makes every
         // step wait for the slowest), over every stride-th token of the segment (interleaved, so that causal
         // prompts' longer rows spread evenly).
-        int perTask = Math.min(4, group);
-        while (perTask > 1 && tokens * kvHeads * Math.ceilDiv(group, perTask) < 2 * parallel.threads()) {
-            perTask = Math.ceilDiv(perTask, 2);
-        }
-        int chunk = perTask;
+        int chunk = parallel.perTask(4, group, (long) tokens * kvHeads);
         int chunks = Math.ceilDiv(group, chunk);
         int stride = Math.min(tokens, Math.ceilDiv(4 * parallel.threads(), kvHeads * chunks));
         // Each task writes only its own heads' slices of its tokens' rows of `attended`.

@@ -34,6 +34,20 @@ public final class Parallel implements AutoCloseable {
         return workers.threads();
     }
 
+    /**
+     * How many of a group's {@code size} items one task takes (at most {@code most}), when {@code groups} groups
+     * are split alike: the most that still leaves two tasks a thread, halving down to one. With one task a thread
+     * a call waits for its slowest; with fewer items a task, items that could share loads (attention heads reading
+     * the same keys) are split apart, so this trades the two.
+     */
+    public int perTask(int most, int size, long groups) {
+        int perTask = Math.max(1, Math.min(most, size));
+        while (perTask > 1 && groups * Math.ceilDiv(size, perTask) < 2L * threads()) {
+            perTask = Math.ceilDiv(perTask, 2);
+        }
+        return perTask;
+    }
+
     /** The workers the items run on. */
     public Workers workers() {
         return workers;
