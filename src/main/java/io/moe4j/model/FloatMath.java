@@ -12,6 +12,13 @@ public final class FloatMath {
         return Math.abs(v) < Float.MIN_NORMAL ? 0f : v;
     }
 
+    /** Flushes the subnormals of x[off, off+len) to zero, in place. */
+    public static void flushSubnormals(float[] x, int off, int len) {
+        for (int i = off; i < off + len; i++) {
+            x[i] = flushSubnormal(x[i]);
+        }
+    }
+
     /** The first {@code n} values of x, with subnormals flushed (a copy only when one is found). */
     public static float[] withoutSubnormals(float[] x, int n) {
         for (int i = 0; i < n; i++) {

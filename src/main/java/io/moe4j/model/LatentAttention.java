@@ -239,10 +239,12 @@ public final class LatentAttention implements Attention {
                 // Σ_i q_nope[i] · W_UK[h] row i
                 AttentionMath.weightedSum(qNope, 0, nope, w, h * headRows * lora, lora, lora, latentQueries,
                         query * lora);
-                flushSubnormals(latentQueries, query * lora, lora);
+                FloatMath.flushSubnormals(latentQueries, query * lora, lora);
             }
         });
 
+        // Every head reads the same latents: a task takes up to four heads, which the block kernels serve together.
+        int chunk = parallel.perTask(HEADS_PER_TASK, heads, 1);
         OnlineSoftmax softmax = new OnlineSoftmax(tokens * heads, lora);
         for (int b0 = 0; b0 < cached; b0 += expandBlock) {
             int bn = Math.min(expandBlock, cached - b0);
@@ -252,13 +254,6 @@ public final class LatentAttention implements Attention {
                 kvBDense.input().apply(latents, j * lora, lora);
             }
             int blockStart = b0;
-            // Every head reads the same latents: a task takes up to four heads, which the block kernels serve
-            // together, fewer when that leaves fewer than two tasks a thread.
-            int perTask = HEADS_PER_TASK;
-            while (perTask > 1 && Math.ceilDiv(heads, perTask) < 2 * parallel.threads()) {
-                perTask = Math.ceilDiv(perTask, 2);
-            }
-            int chunk = perTask;
             parallel.forEach(Math.ceilDiv(heads, chunk), (long) chunk * tokens * bn * (2 * lora + ropeDim), c -> {
                 int h0 = c * chunk;
                 int rows = Math.min(chunk, heads - h0);
@@ -305,12 +300,6 @@ public final class LatentAttention implements Attention {
             }
         });
         return attended;
-    }
-
-    private static void flushSubnormals(float[] x, int off, int len) {
-        for (int i = off; i < off + len; i++) {
-            x[i] = FloatMath.flushSubnormal(x[i]);
-        }
     }
 
     /**

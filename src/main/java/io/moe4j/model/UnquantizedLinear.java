@@ -119,7 +119,10 @@ public final class UnquantizedLinear implements Linear {
         return s;
     }
 
-    /** The weight decoded row by row (subnormals flushed, as forward decodes it); inputs without subnormals, as forward takes them. */
+    /**
+     * The weight decoded row by row (subnormals flushed, as forward decodes it); inputs without subnormals, as
+     * forward takes them.
+     */
     @Override
     public Optional<DenseForm> denseForm() {
         if (bias != null) {
@@ -131,11 +134,7 @@ public final class UnquantizedLinear implements Linear {
             decodeRow(o, row);
             System.arraycopy(row, 0, dense, o * in, in);
         }
-        return Optional.of(new DenseForm(in, out, dense, (x, off, len) -> {
-            for (int i = off; i < off + len; i++) {
-                x[i] = FloatMath.flushSubnormal(x[i]);
-            }
-        }));
+        return Optional.of(new DenseForm(in, out, dense, FloatMath::flushSubnormals));
     }
 
     @Override
