@@ -14,7 +14,8 @@ import jdk.incubator.vector.VectorSpecies;
  * <p>The block forms serve several queries that read the same keys and values (the query heads of one KV head, the
  * heads of MLA's shared latent): {@link #dots} loads each key once for four queries, and {@link #weightedSum} keeps a
  * strip of the output in registers over all the values instead of loading and storing it once a value. The weighted
- * sum is bit for bit a run of {@link #axpy}; the dots sum each query in {@link #dot}'s chunks (the Vector API leaves
+ * sum adds each value in position order, one fused multiply-add a value in the vector part (so it is bit for bit
+ * what loading, adding and storing the output once a value gives); the dots sum each query in {@link #dot}'s chunks (the Vector API leaves
  * the order of a lane reduction open, so the last bit may differ between compiled and interpreted code, as it may
  * for {@link #dot} itself).
  */
@@ -43,19 +44,6 @@ final class AttentionMath {
             s += a[aOff + i] * b[bOff + i];
         }
         return s;
-    }
-
-    /** out[oOff..oOff+n) += w · v[vOff..vOff+n). */
-    static void axpy(float w, float[] v, int vOff, float[] out, int oOff, int n) {
-        FloatVector wv = FloatVector.broadcast(S, w);
-        int i = 0;
-        for (; i + L <= n; i += L) {
-            FloatVector.fromArray(S, v, vOff + i).fma(wv, FloatVector.fromArray(S, out, oOff + i))
-                    .intoArray(out, oOff + i);
-        }
-        for (; i < n; i++) {
-            out[oOff + i] += w * v[vOff + i];
-        }
     }
 
     /**
@@ -130,7 +118,7 @@ final class AttentionMath {
 
     /**
      * out[oOff + i] += Σ_j p[pOff + j] · v[vOff + j·vStride + i] for i < d, j < n, each element summed in j's order
-     * as n calls of {@link #axpy} would; a strip of four vectors of out stays in registers over all n values.
+     * in j's order; a strip of four vectors of out stays in registers over all n values.
      */
     static void weightedSum(float[] p, int pOff, int n, float[] v, int vOff, int vStride, int d, float[] out,
                             int oOff) {
@@ -224,14 +212,14 @@ final class AttentionMath {
         if (withSink && sink - max >= DROPPED_BELOW) {
             total += Math.exp(sink - max);
         }
-        FloatVector inv = FloatVector.broadcast(S, (float) (1 / total));
+        float inv = (float) (1 / total);
+        FloatVector invs = FloatVector.broadcast(S, inv);
         int j = 0;
         for (; j + L <= n; j += L) {
-            FloatVector.fromArray(S, s, off + j).mul(inv).intoArray(s, off + j);
+            FloatVector.fromArray(S, s, off + j).mul(invs).intoArray(s, off + j);
         }
-        float invScalar = (float) (1 / total);
         for (; j < n; j++) {
-            s[off + j] *= invScalar;
+            s[off + j] *= inv;
         }
     }
 }

@@ -4,12 +4,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;
 
 import java.util.SplittableRandom;
+
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorSpecies;
 import org.junit.jupiter.api.Test;
 
 /**
- * The CPU attention's vector dot product and weighted sum against float64 sums, for every length from 0 to past
- * two vectors of the widest species (vector part, one-vector step, scalar tail) and offsets that are not aligned; and
- * the block forms: the dots against float64 sums for 1-9 queries, the weighted sum bit for bit against a run of axpy.
+ * The CPU attention's vector dot product (and the test's reference axpy) against float64 sums, for every length from
+ * 0 to past two vectors of the widest species (vector part, one-vector step, scalar tail) and offsets that are not
+ * aligned; and the block forms: the dots against float64 sums for 1-9 queries, the weighted sum bit for bit against
+ * a run of the reference axpy (the output loaded and stored once a value, as the attention summed before).
  */
 class AttentionMathTest {
     private static final int MAX = 70;
@@ -29,13 +33,13 @@ class AttentionMathTest {
     }
 
     @Test
-    void axpyAddsTheWeightedValuesAtEveryLength() {
+    void theReferenceAxpyAddsTheWeightedValuesAtEveryLength() {
         SplittableRandom rnd = new SplittableRandom(6);
         float[] v = random(rnd, MAX + 2);
         for (int n = 0; n <= MAX; n++) {
             float[] out = random(rnd, MAX + 7);
             float[] before = out.clone();
-            AttentionMath.axpy(0.375f, v, 2, out, 7, n);
+            axpy(0.375f, v, 2, out, 7, n);
             for (int i = 0; i < out.length; i++) {
                 double want = i >= 7 && i < 7 + n ? before[i] + 0.375 * v[2 + i - 7] : before[i];
                 assertThat((double) out[i]).as("n = %d, element %d", n, i).isCloseTo(want, within(1e-6));
@@ -83,7 +87,7 @@ class AttentionMathTest {
                 float[] out = random(rnd, 5 + d);
                 float[] want = out.clone();
                 for (int j = 0; j < n; j++) {
-                    AttentionMath.axpy(p[1 + j], v, 2 + j * stride, want, 5, d);
+                    axpy(p[1 + j], v, 2 + j * stride, want, 5, d);
                 }
                 AttentionMath.weightedSum(p, 1, n, v, 2, stride, d, out, 5);
                 assertThat(out).as("n %d, d %d", n, d).isEqualTo(want);
@@ -131,6 +135,23 @@ class AttentionMathTest {
                 assertThat(sum).as("n %d, sink %s", n, withSink).isCloseTo(1.0, within(1e-5));
                 assertThat(got[0]).isEqualTo(s[0]);
             }
+        }
+    }
+
+    /**
+     * The reference the weighted sum is checked against: out[oOff..oOff+n) += w · v[vOff..vOff+n), the output loaded,
+     * added (one fused multiply-add a lane) and stored once a value, as the attention summed values before.
+     */
+    static void axpy(float w, float[] v, int vOff, float[] out, int oOff, int n) {
+        VectorSpecies<Float> s = FloatVector.SPECIES_PREFERRED;
+        FloatVector wv = FloatVector.broadcast(s, w);
+        int i = 0;
+        for (; i + s.length() <= n; i += s.length()) {
+            FloatVector.fromArray(s, v, vOff + i).fma(wv, FloatVector.fromArray(s, out, oOff + i))
+                    .intoArray(out, oOff + i);
+        }
+        for (; i < n; i++) {
+            out[oOff + i] += w * v[vOff + i];
         }
     }
 
