@@ -1,13 +1,13 @@
 package io.moe4j.backend.cuda;
 
 import io.moe4j.MoeException;
-import io.moe4j.backend.cuda.driver.CudaStream;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
 import io.moe4j.backend.cuda.driver.KernelArgs;
 import io.moe4j.quant.ActivationQuant;
 import io.moe4j.quant.CodeType;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.LinearWeights;
+import io.moe4j.quant.MatrixDequantizer;
 import io.moe4j.quant.WeightFormat;
 
 import java.lang.foreign.Arena;
@@ -190,28 +190,7 @@ public final class DeviceLinear implements AutoCloseable {
                     accumulate, partials, partialsBytes);
             return;
         }
-        CudaStream stream = ops.stream();
-        long source = x;
-        if (preparesInput()) {
-            if (rowsBytes < inputScratchBytes(tokens)) {
-                throw new IllegalArgumentException(module + ": " + rowsBytes + " bytes of input scratch for " + tokens
-                        + " rows of " + in);
-            }
-            KernelCache.Kernel k = engine.kernels().get("moe_rows.cu", "moe_prepare_rows", List.of());
-            int shared = 4 * (in + 32);
-            if (shared > k.sharedLimit()) {
-                throw new IllegalArgumentException(module + ": input rows of " + in + " values need " + shared
-                        + " bytes of shared memory; this device allows " + k.sharedLimit());
-            }
-            try (Arena arena = Arena.ofConfined()) {
-                KernelArgs args = new KernelArgs(arena).pointer(x).i32(in).pointer(0L).pointer(0L).pointer(0L).i32(0);
-                input.append(args);
-                args.pointer(CudaExperts.pointerOf(matrix.columnOrder())).i32(0).pointer(rows).pointer(0L).pointer(0L)
-                        .i32(in);
-                k.function().launch(tokens, 1, 1, 256, 1, 1, shared, stream, args);
-            }
-            source = rows;
-        }
+        long source = prepareInput(ops, engine, x, tokens, rows, rowsBytes);
         // Tokens a block multiplies with each decoded weight unit: up to 8, as the experts take pairs.
         int tb = matrix.batchSize(engine, tuning, tokens > 1 ? 8 : 1);
         KernelCache.Kernel k = matrix.gemm(engine, tuning, tb);
@@ -230,8 +209,59 @@ public final class DeviceLinear implements AutoCloseable {
             KernelArgs args = matrix.gemmArgs(new KernelArgs(arena), source, 0L, 0L, y).i32(yPitch)
                     .pointer(bias == null ? 0L : bias.pointer()).i32(accumulate ? 1 : 0).i32(tokens);
             k.function().launch(Math.ceilDiv(out, rowsPerBlock), batches, 1, 32 * tuning.unitsWarps(), 1, 1,
-                    (int) shared, stream, args);
+                    (int) shared, ops.stream(), args);
         }
+    }
+
+    /**
+     * Enqueues the input rule of this linear on x [tokens, in]: the scheme's quantize-dequantize and the weights'
+     * column order, into {@code rows}; returns what the GEMM reads (x itself when the input goes in as it is).
+     */
+    long prepareInput(ModelOps ops, CudaEngine engine, long x, int tokens, long rows, long rowsBytes) {
+        if (!preparesInput() || tokens == 0) {
+            return x;
+        }
+        int in = matrix.cols();
+        if (rowsBytes < inputScratchBytes(tokens)) {
+            throw new IllegalArgumentException(module + ": " + rowsBytes + " bytes of input scratch for " + tokens
+                    + " rows of " + in);
+        }
+        KernelCache.Kernel k = engine.kernels().get("moe_rows.cu", "moe_prepare_rows", List.of());
+        int shared = 4 * (in + 32);
+        if (shared > k.sharedLimit()) {
+            throw new IllegalArgumentException(module + ": input rows of " + in + " values need " + shared
+                    + " bytes of shared memory; this device allows " + k.sharedLimit());
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena).pointer(x).i32(in).pointer(0L).pointer(0L).pointer(0L).i32(0);
+            input.append(args);
+            args.pointer(CudaExperts.pointerOf(matrix.columnOrder())).i32(0).pointer(rows).pointer(0L).pointer(0L)
+                    .i32(in);
+            k.function().launch(tokens, 1, 1, 256, 1, 1, shared, ops.stream(), args);
+        }
+        return rows;
+    }
+
+    /**
+     * {@code w}'s weight as float32 rows [out, in] (as the checkpoint dequantizes it), its columns in the order
+     * {@link #prepareInput} writes the input in (act-order weights sort their columns by group): so that
+     * prepared input · these rows is this linear's product. For products the device kernels take apart, such as
+     * latent attention's kv_b_proj taken into each query and output.
+     */
+    public static float[] denseRows(LinearWeights w) {
+        ExpertMatrix m = w.weight();
+        int in = m.cols();
+        int out = m.rows();
+        int[] order = m.groupIndex() == null ? null : ActOrder.sortedColumns(m.groupIndex()[0]);
+        float[] dense = new float[Math.multiplyExact(in, out)];
+        float[] row = new float[in];
+        for (int r = 0; r < out; r++) {
+            MatrixDequantizer.row(m, 0, r, row);
+            for (int c = 0; c < in; c++) {
+                dense[r * in + c] = row[order == null ? c : order[c]];
+            }
+        }
+        return dense;
     }
 
     /** Device bytes of the prepared input rows of {@code tokens} tokens (0 when x is read as it is). */

@@ -432,21 +432,35 @@ public final class ModelOps implements AutoCloseable {
                 .i32(interleaved ? 1 : 0).pointer(positions).pointer(caches).i32(perRow ? 1 : 0).i32(rowWidth));
     }
 
-    /** kv_b_proj's rows kv [tokens, width] into each token's cache row after its rope key (rows rope + width floats). */
-    public void mlaStoreRows(long kv, int tokens, int width, int rope, long positions, long caches, boolean perRow) {
-        launch("model_mla_store_rows", tokens, 1, THREADS, a -> a.pointer(kv).i32(width).i32(rope).pointer(positions)
-                .pointer(caches).i32(perRow ? 1 : 0));
+    /**
+     * Each token's latent rows [tokens, width] (as kv_b_proj reads them) into its cache row after the rope key (rows
+     * rope + width floats).
+     */
+    public void mlaStoreRows(long latent, int tokens, int width, int rope, long positions, long caches,
+            boolean perRow) {
+        launch("model_mla_store_rows", tokens, 1, THREADS, a -> a.pointer(latent).i32(width).i32(rope)
+                .pointer(positions).pointer(caches).i32(perRow ? 1 : 0));
     }
 
-    /** Multi-head latent attention of q [tokens, heads, nope + rope] over each row's sequence cache, out [tokens, heads * vDim]. */
-    public void attendMlaRows(long q, long caches, boolean perRow, long out, int tokens, long positions, int heads,
-            int nope, int rope, int vDim, float scale) {
-        if (nope + rope > HEAD_DIM_MAX || vDim > HEAD_DIM_MAX) {
-            throw new IllegalArgumentException("MLA heads of " + (nope + rope) + " / " + vDim
-                    + " exceed the device attention's " + HEAD_DIM_MAX);
+    /** The widest latent (kv_lora_rank) and rope key the device's latent attention takes (LATENT_MAX, LATENT_ROPE_MAX). */
+    public static final int LATENT_MAX = 512;
+    public static final int LATENT_ROPE_MAX = 64;
+
+    /**
+     * Multi-head latent attention of q [tokens, heads, nope + rope] over each row's latent cache (rows [rope | lora]),
+     * with kv_b_proj's float rows {@code kvB} [heads · (nope + vDim), lora] taken into the query and the output:
+     * out [tokens, heads · vDim].
+     */
+    public void attendLatentRows(long q, long kvB, long caches, boolean perRow, long out, int tokens, long positions,
+            int heads, int nope, int rope, int vDim, int lora, float scale) {
+        if (lora > LATENT_MAX || rope > LATENT_ROPE_MAX || nope > HEAD_DIM_MAX) {
+            throw new IllegalArgumentException("latent attention of kv_lora_rank " + lora + ", rope " + rope
+                    + ", nope " + nope + " exceeds the device kernel's " + LATENT_MAX + ", " + LATENT_ROPE_MAX + ", "
+                    + HEAD_DIM_MAX);
         }
-        launch("model_attend_mla_rows", tokens, heads, ATTEND_THREADS, a -> a.pointer(q).pointer(caches)
-                .i32(perRow ? 1 : 0).pointer(out).pointer(positions).i32(heads).i32(nope).i32(rope).i32(vDim).f32(scale));
+        launch("model_attend_latent_rows", tokens, heads, ATTEND_THREADS, a -> a.pointer(q).pointer(kvB)
+                .pointer(caches).i32(perRow ? 1 : 0).pointer(out).pointer(positions).i32(heads).i32(nope).i32(rope)
+                .i32(vDim).i32(lora).f32(scale));
     }
 
     /** g = silu(g) · u over n floats (a dense MLP's gate and up). */
@@ -464,6 +478,14 @@ public final class ModelOps implements AutoCloseable {
             long rowsBytes, long partials, long partialsBytes) {
         linear.enqueue(this, engine, tuning, x, y, yPitch, tokens, accumulate, rows, rowsBytes, partials,
                 partialsBytes);
+    }
+
+    /**
+     * The input rule of {@code linear} (its scheme's quantize-dequantize and column order) on x [tokens, in] into
+     * {@code rows}, enqueued on this stream; returns what its GEMM reads (x itself when the input goes in as it is).
+     */
+    public long linearInput(DeviceLinear linear, long x, int tokens, long rows, long rowsBytes) {
+        return linear.prepareInput(this, engine, x, tokens, rows, rowsBytes);
     }
 
     /**

@@ -91,17 +91,23 @@ public final class DeviceModel implements DecoderRuntime {
     }
 
     /**
-     * DeepSeek's multi-head latent attention. The cache keeps, per position, the rotated rope key and the keys'
-     * no-rope parts and values kv_b_proj expands from the normalized latent ([rope | heads × (nope + v)]): a
-     * position is expanded once, when it is fed, instead of at every later step.
+     * DeepSeek's multi-head latent attention. The cache keeps, per position, the rotated rope key and the normalized
+     * latent as kv_b_proj reads it (after its scheme's quantize-dequantize and column order): [rope | kv_lora_rank],
+     * as the host decoder caches it. Attention takes kv_b_proj into each query and output
+     * ({@code model_attend_latent_rows} over {@code kvBRows}, the weight as float32 rows), so no position is ever
+     * expanded and the cache stays latent-sized (for DeepSeek-V3 576 floats a position and layer, against 32,832
+     * expanded).
      *
-     * @param qA null when the query has no low-rank path ({@code qB} is then q_proj)
+     * @param qA      null when the query has no low-rank path ({@code qB} is then q_proj)
+     * @param kvB     kv_b_proj, run only for its input rule ({@link ModelOps#linearInput})
+     * @param kvBRows kv_b_proj as float32 rows [heads · (nope + v), kv_lora_rank] ({@link DeviceLinear#denseRows})
      */
     record Mla(MlaSpec spec, DeviceLinear qA, DeviceBuffer qANorm, DeviceLinear qB, DeviceLinear kvA,
-               DeviceBuffer kvANorm, DeviceLinear kvB, DeviceLinear o, RopeTables rope) implements AttentionBlock {
+               DeviceBuffer kvANorm, DeviceLinear kvB, DeviceBuffer kvBRows, DeviceLinear o, RopeTables rope)
+            implements AttentionBlock {
         @Override
         public int cacheWidth() {
-            return spec.ropeDim() + spec.heads() * (spec.nopeDim() + spec.vDim());
+            return spec.ropeDim() + spec.kvLoraRank();
         }
     }
 
@@ -172,9 +178,12 @@ public final class DeviceModel implements DecoderRuntime {
                     }
                 }
                 case MlaSpec m -> {
-                    if (m.nopeDim() + m.ropeDim() > ModelOps.HEAD_DIM_MAX || m.vDim() > ModelOps.HEAD_DIM_MAX) {
-                        return Optional.of(where + ": latent attention heads of " + (m.nopeDim() + m.ropeDim()) + " / "
-                                + m.vDim() + " (the device attention takes up to " + ModelOps.HEAD_DIM_MAX + ")");
+                    if (m.kvLoraRank() > ModelOps.LATENT_MAX || m.ropeDim() > ModelOps.LATENT_ROPE_MAX
+                            || m.nopeDim() > ModelOps.HEAD_DIM_MAX) {
+                        return Optional.of(where + ": latent attention of kv_lora_rank " + m.kvLoraRank()
+                                + ", qk_rope_head_dim " + m.ropeDim() + ", qk_nope_head_dim " + m.nopeDim()
+                                + " (the device attention takes up to " + ModelOps.LATENT_MAX + ", "
+                                + ModelOps.LATENT_ROPE_MAX + ", " + ModelOps.HEAD_DIM_MAX + ")");
                     }
                     if (m.ropeDim() % 2 != 0) {
                         return Optional.of(where + ": odd qk_rope_head_dim " + m.ropeDim());
@@ -288,10 +297,17 @@ public final class DeviceModel implements DecoderRuntime {
             } else {
                 qB = linear(a + "q_proj", h, m.heads() * qk, false);
             }
-            return new Mla(m, qA, qANorm, qB,
-                    linear(a + "kv_a_proj_with_mqa", h, m.kvLoraRank() + m.ropeDim(), m.bias()),
-                    floats(a + "kv_a_layernorm.weight", m.kvLoraRank()),
-                    linear(a + "kv_b_proj", m.kvLoraRank(), m.heads() * (m.nopeDim() + m.vDim()), false),
+            DeviceLinear kvA = linear(a + "kv_a_proj_with_mqa", h, m.kvLoraRank() + m.ropeDim(), m.bias());
+            DeviceBuffer kvANorm = floats(a + "kv_a_layernorm.weight", m.kvLoraRank());
+            DeviceLinear kvB;
+            DeviceBuffer kvBRows;
+            try (Arena arena = Arena.ofConfined()) {
+                String module = a + "kv_b_proj";
+                LinearWeights w = load(module, m.kvLoraRank(), m.heads() * (m.nopeDim() + m.vDim()), arena);
+                kvB = own(upload(module, w, null));
+                kvBRows = own(ops.upload(DeviceLinear.denseRows(w)));
+            }
+            return new Mla(m, qA, qANorm, qB, kvA, kvANorm, kvB, kvBRows,
                     linear(a + "o_proj", m.heads() * m.vDim(), h, m.bias()), rope);
         }
 
@@ -430,10 +446,10 @@ public final class DeviceModel implements DecoderRuntime {
      * MLA's latents, a dense MLP's intermediate, router logits (experts), and the prepared input of a linear that
      * quantizes it.
      */
-    record Widths(int qkv, int attended, int qLatent, int latent, int latentNormed, int expanded, int intermediate,
+    record Widths(int qkv, int attended, int qLatent, int latent, int latentNormed, int intermediate,
                   int experts, int linearInput, boolean shared) {
         static Widths of(DecoderConfig config, List<Layer> layers, DeviceLinear lmHead) {
-            int qkv = 0, attended = 0, qLatent = 0, latent = 0, normed = 0, expanded = 0, inter = 0, experts = 0,
+            int qkv = 0, attended = 0, qLatent = 0, latent = 0, normed = 0, inter = 0, experts = 0,
                     input = 0;
             boolean shared = false;
             List<DeviceLinear> linears = new ArrayList<>();
@@ -451,7 +467,6 @@ public final class DeviceModel implements DecoderRuntime {
                         qLatent = Math.max(qLatent, s.qLoraRank());
                         latent = Math.max(latent, s.kvLoraRank() + s.ropeDim());
                         normed = Math.max(normed, s.kvLoraRank());
-                        expanded = Math.max(expanded, s.heads() * (s.nopeDim() + s.vDim()));
                         linears.addAll(java.util.Arrays.asList(m.qA(), m.qB(), m.kvA(), m.kvB(), m.o()));
                     }
                 }
@@ -472,7 +487,7 @@ public final class DeviceModel implements DecoderRuntime {
                     input = Math.max(input, lin.inFeatures());
                 }
             }
-            return new Widths(qkv, attended, qLatent, latent, normed, expanded, inter, experts, input, shared);
+            return new Widths(qkv, attended, qLatent, latent, normed, inter, experts, input, shared);
         }
     }
 

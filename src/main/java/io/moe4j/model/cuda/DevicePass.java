@@ -137,11 +137,12 @@ final class DevicePass implements AutoCloseable {
         ops.mlaPositionRows(q, rows, heads, spec.nopeDim(), spec.ropeDim(), latent, lora, m.kvANorm().pointer(),
                 spec.normEps(), s.latentNormed().pointer(), rope.cos().pointer(), rope.sin().pointer(),
                 rope.interleaved(), s.positions(), s.caches(l), perRow(s), m.cacheWidth());
-        int width = heads * (spec.nopeDim() + spec.vDim());
-        linear(m.kvB(), s.latentNormed().pointer(), s.expanded().pointer(), width, rows, false, s);
-        ops.mlaStoreRows(s.expanded().pointer(), rows, width, spec.ropeDim(), s.positions(), s.caches(l), perRow(s));
-        ops.attendMlaRows(q, s.caches(l), perRow(s), s.attended().pointer(), rows, s.positions(), heads,
-                spec.nopeDim(), spec.ropeDim(), spec.vDim(), spec.scale());
+        // the latents as kv_b_proj reads them go into the cache; attention takes kv_b_proj into queries and output
+        long prepared = ops.linearInput(m.kvB(), s.latentNormed().pointer(), rows, s.linearInput().pointer(),
+                s.linearInput().byteSize());
+        ops.mlaStoreRows(prepared, rows, lora, spec.ropeDim(), s.positions(), s.caches(l), perRow(s));
+        ops.attendLatentRows(q, m.kvBRows().pointer(), s.caches(l), perRow(s), s.attended().pointer(), rows,
+                s.positions(), heads, spec.nopeDim(), spec.ropeDim(), spec.vDim(), lora, spec.scale());
         linear(m.o(), s.attended().pointer(), s.h().pointer(), hidden, rows, true, s);
     }
 

@@ -10,7 +10,7 @@ import java.lang.foreign.MemorySegment;
 /**
  * One sequence through a {@link DeviceModel}: a float32 KV cache per layer on the device (every position kept, so a
  * windowed layer's attention reads its window from it and rewinding is always possible; grouped-query layers hold
- * [position][k | v], latent-attention layers the rope key and the expanded keys and values) and the activations of a
+ * [position][k | v], latent-attention layers the rope key and the latent) and the activations of a
  * pass, both grown on demand. Between layers the hidden states stay on the device.
  *
  * <p>When every MoE layer routes on the device ({@link DeviceModel#routesOnDevice}) a pass of a few tokens has no

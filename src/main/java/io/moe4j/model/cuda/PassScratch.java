@@ -36,12 +36,11 @@ final class PassScratch implements AutoCloseable {
     /** q|k|v rows (grouped-query) or the queries (latent attention), and attention's output. */
     private final DeviceBuffer qkv;
     private final DeviceBuffer attended;
-    /** Latent attention: the query latent (and normalized), the kv latent [lora + rope], its normalized part, kv_b_proj's rows. */
+    /** Latent attention: the query latent (and normalized), the kv latent [lora + rope], its normalized part. */
     private final DeviceBuffer qLatent;
     private final DeviceBuffer qLatentNormed;
     private final DeviceBuffer latent;
     private final DeviceBuffer latentNormed;
-    private final DeviceBuffer expanded;
     /** A dense MLP's gate and up rows. */
     private final DeviceBuffer gate;
     private final DeviceBuffer up;
@@ -80,7 +79,6 @@ final class PassScratch implements AutoCloseable {
             qLatentNormed = keep(ops.allocate(FLOAT * r * w.qLatent()));
             latent = keep(ops.allocate(FLOAT * r * w.latent()));
             latentNormed = keep(ops.allocate(FLOAT * r * w.latentNormed()));
-            expanded = keep(ops.allocate(FLOAT * r * w.expanded()));
             gate = keep(ops.allocate(FLOAT * r * w.intermediate()));
             up = keep(ops.allocate(FLOAT * r * w.intermediate()));
             routerLogits = keep(ops.allocate(8 * r * w.experts()));
@@ -88,7 +86,7 @@ final class PassScratch implements AutoCloseable {
             last = keep(ops.allocate(FLOAT * (long) logitRows * hidden));
             logits = keep(ops.allocate(FLOAT * (long) logitRows * model.config().vocab()));
             chosen = keep(ops.allocate(4L * logitRows));
-            int widest = Math.max(Math.max(hidden, w.qkv()), Math.max(w.intermediate(), w.expanded()));
+            int widest = Math.max(Math.max(hidden, w.qkv()), w.intermediate());
             partials = keep(ops.allocate(ModelOps.slicePartialsBytes(rows, widest)));
         } catch (RuntimeException e) {
             close();
@@ -143,10 +141,6 @@ final class PassScratch implements AutoCloseable {
 
     DeviceBuffer latentNormed() {
         return latentNormed;
-    }
-
-    DeviceBuffer expanded() {
-        return expanded;
     }
 
     DeviceBuffer gate() {

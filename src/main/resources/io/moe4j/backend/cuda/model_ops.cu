@@ -6,8 +6,9 @@
 //                       tables made on the host), and the k and v into the layer's cache ([position][k | v])
 //   model_attend_rows   causal attention of each (token, head) over its sequence's cache: sliding or chunked windows,
 //                       sinks (online softmax)
-//   model_mla_position_rows, model_mla_store_rows, model_attend_mla_rows  DeepSeek's multi-head latent attention:
-//                       the latent's norm and the rope key, the keys and values kv_b_proj expands, attention over them
+//   model_mla_position_rows, model_mla_store_rows, model_attend_latent_rows  DeepSeek's multi-head latent attention:
+//                       the latent's norm and the rope key into the latent cache, attention over the cached latents with
+//                       kv_b_proj taken into each query and output
 //   model_silu_mul      a dense MLP's silu(gate) * up;  model_fill_choices  the shared experts' routing
 //   model_router_logits router logits in float64 (exact float products), for the host's selection rules
 //   model_linear_bf16_r{1,2,4,8}  model_linear_bf16 for batches of tokens, R output rows a warp
@@ -660,11 +661,8 @@ __device__ __forceinline__ long long first_visible(long long position, int windo
 // of the query's visible span [from, position]; the warps' partial maxima, sums and outputs are merged at the end,
 // with the head's sink logit (if any) joining the denominator. Lane l holds dimensions l, l + 32, ...
 // The cache's rows are rowWidth floats apart; in row j the key's dimension d is at kOff + d, the value's at vOff + d.
-// SPLIT (multi-head latent attention): dimensions from `split` on are the rope part every head shares, at kOff2 + d.
-// Grouped-query heads take SPLIT false, which compiles to one contiguous key read.
-template <bool SPLIT>
-__device__ __forceinline__ void attend_span(const float* __restrict__ qh, int qkDim, int split,
-                                            const float* __restrict__ cache, long long rowWidth, int kOff, int kOff2,
+__device__ __forceinline__ void attend_span(const float* __restrict__ qh, int qkDim,
+                                            const float* __restrict__ cache, long long rowWidth, int kOff,
                                             int vOff, int vDim, const float* __restrict__ sink, float* __restrict__ o,
                                             long long from, long long position, float scale) {
     __shared__ float sMax[ATTEND_WARPS];
@@ -687,7 +685,7 @@ __device__ __forceinline__ void attend_span(const float* __restrict__ qh, int qk
 #pragma unroll
         for (int i = 0; i < per; i++) {
             int d = lane + 32 * i;
-            if (d < qkDim) s = fmaf(qv[i], SPLIT && d >= split ? row[kOff2 + d] : kr[d], s);
+            if (d < qkDim) s = fmaf(qv[i], kr[d], s);
         }
         s = warp_sum_f(s) * scale;
         float mNew = fmaxf(m, s);
@@ -743,16 +741,16 @@ extern "C" __global__ void model_attend_rows(const float* __restrict__ q, int qS
     enter_after_prior_grid();
     const int kvh = h / (heads / kvHeads);
     const int width = kvHeads * headDim;
-    attend_span<false>(q + (long long) t * qStride + (long long) h * headDim, headDim, headDim, cache, 2LL * width,
-                       kvh * headDim, 0, width + kvh * headDim, headDim, sinks == nullptr ? nullptr : sinks + h,
-                       out + ((long long) t * heads + h) * headDim, first_visible(position, window), position, scale);
+    attend_span(q + (long long) t * qStride + (long long) h * headDim, headDim, cache, 2LL * width,
+                kvh * headDim, width + kvh * headDim, headDim, sinks == nullptr ? nullptr : sinks + h,
+                out + ((long long) t * heads + h) * headDim, first_visible(position, window), position, scale);
 }
 
 // DeepSeek's multi-head latent attention, after q_b_proj (q [tokens, heads, nope + rope]) and kv_a_proj_with_mqa
 // (latent [tokens, lora + rope]): block (t, h < heads) rotates the rope part of query head h; block (t, heads)
 // normalizes the latent's first `lora` values (kv_a_layernorm, sum of squares in float64) into latentOut [t][lora]
 // for kv_b_proj and rotates the rope key (the latent row's last `rope` values) into the start of the cache row of
-// its position (rows rope + heads * (nope + vDim) floats: the rope key, then per head k_nope and v from
+// its position (rows rope + lora floats: the rope key, then the latent as kv_b_proj reads it, from
 // model_mla_store_rows). cos/sin are [position, rope / 2]. grid: (tokens, heads + 1); block: 256
 extern "C" __global__ void model_mla_position_rows(float* __restrict__ q, int heads, int nope, int rope,
                                                    const float* __restrict__ latent, int lora,
@@ -797,8 +795,8 @@ extern "C" __global__ void model_mla_position_rows(float* __restrict__ q, int he
     }
 }
 
-// kv_b_proj's output of each token row (per head k_nope then v, width floats) into the cache row of its position,
-// after the rope key. grid: tokens; block: 256
+// Each token row's normalized latent as kv_b_proj reads it (after the scheme's quantize-dequantize and column order,
+// width floats) into the cache row of its position, after the rope key. grid: tokens; block: 256
 extern "C" __global__ void model_mla_store_rows(const float* __restrict__ kv, int width, int rope,
                                                 const long long* __restrict__ positions,
                                                 const unsigned long long* __restrict__ caches, int perRow) {
@@ -809,22 +807,124 @@ extern "C" __global__ void model_mla_store_rows(const float* __restrict__ kv, in
     for (int i = threadIdx.x; i < width; i += blockDim.x) dst[i] = src[i];
 }
 
-// Multi-head latent attention of each (token row, head) over its sequence's cache (model_mla_position_rows and
-// model_mla_store_rows wrote this pass's rows): score = (q_nope . k_nope + q_rope . k_rope) * scale over every
-// earlier position, out [tokens, heads * vDim]. grid: (tokens, heads); block: 32 * ATTEND_WARPS
-extern "C" __global__ void model_attend_mla_rows(const float* __restrict__ q,
-                                                 const unsigned long long* __restrict__ caches, int perRow,
-                                                 float* __restrict__ out, const long long* __restrict__ positions,
-                                                 int heads, int nope, int rope, int vDim, float scale) {
+// Multi-head latent attention of each (token row, head) over its sequence's latent cache (rows [rope key | latent],
+// this pass's rows written by model_mla_position_rows and model_mla_store_rows), with kv_b_proj taken into the query
+// and the output: w is kv_b_proj as float32 rows [heads * (nope + vDim), lora] in the cached latents' column order,
+// head h's rows its key's no-rope part W_UK (nope rows), then its value W_UV (vDim rows). The block
+//   1. takes q_nope into the latent: qLat = q_nope . W_UK[h] (lora values, one a thread);
+//   2. runs the online softmax of (qLat . latent_j + q_rope . rope_j) * scale over positions 0 .. its own, each warp
+//      every ATTEND_WARPS-th position, a lane holding latent dimensions lane, lane + 32, ... (as attend_span);
+//   3. merges the warps' sums into the attended latent (softmax-weighted sum of latents);
+//   4. writes out[m] = W_UV[h] row m . that latent, a warp a row.
+// The cache then holds lora + rope floats a position instead of heads * (nope + vDim), and a decode step reads it
+// once per head instead of expanding every position through kv_b_proj.
+// lora <= LATENT_MAX, rope <= LATENT_ROPE_MAX, nope <= HEAD_DIM_MAX. grid: (tokens, heads); block: 32 * ATTEND_WARPS
+#define LATENT_MAX 512
+#define LATENT_ROPE_MAX 64
+extern "C" __global__ void __launch_bounds__(32 * ATTEND_WARPS)
+model_attend_latent_rows(const float* __restrict__ q, const float* __restrict__ w,
+                         const unsigned long long* __restrict__ caches, int perRow, float* __restrict__ out,
+                         const long long* __restrict__ positions, int heads, int nope, int rope, int vDim, int lora,
+                         float scale) {
+    __shared__ float sQuery[LATENT_MAX + LATENT_ROPE_MAX];  // the latent query, then the rope query
+    __shared__ float sNope[HEAD_DIM_MAX];
+    __shared__ float sMax[ATTEND_WARPS];
+    __shared__ float sSum[ATTEND_WARPS];
+    __shared__ float sAcc[ATTEND_WARPS][LATENT_MAX];
+    const int per = LATENT_MAX / 32;
+    const int ropePer = LATENT_ROPE_MAX / 32;
     const int t = blockIdx.x;
     const int h = blockIdx.y;
     const long long position = load_l2(positions + t);
     const float* cache = row_cache(caches, perRow, t);
+    const int headRows = nope + vDim;
+    const float* wk = w + (long long) h * headRows * lora;   // W_UK[h]: nope rows of lora
+    const float* wv = wk + (long long) nope * lora;          // W_UV[h]: vDim rows of lora
     enter_after_prior_grid();
-    const int headAt = rope + h * (nope + vDim);
-    attend_span<true>(q + ((long long) t * heads + h) * (nope + rope), nope + rope, nope, cache,
-                rope + (long long) heads * (nope + vDim), headAt, -nope, headAt + nope, vDim, nullptr,
-                out + ((long long) t * heads + h) * vDim, 0, position, scale);
+    const float* qh = q + ((long long) t * heads + h) * (nope + rope);
+    for (int i = threadIdx.x; i < nope; i += blockDim.x) sNope[i] = qh[i];
+    for (int i = threadIdx.x; i < rope; i += blockDim.x) sQuery[LATENT_MAX + i] = qh[nope + i];
+    __syncthreads();
+    for (int c = threadIdx.x; c < lora; c += blockDim.x) {
+        float a = 0.f;
+        for (int i = 0; i < nope; i++) a = fmaf(sNope[i], wk[(long long) i * lora + c], a);
+        sQuery[c] = a;
+    }
+    __syncthreads();
+
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    float qv[per], qr[ropePer], acc[per];
+#pragma unroll
+    for (int i = 0; i < per; i++) {
+        int c = lane + 32 * i;
+        qv[i] = c < lora ? sQuery[c] : 0.f;
+        acc[i] = 0.f;
+    }
+#pragma unroll
+    for (int i = 0; i < ropePer; i++) {
+        int d = lane + 32 * i;
+        qr[i] = d < rope ? sQuery[LATENT_MAX + d] : 0.f;
+    }
+    const long long rowWidth = rope + lora;
+    float m = NEG_INF_F, l = 0.f;
+    for (long long j = warp; j <= position; j += ATTEND_WARPS) {
+        const float* row = cache + j * rowWidth;
+        const float* lat = row + rope;
+        float s = 0.f;
+#pragma unroll
+        for (int i = 0; i < ropePer; i++) {
+            int d = lane + 32 * i;
+            if (d < rope) s = fmaf(qr[i], row[d], s);
+        }
+        float lv[per];
+#pragma unroll
+        for (int i = 0; i < per; i++) {
+            int c = lane + 32 * i;
+            lv[i] = c < lora ? lat[c] : 0.f;
+            s = fmaf(qv[i], lv[i], s);
+        }
+        s = warp_sum_f(s) * scale;
+        float mNew = fmaxf(m, s);
+        float correction = __expf(m - mNew);
+        float p = __expf(s - mNew);
+        l = l * correction + p;
+#pragma unroll
+        for (int i = 0; i < per; i++) acc[i] = acc[i] * correction + p * lv[i];
+        m = mNew;
+    }
+    if (lane == 0) {
+        sMax[warp] = m;
+        sSum[warp] = l;
+    }
+#pragma unroll
+    for (int i = 0; i < per; i++) {
+        int c = lane + 32 * i;
+        if (c < lora) sAcc[warp][c] = acc[i];
+    }
+    __syncthreads();
+    // every thread merges the warps' statistics (ATTEND_WARPS values) and its own latent dimensions
+    float total = NEG_INF_F;
+    for (int k = 0; k < ATTEND_WARPS; k++) total = fmaxf(total, sMax[k]);
+    float f[ATTEND_WARPS];
+    float denominator = 0.f;
+    for (int k = 0; k < ATTEND_WARPS; k++) {
+        f[k] = sSum[k] > 0.f ? __expf(sMax[k] - total) : 0.f;
+        denominator += sSum[k] * f[k];
+    }
+    for (int c = threadIdx.x; c < lora; c += blockDim.x) {
+        float v = 0.f;
+        for (int k = 0; k < ATTEND_WARPS; k++) v += sAcc[k][c] * f[k];
+        sQuery[c] = v / denominator;  // the query is in registers now: its slot takes the attended latent
+    }
+    __syncthreads();
+    float* o = out + ((long long) t * heads + h) * vDim;
+    for (int r = warp; r < vDim; r += ATTEND_WARPS) {
+        const float* wr = wv + (long long) r * lora;
+        float a = 0.f;
+        for (int c = lane; c < lora; c += 32) a = fmaf(wr[c], sQuery[c], a);
+        a = warp_sum_f(a);
+        if (lane == 0) o[r] = a;
+    }
 }
 
 // g = silu(g) * u elementwise (a dense MLP's gate and up), silu in float64 rounded to float as the host computes it.

@@ -7,6 +7,8 @@ import io.moe4j.backend.cuda.driver.CudaProbe;
 import io.moe4j.backend.cuda.driver.CudaRuntime;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
 import io.moe4j.model.Logits;
+import java.lang.foreign.Arena;
+import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.BeforeEach;
@@ -16,7 +18,7 @@ import org.junit.jupiter.api.Test;
  * The decoder's small device kernels against the formulas computed here in float64: the greedy choice (ties, NaN,
  * -infinity, widths not a multiple of 4) by {@link Logits#argmax}'s rule exactly; RMSNorm on each of its paths (rows
  * held in registers, rows of odd widths, rows too wide to hold) with and without the residual add; router logits
- * (float64 sums of exact products) with a bias.
+ * (float64 sums of exact products) with a bias; latent attention against its expanded form.
  */
 class ModelOpsKernelsTest {
     @BeforeEach
@@ -135,6 +137,97 @@ class ModelOpsKernelsTest {
                 }
             }
         }
+    }
+
+    /**
+     * model_attend_latent_rows (kv_b_proj taken into the query and the output) against the expanded form computed
+     * here in float64: every visible latent through kv_b_proj into a key and a value per head, then softmax
+     * attention. Full-width latents (DeepSeek-V3's 512 and 64) and widths that leave lanes idle; more positions than
+     * the kernel's warps, queries at several positions of one cache.
+     */
+    @Test
+    void latentAttentionIsTheExpandedAttention() {
+        SplittableRandom rnd = new SplittableRandom(23);
+        int[][] shapes = {{512, 64, 128, 128, 3}, {200, 34, 48, 72, 2}}; // lora, rope, nope, vDim, heads
+        try (ModelOps ops = ModelOps.open(); Arena arena = Arena.ofConfined()) {
+            for (int[] shape : shapes) {
+                int lora = shape[0], rope = shape[1], nope = shape[2], vDim = shape[3], heads = shape[4];
+                int positions = 70;
+                long[] at = {0, 37, 69};
+                int tokens = at.length;
+                float scale = (float) (1 / Math.sqrt(nope + rope));
+                float[] cache = random(rnd, positions * (rope + lora), 1.0);
+                float[] w = random(rnd, heads * (nope + vDim) * lora, 1 / Math.sqrt(lora));
+                float[] q = random(rnd, tokens * heads * (nope + rope), 1.0);
+                try (DeviceBuffer dCache = ops.upload(cache); DeviceBuffer dw = ops.upload(w);
+                        DeviceBuffer dq = ops.upload(q); DeviceBuffer out = ops.allocate(4L * tokens * heads * vDim);
+                        DeviceBuffer dPositions = ops.upload(arena.allocateFrom(ValueLayout.JAVA_LONG, at));
+                        DeviceBuffer table = ops.upload(arena.allocateFrom(ValueLayout.JAVA_LONG, dCache.pointer()))) {
+                    ops.attendLatentRows(dq.pointer(), dw.pointer(), table.pointer(), false, out.pointer(), tokens,
+                            dPositions.pointer(), heads, nope, rope, vDim, lora, scale);
+                    float[] got = ops.readFloats(out, 0, tokens * heads * vDim);
+                    double err = 0, norm = 0;
+                    for (int t = 0; t < tokens; t++) {
+                        for (int h = 0; h < heads; h++) {
+                            double[] want = expandedAttention(q, cache, w, t, h, (int) at[t], heads, nope, rope, vDim,
+                                    lora, scale);
+                            for (int m = 0; m < vDim; m++) {
+                                double d = got[(t * heads + h) * vDim + m] - want[m];
+                                err += d * d;
+                                norm += want[m] * want[m];
+                            }
+                        }
+                    }
+                    assertThat(Math.sqrt(err / norm)).as("lora %d, rope %d", lora, rope).isLessThan(2e-5);
+                }
+            }
+        }
+    }
+
+    /** One (token, head) of multi-head latent attention as the reference computes it, in float64. */
+    private static double[] expandedAttention(float[] q, float[] cache, float[] w, int t, int h, int position,
+                                              int heads, int nope, int rope, int vDim, int lora, float scale) {
+        int qAt = (t * heads + h) * (nope + rope);
+        int headRow = h * (nope + vDim);
+        double[] scores = new double[position + 1];
+        double[][] values = new double[position + 1][vDim];
+        double max = Double.NEGATIVE_INFINITY;
+        for (int j = 0; j <= position; j++) {
+            int row = j * (rope + lora);
+            double s = 0;
+            for (int i = 0; i < nope; i++) {
+                double k = 0;
+                for (int c = 0; c < lora; c++) {
+                    k += (double) w[(headRow + i) * lora + c] * cache[row + rope + c];
+                }
+                s += q[qAt + i] * k;
+            }
+            for (int d = 0; d < rope; d++) {
+                s += (double) q[qAt + nope + d] * cache[row + d];
+            }
+            scores[j] = s * scale;
+            max = Math.max(max, scores[j]);
+            for (int m = 0; m < vDim; m++) {
+                double v = 0;
+                for (int c = 0; c < lora; c++) {
+                    v += (double) w[(headRow + nope + m) * lora + c] * cache[row + rope + c];
+                }
+                values[j][m] = v;
+            }
+        }
+        double total = 0;
+        double[] out = new double[vDim];
+        for (int j = 0; j <= position; j++) {
+            double p = Math.exp(scores[j] - max);
+            total += p;
+            for (int m = 0; m < vDim; m++) {
+                out[m] += p * values[j][m];
+            }
+        }
+        for (int m = 0; m < vDim; m++) {
+            out[m] /= total;
+        }
+        return out;
     }
 
     private static float[] random(SplittableRandom rnd, int n, double scale) {

@@ -42,10 +42,23 @@ class DeviceModelSupportTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"m_deepseek_ct_fp8_block"})
-    void latentHeadsWiderThanTheDeviceAttentionAreRefused(String name, @TempDir Path dir) throws IOException {
-        DecoderConfig config = edited(name, dir, c -> c.put("v_head_dim", 320));
+    void latentsWiderThanTheDeviceAttentionAreRefused(String name, @TempDir Path dir) throws IOException {
+        DecoderConfig config = edited(name, dir, c -> c.put("kv_lora_rank", 1024));
         assertThat(DeviceModel.unsupported(config)).hasValueSatisfying(why -> assertThat(why)
-                .contains("latent attention heads").contains("320"));
+                .startsWith("layer 0 of ").contains("kv_lora_rank 1024").contains("up to 512"));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"m_deepseek_ct_fp8_block"})
+    void deepSeekV3sLatentAttentionIsTaken(String name, @TempDir Path dir) throws IOException {
+        // DeepSeek-V3's latent attention sizes (its config.json on the hub)
+        DecoderConfig config = edited(name, dir, c -> {
+            c.put("kv_lora_rank", 512);
+            c.put("qk_rope_head_dim", 64);
+            c.put("qk_nope_head_dim", 128);
+            c.put("v_head_dim", 128);
+        });
+        assertThat(DeviceModel.unsupported(config)).isEmpty();
     }
 
     /** The fixture's config.json with an edit, alone in {@code dir} (enough for the config's own checks). */
