@@ -11,8 +11,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The decoder resident on the GPU ({@code backend cuda}) beyond one prompt or one token at a time: a prompt fed in
- * uneven chunks, a rewind that goes back past the sliding window and continues, bad token ids, and the session
- * limits; all against the transformers logits of the gpt-oss case. Skipped without a usable CUDA device.
+ * uneven chunks or in passes of a few tokens, experts chosen on the host (every case), a rewind that goes back past
+ * the sliding window and continues, bad token ids, and the session limits (the gpt-oss case); all against the
+ * transformers logits. Skipped without a usable CUDA device.
  */
 class DeviceModelTest {
     private static final String CASE = "m_gptoss_mxfp4";
@@ -51,6 +52,70 @@ class DeviceModelTest {
             }
             assertThat(relL2(got, c.logits())).isLessThanOrEqualTo(c.tolerance("cuda"));
             ConformanceModelsTest.assertClearTop1Agrees(c, got);
+        }
+    }
+
+    /**
+     * A prompt longer than a pass takes ({@code moe4j.cuda.passTokens}, 4096 by default; 5 here) runs as passes of
+     * that many through the cache: all logits, and the last token's alone (the earlier passes then take none).
+     */
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.MethodSource("io.moe4j.model.DeviceBatchTest#cases")
+    void aPromptLongerThanAPassRunsAsSeveralPasses(String name) {
+        ConformanceModelsTest.assumeGpu();
+        ModelCases.Case c = ModelCases.load(name);
+        int[] ids = c.inputIds();
+        int v = c.vocab();
+        String key = "moe4j.cuda.passTokens";
+        String before = System.getProperty(key);
+        System.setProperty(key, "5");
+        try (Model model = load(c); Session session = model.newSession(); Session lastOnly = model.newSession()) {
+            float[] got = session.prefill(ids);
+            assertThat(relL2(got, c.logits())).isLessThanOrEqualTo(c.tolerance("cuda"));
+            ConformanceModelsTest.assertClearTop1Agrees(c, got);
+            float[] last = lastOnly.prefillLast(ids);
+            float[] expected = Arrays.copyOfRange(c.logits(), (ids.length - 1) * v, ids.length * v);
+            assertThat(last).hasSize(v);
+            assertThat(relL2(last, expected)).isLessThanOrEqualTo(c.tolerance("cuda"));
+        } finally {
+            if (before == null) {
+                System.clearProperty(key);
+            } else {
+                System.setProperty(key, before);
+            }
+        }
+    }
+
+    /**
+     * Experts chosen on the host ({@code moe4j.cuda.hostRouting}, the path of prompts beyond one device-routed pass):
+     * half the prompt in one pass, then a token at a time, every layer's experts in the sequence's one workspace,
+     * whose recorded graphs must not be replayed for another layer's experts.
+     */
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.MethodSource("io.moe4j.model.DeviceBatchTest#cases")
+    void expertsChosenOnTheHostGiveTheSameLogits(String name) {
+        ConformanceModelsTest.assumeGpu();
+        ModelCases.Case c = ModelCases.load(name);
+        int[] ids = c.inputIds();
+        int v = c.vocab();
+        String key = "moe4j.cuda.hostRouting";
+        String before = System.getProperty(key);
+        System.setProperty(key, "true");
+        try (Model model = load(c); Session session = model.newSession()) {
+            float[] got = new float[ids.length * v];
+            int half = ids.length / 2;
+            System.arraycopy(session.prefill(Arrays.copyOf(ids, half)), 0, got, 0, half * v);
+            for (int t = half; t < ids.length; t++) {
+                System.arraycopy(session.decode(ids[t]), 0, got, t * v, v);
+            }
+            assertThat(relL2(got, c.logits())).isLessThanOrEqualTo(c.tolerance("cuda"));
+            ConformanceModelsTest.assertClearTop1Agrees(c, got);
+        } finally {
+            if (before == null) {
+                System.clearProperty(key);
+            } else {
+                System.setProperty(key, before);
+            }
         }
     }
 

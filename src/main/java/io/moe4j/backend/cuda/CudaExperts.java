@@ -169,6 +169,15 @@ final class CudaExperts implements Experts {
      * finished (this call runs on a stream of its own); the output is complete when this returns.
      */
     void forward(DeviceBuffer x, int tokens, Routing routing, DeviceBuffer out) {
+        forward(x, tokens, routing, out, null);
+    }
+
+    /**
+     * {@link #forward(DeviceBuffer, int, Routing, DeviceBuffer)} in the caller's workspace instead of one of this
+     * layer's own (null: the layer's): a model's layers, which run one after another, then share one workspace, so
+     * a long prompt grows one set of buffers instead of one a layer.
+     */
+    void forward(DeviceBuffer x, int tokens, Routing routing, DeviceBuffer out, Workspace shared) {
         long bytes = 4L * tokens * w.hidden();
         if (tokens < 0 || x.byteSize() < bytes || out.byteSize() < bytes) {
             throw new IllegalArgumentException("x and out must hold " + tokens + " x " + w.hidden() + " floats");
@@ -180,6 +189,10 @@ final class CudaExperts implements Experts {
         engine.context().makeCurrent();
         if (plan.pairs() == 0) {
             out.fillWords(0, 0, (long) tokens * w.hidden());
+            return;
+        }
+        if (shared != null) {
+            run(shared, null, x, tokens, plan, routing.weightOnInput(), null, out, null);
             return;
         }
         pool.call(ws -> {
@@ -387,12 +400,12 @@ final class CudaExperts implements Experts {
         if (graphed) {
             // Small batches are launch-bound: the same launch sequence (same shapes and buffers) is recorded once
             // into a graph and replayed, one launch instead of five. Only the data the sequence reads changes.
-            Workspace.Replay replay = ws.replay(launch);
+            Workspace.Replay replay = ws.replay(this, launch);
             if (replay.graph() != null) {
                 replay.graph().launch(stream);
             } else if (replay.seenBefore()) {
-                ws.keep(launch, stream.capture(() -> enqueue(launch, stream, null), overlapped));
-                ws.replay(launch).graph().launch(stream);
+                ws.keep(this, launch, stream.capture(() -> enqueue(launch, stream, null), overlapped));
+                ws.replay(this, launch).graph().launch(stream);
             } else {
                 enqueue(launch, stream, null);
             }

@@ -46,6 +46,11 @@ public final class ModelOps implements AutoCloseable {
      * model_ops.cu waits for the one before at its top), on sm_90+ with a driver that has cuLaunchKernelEx.
      */
     private final boolean overlapped;
+    /**
+     * Where {@link #experts} runs every layer's experts (layers run one after another on this stream): one set of
+     * buffers grown to the largest pass, not one a layer. Made on first use.
+     */
+    private Workspace expertsWorkspace;
 
     /** The CUDA-core GEMM's shape for linears in formats other than bf16 (as the experts take it). */
     private final CudaTuning tuning = CudaTuning.fromSystemProperties();
@@ -529,7 +534,10 @@ public final class ModelOps implements AutoCloseable {
                     + " backend cannot read device buffers");
         }
         stream.synchronize();
-        cuda.forward(x, tokens, routing, out);
+        if (expertsWorkspace == null) {
+            expertsWorkspace = new Workspace(engine.context());
+        }
+        cuda.forward(x, tokens, routing, out, expertsWorkspace);
     }
 
     /** Warps per block of moe_router_select (one token a warp), as CudaRouter launches it. */
@@ -637,6 +645,9 @@ public final class ModelOps implements AutoCloseable {
 
     @Override
     public void close() {
+        if (expertsWorkspace != null) {
+            expertsWorkspace.close();
+        }
         stream.close();
         if (landing != null) {
             landing.close();

@@ -45,8 +45,10 @@ final class Workspace implements AutoCloseable {
     private PinnedBuffer pinned;
     /** Bumped whenever a device buffer is replaced: recorded launches name the old addresses. */
     private long generation;
+    private Object lastOwner;
     private Object lastLaunch;
     private long lastGeneration = -1;
+    private Object graphOwner;
     private Object graphLaunch;
     private long graphGeneration = -1;
     private io.moe4j.backend.cuda.driver.CudaGraph graph;
@@ -81,26 +83,29 @@ final class Workspace implements AutoCloseable {
     }
 
     /**
-     * The graph recorded for {@code launch} in this workspace's current buffers, if any; otherwise remembers the
-     * launch, so that a second identical one is recorded ({@link #keep}) rather than the first: by then every
-     * kernel is compiled and loaded, which must not happen while a stream records.
+     * The graph recorded for {@code launch} of {@code owner} (the experts whose weights the graph names: a workspace
+     * may serve several layers) in this workspace's current buffers, if any; otherwise remembers the launch, so that
+     * a second identical one is recorded ({@link #keep}) rather than the first: by then every kernel is compiled and
+     * loaded, which must not happen while a stream records.
      */
-    Replay replay(Object launch) {
-        if (graph != null && graphGeneration == generation && graphLaunch.equals(launch)) {
+    Replay replay(Object owner, Object launch) {
+        if (graph != null && graphGeneration == generation && graphOwner == owner && graphLaunch.equals(launch)) {
             return new Replay(graph, true);
         }
-        boolean seen = lastGeneration == generation && launch.equals(lastLaunch);
+        boolean seen = lastGeneration == generation && lastOwner == owner && launch.equals(lastLaunch);
+        lastOwner = owner;
         lastLaunch = launch;
         lastGeneration = generation;
         return new Replay(null, seen);
     }
 
-    /** Keeps {@code recorded} as the graph of {@code launch} (one graph per workspace: decode repeats one shape). */
-    void keep(Object launch, io.moe4j.backend.cuda.driver.CudaGraph recorded) {
+    /** Keeps {@code recorded} as the graph of {@code owner}'s {@code launch} (one graph per workspace: decode repeats one shape). */
+    void keep(Object owner, Object launch, io.moe4j.backend.cuda.driver.CudaGraph recorded) {
         if (graph != null) {
             graph.close();
         }
         graph = recorded;
+        graphOwner = owner;
         graphLaunch = launch;
         graphGeneration = generation;
     }
