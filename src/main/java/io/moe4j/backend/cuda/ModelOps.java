@@ -407,20 +407,61 @@ public final class ModelOps implements AutoCloseable {
     }
 
     /**
-     * Causal attention of q [tokens, heads, headDim] (token rows {@code qStride} floats apart) over each row's
-     * sequence cache (tables as {@link #positionRows}), into out [tokens, heads * headDim]: keys within
-     * {@code window} positions of the query (sliding), of its chunk of {@code -window} positions (chunked), or all
-     * (0), the head's sink logit in the softmax when {@code sinks} (float32 [heads]) is given.
+     * Causal grouped-query attention of each token row of q (rows qStride floats apart) over its sequence's cache
+     * ([position][k | v]) into out [tokens, heads · headDim]: the visible positions are the last {@code window}
+     * positions of the query (sliding), of its chunk of {@code -window} positions (chunked), or all (0), the head's
+     * sink logit in the softmax when {@code sinks} (float32 [heads]) is given. A block takes a kv head and its query
+     * heads over a piece of the span ({@link #attendSplits} pieces); {@code partials} ({@link #attendPartialsBytes})
+     * and {@code arrivals} (an int a row and kv head, zero, and left zero) carry the pieces to the block that merges
+     * them.
      */
     public void attendRows(long q, int qStride, long caches, boolean perRow, long sinks, long out, int tokens,
-            long positions, int heads, int kvHeads, int headDim, int window, float scale) {
-        if (headDim > HEAD_DIM_MAX) {
-            throw new IllegalArgumentException("head_dim " + headDim + " exceeds the device attention's "
-                    + HEAD_DIM_MAX);
+            long positions, int heads, int kvHeads, int headDim, int window, float scale, long partials,
+            long partialsBytes, long arrivals, long arrivalsBytes) {
+        if (headDim > HEAD_DIM_MAX || headDim % 4 != 0 || heads % kvHeads != 0 || heads / kvHeads > GQA_GROUP_MAX) {
+            throw new IllegalArgumentException("attention of " + heads + " heads over " + kvHeads + " kv heads of "
+                    + headDim + ": the device kernel takes up to " + GQA_GROUP_MAX + " query heads a kv head, heads"
+                    + " of a multiple of 4 up to " + HEAD_DIM_MAX);
         }
-        launch("model_attend_rows", tokens, heads, ATTEND_THREADS, a -> a.pointer(q).i32(qStride).pointer(caches)
-                .i32(perRow ? 1 : 0).pointer(sinks).pointer(out).pointer(positions).i32(heads).i32(kvHeads).i32(headDim)
-                .i32(window).f32(scale));
+        int splits = attendSplits(tokens, kvHeads);
+        long needed = splits == 1 ? 0 : 4L * tokens * heads * splits * (headDim + 2);
+        if (partialsBytes < needed || arrivalsBytes < 4L * tokens * kvHeads) {
+            throw new IllegalArgumentException("attention of " + tokens + " rows in " + splits + " pieces needs "
+                    + needed + " bytes of partials and " + 4L * tokens * kvHeads + " of arrivals; got "
+                    + partialsBytes + " and " + arrivalsBytes);
+        }
+        launchZ("model_attend_rows", tokens, kvHeads, splits, GQA_THREADS, a -> a.pointer(q).i32(qStride)
+                .pointer(caches).i32(perRow ? 1 : 0).pointer(sinks).pointer(out).pointer(positions).i32(heads)
+                .i32(kvHeads).i32(headDim).i32(window).f32(scale).pointer(partials).pointer(arrivals));
+    }
+
+    /** The most query heads a kv head may have in {@link #attendRows}: a warp each (GQA_WARPS in the source). */
+    public static final int GQA_GROUP_MAX = 16;
+    private static final int GQA_THREADS = 32 * GQA_GROUP_MAX;
+    private static final int MAX_SPLITS = 64; // GQA_PIECES_MAX in the source
+
+    /**
+     * How many pieces {@link #attendRows} may cut each row's visible span into for a pass of {@code tokens} rows:
+     * enough blocks for two a multiprocessor (a decode step of gpt-oss-20b's 8 kv heads on 132: 33), one for
+     * prompts. The kernel takes fewer where the span is short (pieces of at least four tiles of positions).
+     */
+    public int attendSplits(int tokens, int kvHeads) {
+        long blocks = (long) tokens * kvHeads;
+        long wanted = Math.ceilDiv(2L * engine.context().device().multiprocessors(), blocks);
+        return (int) Math.max(1, Math.min(MAX_SPLITS, wanted));
+    }
+
+    /** Bytes of {@link #attendRows}'s partials for any pass of up to {@code tokens} rows. */
+    public long attendPartialsBytes(int tokens, int heads, int kvHeads, int headDim) {
+        long most = 0;
+        for (int r = 1; r <= tokens; r++) {
+            int splits = attendSplits(r, kvHeads);
+            if (splits == 1) {
+                break; // more rows only take fewer pieces
+            }
+            most = Math.max(most, 4L * r * heads * splits * (headDim + 2));
+        }
+        return most;
     }
 
     /**

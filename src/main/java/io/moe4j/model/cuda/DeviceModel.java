@@ -169,12 +169,13 @@ public final class DeviceModel implements DecoderRuntime {
                     if (g.rope() != null && g.rope().dim() != g.headDim()) {
                         return Optional.of(where + ": partial rotary (" + g.rope().dim() + " of " + g.headDim() + ")");
                     }
-                    if (g.headDim() > ModelOps.HEAD_DIM_MAX || g.headDim() % 2 != 0) {
-                        return Optional.of(where + ": head_dim " + g.headDim() + " (the device attention takes even"
-                                + " widths up to " + ModelOps.HEAD_DIM_MAX + ")");
+                    if (g.headDim() > ModelOps.HEAD_DIM_MAX || g.headDim() % 4 != 0) {
+                        return Optional.of(where + ": head_dim " + g.headDim() + " (the device attention takes"
+                                + " multiples of 4 up to " + ModelOps.HEAD_DIM_MAX + ")");
                     }
-                    if (g.heads() % g.kvHeads() != 0) {
-                        return Optional.of(where + ": " + g.heads() + " heads over " + g.kvHeads() + " kv heads");
+                    if (g.heads() % g.kvHeads() != 0 || g.heads() / g.kvHeads() > ModelOps.GQA_GROUP_MAX) {
+                        return Optional.of(where + ": " + g.heads() + " heads over " + g.kvHeads() + " kv heads (the"
+                                + " device attention takes up to " + ModelOps.GQA_GROUP_MAX + " query heads a kv head)");
                     }
                 }
                 case MlaSpec m -> {

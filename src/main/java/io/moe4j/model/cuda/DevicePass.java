@@ -110,7 +110,8 @@ final class DevicePass implements AutoCloseable {
                 pointer(g.qNorm()), pointer(g.kNorm()), model.config().normEps(), g.temperature(), s.positions(),
                 s.caches(l), perRow(s));
         ops.attendRows(qkv, qkvWidth, s.caches(l), perRow(s), pointer(g.sinks()), s.attended().pointer(), rows,
-                s.positions(), spec.heads(), spec.kvHeads(), d, g.window(), spec.scale());
+                s.positions(), spec.heads(), spec.kvHeads(), d, g.window(), spec.scale(), s.attendPartials().pointer(),
+                s.attendPartials().byteSize(), s.arrivals().pointer(), s.arrivals().byteSize());
         linear(g.o(), s.attended().pointer(), s.h().pointer(), hidden, rows, true, s);
     }
 

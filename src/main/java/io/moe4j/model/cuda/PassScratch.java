@@ -53,6 +53,9 @@ final class PassScratch implements AutoCloseable {
     /** Greedy choices read back, one int a logits row. */
     private final DeviceBuffer chosen;
     private final DeviceBuffer partials;
+    /** Grouped-query attention's pieces of a row's span on their way to the merge, and its arrival counters. */
+    private final DeviceBuffer attendPartials;
+    private final DeviceBuffer arrivals;
 
     /**
      * @param cacheEntries cache addresses a layer: 1 (one sequence) or {@code rows} (a batch: one a row)
@@ -88,6 +91,19 @@ final class PassScratch implements AutoCloseable {
             chosen = keep(ops.allocate(4L * logitRows));
             int widest = Math.max(Math.max(hidden, w.qkv()), w.intermediate());
             partials = keep(ops.allocate(ModelOps.slicePartialsBytes(rows, widest)));
+            long pieces = 0;
+            int kvHeads = 0;
+            for (DeviceModel.Layer l : model.layers()) {
+                if (l.attention() instanceof DeviceModel.Gqa g) {
+                    var spec = g.spec();
+                    pieces = Math.max(pieces, ops.attendPartialsBytes(rows, spec.heads(), spec.kvHeads(),
+                            spec.headDim()));
+                    kvHeads = Math.max(kvHeads, spec.kvHeads());
+                }
+            }
+            attendPartials = keep(ops.allocate(pieces));
+            // the counters start at zero (a blocking copy of zero bits); each pass leaves them so
+            arrivals = keep(ops.upload(new float[Math.toIntExact(Math.max(1, r * kvHeads))]));
         } catch (RuntimeException e) {
             close();
             throw e;
@@ -133,6 +149,14 @@ final class PassScratch implements AutoCloseable {
 
     DeviceBuffer qLatentNormed() {
         return qLatentNormed;
+    }
+
+    DeviceBuffer attendPartials() {
+        return attendPartials;
+    }
+
+    DeviceBuffer arrivals() {
+        return arrivals;
     }
 
     DeviceBuffer latent() {

@@ -24,7 +24,7 @@
 
 #define LINEAR_TOKENS 4   // tokens a warp of model_linear_bf16 takes per pass over its weight row
 #define LINEAR_HOLD 4     // 16-byte loads a lane of model_linear_bf16 issues before using any (more cost occupancy)
-#define ATTEND_WARPS 16  // warps over a query's keys: decode has only heads x 1 blocks
+#define ATTEND_WARPS 16  // warps over a latent query's positions (model_attend_latent_rows)
 #define NEG_INF_F __int_as_float(0xff800000)  // no math headers under NVRTC
 #define HEAD_DIM_MAX 256  // the widest head the attention kernels take (8 values a lane)
 
@@ -657,93 +657,251 @@ __device__ __forceinline__ long long first_visible(long long position, int windo
     return 0;
 }
 
-// One block (ATTEND_WARPS warps) per (token, head). Each warp runs an online softmax over every ATTEND_WARPS-th key
-// of the query's visible span [from, position]; the warps' partial maxima, sums and outputs are merged at the end,
-// with the head's sink logit (if any) joining the denominator. Lane l holds dimensions l, l + 32, ...
-// The cache's rows are rowWidth floats apart; in row j the key's dimension d is at kOff + d, the value's at vOff + d.
-__device__ __forceinline__ void attend_span(const float* __restrict__ qh, int qkDim,
-                                            const float* __restrict__ cache, long long rowWidth, int kOff,
-                                            int vOff, int vDim, const float* __restrict__ sink, float* __restrict__ o,
-                                            long long from, long long position, float scale) {
-    __shared__ float sMax[ATTEND_WARPS];
-    __shared__ float sSum[ATTEND_WARPS];
-    __shared__ float sAcc[ATTEND_WARPS][HEAD_DIM_MAX];
-    const int per = HEAD_DIM_MAX / 32;
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    float qv[per], acc[per];
-#pragma unroll
-    for (int i = 0; i < per; i++) {
-        int d = lane + 32 * i;
-        qv[i] = d < qkDim ? qh[d] : 0.f;
-        acc[i] = 0.f;
-    }
-    float m = NEG_INF_F, l = 0.f;
-    for (long long j = from + warp; j <= position; j += ATTEND_WARPS) {
-        const float* row = cache + j * rowWidth;
-        const float* kr = row + kOff;
-        float s = 0.f;
-#pragma unroll
-        for (int i = 0; i < per; i++) {
-            int d = lane + 32 * i;
-            if (d < qkDim) s = fmaf(qv[i], kr[d], s);
-        }
-        s = warp_sum_f(s) * scale;
-        float mNew = fmaxf(m, s);
-        float correction = __expf(m - mNew);
-        float p = __expf(s - mNew);
-        l = l * correction + p;
-        const float* vr = row + vOff;
-#pragma unroll
-        for (int i = 0; i < per; i++) {
-            int d = lane + 32 * i;
-            acc[i] = acc[i] * correction + (d < vDim ? p * vr[d] : 0.f);
-        }
-        m = mNew;
-    }
-    if (lane == 0) {
-        sMax[warp] = m;
-        sSum[warp] = l;
-    }
-#pragma unroll
-    for (int i = 0; i < per; i++) {
-        int d = lane + 32 * i;
-        if (d < vDim) sAcc[warp][d] = acc[i];
-    }
-    __syncthreads();
-    if (warp != 0) return;
-    float total = sink == nullptr ? NEG_INF_F : *sink;
-    for (int w = 0; w < ATTEND_WARPS; w++) total = fmaxf(total, sMax[w]);
-    float denominator = sink == nullptr ? 0.f : __expf(*sink - total);
-    float f[ATTEND_WARPS];
-    for (int w = 0; w < ATTEND_WARPS; w++) {
-        f[w] = sSum[w] > 0.f ? __expf(sMax[w] - total) : 0.f;
-        denominator += sSum[w] * f[w];
-    }
-    for (int d = lane; d < vDim; d += 32) {
-        float v = 0.f;
-        for (int w = 0; w < ATTEND_WARPS; w++) v += sAcc[w][d] * f[w];
-        o[d] = v / denominator;
-    }
+// Grouped-query attention of each (token row, head) over its sequence's cache ([position][k | v], written for this
+// pass's rows by model_position_rows), into out [tokens, heads * headDim]; q: token rows qStride floats apart. A block
+// takes one token row, one kv head and the query heads that share it (group = heads / kvHeads, at most GQA_WARPS),
+// over one piece of the row's visible span [first_visible, position]: the span is cut into at most gridDim.z pieces
+// of whole tiles (at least GQA_MIN_TILES each), so that a decode step of a few rows still fills the device and a
+// long context is read by many blocks at once, and the kv head's keys and values are read once for all its query
+// heads, a tile of positions at a time into shared memory (cp.async, the next tile loading while this one is used).
+// Warp w takes head w % group; a group smaller than GQA_WARPS gives each head several warps, which take every
+// n-th position of a tile and are merged in the block. A piece's online softmax per head (running maximum, sum,
+// weighted values) goes to `partials` [token][head][piece][headDim + 2], and the block that arrives last for
+// (token, kv head) (`arrivals`: counters that start at zero and are left at zero) merges the pieces, the head's
+// sink logit (if any) joining the denominator; a span of one piece is finished by its block.
+// headDim: a multiple of 4, at most HEAD_DIM_MAX. grid: (tokens, kvHeads, pieces); block: 32 * GQA_WARPS
+#define GQA_WARPS 16
+#define GQA_TILE_FLOATS 2048  // keys of a tile (and as many values), double-buffered: 32 KB of shared memory
+#define GQA_MIN_TILES 4
+#define GQA_PIECES_MAX 64
+
+__device__ __forceinline__ void cp_async16(float* dst, const float* src) {
+    unsigned d = (unsigned) __cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
 }
 
-// Grouped-query attention of each (token row, head) over its sequence's cache ([position][k | v], written for this
-// pass's rows by model_position_rows), into out [tokens, heads * headDim]. q: token rows qStride floats apart.
-// grid: (tokens, heads); block: 32 * ATTEND_WARPS
-extern "C" __global__ void model_attend_rows(const float* __restrict__ q, int qStride,
-                                             const unsigned long long* __restrict__ caches, int perRow,
-                                             const float* __restrict__ sinks, float* __restrict__ out,
-                                             const long long* __restrict__ positions, int heads, int kvHeads,
-                                             int headDim, int window, float scale) {
-    const int t = blockIdx.x;
-    const int h = blockIdx.y;
+__device__ __forceinline__ float warp_max_f(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+extern "C" __global__ void __launch_bounds__(32 * GQA_WARPS)
+model_attend_rows(const float* __restrict__ q, int qStride, const unsigned long long* __restrict__ caches, int perRow,
+                  const float* __restrict__ sinks, float* __restrict__ out, const long long* __restrict__ positions,
+                  int heads, int kvHeads, int headDim, int window, float scale, float* __restrict__ partials,
+                  int* __restrict__ arrivals) {
+    __shared__ __align__(16) float sTiles[4 * GQA_TILE_FLOATS];  // keys [2][tile], then values [2][tile]
+    __shared__ float sWeights[GQA_WARPS][GQA_PIECES_MAX];
+    __shared__ int sLast;
+    const int per = HEAD_DIM_MAX / 32;
+    const int t = blockIdx.x, kvh = blockIdx.y, piece = blockIdx.z;
     const long long position = load_l2(positions + t);
     const float* cache = row_cache(caches, perRow, t);
     enter_after_prior_grid();
-    const int kvh = h / (heads / kvHeads);
+    const int tile = GQA_TILE_FLOATS / headDim;
+    const long long from = first_visible(position, window);
+    const long long span = position - from + 1;
+    long long chunk = (span + gridDim.z - 1) / gridDim.z;
+    if (chunk < (long long) GQA_MIN_TILES * tile) chunk = (long long) GQA_MIN_TILES * tile;
+    chunk = (chunk + tile - 1) / tile * tile;
+    const int pieces = (int) ((span + chunk - 1) / chunk);  // the pieces that hold positions: at most gridDim.z
+    if (piece >= pieces) return;
+    const long long lo = from + piece * chunk;
+    const long long hi = lo + chunk < position + 1 ? lo + chunk : position + 1;
+
+    const int group = heads / kvHeads;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int warpsPerHead = GQA_WARPS / group;  // warps past group * warpsPerHead (a group of 5: 15) hold no head
+    const int g = warp % group, sub = warp / group;
+    const bool active = sub < warpsPerHead;
+    const int h = kvh * group + g;
     const int width = kvHeads * headDim;
-    attend_span(q + (long long) t * qStride + (long long) h * headDim, headDim, cache, 2LL * width,
-                kvh * headDim, width + kvh * headDim, headDim, sinks == nullptr ? nullptr : sinks + h,
-                out + ((long long) t * heads + h) * headDim, first_visible(position, window), position, scale);
+    float qv[per], acc[per];
+    const float* qh = q + (long long) t * qStride + (long long) h * headDim;
+#pragma unroll
+    for (int i = 0; i < per; i++) {
+        int d = lane + 32 * i;
+        qv[i] = active && d < headDim ? qh[d] : 0.f;
+        acc[i] = 0.f;
+    }
+    float m = NEG_INF_F, l = 0.f;
+
+    // tile `k` of the piece into buffer k & 1: 16 bytes a thread at a time, keys and values
+    const int quads = headDim >> 2;
+    auto load = [&](long long base, int buffer) {
+        int n = (int) (hi - base < tile ? hi - base : tile);
+        float* sk = sTiles + buffer * GQA_TILE_FLOATS;
+        float* sv = sTiles + (2 + buffer) * GQA_TILE_FLOATS;
+        for (int i = threadIdx.x; i < n * quads; i += blockDim.x) {
+            int j = i / quads, c = (i - j * quads) << 2;
+            const float* row = cache + (base + j) * 2LL * width + (long long) kvh * headDim + c;
+            cp_async16(sk + j * headDim + c, row);
+            cp_async16(sv + j * headDim + c, row + width);
+        }
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    };
+    load(lo, 0);
+    int buffer = 0;
+    for (long long base = lo; base < hi; base += tile, buffer ^= 1) {
+        if (base + tile < hi) {
+            load(base + tile, buffer ^ 1);
+            asm volatile("cp.async.wait_group 1;" ::: "memory");
+        } else {
+            asm volatile("cp.async.wait_group 0;" ::: "memory");
+        }
+        __syncthreads();
+        const int n = (int) (hi - base < tile ? hi - base : tile);
+        const float* sk = sTiles + buffer * GQA_TILE_FLOATS;
+        const float* sv = sTiles + (2 + buffer) * GQA_TILE_FLOATS;
+        if (active) {
+            // two positions a step: their dot products and shuffles interleave
+            int j = sub;
+            for (; j + warpsPerHead < n; j += 2 * warpsPerHead) {
+                const float* k0 = sk + j * headDim;
+                const float* k1 = k0 + warpsPerHead * headDim;
+                float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+                for (int i = 0; i < per; i++) {
+                    int d = lane + 32 * i;
+                    if (d < headDim) {
+                        s0 = fmaf(qv[i], k0[d], s0);
+                        s1 = fmaf(qv[i], k1[d], s1);
+                    }
+                }
+#pragma unroll
+                for (int o = 16; o > 0; o >>= 1) {
+                    s0 += __shfl_xor_sync(0xffffffffu, s0, o);
+                    s1 += __shfl_xor_sync(0xffffffffu, s1, o);
+                }
+                s0 *= scale;
+                s1 *= scale;
+                float mNew = fmaxf(m, fmaxf(s0, s1));
+                float correction = __expf(m - mNew);
+                float p0 = __expf(s0 - mNew), p1 = __expf(s1 - mNew);
+                l = l * correction + p0 + p1;
+                const float* v0 = sv + j * headDim;
+                const float* v1 = v0 + warpsPerHead * headDim;
+#pragma unroll
+                for (int i = 0; i < per; i++) {
+                    int d = lane + 32 * i;
+                    if (d < headDim) acc[i] = acc[i] * correction + p0 * v0[d] + p1 * v1[d];
+                }
+                m = mNew;
+            }
+            if (j < n) {
+                const float* k0 = sk + j * headDim;
+                float s0 = 0.f;
+#pragma unroll
+                for (int i = 0; i < per; i++) {
+                    int d = lane + 32 * i;
+                    if (d < headDim) s0 = fmaf(qv[i], k0[d], s0);
+                }
+                s0 = warp_sum_f(s0) * scale;
+                float mNew = fmaxf(m, s0);
+                float correction = __expf(m - mNew);
+                float p0 = __expf(s0 - mNew);
+                l = l * correction + p0;
+                const float* v0 = sv + j * headDim;
+#pragma unroll
+                for (int i = 0; i < per; i++) {
+                    int d = lane + 32 * i;
+                    if (d < headDim) acc[i] = acc[i] * correction + p0 * v0[d];
+                }
+                m = mNew;
+            }
+        }
+        __syncthreads();  // before the next load overwrites this buffer
+    }
+
+    // a head's warps merged in the block (their slots in the tiles' memory), then this piece's entry goes to
+    // partials, or, for a span of one piece, the output
+    const int stride = headDim + 2;
+    if (active) {
+        float* slot = sTiles + warp * stride;
+        if (lane == 0) {
+            slot[0] = m;
+            slot[1] = l;
+        }
+#pragma unroll
+        for (int i = 0; i < per; i++) {
+            int d = lane + 32 * i;
+            if (d < headDim) slot[2 + d] = acc[i];
+        }
+    }
+    __syncthreads();
+    if (active && sub == 0) {
+        float top = NEG_INF_F;
+        for (int w = g; w < group * warpsPerHead; w += group) {
+            if (sTiles[w * stride + 1] > 0.f) top = fmaxf(top, sTiles[w * stride]);
+        }
+        float sum = 0.f;
+        for (int w = g; w < group * warpsPerHead; w += group) {
+            float lw = sTiles[w * stride + 1];
+            if (lw > 0.f) sum += lw * __expf(sTiles[w * stride] - top);
+        }
+        const float* sink = sinks == nullptr ? nullptr : sinks + h;
+        const float mx = pieces > 1 || sink == nullptr ? top : fmaxf(top, *sink);
+        const float den = sum * __expf(top - mx) + (pieces > 1 || sink == nullptr ? 0.f : __expf(*sink - mx));
+        float* entry = partials + (((long long) t * heads + h) * gridDim.z + piece) * stride;
+        for (int d = lane; d < headDim; d += 32) {
+            float v = 0.f;
+            for (int w = g; w < group * warpsPerHead; w += group) {
+                float lw = sTiles[w * stride + 1];
+                if (lw > 0.f) v += sTiles[w * stride + 2 + d] * __expf(sTiles[w * stride] - top);
+            }
+            if (pieces > 1) {
+                entry[2 + d] = v;
+            } else {
+                out[((long long) t * heads + h) * headDim + d] = v * __expf(top - mx) / den;
+            }
+        }
+        if (pieces > 1 && lane == 0) {
+            entry[0] = top;
+            entry[1] = sum;
+        }
+    }
+    if (pieces == 1) return;
+
+    // the last block of (token, kv head) to arrive merges the pieces of its heads, a warp a head: lanes over the
+    // pieces for their weights, then over the dimensions
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int* counter = arrivals + (long long) t * kvHeads + kvh;
+        sLast = atomicAdd(counter, 1) == pieces - 1;
+        if (sLast) *counter = 0;  // every piece of this pass has arrived: ready for the next
+    }
+    __syncthreads();
+    if (!sLast || warp >= group) return;
+    __threadfence();
+    const float* entries = partials + ((long long) t * heads + h) * gridDim.z * stride;
+    const float* sink = sinks == nullptr ? nullptr : sinks + h;
+    float me[2], le[2];
+    float top = sink == nullptr ? NEG_INF_F : *sink;
+#pragma unroll
+    for (int k = 0; k < 2; k++) {
+        int e = lane + 32 * k;
+        le[k] = e < pieces ? __ldcg(entries + (long long) e * stride + 1) : 0.f;
+        me[k] = e < pieces ? __ldcg(entries + (long long) e * stride) : NEG_INF_F;
+        if (le[k] > 0.f) top = fmaxf(top, me[k]);
+    }
+    top = warp_max_f(top);
+    float part = 0.f;
+#pragma unroll
+    for (int k = 0; k < 2; k++) {
+        int e = lane + 32 * k;
+        float f = le[k] > 0.f ? __expf(me[k] - top) : 0.f;
+        if (e < GQA_PIECES_MAX) sWeights[warp][e] = f;
+        part += le[k] * f;
+    }
+    const float den = warp_sum_f(part) + (sink == nullptr ? 0.f : __expf(*sink - top));
+    __syncwarp();
+    for (int d = lane; d < headDim; d += 32) {
+        float v = 0.f;
+        for (int e = 0; e < pieces; e++) v += __ldcg(entries + (long long) e * stride + 2 + d) * sWeights[warp][e];
+        out[((long long) t * heads + h) * headDim + d] = v / den;
+    }
 }
 
 // DeepSeek's multi-head latent attention, after q_b_proj (q [tokens, heads, nope + rope]) and kv_a_proj_with_mqa
@@ -813,7 +971,7 @@ extern "C" __global__ void model_mla_store_rows(const float* __restrict__ kv, in
 // head h's rows its key's no-rope part W_UK (nope rows), then its value W_UV (vDim rows). The block
 //   1. takes q_nope into the latent: qLat = q_nope . W_UK[h] (lora values, one a thread);
 //   2. runs the online softmax of (qLat . latent_j + q_rope . rope_j) * scale over positions 0 .. its own, each warp
-//      every ATTEND_WARPS-th position, a lane holding latent dimensions lane, lane + 32, ... (as attend_span);
+//      every ATTEND_WARPS-th position, a lane holding latent dimensions lane, lane + 32, ...;
 //   3. merges the warps' sums into the attended latent (softmax-weighted sum of latents);
 //   4. writes out[m] = W_UV[h] row m . that latent, a warp a row.
 // The cache then holds lora + rope floats a position instead of heads * (nope + vDim), and a decode step reads it

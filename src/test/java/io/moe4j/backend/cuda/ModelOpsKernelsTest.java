@@ -18,7 +18,8 @@ import org.junit.jupiter.api.Test;
  * The decoder's small device kernels against the formulas computed here in float64: the greedy choice (ties, NaN,
  * -infinity, widths not a multiple of 4) by {@link Logits#argmax}'s rule exactly; RMSNorm on each of its paths (rows
  * held in registers, rows of odd widths, rows too wide to hold) with and without the residual add; router logits
- * (float64 sums of exact products) with a bias; latent attention against its expanded form.
+ * (float64 sums of exact products) with a bias; grouped-query attention against softmax attention, latent
+ * attention against its expanded form.
  */
 class ModelOpsKernelsTest {
     @BeforeEach
@@ -137,6 +138,109 @@ class ModelOpsKernelsTest {
                 }
             }
         }
+    }
+
+    /**
+     * model_attend_rows against softmax attention computed here in float64: groups of 1 to 16 query heads a kv head
+     * (every warp layout of the block: several warps a head, idle warps, two heads a warp), heads of 64, 80 and 128,
+     * full, sliding and chunked windows, sinks, a decode row (its span in many pieces, merged by the last block) and
+     * three rows at once, run twice (the arrival counters must be left at zero).
+     */
+    @Test
+    void groupedQueryAttentionIsSoftmaxAttention() {
+        SplittableRandom rnd = new SplittableRandom(29);
+        int positions = 700;
+        int kvHeads = 2;
+        try (ModelOps ops = ModelOps.open(); Arena arena = Arena.ofConfined()) {
+            for (int group : new int[] {1, 4, 5, 8, 12, 16}) {
+                for (int headDim : new int[] {64, 80, 128}) {
+                    int heads = kvHeads * group;
+                    int width = kvHeads * headDim;
+                    float[] cache = random(rnd, positions * 2 * width, 1.0);
+                    float[] sinks = random(rnd, heads, 1.0);
+                    float scale = (float) (1 / Math.sqrt(headDim));
+                    for (long[] at : new long[][] {{positions - 1}, {3, 400, positions - 1}}) {
+                        for (int window : new int[] {0, 37, -64}) {
+                            boolean withSinks = window != -64;
+                            int tokens = at.length;
+                            int stride = heads * headDim + 2 * width; // q|k|v rows
+                            float[] q = random(rnd, tokens * stride, 1.0);
+                            try (DeviceBuffer dCache = ops.upload(cache); DeviceBuffer dq = ops.upload(q);
+                                    DeviceBuffer dSinks = ops.upload(sinks);
+                                    DeviceBuffer out = ops.allocate(4L * tokens * heads * headDim);
+                                    DeviceBuffer dPositions = ops.upload(arena.allocateFrom(ValueLayout.JAVA_LONG, at));
+                                    DeviceBuffer table = ops.upload(arena.allocateFrom(ValueLayout.JAVA_LONG,
+                                            dCache.pointer()));
+                                    DeviceBuffer partials = ops.allocate(ops.attendPartialsBytes(tokens, heads,
+                                            kvHeads, headDim));
+                                    DeviceBuffer arrivals = ops.upload(new float[tokens * kvHeads])) {
+                                float[] first = null;
+                                for (int run = 0; run < 2; run++) {
+                                    ops.attendRows(dq.pointer(), stride, table.pointer(), false,
+                                            withSinks ? dSinks.pointer() : 0L, out.pointer(), tokens,
+                                            dPositions.pointer(), heads, kvHeads, headDim, window, scale,
+                                            partials.pointer(), partials.byteSize(), arrivals.pointer(),
+                                            arrivals.byteSize());
+                                    float[] got = ops.readFloats(out, 0, tokens * heads * headDim);
+                                    if (first == null) {
+                                        first = got;
+                                    } else {
+                                        assertThat(got).isEqualTo(first);
+                                    }
+                                }
+                                double err = 0, norm = 0;
+                                for (int t = 0; t < tokens; t++) {
+                                    for (int h = 0; h < heads; h++) {
+                                        double[] want = softmaxAttention(q, t * stride + h * headDim, cache,
+                                                (h / group) * headDim, width, headDim, at[t], window,
+                                                withSinks ? sinks[h] : Double.NEGATIVE_INFINITY, scale);
+                                        for (int d = 0; d < headDim; d++) {
+                                            double e = first[(t * heads + h) * headDim + d] - want[d];
+                                            err += e * e;
+                                            norm += want[d] * want[d];
+                                        }
+                                    }
+                                }
+                                assertThat(Math.sqrt(err / norm)).as("group %d, head %d, rows %d, window %d",
+                                        group, headDim, tokens, window).isLessThan(2e-5);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /** One query head's attention over cache rows [k | v] (k of this head at kOff, v at width + kOff), in float64. */
+    private static double[] softmaxAttention(float[] q, int qAt, float[] cache, int kOff, int width, int headDim,
+                                             long position, int window, double sink, float scale) {
+        long from = window > 0 ? Math.max(0, position - window + 1) : window < 0 ? position / -window * -window : 0;
+        int n = (int) (position - from + 1);
+        double[] scores = new double[n];
+        double max = sink;
+        for (int j = 0; j < n; j++) {
+            int row = (int) (from + j) * 2 * width;
+            double s = 0;
+            for (int d = 0; d < headDim; d++) {
+                s += (double) q[qAt + d] * cache[row + kOff + d];
+            }
+            scores[j] = s * scale;
+            max = Math.max(max, scores[j]);
+        }
+        double total = Math.exp(sink - max);
+        double[] out = new double[headDim];
+        for (int j = 0; j < n; j++) {
+            double p = Math.exp(scores[j] - max);
+            total += p;
+            int row = (int) (from + j) * 2 * width;
+            for (int d = 0; d < headDim; d++) {
+                out[d] += p * cache[row + width + kOff + d];
+            }
+        }
+        for (int d = 0; d < headDim; d++) {
+            out[d] /= total;
+        }
+        return out;
     }
 
     /**
