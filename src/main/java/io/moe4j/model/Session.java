@@ -17,10 +17,25 @@ public final class Session implements AutoCloseable {
     private long position;
     /** Why the last forward failed part-way, leaving the caches inconsistent; null when the session is usable. */
     private String failure;
+    /**
+     * The most tokens one pass of the runtime takes: a longer prompt runs as passes of this many, one after another
+     * through the cache, so that the activations and the experts' buffers of a pass stay bounded whatever the
+     * prompt's length (on an H200, a 32k-token gpt-oss-20b prompt in one pass ran out of memory). {@code
+     * -Dmoe4j.passTokens}, read as a session starts.
+     */
+    private final int passTokens;
+
+    /** {@link #passTokens} unless set: the prefill GEMMs are well fed long before (~500 pairs an expert for gpt-oss). */
+    static final int PASS_TOKENS = 4096;
 
     Session(Model model, SequenceState state) {
         this.model = model;
         this.state = state;
+        this.passTokens = Integer.getInteger("moe4j.passTokens", PASS_TOKENS);
+        if (passTokens < 1) {
+            state.close();
+            throw new IllegalArgumentException("moe4j.passTokens must be at least 1, got " + passTokens);
+        }
     }
 
     /** How many positions this session has consumed (the next token's position). */
@@ -41,12 +56,12 @@ public final class Session implements AutoCloseable {
         return state instanceof HostSequence host ? host.cache(layer).rows() : (int) position;
     }
 
-    /** Feeds the tokens in one pass and returns the logits of every one of them, [tokens.length, vocab]. */
+    /** Feeds the tokens as a prompt and returns the logits of every one of them, [tokens.length, vocab]. */
     public float[] prefill(int[] tokens) {
         return forward(tokens, true);
     }
 
-    /** Feeds the tokens in one pass and returns only the last one's logits [vocab] (what generation needs). */
+    /** Feeds the tokens as a prompt and returns only the last one's logits [vocab] (what generation needs). */
     public float[] prefillLast(int[] tokens) {
         return forward(tokens, false);
     }
@@ -76,7 +91,8 @@ public final class Session implements AutoCloseable {
     }
 
     /**
-     * Feeds tokens at positions position() .. position()+n-1. Fails, leaving the session as it was, when they would
+     * Feeds tokens at positions position() .. position()+n-1, in one pass of the runtime or, beyond
+     * {@code moe4j.passTokens} (4096), in passes of that many. Fails, leaving the session as it was, when they would
      * run past the context limit or hold an id outside the vocabulary; a failure inside a layer leaves the caches
      * part-updated, so the session then refuses work until {@link #reset()}.
      *
@@ -88,15 +104,27 @@ public final class Session implements AutoCloseable {
             throw new IllegalArgumentException("no tokens to feed");
         }
         checkFeed(tokens, allLogits ? n : 1);
-        float[] logits;
+        float[] logits = null;
+        float[] all = null;
         try {
-            logits = state.forward(tokens, position, allLogits);
+            for (int from = 0; from < n; from += passTokens) {
+                int len = Math.min(passTokens, n - from);
+                int[] pass = len == n ? tokens : java.util.Arrays.copyOfRange(tokens, from, from + len);
+                logits = state.forward(pass, position + from, allLogits);
+                if (allLogits && len < n) {
+                    int row = logits.length / len;
+                    if (all == null) {
+                        all = new float[Math.multiplyExact(n, row)];
+                    }
+                    System.arraycopy(logits, 0, all, from * row, len * row);
+                }
+            }
         } catch (RuntimeException e) {
             failure = e.getMessage();
             throw e;
         }
         position += n;
-        return logits;
+        return all != null ? all : logits;
     }
 
     /**

@@ -56,8 +56,8 @@ class DeviceModelTest {
     }
 
     /**
-     * A prompt longer than a pass takes ({@code moe4j.cuda.passTokens}, 4096 by default; 5 here) runs as passes of
-     * that many through the cache: all logits, and the last token's alone (the earlier passes then take none).
+     * A prompt longer than a pass takes ({@code moe4j.passTokens}, 4096 by default; 5 here) runs as passes of that
+     * many through the cache: all logits, and the last token's alone.
      */
     @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
     @org.junit.jupiter.params.provider.MethodSource("io.moe4j.model.DeviceBatchTest#cases")
@@ -66,7 +66,7 @@ class DeviceModelTest {
         ModelCases.Case c = ModelCases.load(name);
         int[] ids = c.inputIds();
         int v = c.vocab();
-        String key = "moe4j.cuda.passTokens";
+        String key = "moe4j.passTokens";
         String before = System.getProperty(key);
         System.setProperty(key, "5");
         try (Model model = load(c); Session session = model.newSession(); Session lastOnly = model.newSession()) {

@@ -10,8 +10,9 @@ import static io.moe4j.testing.Norms.relL2;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The KV cache: prompts fed in pieces of any size give the reference logits, and sliding-window and chunked layers
- * keep only the positions a later query can still see.
+ * The KV cache: prompts fed in pieces of any size (by the caller, or by the session in passes of
+ * {@code moe4j.passTokens}) give the reference logits, and sliding-window and chunked layers keep only the positions
+ * a later query can still see.
  */
 class KvCacheTest {
 
@@ -46,6 +47,50 @@ class KvCacheTest {
         try (Model model = Model.load(c.dir(), options()); Session session = model.newSession()) {
             float[] got = inPieces(session, c.inputIds(), c.vocab(), piece);
             assertThat(relL2(got, c.logits())).isLessThanOrEqualTo(c.tolerance("emulation"));
+        }
+    }
+
+    /**
+     * A prompt longer than a pass takes ({@code moe4j.passTokens}; 5 here) runs as passes of that many through the
+     * cache, on the cpu backend: all logits, and the last token's alone, as the reference computes them in one go.
+     */
+    @ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.MethodSource("io.moe4j.model.DeviceBatchTest#cases")
+    void aPromptLongerThanAPassRunsAsSeveralPasses(String name) {
+        ModelCases.Case c = ModelCases.load(name);
+        int[] ids = c.inputIds();
+        int v = c.vocab();
+        String key = "moe4j.passTokens";
+        String before = System.getProperty(key);
+        System.setProperty(key, "5");
+        try (Model model = Model.load(c.dir(), ModelOptions.defaults().withBackend("cpu").withThreads(2));
+                Session all = model.newSession(); Session lastOnly = model.newSession()) {
+            float[] got = all.prefill(ids);
+            assertThat(got).hasSize(ids.length * v);
+            assertThat(relL2(got, c.logits())).isLessThanOrEqualTo(c.tolerance("cpu"));
+            float[] last = lastOnly.prefillLast(ids);
+            assertThat(last).hasSize(v);
+            assertThat(relL2(last, Arrays.copyOfRange(c.logits(), (ids.length - 1) * v, ids.length * v)))
+                    .isLessThanOrEqualTo(c.tolerance("cpu"));
+            assertThat(lastOnly.position()).isEqualTo(ids.length);
+        } finally {
+            if (before == null) {
+                System.clearProperty(key);
+            } else {
+                System.setProperty(key, before);
+            }
+        }
+    }
+
+    @Test
+    void aPassOfNoTokensIsRefused() {
+        String key = "moe4j.passTokens";
+        System.setProperty(key, "0");
+        try (Model model = Model.load(ModelCases.load("m_gptoss_mxfp4").dir(), options())) {
+            org.assertj.core.api.Assertions.assertThatThrownBy(model::newSession)
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("moe4j.passTokens");
+        } finally {
+            System.clearProperty(key);
         }
     }
 

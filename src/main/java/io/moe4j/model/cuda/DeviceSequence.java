@@ -34,15 +34,6 @@ final class DeviceSequence implements SequenceState {
     private boolean closed;
     /** With profiling on, host time of each of {@link #PHASES}. */
     private final PhaseClock clock;
-    /**
-     * The most tokens a pass takes: a longer prompt runs as passes of this many, one after another through the
-     * cache, so that a pass's activations and the experts' buffers stay bounded (a 32k-token gpt-oss-20b prompt in
-     * one pass needed ~8 GB of expert buffers alone). {@code -Dmoe4j.cuda.passTokens}, read as a sequence starts.
-     */
-    private final int passTokens;
-
-    /** {@link #passTokens} unless set: the prefill GEMMs are well fed by then (~500 pairs an expert for gpt-oss). */
-    static final int PASS_TOKENS = 4096;
 
     /** The phases {@link #profile} reports. */
     static final String[] PHASES = {"inputs", "attention", "router logits to host", "experts", "head", "logits to host",
@@ -54,53 +45,27 @@ final class DeviceSequence implements SequenceState {
         this.pass = new DevicePass(model, ops);
         this.clock = new PhaseClock(ops, PHASES.length);
         this.caches = new DeviceBuffer[model.layers().size()];
-        this.passTokens = Integer.getInteger("moe4j.cuda.passTokens", PASS_TOKENS);
-        if (passTokens < 1) {
-            throw new IllegalArgumentException("moe4j.cuda.passTokens must be at least 1, got " + passTokens);
-        }
     }
 
     @Override
     public float[] forward(int[] tokens, long start, boolean allLogits) {
-        int vocab = model.config().vocab();
-        float[] all = allLogits ? new float[Math.multiplyExact(tokens.length, vocab)] : null;
-        float[] last = null;
-        for (int from = 0; from < tokens.length; from += passTokens) {
-            int n = Math.min(passTokens, tokens.length - from);
-            int rows = allLogits ? n : from + n == tokens.length ? 1 : 0;
-            PassScratch s = run(java.util.Arrays.copyOfRange(tokens, from, from + n), start + from, rows);
-            if (rows > 0) {
-                last = ops.readFloats(s.logits(), 0, rows * vocab);
-                if (allLogits) {
-                    System.arraycopy(last, 0, all, from * vocab, rows * vocab);
-                }
-            }
-            clock.mark(5);
-        }
-        return allLogits ? all : last;
+        int rows = allLogits ? tokens.length : 1;
+        PassScratch s = run(tokens, start, rows);
+        float[] logits = ops.readFloats(s.logits(), 0, rows * model.config().vocab());
+        clock.mark(5);
+        return logits;
     }
 
     /** The greedy choice made on the device: one int comes back instead of the vocabulary's logits. */
     @Override
     public int forwardGreedy(int[] tokens, long start) {
-        if (tokens.length == 0) {
-            throw new IllegalArgumentException("no tokens to feed");
-        }
-        PassScratch s = null;
-        for (int from = 0; from < tokens.length; from += passTokens) {
-            int n = Math.min(passTokens, tokens.length - from);
-            s = run(java.util.Arrays.copyOfRange(tokens, from, from + n), start + from,
-                    from + n == tokens.length ? 1 : 0);
-        }
+        PassScratch s = run(tokens, start, 1);
         int next = ops.argmax(s.logits().pointer(), model.config().vocab(), s.chosen());
         clock.mark(5);
         return next;
     }
 
-    /**
-     * Enqueues a pass whose last {@code rows} rows' logits are left in the scratch's logits buffer (none: the pass
-     * only fills the cache, a long prompt's earlier part).
-     */
+    /** Enqueues a pass whose last {@code rows} rows' logits are left in the scratch's logits buffer. */
     private PassScratch run(int[] tokens, long start, int rows) {
         if (closed) {
             throw new IllegalStateException("this sequence is closed");
@@ -140,9 +105,7 @@ final class DeviceSequence implements SequenceState {
             }
             clock.mark(3);
         }
-        if (rows > 0) {
-            pass.head(s, n - rows, rows);
-        }
+        pass.head(s, n - rows, rows);
         clock.mark(4);
         return s;
     }
@@ -164,9 +127,7 @@ final class DeviceSequence implements SequenceState {
             pass.attention(l, s, n);
             pass.feedForward(l, s, n);
         }
-        if (rows > 0) {
-            pass.head(s, n - rows, rows);
-        }
+        pass.head(s, n - rows, rows);
     }
 
     /**
