@@ -1,6 +1,7 @@
 package io.moe4j.model;
 
 import io.moe4j.MoeException;
+import io.moe4j.testing.SystemProperty;
 import org.junit.jupiter.api.Test;
 
 import java.util.Arrays;
@@ -64,26 +65,11 @@ class DeviceModelTest {
     void aPromptLongerThanAPassRunsAsSeveralPasses(String name) {
         ConformanceModelsTest.assumeGpu();
         ModelCases.Case c = ModelCases.load(name);
-        int[] ids = c.inputIds();
-        int v = c.vocab();
-        String key = "moe4j.passTokens";
-        String before = System.getProperty(key);
-        System.setProperty(key, "5");
-        try (Model model = load(c); Session session = model.newSession(); Session lastOnly = model.newSession()) {
-            float[] got = session.prefill(ids);
-            assertThat(relL2(got, c.logits())).isLessThanOrEqualTo(c.tolerance("cuda"));
-            ConformanceModelsTest.assertClearTop1Agrees(c, got);
-            float[] last = lastOnly.prefillLast(ids);
-            float[] expected = Arrays.copyOfRange(c.logits(), (ids.length - 1) * v, ids.length * v);
-            assertThat(last).hasSize(v);
-            assertThat(relL2(last, expected)).isLessThanOrEqualTo(c.tolerance("cuda"));
-        } finally {
-            if (before == null) {
-                System.clearProperty(key);
-            } else {
-                System.setProperty(key, before);
+        SystemProperty.with("moe4j.passTokens", "5", () -> {
+            try (Model model = load(c)) {
+                KvCacheTest.assertPassesGiveTheReference(model, c, "cuda");
             }
-        }
+        });
     }
 
     /**
@@ -98,25 +84,18 @@ class DeviceModelTest {
         ModelCases.Case c = ModelCases.load(name);
         int[] ids = c.inputIds();
         int v = c.vocab();
-        String key = "moe4j.cuda.hostRouting";
-        String before = System.getProperty(key);
-        System.setProperty(key, "true");
-        try (Model model = load(c); Session session = model.newSession()) {
-            float[] got = new float[ids.length * v];
-            int half = ids.length / 2;
-            System.arraycopy(session.prefill(Arrays.copyOf(ids, half)), 0, got, 0, half * v);
-            for (int t = half; t < ids.length; t++) {
-                System.arraycopy(session.decode(ids[t]), 0, got, t * v, v);
+        SystemProperty.with("moe4j.cuda.hostRouting", "true", () -> {
+            try (Model model = load(c); Session session = model.newSession()) {
+                float[] got = new float[ids.length * v];
+                int half = ids.length / 2;
+                System.arraycopy(session.prefill(Arrays.copyOf(ids, half)), 0, got, 0, half * v);
+                for (int t = half; t < ids.length; t++) {
+                    System.arraycopy(session.decode(ids[t]), 0, got, t * v, v);
+                }
+                assertThat(relL2(got, c.logits())).isLessThanOrEqualTo(c.tolerance("cuda"));
+                ConformanceModelsTest.assertClearTop1Agrees(c, got);
             }
-            assertThat(relL2(got, c.logits())).isLessThanOrEqualTo(c.tolerance("cuda"));
-            ConformanceModelsTest.assertClearTop1Agrees(c, got);
-        } finally {
-            if (before == null) {
-                System.clearProperty(key);
-            } else {
-                System.setProperty(key, before);
-            }
-        }
+        });
     }
 
     @Test

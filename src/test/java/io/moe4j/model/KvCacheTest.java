@@ -4,6 +4,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Test;
 
+import io.moe4j.testing.SystemProperty;
+
 import java.util.Arrays;
 
 import static io.moe4j.testing.Norms.relL2;
@@ -58,40 +60,38 @@ class KvCacheTest {
     @org.junit.jupiter.params.provider.MethodSource("io.moe4j.model.DeviceBatchTest#cases")
     void aPromptLongerThanAPassRunsAsSeveralPasses(String name) {
         ModelCases.Case c = ModelCases.load(name);
+        SystemProperty.with("moe4j.passTokens", "5", () -> {
+            try (Model model = Model.load(c.dir(), ModelOptions.defaults().withBackend("cpu").withThreads(2))) {
+                assertPassesGiveTheReference(model, c, "cpu");
+            }
+        });
+    }
+
+    /** The case's prompt through two sessions of {@code model}: every logit, then the last one's alone. */
+    static void assertPassesGiveTheReference(Model model, ModelCases.Case c, String backend) {
         int[] ids = c.inputIds();
         int v = c.vocab();
-        String key = "moe4j.passTokens";
-        String before = System.getProperty(key);
-        System.setProperty(key, "5");
-        try (Model model = Model.load(c.dir(), ModelOptions.defaults().withBackend("cpu").withThreads(2));
-                Session all = model.newSession(); Session lastOnly = model.newSession()) {
+        try (Session all = model.newSession(); Session lastOnly = model.newSession()) {
             float[] got = all.prefill(ids);
             assertThat(got).hasSize(ids.length * v);
-            assertThat(relL2(got, c.logits())).isLessThanOrEqualTo(c.tolerance("cpu"));
+            assertThat(relL2(got, c.logits())).isLessThanOrEqualTo(c.tolerance(backend));
+            ConformanceModelsTest.assertClearTop1Agrees(c, got);
             float[] last = lastOnly.prefillLast(ids);
             assertThat(last).hasSize(v);
             assertThat(relL2(last, Arrays.copyOfRange(c.logits(), (ids.length - 1) * v, ids.length * v)))
-                    .isLessThanOrEqualTo(c.tolerance("cpu"));
+                    .isLessThanOrEqualTo(c.tolerance(backend));
             assertThat(lastOnly.position()).isEqualTo(ids.length);
-        } finally {
-            if (before == null) {
-                System.clearProperty(key);
-            } else {
-                System.setProperty(key, before);
-            }
         }
     }
 
     @Test
     void aPassOfNoTokensIsRefused() {
-        String key = "moe4j.passTokens";
-        System.setProperty(key, "0");
-        try (Model model = Model.load(ModelCases.load("m_gptoss_mxfp4").dir(), options())) {
-            org.assertj.core.api.Assertions.assertThatThrownBy(model::newSession)
-                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("moe4j.passTokens");
-        } finally {
-            System.clearProperty(key);
-        }
+        SystemProperty.with("moe4j.passTokens", "0", () -> {
+            try (Model model = Model.load(ModelCases.load("m_gptoss_mxfp4").dir(), options())) {
+                org.assertj.core.api.Assertions.assertThatThrownBy(model::newSession)
+                        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("moe4j.passTokens");
+            }
+        });
     }
 
     @Test
