@@ -158,6 +158,62 @@ final class AttentionMath {
     }
 
     /**
+     * Four queries' weighted sums over the same n values: out[o_r + i] += Σ_j p[pOff + r·pStride + j] ·
+     * v[vOff + j·vStride + i] for r < 4, i < d; two vectors of each output stay in registers and each value vector is
+     * loaded once for the four. Each element sums its values in j's order, as {@link #weightedSum} does.
+     */
+    static void weightedSum4(float[] p, int pOff, int pStride, int n, float[] v, int vOff, int vStride, int d,
+                             float[] out, int o0, int o1, int o2, int o3) {
+        int p0 = pOff;
+        int p1 = pOff + pStride;
+        int p2 = pOff + 2 * pStride;
+        int p3 = pOff + 3 * pStride;
+        int i = 0;
+        for (; i + 2 * L <= d; i += 2 * L) {
+            FloatVector a0 = FloatVector.fromArray(S, out, o0 + i);
+            FloatVector b0 = FloatVector.fromArray(S, out, o0 + i + L);
+            FloatVector a1 = FloatVector.fromArray(S, out, o1 + i);
+            FloatVector b1 = FloatVector.fromArray(S, out, o1 + i + L);
+            FloatVector a2 = FloatVector.fromArray(S, out, o2 + i);
+            FloatVector b2 = FloatVector.fromArray(S, out, o2 + i + L);
+            FloatVector a3 = FloatVector.fromArray(S, out, o3 + i);
+            FloatVector b3 = FloatVector.fromArray(S, out, o3 + i + L);
+            for (int j = 0; j < n; j++) {
+                int at = vOff + j * vStride + i;
+                FloatVector va = FloatVector.fromArray(S, v, at);
+                FloatVector vb = FloatVector.fromArray(S, v, at + L);
+                FloatVector w0 = FloatVector.broadcast(S, p[p0 + j]);
+                a0 = va.fma(w0, a0);
+                b0 = vb.fma(w0, b0);
+                FloatVector w1 = FloatVector.broadcast(S, p[p1 + j]);
+                a1 = va.fma(w1, a1);
+                b1 = vb.fma(w1, b1);
+                FloatVector w2 = FloatVector.broadcast(S, p[p2 + j]);
+                a2 = va.fma(w2, a2);
+                b2 = vb.fma(w2, b2);
+                FloatVector w3 = FloatVector.broadcast(S, p[p3 + j]);
+                a3 = va.fma(w3, a3);
+                b3 = vb.fma(w3, b3);
+            }
+            a0.intoArray(out, o0 + i);
+            b0.intoArray(out, o0 + i + L);
+            a1.intoArray(out, o1 + i);
+            b1.intoArray(out, o1 + i + L);
+            a2.intoArray(out, o2 + i);
+            b2.intoArray(out, o2 + i + L);
+            a3.intoArray(out, o3 + i);
+            b3.intoArray(out, o3 + i + L);
+        }
+        if (i < d) {
+            // the rest (under two vectors) a query at a time
+            weightedSum(p, p0, n, v, vOff + i, vStride, d - i, out, o0 + i);
+            weightedSum(p, p1, n, v, vOff + i, vStride, d - i, out, o1 + i);
+            weightedSum(p, p2, n, v, vOff + i, vStride, d - i, out, o2 + i);
+            weightedSum(p, p3, n, v, vOff + i, vStride, d - i, out, o3 + i);
+        }
+    }
+
+    /**
      * Below this, (score − max) gives a weight that is dropped: e^-41 ≈ 2^-59, under float32's resolution of the
      * largest weight (1) by 35 binary orders, and far enough above the smallest normal that no weight, sum or
      * normalized weight is ever subnormal (a subnormal operand costs Intel cores 50-100x).
@@ -220,6 +276,76 @@ final class AttentionMath {
         }
         for (; j < n; j++) {
             s[off + j] *= inv;
+        }
+    }
+
+    /** Positions a key panel holds: one vector's lanes. */
+    static final int PANEL = L;
+
+    /**
+     * Keys [n positions, d] (row j at kOff + j·kStride) as panels of {@link #PANEL} positions, dimension-major:
+     * panel b's value for dimension c and position b·PANEL + lane at out[outOff + (b·d + c)·PANEL + lane]; positions
+     * past n are 0. Scores against a panel are then a vector of positions with no lane reduction ({@link #panelDots}).
+     */
+    static void toPanels(float[] k, int kOff, int kStride, int n, int d, float[] out, int outOff) {
+        int panels = Math.ceilDiv(n, PANEL);
+        java.util.Arrays.fill(out, outOff, outOff + panels * d * PANEL, 0f);
+        for (int j = 0; j < n; j++) {
+            int base = outOff + (j / PANEL) * d * PANEL + j % PANEL;
+            int row = kOff + j * kStride;
+            for (int c = 0; c < d; c++) {
+                out[base + c * PANEL] = k[row + c];
+            }
+        }
+    }
+
+    /**
+     * out[outOff + r·outStride + lane] = scale · Σ_c panel[c·PANEL + lane] · x[xOff + r·d + c] for the {@code rows}
+     * queries of x (rows of d) against one key panel ({@link #toPanels}): the scores of PANEL positions at once, eight
+     * queries sharing each panel vector (eight independent sums, enough to keep both FMA ports busy).
+     */
+    static void panelDots(float[] panel, int pOff, int d, float[] x, int xOff, int rows, float scale, float[] out,
+                          int outOff, int outStride) {
+        FloatVector sv = FloatVector.broadcast(S, scale);
+        int r = 0;
+        for (; r + 8 <= rows; r += 8) {
+            FloatVector a0 = FloatVector.zero(S);
+            FloatVector a1 = a0;
+            FloatVector a2 = a0;
+            FloatVector a3 = a0;
+            FloatVector a4 = a0;
+            FloatVector a5 = a0;
+            FloatVector a6 = a0;
+            FloatVector a7 = a0;
+            int x0 = xOff + r * d;
+            for (int c = 0; c < d; c++) {
+                FloatVector w = FloatVector.fromArray(S, panel, pOff + c * PANEL);
+                a0 = w.fma(FloatVector.broadcast(S, x[x0 + c]), a0);
+                a1 = w.fma(FloatVector.broadcast(S, x[x0 + d + c]), a1);
+                a2 = w.fma(FloatVector.broadcast(S, x[x0 + 2 * d + c]), a2);
+                a3 = w.fma(FloatVector.broadcast(S, x[x0 + 3 * d + c]), a3);
+                a4 = w.fma(FloatVector.broadcast(S, x[x0 + 4 * d + c]), a4);
+                a5 = w.fma(FloatVector.broadcast(S, x[x0 + 5 * d + c]), a5);
+                a6 = w.fma(FloatVector.broadcast(S, x[x0 + 6 * d + c]), a6);
+                a7 = w.fma(FloatVector.broadcast(S, x[x0 + 7 * d + c]), a7);
+            }
+            int at = outOff + r * outStride;
+            a0.mul(sv).intoArray(out, at);
+            a1.mul(sv).intoArray(out, at + outStride);
+            a2.mul(sv).intoArray(out, at + 2 * outStride);
+            a3.mul(sv).intoArray(out, at + 3 * outStride);
+            a4.mul(sv).intoArray(out, at + 4 * outStride);
+            a5.mul(sv).intoArray(out, at + 5 * outStride);
+            a6.mul(sv).intoArray(out, at + 6 * outStride);
+            a7.mul(sv).intoArray(out, at + 7 * outStride);
+        }
+        for (; r < rows; r++) {
+            FloatVector a = FloatVector.zero(S);
+            int x0 = xOff + r * d;
+            for (int c = 0; c < d; c++) {
+                a = FloatVector.fromArray(S, panel, pOff + c * PANEL).fma(FloatVector.broadcast(S, x[x0 + c]), a);
+            }
+            a.mul(sv).intoArray(out, outOff + r * outStride);
         }
     }
 }

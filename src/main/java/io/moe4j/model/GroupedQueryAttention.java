@@ -20,6 +20,13 @@ public final class GroupedQueryAttention implements Attention {
     private final float[] sinks;
     private final Parallel parallel;
 
+    /** From this many tokens a segment attends by key panels ({@link #attendPrompt}). */
+    static final int PANEL_TOKENS = 16;
+    /** Consecutive tokens whose queries meet each key panel together in a prompt. */
+    private static final int PROMPT_TOKENS_PER_TASK = 8;
+    /** Positions of values a prompt's queries sum together (64 positions of a 64-float head: 16 KB, in L1). */
+    private static final int VALUE_BLOCK = 64;
+
     /**
      * @param qNorm per-head norm of the queries (weighted RMSNorm for Qwen3, weightless for Llama-4), or null
      * @param sinks per-head sink logits, or null
@@ -112,6 +119,11 @@ public final class GroupedQueryAttention implements Attention {
         }
         cache.append(rows, tokens);
 
+        if (tokens >= PANEL_TOKENS) {
+            attendPrompt(s, qs, attended);
+            cache.dropBefore(spec.window().keepFrom(start + tokens));
+            return;
+        }
         int group = heads / kvHeads;
         float[] data = cache.data();
         int width = cache.width();
@@ -140,14 +152,123 @@ public final class GroupedQueryAttention implements Attention {
                 }
                 AttentionMath.dots(qs, qOff, queries, data, base + kvh * d, width, n, d, spec.scale(), scores, 0, n);
                 for (int r = 0; r < queries; r++) {
-                    int h = h0 + r;
-                    AttentionMath.softmax(scores, r * n, n, sinks != null, sinks == null ? 0f : sinks[h]);
-                    AttentionMath.weightedSum(scores, r * n, n, data, base + kvWidth + kvh * d, width, d, attended,
-                            qOff[r]);
+                    AttentionMath.softmax(scores, r * n, n, sinks != null, sinks == null ? 0f : sinks[h0 + r]);
+                }
+                int values = base + kvWidth + kvh * d;
+                if (queries == 4) {
+                    // the four heads' sums load each value once (the same sums, bit for bit, as one a head)
+                    AttentionMath.weightedSum4(scores, 0, n, n, data, values, width, d, attended, qOff[0], qOff[1],
+                            qOff[2], qOff[3]);
+                } else {
+                    for (int r = 0; r < queries; r++) {
+                        AttentionMath.weightedSum(scores, r * n, n, data, values, width, d, attended, qOff[r]);
+                    }
                 }
             }
         });
         cache.dropBefore(spec.window().keepFrom(start + tokens));
+    }
+
+    /**
+     * A prompt's attention, the segment's keys (cache appended) already in place: each KV head's visible keys as
+     * panels of positions ({@link AttentionMath#toPanels}), so a query's scores come a vector of positions at a time
+     * with no lane reduction; the queries of {@link #PROMPT_TOKENS_PER_TASK} consecutive tokens (all the group's
+     * heads) meet each panel together.
+     */
+    private void attendPrompt(Segment s, float[] qs, float[] attended) {
+        int d = spec.headDim();
+        int heads = spec.heads();
+        int kvHeads = spec.kvHeads();
+        int group = heads / kvHeads;
+        int qWidth = heads * d;
+        int kvWidth = kvHeads * d;
+        int tokens = s.tokens();
+        KvBuffer cache = s.cache();
+        long start = s.start();
+        float[] data = cache.data();
+        int width = cache.width();
+        long first = cache.first();
+        int held = (int) (cache.end() - first);
+        int base = cache.offset(first);
+        int panels = Math.ceilDiv(held, AttentionMath.PANEL);
+        int panelFloats = panels * d * AttentionMath.PANEL;
+        float[] keyPanels = new float[kvHeads * panelFloats];
+        // each KV head's values contiguous, [kvh][position][d], so that a block of positions stays in L1 while
+        // every query of a task sums it
+        float[] values = new float[kvHeads * held * d];
+        parallel.forEach(kvHeads, (long) held * d, kvh -> {
+            AttentionMath.toPanels(data, base + kvh * d, width, held, d, keyPanels, kvh * panelFloats);
+            for (int j = 0; j < held; j++) {
+                System.arraycopy(data, base + j * width + kvWidth + kvh * d, values, (kvh * held + j) * d, d);
+            }
+        });
+
+        int blocks = Math.ceilDiv(tokens, PROMPT_TOKENS_PER_TASK);
+        // A task: one KV head's every stride-th block of tokens (interleaved, so causal rows spread evenly), with
+        // its buffers allocated once.
+        int stride = Math.min(blocks, Math.ceilDiv(4 * parallel.threads(), kvHeads));
+        int rowsMax = PROMPT_TOKENS_PER_TASK * group;
+        parallel.forEach(kvHeads * stride, (long) tokens / stride * group * held * d, task -> {
+            int kvh = task % kvHeads;
+            float[] x = new float[rowsMax * d];
+            float[] scores = new float[rowsMax * panels * AttentionMath.PANEL];
+            for (int b = task / kvHeads; b < blocks; b += stride) {
+                int t0 = b * PROMPT_TOKENS_PER_TASK;
+                int tn = Math.min(PROMPT_TOKENS_PER_TASK, tokens - t0);
+                int rows = tn * group;
+                // the block's queries, token-major then head, as contiguous rows of d
+                for (int t = 0; t < tn; t++) {
+                    System.arraycopy(qs, (s.row() + t0 + t) * qWidth + kvh * group * d, x, t * group * d, group * d);
+                }
+                // the panels any of the block's tokens sees: from the first token's window to the last token
+                long lo = Math.max(spec.window().firstVisible(start + t0), first);
+                long hi = start + t0 + tn - 1;
+                int p0 = (int) (lo - first) / AttentionMath.PANEL;
+                int p1 = (int) (hi - first) / AttentionMath.PANEL;
+                int span = (p1 - p0 + 1) * AttentionMath.PANEL;
+                for (int p = p0; p <= p1; p++) {
+                    AttentionMath.panelDots(keyPanels, kvh * panelFloats + p * d * AttentionMath.PANEL, d, x, 0,
+                            rows, spec.scale(), scores, (p - p0) * AttentionMath.PANEL, span);
+                }
+                for (int t = 0; t < tn; t++) {
+                    long position = start + t0 + t;
+                    long from = Math.max(spec.window().firstVisible(position), first);
+                    int n = (int) (position - from + 1);
+                    int off = (int) (from - first) - p0 * AttentionMath.PANEL;
+                    for (int g = 0; g < group; g++) {
+                        AttentionMath.softmax(scores, (t * group + g) * span + off, n, sinks != null,
+                                sinks == null ? 0f : sinks[kvh * group + g]);
+                    }
+                }
+                // the values a block of positions at a time, every query of the task through it (each output
+                // element still sums its positions in order, so this is what one pass a query gives)
+                int spanStart = p0 * AttentionMath.PANEL; // position index (from first) of scores' column 0
+                for (int c0 = (int) (lo - first); c0 <= (int) (hi - first); c0 += VALUE_BLOCK) {
+                    int c1 = Math.min(c0 + VALUE_BLOCK, (int) (hi - first) + 1);
+                    for (int t = 0; t < tn; t++) {
+                        long position = start + t0 + t;
+                        int from = (int) (Math.max(spec.window().firstVisible(position), first) - first);
+                        int j0 = Math.max(c0, from);
+                        int j1 = Math.min(c1, (int) (position - first) + 1);
+                        if (j1 <= j0) {
+                            continue;
+                        }
+                        int pAt = t * group * span + j0 - spanStart;
+                        int vAt = (kvh * held + j0) * d;
+                        int oAt = (s.row() + t0 + t) * qWidth + kvh * group * d;
+                        int g = 0;
+                        for (; g + 4 <= group; g += 4) {
+                            AttentionMath.weightedSum4(scores, pAt + g * span, span, j1 - j0, values, vAt, d, d,
+                                    attended, oAt + g * d, oAt + (g + 1) * d, oAt + (g + 2) * d, oAt + (g + 3) * d);
+                        }
+                        for (; g < group; g++) {
+                            AttentionMath.weightedSum(scores, pAt + g * span, j1 - j0, values, vAt, d, d, attended,
+                                    oAt + g * d);
+                        }
+                    }
+                }
+            }
+        });
     }
 
     /** The per-head steps before attention, in the family's order: weighted norm, RoPE, weightless norm. */
