@@ -158,62 +158,6 @@ final class AttentionMath {
     }
 
     /**
-     * Four queries' weighted sums over the same n values: out[o_r + i] += Σ_j p[pOff + r·pStride + j] ·
-     * v[vOff + j·vStride + i] for r < 4, i < d; two vectors of each output stay in registers and each value vector is
-     * loaded once for the four. Each element sums its values in j's order, as {@link #weightedSum} does.
-     */
-    static void weightedSum4(float[] p, int pOff, int pStride, int n, float[] v, int vOff, int vStride, int d,
-                             float[] out, int o0, int o1, int o2, int o3) {
-        int p0 = pOff;
-        int p1 = pOff + pStride;
-        int p2 = pOff + 2 * pStride;
-        int p3 = pOff + 3 * pStride;
-        int i = 0;
-        for (; i + 2 * L <= d; i += 2 * L) {
-            FloatVector a0 = FloatVector.fromArray(S, out, o0 + i);
-            FloatVector b0 = FloatVector.fromArray(S, out, o0 + i + L);
-            FloatVector a1 = FloatVector.fromArray(S, out, o1 + i);
-            FloatVector b1 = FloatVector.fromArray(S, out, o1 + i + L);
-            FloatVector a2 = FloatVector.fromArray(S, out, o2 + i);
-            FloatVector b2 = FloatVector.fromArray(S, out, o2 + i + L);
-            FloatVector a3 = FloatVector.fromArray(S, out, o3 + i);
-            FloatVector b3 = FloatVector.fromArray(S, out, o3 + i + L);
-            for (int j = 0; j < n; j++) {
-                int at = vOff + j * vStride + i;
-                FloatVector va = FloatVector.fromArray(S, v, at);
-                FloatVector vb = FloatVector.fromArray(S, v, at + L);
-                FloatVector w0 = FloatVector.broadcast(S, p[p0 + j]);
-                a0 = va.fma(w0, a0);
-                b0 = vb.fma(w0, b0);
-                FloatVector w1 = FloatVector.broadcast(S, p[p1 + j]);
-                a1 = va.fma(w1, a1);
-                b1 = vb.fma(w1, b1);
-                FloatVector w2 = FloatVector.broadcast(S, p[p2 + j]);
-                a2 = va.fma(w2, a2);
-                b2 = vb.fma(w2, b2);
-                FloatVector w3 = FloatVector.broadcast(S, p[p3 + j]);
-                a3 = va.fma(w3, a3);
-                b3 = vb.fma(w3, b3);
-            }
-            a0.intoArray(out, o0 + i);
-            b0.intoArray(out, o0 + i + L);
-            a1.intoArray(out, o1 + i);
-            b1.intoArray(out, o1 + i + L);
-            a2.intoArray(out, o2 + i);
-            b2.intoArray(out, o2 + i + L);
-            a3.intoArray(out, o3 + i);
-            b3.intoArray(out, o3 + i + L);
-        }
-        if (i < d) {
-            // the rest (under two vectors) a query at a time
-            weightedSum(p, p0, n, v, vOff + i, vStride, d - i, out, o0 + i);
-            weightedSum(p, p1, n, v, vOff + i, vStride, d - i, out, o1 + i);
-            weightedSum(p, p2, n, v, vOff + i, vStride, d - i, out, o2 + i);
-            weightedSum(p, p3, n, v, vOff + i, vStride, d - i, out, o3 + i);
-        }
-    }
-
-    /**
      * Below this, (score − max) gives a weight that is dropped: e^-41 ≈ 2^-59, under float32's resolution of the
      * largest weight (1) by 35 binary orders, and far enough above the smallest normal that no weight, sum or
      * normalized weight is ever subnormal (a subnormal operand costs Intel cores 50-100x).

@@ -155,14 +155,8 @@ public final class GroupedQueryAttention implements Attention {
                     AttentionMath.softmax(scores, r * n, n, sinks != null, sinks == null ? 0f : sinks[h0 + r]);
                 }
                 int values = base + kvWidth + kvh * d;
-                if (queries == 4) {
-                    // the four heads' sums load each value once (the same sums, bit for bit, as one a head)
-                    AttentionMath.weightedSum4(scores, 0, n, n, data, values, width, d, attended, qOff[0], qOff[1],
-                            qOff[2], qOff[3]);
-                } else {
-                    for (int r = 0; r < queries; r++) {
-                        AttentionMath.weightedSum(scores, r * n, n, data, values, width, d, attended, qOff[r]);
-                    }
+                for (int r = 0; r < queries; r++) {
+                    AttentionMath.weightedSum(scores, r * n, n, data, values, width, d, attended, qOff[r]);
                 }
             }
         });
@@ -256,12 +250,7 @@ public final class GroupedQueryAttention implements Attention {
                         int pAt = t * group * span + j0 - spanStart;
                         int vAt = (kvh * held + j0) * d;
                         int oAt = (s.row() + t0 + t) * qWidth + kvh * group * d;
-                        int g = 0;
-                        for (; g + 4 <= group; g += 4) {
-                            AttentionMath.weightedSum4(scores, pAt + g * span, span, j1 - j0, values, vAt, d, d,
-                                    attended, oAt + g * d, oAt + (g + 1) * d, oAt + (g + 2) * d, oAt + (g + 3) * d);
-                        }
-                        for (; g < group; g++) {
+                        for (int g = 0; g < group; g++) {
                             AttentionMath.weightedSum(scores, pAt + g * span, j1 - j0, values, vAt, d, d, attended,
                                     oAt + g * d);
                         }

@@ -95,27 +95,6 @@ class AttentionMathTest {
         }
     }
 
-    @Test
-    void fourWeightedSumsAreEachARunOfAxpyBitForBit() {
-        SplittableRandom rnd = new SplittableRandom(10);
-        int stride = 3 * MAX;
-        for (int n = 0; n <= 5; n++) {
-            float[] p = random(rnd, 2 + 4 * 7);
-            float[] v = random(rnd, 1 + Math.max(1, n) * stride);
-            for (int d = 0; d <= 2 * MAX; d++) {
-                float[] out = random(rnd, 4 * (d + 3));
-                float[] want = out.clone();
-                for (int r = 0; r < 4; r++) {
-                    for (int j = 0; j < n; j++) {
-                        axpy(p[2 + r * 7 + j], v, 1 + j * stride, want, r * (d + 3), d);
-                    }
-                }
-                AttentionMath.weightedSum4(p, 2, 7, n, v, 1, stride, d, out, 0, d + 3, 2 * (d + 3), 3 * (d + 3));
-                assertThat(out).as("n %d, d %d", n, d).isEqualTo(want);
-            }
-        }
-    }
-
     /**
      * The vector softmax against float64 at every length, with and without a sink, on scores spread so that some
      * weights fall under the cut: kept weights within 1e-6 of float64 (absolute, weights are at most 1), dropped ones
