@@ -1,23 +1,15 @@
-// Timing-only microbenchmark (not part of the engine): can a latency-bound kernel (one block, as the router's select
-// or a decode step's attention) bring the next GEMV's weights into L2 while it runs, so that the GEMV after it reads
-// from L2 instead of HBM? Compares a GEMV-like read of B bytes after a spin of S us, with and without an L2 prefetch
-// of those bytes issued at the spin's start (TMA bulk prefetch, cp.async.bulk.prefetch.L2, sm_90; or one
-// prefetch.global.L2 a 128-byte line). Eight buffer sets rotate so that every read is cold in L2.
+// Timing-only microbenchmark (not part of the engine): can an L2 prefetch of the next GEMV's weights, issued beside a
+// latency-bound kernel (one block, as the router's select or a decode step's attention) or beside an earlier GEMV,
+// make the GEMV after it read from L2 instead of HBM? The prefetch is a kernel of P blocks on a second stream forked
+// before the first kernel (cp.async.bulk.prefetch.L2, sm_90, chunk bytes a thread). Then, serialized on one stream:
+// a GEMV after a completed prefetch kernel, and after a GEMV of the same bytes. Eight buffer sets rotate so that every
+// read is cold in L2. docs/cuda.md (Tried and rejected) has the H200's figures.
 // Build and run on the GPU machine: nvcc -O3 -arch=sm_90 -o /tmp/l2_prefetch tools/l2_prefetch.cu && /tmp/l2_prefetch
 #include <cstdio>
 #include <cstdint>
 #include <cuda_runtime.h>
 
-__global__ void spin(long long cycles, const char* pf, long long bytes, int chunk, int mode) {
-    if (bytes > 0 && mode == 1) {            // TMA bulk prefetch, chunks spread over the warp's lanes
-        for (long long o = (long long)threadIdx.x * chunk; o < bytes; o += 32LL * chunk) {
-            unsigned n = (unsigned)(bytes - o < chunk ? bytes - o : chunk);
-            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(pf + o), "r"(n) : "memory");
-        }
-    } else if (bytes > 0 && mode == 2) {     // one prefetch a line
-        for (long long o = (long long)threadIdx.x * 128; o < bytes; o += 32 * 128)
-            asm volatile("prefetch.global.L2 [%0];" ::"l"(pf + o));
-    }
+__global__ void spin(long long cycles) {
     long long t0 = clock64();
     while (clock64() - t0 < cycles) { }
 }
@@ -72,7 +64,7 @@ int main() {
                     cudaStreamWaitEvent(side, fork, 0);
                     prefetcher<<<P, threads, 0, side>>>(p, bytes, chunk);
                 }
-                if (spinUs >= 0) spin<<<1, 32, 0, main_>>>(cycles, p, 0, 0, 0);
+                if (spinUs >= 0) spin<<<1, 32, 0, main_>>>(cycles);
                 else gemv<<<sms * 4, 256, 0, main_>>>((const uint4*)q, firstBytes / 16, sink);
                 if (bytes > 0) gemv<<<sms * 4, 256, 0, main_>>>((const uint4*)p, bytes / 16, sink);
             }
@@ -86,7 +78,7 @@ int main() {
     // serialized on one stream: is what a completed prefetch leaves in L2 read faster?
     auto serial = [&](long long bytes, int mode, int P, int chunk) {
         for (int pass = 0; pass < 2; ++pass) {
-            float total = 0, warmMs = 0;
+            float total = 0;
             for (int c = 0; c < N; ++c) {
                 const char* p = buf + (c % SETS) * maxBytes;
                 if (mode == 1) prefetcher<<<P, 32, 0, main_>>>(p, bytes, chunk);
@@ -106,6 +98,21 @@ int main() {
         cudaEventRecord(b, main_); cudaEventSynchronize(b);
         float ms; cudaEventElapsedTime(&ms, a, b); return ms * 1000.0 / N;
     };
+    for (long long mb : {18LL, 24LL, 35LL}) {
+        long long bytes = mb << 20;
+        for (double s : {3.0, 6.0, 10.0}) {
+            printf("B = %lld MB, spin %4.1f us then gemv: %.2f us; side prefetch", mb, s, run(s, 0, bytes, 0, 0, 0));
+            for (int P : {16, 66, 132}) for (int chunk : {16384, 65536}) for (int th : {32, 128})
+                printf(" | P%d c%dK t%d %.2f", P, chunk / 1024, th, run(s, 0, bytes, P, th, chunk));
+            printf("\n");
+        }
+        for (long long fmb : {18LL, 35LL}) {
+            printf("B = %lld MB, gemv %lld MB then gemv: %.2f us; side prefetch", mb, fmb, run(-1, fmb << 20, bytes, 0, 0, 0));
+            for (int P : {16, 66, 132}) for (int chunk : {16384, 65536}) for (int th : {32, 128})
+                printf(" | P%d c%dK t%d %.2f", P, chunk / 1024, th, run(-1, fmb << 20, bytes, P, th, chunk));
+            printf("\n");
+        }
+    }
     for (long long mb : {18LL, 35LL}) {
         long long bytes = mb << 20;
         printf("B = %lld MB: gemv cold %.2f us, after a gemv of the same bytes %.2f us", mb, serial(bytes, 0, 0, 0), serial(bytes, 2, 0, 0));
