@@ -15,9 +15,10 @@ import jdk.incubator.vector.VectorSpecies;
  * heads of MLA's shared latent): {@link #dots} loads each key once for four queries, and {@link #weightedSum} keeps a
  * strip of the output in registers over all the values instead of loading and storing it once a value. The weighted
  * sum adds each value in position order, one fused multiply-add a value in the vector part (so it is bit for bit
- * what loading, adding and storing the output once a value gives); the dots sum each query in {@link #dot}'s chunks (the Vector API leaves
- * the order of a lane reduction open, so the last bit may differ between compiled and interpreted code, as it may
- * for {@link #dot} itself).
+ * what loading, adding and storing the output once a value gives); the dots sum each query in {@link #dot}'s chunks
+ * (the Vector API leaves the order of a lane reduction open, so the last bit may differ between compiled and
+ * interpreted code, as it may for {@link #dot} itself). A prompt's scores come from keys laid out as panels of
+ * positions ({@link #toPanels}, {@link #panelDots}): a vector of positions a query, with no lane reduction.
  */
 final class AttentionMath {
     private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
@@ -117,8 +118,8 @@ final class AttentionMath {
     }
 
     /**
-     * out[oOff + i] += Σ_j p[pOff + j] · v[vOff + j·vStride + i] for i < d, j < n, each element summed in j's order
-     * in j's order; a strip of four vectors of out stays in registers over all n values.
+     * out[oOff + i] += Σ_j p[pOff + j] · v[vOff + j·vStride + i] for i < d, j < n, each element summed in j's order;
+     * a strip of four vectors of out stays in registers over all n values.
      */
     static void weightedSum(float[] p, int pOff, int n, float[] v, int vOff, int vStride, int d, float[] out,
                             int oOff) {

@@ -4,9 +4,9 @@ import io.moe4j.MoeException;
 
 /**
  * One sequence through a {@link Model}: its state in the model's runtime (the KV cache of every layer, on the host
- * or on the device) and the number of positions fed so far. Tokens go in as a prompt in one pass
- * ({@link #prefill}) or one at a time ({@link #decode}); the logits are the same either way. Not thread-safe: one
- * session serves one sequence at a time.
+ * or on the device) and the number of positions fed so far. Tokens go in as a prompt ({@link #prefill}: one pass
+ * of the runtime, or passes of {@code moe4j.passTokens} for a longer one) or one at a time ({@link #decode}); the
+ * logits are the same either way. Not thread-safe: one session serves one sequence at a time.
  */
 public final class Session implements AutoCloseable {
     /** The longest float[] the JVM allocates. */
