@@ -61,9 +61,9 @@ public final class Generator {
         int count = 0;
         long start = System.nanoTime();
         float[] logits = session.prefillLast(prompt);
-        // greedy and unconstrained: the model picks the next token where its logits are (one id back from a device)
-        boolean greedyInModel = reply.picksArgmax();
-        int chosen = -1; // the token the model picked at the last step, when greedyInModel
+        // unconstrained: the model draws the next token where its logits are (one id back from a device)
+        boolean drawInModel = reply.drawsInModel();
+        int chosen = -1; // the token the model drew at the last step, when drawInModel
         long firstToken = 0;
         FinishReason reason = FinishReason.LENGTH;
         int vocab = logits.length;
@@ -89,8 +89,8 @@ public final class Generator {
             if (budget.spent(count, session.position() + 1L)) {
                 break;
             }
-            if (greedyInModel) {
-                chosen = session.decodeGreedy(token);
+            if (drawInModel) {
+                chosen = session.decodeDrawn(token, reply.nextDraw());
             } else {
                 logits = session.decode(token);
             }

@@ -1,5 +1,7 @@
 package io.moe4j.generate;
 
+import io.moe4j.model.TokenDraw;
+
 import java.util.List;
 import java.util.function.IntFunction;
 import java.util.function.IntPredicate;
@@ -62,12 +64,20 @@ public final class ReplyStream {
     }
 
     /**
-     * Whether {@link #draw} is the plain greedy choice (greedy sampling, no constraint): the index of the largest
-     * logit, which the model can then pick itself where its logits are ({@code Session.decodeGreedy}, a step's greedy
-     * flags) and hand to {@link #take} without any logits crossing to the host.
+     * Whether the model may draw the next token itself where its logits are (no constraint): then {@link #nextDraw}
+     * gives the draw ({@code Session.decodeDrawn}) and the token goes to {@link #take} without any logits crossing to
+     * the host, exactly as {@link #draw} would have drawn it from them.
      */
-    public boolean picksArgmax() {
-        return constraint == null && sampler.params().isGreedy();
+    public boolean drawsInModel() {
+        return constraint == null;
+    }
+
+    /** The next draw's rule and random number, for a model that draws itself ({@link #drawsInModel}). */
+    public TokenDraw nextDraw() {
+        if (constraint != null) {
+            throw new IllegalStateException("a constrained reply draws from its logits on the host");
+        }
+        return sampler.nextDraw();
     }
 
     /**

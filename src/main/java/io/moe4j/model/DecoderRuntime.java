@@ -12,18 +12,20 @@ public interface DecoderRuntime extends AutoCloseable {
     /**
      * One step of continuous batching over sequences of this runtime: feeds {@code tokens.get(i)} to
      * {@code sequences.get(i)} at positions {@code starts[i]}.. (the caller checked them) and returns each sequence's
-     * logits after its last new token, [sequences][vocab], or only its greedy choice where {@code greedyOnly[i]}. The default feeds them one after another; a runtime that
-     * runs them in one forward overrides it. A failure may leave any of the sequences part-updated.
+     * logits after its last new token, [sequences][vocab], or only the token drawn where {@code draws[i]} is not
+     * null ({@link StepOutput}). The default feeds them one after another; a runtime that runs them in one forward
+     * overrides it. A failure may leave any of the sequences part-updated.
      */
     default StepOutput step(java.util.List<SequenceState> sequences, java.util.List<int[]> tokens, long[] starts,
-            boolean[] greedyOnly) {
+            TokenDraw[] draws) {
         float[][] out = new float[sequences.size()][];
-        int[] greedy = new int[out.length];
+        int[] drawn = new int[out.length];
         for (int i = 0; i < out.length; i++) {
-            greedy[i] = greedyOnly[i] ? sequences.get(i).forwardGreedy(tokens.get(i), starts[i]) : -1;
-            out[i] = greedyOnly[i] ? null : sequences.get(i).forward(tokens.get(i), starts[i], false);
+            SequenceState s = sequences.get(i);
+            drawn[i] = draws[i] == null ? -1 : s.forwardDrawn(tokens.get(i), starts[i], draws[i]);
+            out[i] = draws[i] == null ? s.forward(tokens.get(i), starts[i], false) : null;
         }
-        return new StepOutput(out, greedy);
+        return new StepOutput(out, drawn);
     }
 
     /** One line for logs: where the decoder runs and how its head is stored. */

@@ -190,18 +190,17 @@ public final class Model implements AutoCloseable {
      * reset.
      */
     public float[][] step(List<Session> sessions, List<int[]> tokens) {
-        return step(sessions, tokens, new boolean[sessions.size()]).logits();
+        return step(sessions, tokens, new TokenDraw[sessions.size()]).logits();
     }
 
     /**
-     * {@link #step(List, List)} where the sequences marked in {@code greedyOnly} take only the greedy choice of their
-     * next token (the index of the largest logit, {@link Logits#argmax}'s rule) instead of their logits: a model on a
-     * device picks them there and reads back one id each instead of the vocabulary's logits.
+     * {@link #step(List, List)} where the sequences with a draw ({@code draws[i]} not null) take only the token it
+     * draws from their last logits ({@link TokenDraw}'s rule) instead of the logits: a model on a device draws them
+     * there and reads back one id each instead of the vocabulary's logits.
      */
-    public StepOutput step(List<Session> sessions, List<int[]> tokens, boolean[] greedyOnly) {
-        if (greedyOnly.length != sessions.size()) {
-            throw new IllegalArgumentException(sessions.size() + " sessions but " + greedyOnly.length
-                    + " greedy flags");
+    public StepOutput step(List<Session> sessions, List<int[]> tokens, TokenDraw[] draws) {
+        if (draws.length != sessions.size()) {
+            throw new IllegalArgumentException(sessions.size() + " sessions but " + draws.length + " draws");
         }
         if (sessions.size() != tokens.size()) {
             throw new IllegalArgumentException(sessions.size() + " sessions but " + tokens.size() + " token runs");
@@ -238,7 +237,7 @@ public final class Model implements AutoCloseable {
             }
             StepOutput out;
             try {
-                out = device.step(states, tokens, starts, greedyOnly);
+                out = device.step(states, tokens, starts, draws);
             } catch (RuntimeException e) {
                 for (Session s : sessions) {
                     s.fail("a batched step on the device: " + e.getMessage());
@@ -293,7 +292,7 @@ public final class Model implements AutoCloseable {
         for (int i = 0; i < n; i++) {
             out[i] = java.util.Arrays.copyOfRange(logits, i * v, (i + 1) * v);
         }
-        return StepOutput.of(out, greedyOnly);
+        return StepOutput.of(out, draws);
     }
 
     /** A new sequence with an empty KV cache. */

@@ -24,6 +24,18 @@ public interface SequenceState extends AutoCloseable {
         return Logits.argmax(logits, 0, logits.length);
     }
 
+    /**
+     * {@link #forward} of valid token ids with only the token drawn from the last position's logits coming back, by
+     * {@link TokenDraw}'s rule, or -1 when none of those logits is finite. A device runtime draws where the logits
+     * are; the host's default draws from {@link #forward}'s (greedy draws go to {@link #forwardGreedy}).
+     */
+    default int forwardDrawn(int[] tokens, long start, TokenDraw draw) {
+        if (draw.isGreedy()) {
+            return forwardGreedy(tokens, start);
+        }
+        return TokenDraw.pickOrNone(draw, forward(tokens, start, false));
+    }
+
     /** Forgets every position. */
     void reset();
 

@@ -77,16 +77,29 @@ public final class Session implements AutoCloseable {
      * there and sends back one id instead of the vocabulary's logits.
      */
     public int decodeGreedy(int token) {
+        return decodeDrawn(token, TokenDraw.greedy());
+    }
+
+    /**
+     * Feeds one token and returns the next drawn by {@code draw} ({@link TokenDraw}'s rule) from its logits: a model
+     * on a device draws there and sends back one id instead of the vocabulary's logits. The token is fed either way;
+     * a draw with no finite logit to draw from then fails, naming that.
+     */
+    public int decodeDrawn(int token, TokenDraw draw) {
         int[] tokens = {token};
         checkFeed(tokens, 1);
         int next;
         try {
-            next = state.forwardGreedy(tokens, position);
+            next = state.forwardDrawn(tokens, position, draw);
         } catch (RuntimeException e) {
             failure = e.getMessage();
             throw e;
         }
         position += 1;
+        if (next < 0) {
+            throw new MoeException("no token to draw: every logit after position " + (position - 1)
+                    + " is NaN or -infinity");
+        }
         return next;
     }
 

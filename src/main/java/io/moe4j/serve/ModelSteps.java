@@ -3,6 +3,7 @@ package io.moe4j.serve;
 import io.moe4j.model.Model;
 import io.moe4j.model.Session;
 import io.moe4j.model.StepOutput;
+import io.moe4j.model.TokenDraw;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -36,8 +37,8 @@ public final class ModelSteps implements StepModel {
     }
 
     @Override
-    public StepOutput step(List<Sequence> sequences, List<int[]> tokens, boolean[] greedyOnly) {
-        return model.step(sessions(sequences), tokens, greedyOnly);
+    public StepOutput step(List<Sequence> sequences, List<int[]> tokens, TokenDraw[] draws) {
+        return model.step(sessions(sequences), tokens, draws);
     }
 
     private static List<Session> sessions(List<Sequence> sequences) {

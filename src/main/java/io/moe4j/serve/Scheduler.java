@@ -4,6 +4,7 @@ import io.moe4j.generate.FinishReason;
 import io.moe4j.generate.ReplyStream;
 import io.moe4j.generate.Sampler;
 import io.moe4j.model.StepOutput;
+import io.moe4j.model.TokenDraw;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -232,15 +233,17 @@ public final class Scheduler implements AutoCloseable {
             inputs.add(input);
             tokens += input.length;
         }
-        // a job that draws after this step and draws greedily without a constraint lets the model pick its token
-        boolean[] greedyOnly = new boolean[stepped.size()];
-        for (int i = 0; i < greedyOnly.length; i++) {
+        // a job that draws after this step without a constraint lets the model draw its token where the logits are
+        TokenDraw[] draws = new TokenDraw[stepped.size()];
+        for (int i = 0; i < draws.length; i++) {
             Job job = stepped.get(i);
-            greedyOnly[i] = job.fed + inputs.get(i).length >= job.request.prompt().length && job.reply.picksArgmax();
+            if (job.fed + inputs.get(i).length >= job.request.prompt().length && job.reply.drawsInModel()) {
+                draws[i] = job.reply.nextDraw();
+            }
         }
         StepOutput output;
         try {
-            output = model.step(sequences, inputs, greedyOnly);
+            output = model.step(sequences, inputs, draws);
             if (output.logits().length != stepped.size()) {
                 throw new IllegalStateException("the model returned " + output.logits().length + " logits rows for "
                         + stepped.size() + " sequences");
@@ -288,8 +291,10 @@ public final class Scheduler implements AutoCloseable {
         java.util.function.IntConsumer one = i -> {
             Job job = stepped.get(i);
             sampled[i] = -1;
-            if (!job.prefilling() && output.greedy()[i] >= 0) {
-                sampled[i] = output.greedy()[i]; // the model's greedy pick: the draw's own answer (picksArgmax)
+            if (!job.prefilling() && output.drawn()[i] >= 0) {
+                sampled[i] = output.drawn()[i]; // the model's draw: the reply's own rule and random number
+            } else if (!job.prefilling() && logits[i] == null) {
+                job.samplingError = "no token to draw: every logit is NaN or -infinity";
             } else if (!job.prefilling()) {
                 try {
                     // The room the context leaves too: a constrained reply closes its JSON before the context ends.

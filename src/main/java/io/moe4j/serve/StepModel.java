@@ -1,6 +1,7 @@
 package io.moe4j.serve;
 
 import io.moe4j.model.StepOutput;
+import io.moe4j.model.TokenDraw;
 import java.util.List;
 
 /**
@@ -30,12 +31,12 @@ public interface StepModel {
     float[][] step(List<Sequence> sequences, List<int[]> tokens);
 
     /**
-     * {@link #step} where the sequences marked in {@code greedyOnly} need only their greedy choice (the index of the
-     * largest logit): a model on a device picks those ids there and sends back one int instead of a logits row. The
-     * default takes the argmax of {@link #step}'s logits.
+     * {@link #step} where the sequences with a draw ({@code draws[i]} not null) need only the token it draws from
+     * their logits ({@link TokenDraw}'s rule): a model on a device draws those ids there and sends back one int
+     * instead of a logits row. The default draws from {@link #step}'s logits.
      */
-    default StepOutput step(List<Sequence> sequences, List<int[]> tokens, boolean[] greedyOnly) {
-        return StepOutput.of(step(sequences, tokens), greedyOnly);
+    default StepOutput step(List<Sequence> sequences, List<int[]> tokens, TokenDraw[] draws) {
+        return StepOutput.of(step(sequences, tokens), draws);
     }
 
     /** One sequence's state inside the model. Closing it frees its cache; it is then never stepped again. */

@@ -65,14 +65,19 @@ class BatchedStepTest {
             float[] loneNext = lone.decode(ids[10]);
             assertThat(relL2(next, loneNext)).isLessThanOrEqualTo(tolerance);
 
-            // Greedy flags: the flagged sequence gets the argmax of its logits and no logits, the other its logits.
+            // Draws: a sequence with one gets the token drawn from its logits and no logits, the other its logits.
             Session twin = model.newSession();
             twin.prefillLast(Arrays.copyOfRange(ids, 0, 11));
             StepOutput mixed = model.step(List.of(sb, twin), List.of(new int[] {ids[11]}, new int[] {ids[11]}),
-                    new boolean[] {true, false});
+                    new TokenDraw[] {TokenDraw.greedy(), null});
             assertThat(mixed.logits()[0]).isNull();
-            assertThat(mixed.greedy()[1]).isEqualTo(-1);
-            assertThat(mixed.greedy()[0]).isEqualTo(Logits.argmax(mixed.logits()[1], 0, mixed.logits()[1].length));
+            assertThat(mixed.drawn()[1]).isEqualTo(-1);
+            assertThat(mixed.drawn()[0]).isEqualTo(Logits.argmax(mixed.logits()[1], 0, mixed.logits()[1].length));
+            TokenDraw sampled = new TokenDraw(0.9, 0, 0.8, 0, 0.37);
+            StepOutput drawn = model.step(List.of(sb, twin), List.of(new int[] {ids[12]}, new int[] {ids[12]}),
+                    new TokenDraw[] {null, sampled});
+            assertThat(drawn.logits()[1]).isNull();
+            assertThat(drawn.drawn()[1]).isEqualTo(sampled.pick(drawn.logits()[0], 0, drawn.logits()[0].length, null));
         }
     }
 

@@ -107,11 +107,12 @@ class DeviceBatchTest {
     }
 
     /**
-     * Greedy flags in a batched device step: flagged sequences get the argmax of the logits they get alone (picked on
-     * the device, no logits back), the others their logits; over decode steps replayed from the recorded graph.
+     * Draws in a batched device step: a greedy sequence gets the argmax of the logits it gets alone, a sampled one the
+     * token the host draws from them with the same random number (both drawn on the device, no logits back), the
+     * other its logits; over decode steps replayed from the recorded graph.
      */
     @Test
-    void greedyFlagsPickEachSequencesArgmaxOnTheDevice() {
+    void drawsPickEachSequencesTokenOnTheDevice() {
         ConformanceModelsTest.assumeGpu();
         ModelCases.Case c = ModelCases.load(CASE);
         int[] ids = c.inputIds();
@@ -128,21 +129,23 @@ class DeviceBatchTest {
                     alone.add(a);
                     a.prefillLast(Arrays.copyOf(ids, len));
                 }
-                boolean[] greedyOnly = {true, false, true};
+                // greedy, logits, sampled (a new random number each step)
+                java.util.SplittableRandom rnd = new java.util.SplittableRandom(9);
                 for (int step = 0; step < 5; step++) {
                     List<int[]> feed = new ArrayList<>();
                     for (Session b : batched) {
                         feed.add(new int[] {ids[(int) b.position()]});
                     }
-                    StepOutput got = model.step(batched, feed, greedyOnly);
+                    TokenDraw[] draws = {TokenDraw.greedy(), null, new TokenDraw(0.8, 8, 0.95, 0, rnd.nextDouble())};
+                    StepOutput got = model.step(batched, feed, draws);
                     for (int i = 0; i < lengths.length; i++) {
                         float[] want = alone.get(i).decode(feed.get(i)[0]);
                         String what = "sequence " + i + ", step " + step;
-                        if (greedyOnly[i]) {
+                        if (draws[i] != null) {
                             assertThat(got.logits()[i]).as(what).isNull();
-                            assertThat(got.greedy()[i]).as(what).isEqualTo(Logits.argmax(want, 0, want.length));
+                            assertThat(got.drawn()[i]).as(what).isEqualTo(draws[i].pick(want, 0, want.length, null));
                         } else {
-                            assertThat(got.greedy()[i]).as(what).isEqualTo(-1);
+                            assertThat(got.drawn()[i]).as(what).isEqualTo(-1);
                             assertThat(relL2(got.logits()[i], want)).as(what).isLessThanOrEqualTo(1e-5);
                         }
                     }

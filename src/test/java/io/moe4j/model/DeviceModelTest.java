@@ -23,6 +23,35 @@ class DeviceModelTest {
         return Model.load(c.dir(), ModelOptions.defaults().withBackend(ModelOptions.CUDA).withThreads(2));
     }
 
+    /**
+     * Tokens drawn on the device ({@link Session#decodeDrawn}) are the tokens the host draws from the same model's
+     * logits with the same random numbers, for a plain draw and one cut by top-k, top-p and min-p.
+     */
+    @Test
+    void tokensDrawnOnTheDeviceAreTheHostsDrawsFromItsLogits() {
+        ConformanceModelsTest.assumeGpu();
+        ModelCases.Case c = ModelCases.load(CASE);
+        int[] prompt = c.inputIds();
+        java.util.SplittableRandom rnd = new java.util.SplittableRandom(3);
+        try (Model model = load(c); Session drawn = model.newSession(); Session host = model.newSession()) {
+            for (TokenDraw rule : new TokenDraw[] {new TokenDraw(1.0, 0, 1, 0, 0), new TokenDraw(0.8, 20, 0.9, 0.02, 0)}) {
+                drawn.reset();
+                host.reset();
+                float[] logits = host.prefillLast(prompt);
+                drawn.prefillLast(prompt);
+                int token = TokenDraw.greedy().pick(logits, 0, logits.length, null);
+                for (int step = 0; step < 12; step++) {
+                    TokenDraw d = new TokenDraw(rule.temperature(), rule.topK(), rule.topP(), rule.minP(),
+                            rnd.nextDouble());
+                    int onDevice = drawn.decodeDrawn(token, d);
+                    logits = host.decode(token);
+                    assertThat(onDevice).as("step %d, %s", step, d).isEqualTo(d.pick(logits, 0, logits.length, null));
+                    token = onDevice;
+                }
+            }
+        }
+    }
+
     @Test
     void describeNamesTheDevice() {
         ConformanceModelsTest.assumeGpu();

@@ -105,11 +105,12 @@ class SchedulerTest {
     }
 
     /**
-     * Greedy unconstrained requests let the model pick their tokens (greedy flags on the step, from the step that
-     * ends the prompt on), sampled ones never: the answers equal those served without flags.
+     * Unconstrained requests, greedy and sampled, let the model draw their tokens (a draw on the step for each, from
+     * the step that ends the prompt on, with the reply's own random numbers): the answers equal those drawn from the
+     * logits.
      */
     @Test
-    void greedyRequestsLetTheModelPickTheirTokens() throws Exception {
+    void unconstrainedRequestsLetTheModelDrawTheirTokens() throws Exception {
         ToyModel toy = new ToyModel(512, 0, 0, 0);
         List<GenerationRequest> requests = List.of(
                 request("a greedy prompt", 12, SamplingParams.greedy()),
@@ -142,13 +143,14 @@ class SchedulerTest {
             }
 
             @Override
-            public io.moe4j.model.StepOutput step(List<Sequence> sequences, List<int[]> tokens, boolean[] greedyOnly) {
-                for (boolean flagged : greedyOnly) {
-                    if (flagged) {
+            public io.moe4j.model.StepOutput step(List<Sequence> sequences, List<int[]> tokens,
+                                                  io.moe4j.model.TokenDraw[] draws) {
+                for (io.moe4j.model.TokenDraw d : draws) {
+                    if (d != null) {
                         flaggedRows.incrementAndGet();
                     }
                 }
-                return io.moe4j.model.StepOutput.of(toy.step(sequences, tokens), greedyOnly);
+                return io.moe4j.model.StepOutput.of(toy.step(sequences, tokens), draws);
             }
         };
         try (Scheduler s = new Scheduler(flagging, TEXT, new SchedulerConfig(4, 8, 6), new ServeMetrics())) {
@@ -162,9 +164,9 @@ class SchedulerTest {
                 assertThat(collectors.get(i).await()).as("request %d", i).isEqualTo(expected.get(i));
             }
         }
-        // a flag for every draw of the greedy replies and for nothing else (not while a prompt is still fed)
+        // a draw on the step for every token of every reply and for nothing else (not while a prompt is still fed)
         assertThat(flaggedRows.get()).isEqualTo(expected.get(0).result().completionTokens()
-                + expected.get(2).result().completionTokens());
+                + expected.get(1).result().completionTokens() + expected.get(2).result().completionTokens());
     }
 
     @Test

@@ -3,6 +3,7 @@ package io.moe4j.backend.cuda;
 import io.moe4j.MoeException;
 import io.moe4j.backend.Experts;
 import io.moe4j.backend.cuda.driver.CudaContext;
+import io.moe4j.backend.cuda.driver.CudaFunction;
 import io.moe4j.backend.cuda.driver.CudaProbe;
 import io.moe4j.backend.cuda.driver.CudaRuntime;
 import io.moe4j.backend.cuda.driver.CudaStream;
@@ -33,6 +34,7 @@ public final class ModelOps implements AutoCloseable {
     private static final int ATTEND_THREADS = 512; // ATTEND_WARPS in the source
     private static final int ROUTER_THREADS = 128; // ROUTER_THREADS in the source
     private static final int ARGMAX_THREADS = 1024; // ARGMAX_THREADS in the source
+    private static final int SAMPLE_THREADS = 256; // SAMPLE_THREADS in the source
 
     private final CudaEngine engine;
     private final CudaStream stream;
@@ -51,6 +53,8 @@ public final class ModelOps implements AutoCloseable {
      * buffers grown to the largest pass, not one a layer. Made on first use.
      */
     private Workspace expertsWorkspace;
+    /** The rows' meeting places of {@link #sampleRows} (zeroed once; grown on demand). */
+    private DeviceBuffer sampleGrids;
 
     /** The CUDA-core GEMM's shape for linears in formats other than bf16 (as the experts take it). */
     private final CudaTuning tuning = CudaTuning.fromSystemProperties();
@@ -153,6 +157,68 @@ public final class ModelOps implements AutoCloseable {
      */
     public int[] argmaxRows(long x, int rows, int n, DeviceBuffer scratch) {
         launch("model_argmax", rows, 1, ARGMAX_THREADS, a -> a.pointer(x).i32(n).pointer(scratch));
+        return land(scratch, 0, 4L * rows).toArray(ValueLayout.JAVA_INT);
+    }
+
+    /** Bytes of one draw rule as {@link #sampleRows} reads it (model_ops.cu's SampleRule). */
+    public static final int DRAW_RULE_BYTES = 40;
+    /** The longest row {@link #sampleRows} takes: a thread counts its elements of a bin in 16 bits. */
+    static final int SAMPLE_MAX_COLUMNS = 65535 * SAMPLE_THREADS;
+    /** SAMPLE_MAX_BLOCKS and sizeof(SampleGrid) in the source: the most blocks a row, and a row's meeting place. */
+    private static final int SAMPLE_MAX_BLOCKS = 64;
+    private static final long SAMPLE_GRID_BYTES = 8 + 2L * SAMPLE_MAX_BLOCKS * (16 * 4 + 16 * 8 + 8 + 4 + 4);
+
+    /**
+     * Writes one draw rule at {@code offset} of host memory, for {@link #sampleRows}: the random number in [0, 1),
+     * temperature (> 0), top-p, min-p and top-k (0: all) of {@code io.moe4j.model.TokenDraw}.
+     */
+    public static void stageDrawRule(MemorySegment into, long offset, double uniform, double temperature, double topP,
+                                     double minP, int topK) {
+        into.set(ValueLayout.JAVA_DOUBLE, offset, uniform);
+        into.set(ValueLayout.JAVA_DOUBLE, offset + 8, temperature);
+        into.set(ValueLayout.JAVA_DOUBLE, offset + 16, topP);
+        into.set(ValueLayout.JAVA_DOUBLE, offset + 24, minP);
+        into.set(ValueLayout.JAVA_INT, offset + 32, topK);
+        into.set(ValueLayout.JAVA_INT, offset + 36, 0);
+    }
+
+    /**
+     * A token drawn from each of {@code rows} rows of n floats at x ([rows, n]) by the rules at {@code rules}
+     * ({@link #DRAW_RULE_BYTES} a row, device memory; {@code io.moe4j.model.TokenDraw}'s rule, with float32
+     * weights), computed on the device; waits for this stream and reads the ids back through {@code scratch} (4 bytes
+     * a row). A row with no finite logit gives -1.
+     */
+    public int[] sampleRows(long x, int rows, int n, long rules, DeviceBuffer scratch) {
+        // A row's blocks meet at grid barriers, so the launch is cooperative (all resident): as many blocks a row as
+        // fit beside the other rows (each thread then holds a few logits), rows in groups when even one a row
+        // does not fit.
+        CudaFunction f = engine.kernels().get(SOURCE, "model_sample_rows", List.of()).function();
+        int resident = f.maxActiveBlocksPerSm(SAMPLE_THREADS, 0) * engine.context().device().multiprocessors();
+        int group = Math.min(rows, resident);
+        int blocks = Math.max(1, Math.min(SAMPLE_MAX_BLOCKS, resident / group));
+        // the threads of a row must not each count more than 16 bits' worth of one bin
+        if (n < 1 || (long) n > (long) SAMPLE_MAX_COLUMNS * blocks) {
+            throw new MoeException("unsupported on cuda: drawing from rows of " + n + " logits (at most "
+                    + (long) SAMPLE_MAX_COLUMNS * blocks + ")");
+        }
+        if (sampleGrids == null || sampleGrids.byteSize() < SAMPLE_GRID_BYTES * group) {
+            stream.synchronize();
+            if (sampleGrids != null) {
+                sampleGrids.close();
+            }
+            // zero bits: every barrier count starts at zero, and each barrier leaves it so
+            sampleGrids = upload(new float[Math.toIntExact(SAMPLE_GRID_BYTES * group / 4)]);
+        }
+        for (int r0 = 0; r0 < rows; r0 += group) {
+            int r = Math.min(group, rows - r0);
+            long at = r0;
+            try (Arena arena = Arena.ofConfined()) {
+                KernelArgs a = new KernelArgs(arena);
+                a.pointer(x + 4L * n * at).i32(n).pointer(rules + DRAW_RULE_BYTES * at)
+                        .pointer(scratch.pointer() + 4 * at).pointer(sampleGrids);
+                f.launchCooperative(blocks, r, SAMPLE_THREADS, stream, a);
+            }
+        }
         return land(scratch, 0, 4L * rows).toArray(ValueLayout.JAVA_INT);
     }
 
@@ -688,6 +754,9 @@ public final class ModelOps implements AutoCloseable {
     public void close() {
         if (expertsWorkspace != null) {
             expertsWorkspace.close();
+        }
+        if (sampleGrids != null) {
+            sampleGrids.close();
         }
         stream.close();
         if (landing != null) {

@@ -3,6 +3,7 @@ package io.moe4j.model.cuda;
 import io.moe4j.backend.cuda.ModelOps;
 import io.moe4j.backend.cuda.driver.CudaGraph;
 import io.moe4j.model.StepOutput;
+import io.moe4j.model.TokenDraw;
 
 import java.lang.foreign.MemorySegment;
 import java.util.HashMap;
@@ -49,10 +50,10 @@ final class DeviceBatch implements AutoCloseable {
 
     /**
      * One step (the caller checked {@link #fits} and the tokens): each sequence's logits after its last token, or
-     * where {@code greedyOnly[i]} its greedy choice, picked on the device (only the other sequences' logits cross to
+     * where {@code draws[i]} is not null the token it draws, on the device (only the other sequences' logits cross to
      * the host).
      */
-    StepOutput step(List<DeviceSequence> sequences, List<int[]> tokens, long[] starts, boolean[] greedyOnly) {
+    StepOutput step(List<DeviceSequence> sequences, List<int[]> tokens, long[] starts, TokenDraw[] draws) {
         int n = sequences.size();
         int rows = 0;
         for (int[] t : tokens) {
@@ -63,8 +64,14 @@ final class DeviceBatch implements AutoCloseable {
         }
         PassScratch s = scratch(rows);
         int layers = model.layers().size();
-        // one copy of the step's tables: ids, last rows, positions, each row's cache addresses
-        MemorySegment in = ops.staging(s.tableBytes());
+        // one copy of the step's tables: ids, last rows, positions, each row's cache addresses, and the draw rules
+        // when any sequence samples (a row that does not takes temperature 0, which the sampling kernel skips)
+        boolean samples = false;
+        for (TokenDraw d : draws) {
+            samples |= d != null && !d.isGreedy();
+        }
+        long sent = s.tableBytes() + (samples ? PassScratch.drawBytes(n) : 0);
+        MemorySegment in = ops.staging(sent);
         long[] addresses = new long[layers];
         int row = 0;
         for (int i = 0; i < n; i++) {
@@ -77,9 +84,12 @@ final class DeviceBatch implements AutoCloseable {
                 s.stageCaches(in, row, addresses);
             }
             s.stageLastRow(in, i, row - 1);
+            if (samples) {
+                s.stageDraw(in, i, draws[i] != null && !draws[i].isGreedy() ? draws[i] : TokenDraw.greedy());
+            }
         }
         clock.mark(-1);
-        ops.send(s.inputs(), s.tableBytes());
+        ops.send(s.inputs(), sent);
         clock.mark(0);
         int total = rows;
         if (rows == n && !clock.on()) {
@@ -89,24 +99,29 @@ final class DeviceBatch implements AutoCloseable {
         }
         clock.mark(3);
         int vocab = model.config().vocab();
-        int[] greedy = new int[n];
+        int[] drawn = new int[n];
+        java.util.Arrays.fill(drawn, -1);
         boolean[] wanted = new boolean[n];
         boolean anyGreedy = false;
         for (int i = 0; i < n; i++) {
-            wanted[i] = !greedyOnly[i];
-            anyGreedy |= greedyOnly[i];
+            wanted[i] = draws[i] == null;
+            anyGreedy |= draws[i] != null && draws[i].isGreedy();
         }
         if (anyGreedy) {
             int[] ids = ops.argmaxRows(s.logits().pointer(), n, vocab, s.chosen());
             for (int i = 0; i < n; i++) {
-                greedy[i] = greedyOnly[i] ? ids[i] : -1;
+                drawn[i] = draws[i] != null && draws[i].isGreedy() ? ids[i] : drawn[i];
             }
-        } else {
-            java.util.Arrays.fill(greedy, -1);
+        }
+        if (samples) {
+            int[] ids = ops.sampleRows(s.logits().pointer(), n, vocab, s.draws(), s.chosen());
+            for (int i = 0; i < n; i++) {
+                drawn[i] = draws[i] != null && !draws[i].isGreedy() ? ids[i] : drawn[i];
+            }
         }
         float[][] logits = ops.readRows(s.logits(), vocab, wanted);
         clock.mark(4);
-        return new StepOutput(logits, greedy);
+        return new StepOutput(logits, drawn);
     }
 
     /** Replays the recorded step of this batch size, recording it on its second run (kernels loaded, buffers grown). */

@@ -16,6 +16,7 @@ import io.moe4j.model.ModelOptions;
 import io.moe4j.model.Rope;
 import io.moe4j.model.SequenceState;
 import io.moe4j.model.StepOutput;
+import io.moe4j.model.TokenDraw;
 import io.moe4j.model.linear.LinearBias;
 import io.moe4j.quant.LinearMethod;
 import io.moe4j.quant.LinearWeights;
@@ -510,7 +511,7 @@ public final class DeviceModel implements DecoderRuntime {
      */
     @Override
     public synchronized StepOutput step(List<SequenceState> sequences, List<int[]> tokens, long[] starts,
-            boolean[] greedyOnly) {
+            TokenDraw[] draws) {
         int rows = 0;
         boolean ours = sequences.size() > 1;
         List<DeviceSequence> device = new ArrayList<>(sequences.size());
@@ -523,9 +524,9 @@ public final class DeviceModel implements DecoderRuntime {
             }
         }
         if (!ours || !DeviceBatch.fits(this, rows)) {
-            return DecoderRuntime.super.step(sequences, tokens, starts, greedyOnly);
+            return DecoderRuntime.super.step(sequences, tokens, starts, draws);
         }
-        return batch().step(device, tokens, starts, greedyOnly);
+        return batch().step(device, tokens, starts, draws);
     }
 
     /** The runner of batched steps (made on demand), for benches. */

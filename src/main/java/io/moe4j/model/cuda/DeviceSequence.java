@@ -4,6 +4,7 @@ import io.moe4j.backend.cuda.ModelOps;
 import io.moe4j.backend.cuda.driver.CudaGraph;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
 import io.moe4j.model.SequenceState;
+import io.moe4j.model.TokenDraw;
 
 import java.lang.foreign.MemorySegment;
 
@@ -65,8 +66,28 @@ final class DeviceSequence implements SequenceState {
         return next;
     }
 
+    /**
+     * A token drawn on the device from the last position's logits: one int comes back instead of the vocabulary's
+     * logits (greedy draws take {@link #forwardGreedy}'s argmax).
+     */
+    @Override
+    public int forwardDrawn(int[] tokens, long start, TokenDraw draw) {
+        if (draw.isGreedy()) {
+            return forwardGreedy(tokens, start);
+        }
+        PassScratch s = run(tokens, start, 1, draw);
+        int next = ops.sampleRows(s.logits().pointer(), 1, model.config().vocab(), s.draws(), s.chosen())[0];
+        clock.mark(5);
+        return next;
+    }
+
     /** Enqueues a pass whose last {@code rows} rows' logits are left in the scratch's logits buffer. */
     private PassScratch run(int[] tokens, long start, int rows) {
+        return run(tokens, start, rows, null);
+    }
+
+    /** As {@link #run(int[], long, int)}, with the draw rule of the last row sent with the tables when not null. */
+    private PassScratch run(int[] tokens, long start, int rows, TokenDraw draw) {
         if (closed) {
             throw new IllegalStateException("this sequence is closed");
         }
@@ -74,7 +95,8 @@ final class DeviceSequence implements SequenceState {
         reserveCache((int) (start + n));
         PassScratch s = scratch(n, rows);
         clock.mark(-1);
-        MemorySegment staging = ops.staging(s.tableBytes());
+        long sent = s.tableBytes() + (draw == null ? 0 : PassScratch.drawBytes(1));
+        MemorySegment staging = ops.staging(sent);
         for (int t = 0; t < n; t++) {
             s.stageRow(staging, t, tokens[t], start + t);
         }
@@ -83,7 +105,10 @@ final class DeviceSequence implements SequenceState {
             addresses[l] = caches[l].pointer();
         }
         s.stageCaches(staging, 0, addresses);
-        ops.send(s.inputs(), s.tableBytes());
+        if (draw != null) {
+            s.stageDraw(staging, 0, draw);
+        }
+        ops.send(s.inputs(), sent);
         clock.mark(0);
         if (onDevice(n)) {
             if (n == 1) {

@@ -2,6 +2,7 @@ package io.moe4j.model.cuda;
 
 import io.moe4j.backend.cuda.ModelOps;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
+import io.moe4j.model.TokenDraw;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -17,7 +18,8 @@ import java.util.List;
  * of that sequence); a batch's keep one a row.
  *
  * <p>Table layout (bytes from {@code inputs}): ids int32 [rows] | lastRows int32 [rows], padded to 8 |
- * positions int64 [rows] | caches int64 [layers][cacheEntries] (device addresses).
+ * positions int64 [rows] | caches int64 [layers][cacheEntries] (device addresses) | draw rules
+ * [logitRows] ({@link ModelOps#DRAW_RULE_BYTES} each), sent only by passes that draw on the device.
  */
 final class PassScratch implements AutoCloseable {
     private static final int FLOAT = 4;
@@ -71,7 +73,7 @@ final class PassScratch implements AutoCloseable {
         int hidden = model.config().hidden();
         long r = rows;
         try {
-            inputs = keep(ops.allocate(tableBytes()));
+            inputs = keep(ops.allocate(tableBytes() + drawBytes(logitRows)));
             h = keep(ops.allocate(FLOAT * r * hidden));
             xn = keep(ops.allocate(FLOAT * r * hidden));
             ffOut = keep(ops.allocate(FLOAT * r * hidden));
@@ -239,6 +241,22 @@ final class PassScratch implements AutoCloseable {
     /** Bytes of the tables. */
     long tableBytes() {
         return cachesOffset(layers);
+    }
+
+    /** The draw rules after the tables: one a logits row. */
+    long draws() {
+        return inputs.pointer() + tableBytes();
+    }
+
+    /** Bytes of {@code count} draw rules. */
+    static long drawBytes(int count) {
+        return (long) ModelOps.DRAW_RULE_BYTES * count;
+    }
+
+    /** Logits row {@code row}'s draw rule into the host copy, after the tables. */
+    void stageDraw(MemorySegment staging, int row, TokenDraw draw) {
+        ModelOps.stageDrawRule(staging, tableBytes() + drawBytes(row), draw.uniform(), draw.temperature(),
+                draw.topP(), draw.minP(), draw.topK());
     }
 
     /** Row {@code row}'s token id and position into the host copy (pinned staging of {@link #tableBytes}). */

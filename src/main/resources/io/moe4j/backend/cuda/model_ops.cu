@@ -17,6 +17,7 @@
 //                       the slices' sums
 //   model_gather_rows   rows picked by index (each sequence's last row of a batch, for lm_head)
 //   model_argmax        the index of the largest logit (a greedy decode reads one id back, not the logits)
+//   model_sample_rows   a token drawn by temperature, top-k, top-p and min-p with the host's random number
 // Every kernel waits for the one before at its top (overlapped launches in a recorded decode step, sm_90+).
 // Everything is float32 with float32 accumulation unless said otherwise. Positions and caches are read from tables in
 // device memory (row_cache), so that a decode step's launches are the same every step and replay from a CUDA graph.
@@ -1213,5 +1214,407 @@ model_argmax(const float* __restrict__ rows, int n, int* __restrict__ out) {
             if (oa != none) argmax_take(best, at, ob, oa);
         }
         if (lane == 0) out[blockIdx.x] = at == none || x[0] != x[0] ? 0 : at;
+    }
+}
+
+// out[r] = a token drawn from row r of x ([rows, n]) by rules[r], the host's rule (io.moe4j.model.TokenDraw): the
+// candidates are the finite logits (NaN and -infinity never drawn), ordered by logit, highest first, equal logits by
+// lower id; their weights are exp((logit - top) / temperature); top-k keeps a prefix of k, top-p the shortest prefix
+// whose weight reaches top_p of the top-k prefix's, min-p the tokens of weight at least min_p (the top's is 1); the
+// draw walks the kept tokens in id order until `uniform` of their total weight is passed. -1 when there is no
+// candidate, and for a rule of temperature 0 (a row of a batch that is not drawn here). The host sums float64
+// exponentials; here float32 exponentials are summed in float64, so a draw differs from the host's only where
+// uniform falls within float rounding of a boundary between two tokens (or top_p of one prefix's weight).
+// A prefix is cut without sorting: the logits' order-preserving 32-bit keys are selected four bits a level (eight
+// passes over the row), each thread counting and weighing its own elements per bin in shared memory (no atomics),
+// until the key where the count or weight reaches the target is known, with how many of its equal-key tokens (by
+// id) fall inside.
+// grid: (blocks a row, rows), launched cooperatively (every block resident): a row's blocks meet at grid barriers
+// (sample_grid_sync) between passes and combine their partial sums in block order, so every block takes the same
+// decisions and a draw is the same on every run. block: SAMPLE_THREADS.
+#define SAMPLE_THREADS 256
+#define SAMPLE_BINS 16
+#define SAMPLE_MAX_BLOCKS 64
+
+struct SampleRule {      // io.moe4j.backend.cuda.ModelOps.DRAW_RULE_BYTES: 40 bytes, field order as here
+    double uniform;      // [0, 1): where the draw lands in the kept weight
+    double temperature;  // > 0; 0 skips the row
+    double topP;         // (0, 1]
+    double minP;         // [0, 1]
+    int topK;            // 0: all
+    int pad;
+};
+
+// A row's meeting place in device memory (ModelOps.SAMPLE_GRID_BYTES): the barrier (count starts at zero and every
+// barrier leaves it so) and each block's partials, double-buffered by phase so that a block writing the next
+// phase's never overwrites what a slower block still reads.
+struct SampleGrid {
+    unsigned count;
+    unsigned generation;
+    int binCount[2][SAMPLE_MAX_BLOCKS][SAMPLE_BINS];
+    double binWeight[2][SAMPLE_MAX_BLOCKS][SAMPLE_BINS];
+    double blockD[2][SAMPLE_MAX_BLOCKS];
+    int blockI[2][SAMPLE_MAX_BLOCKS];
+    unsigned blockU[2][SAMPLE_MAX_BLOCKS];
+};
+
+// order-preserving: a larger float has a larger key (-0 just below +0); no candidate has key 0 (a NaN's)
+__device__ __forceinline__ u32 sample_key(float v) {
+    u32 b = __float_as_uint(v);
+    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+
+__device__ __forceinline__ float sample_value(u32 key) {
+    return __uint_as_float((key & 0x80000000u) ? (key & 0x7fffffffu) : ~key);
+}
+
+__device__ __forceinline__ bool sample_candidate(float v) {
+    return v == v && v != NEG_INF_F;
+}
+
+// exp((v - top) / temperature); exactly 1 for the top (an infinite 1 / temperature must not make 0 * inf)
+__device__ __forceinline__ float sample_weight(float v, float top, float invT) {
+    float d = v - top;
+    return d == 0.0f ? 1.0f : expf(d * invT);
+}
+
+// every block of the row waits here until all have arrived; what they wrote before is visible after
+__device__ __forceinline__ void sample_grid_sync(SampleGrid* g) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        volatile unsigned* generation = &g->generation;
+        unsigned seen = *generation;
+        __threadfence();
+        if (atomicAdd(&g->count, 1u) == gridDim.x - 1) {
+            atomicExch(&g->count, 0u);
+            __threadfence();
+            atomicAdd(&g->generation, 1u);
+        } else {
+            while (*generation == seen) __nanosleep(64);
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+template <typename T> __device__ __forceinline__ T sample_block_max(T v, T* scratch) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        T other = __shfl_xor_sync(0xffffffffu, v, o);
+        v = other > v ? other : v;
+    }
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    __syncthreads();
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    v = scratch[0];
+    for (int w = 1; w < SAMPLE_THREADS / 32; w++) v = scratch[w] > v ? scratch[w] : v;
+    return v;
+}
+
+// the exclusive prefix sum of v over the block's threads, and the block's total
+template <typename T> __device__ __forceinline__ T sample_block_scan(T v, T* scratch, T& total) {
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    T inclusive = v;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        T other = __shfl_up_sync(0xffffffffu, inclusive, o);
+        if (lane >= o) inclusive += other;
+    }
+    __syncthreads();
+    if (lane == 31) scratch[warp] = inclusive;
+    __syncthreads();
+    T before = 0;
+    total = 0;
+    for (int w = 0; w < SAMPLE_THREADS / 32; w++) {
+        if (w < warp) before += scratch[w];
+        total += scratch[w];
+    }
+    return before + inclusive - v;
+}
+
+struct SampleShared {
+    double weight[SAMPLE_BINS][SAMPLE_THREADS];  // each thread's own column: no atomics
+    unsigned short count[SAMPLE_BINS][SAMPLE_THREADS];
+    double binWeight[SAMPLE_BINS];
+    long long binCount[SAMPLE_BINS];
+    double scanD[SAMPLE_THREADS / 32];
+    int scanI[SAMPLE_THREADS / 32];
+    u32 scanU[SAMPLE_THREADS / 32];
+    u32 prefix;
+    int chosen;
+    long long groupCount;
+    long long countAbove;
+    double weightAbove;
+};
+
+// The row's sums of this block's partials: the sum over the row's blocks in block order (every block the same)
+__device__ __forceinline__ double sample_grid_sum(const double* partials) {
+    double s = 0;
+    for (int b = 0; b < gridDim.x; b++) s += __ldcg(partials + b);
+    return s;
+}
+
+// Where the candidates, highest key first (equal keys by id), first reach `target` in count (byWeight false) or in
+// weight: the key there, how many tokens of that key (lowest ids first) are inside, and the weight of every token of a
+// higher key. found is false when they never do (a weight target beyond the total by rounding).
+struct SampleCut {
+    u32 key;
+    int ties;
+    bool found;
+    double weightAbove;
+};
+
+__device__ SampleCut sample_select(const float* __restrict__ x, int n, float top, float invT, bool byWeight,
+                                   double target, SampleShared& s, SampleGrid* g, int& phase) {
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int stride = gridDim.x * SAMPLE_THREADS;
+    __syncthreads();  // whatever read s before
+    if (tid == 0) {
+        s.prefix = 0;
+        s.countAbove = 0;
+        s.weightAbove = 0;
+    }
+    for (int level = 0; level < 8; level++) {
+        const int shift = 28 - 4 * level;
+        __syncthreads();  // the last level's choice is made; s.prefix is set
+        const u32 prefix = s.prefix;
+#pragma unroll
+        for (int b = 0; b < SAMPLE_BINS; b++) {
+            s.weight[b][tid] = 0;
+            s.count[b][tid] = 0;
+        }
+        for (int i = blockIdx.x * SAMPLE_THREADS + tid; i < n; i += stride) {
+            float v = x[i];
+            if (!sample_candidate(v)) continue;
+            u32 k = sample_key(v);
+            if (level > 0 && (k >> (shift + 4)) != (prefix >> (shift + 4))) continue;
+            int b = (k >> shift) & (SAMPLE_BINS - 1);
+            s.count[b][tid]++;
+            s.weight[b][tid] += (double) sample_weight(v, top, invT);
+        }
+        __syncthreads();
+        const int slot = phase & 1;
+        for (int b = 2 * warp; b < 2 * warp + 2; b++) {  // 8 warps, two bins each: this block's bins to the grid
+            int c = 0;
+            double w = 0;
+            for (int j = lane; j < SAMPLE_THREADS; j += 32) {
+                c += s.count[b][j];
+                w += s.weight[b][j];
+            }
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) c += __shfl_xor_sync(0xffffffffu, c, o);
+            w = warp_sum_dbl(w);
+            if (lane == 0) {
+                __stcg(&g->binCount[slot][blockIdx.x][b], c);
+                __stcg(&g->binWeight[slot][blockIdx.x][b], w);
+            }
+        }
+        sample_grid_sync(g);
+        phase++;
+        if (tid < SAMPLE_BINS) {  // the row's bins, summed in block order
+            long long c = 0;
+            double w = 0;
+            for (int b = 0; b < gridDim.x; b++) {
+                c += __ldcg(&g->binCount[slot][b][tid]);
+                w += __ldcg(&g->binWeight[slot][b][tid]);
+            }
+            s.binCount[tid] = c;
+            s.binWeight[tid] = w;
+        }
+        __syncthreads();
+        if (tid == 0) {
+            int chosen = -1;
+            for (int b = SAMPLE_BINS - 1; b >= 0; b--) {
+                if (s.binCount[b] == 0) continue;
+                bool reaches = byWeight ? s.weightAbove + s.binWeight[b] >= target
+                                        : (double) (s.countAbove + s.binCount[b]) >= target;
+                if (reaches) {
+                    chosen = b;
+                    break;
+                }
+                s.weightAbove += s.binWeight[b];
+                s.countAbove += s.binCount[b];
+            }
+            s.chosen = chosen;
+            if (chosen >= 0) {
+                s.prefix |= (u32) chosen << shift;
+                s.groupCount = s.binCount[chosen];
+            }
+        }
+        __syncthreads();
+        if (s.chosen < 0) {
+            SampleCut none = {0u, 0, false, 0.0};
+            return none;
+        }
+    }
+    SampleCut cut;
+    cut.key = s.prefix;
+    cut.found = true;
+    cut.weightAbove = s.weightAbove;
+    long long group = s.groupCount;
+    if (byWeight) {
+        // the fewest of the group's (equal) weights that reach the target after everything above
+        double w = (double) sample_weight(sample_value(cut.key), top, invT);
+        double need = w > 0 ? ceil((target - cut.weightAbove) / w) : (double) group;
+        long long j = (long long) fmin(fmax(need, 1.0), (double) group);
+        while (j > 1 && cut.weightAbove + (j - 1) * w >= target) j--;  // the quotient's rounding, either way
+        while (j < group && cut.weightAbove + j * w < target) j++;
+        cut.ties = (int) j;
+    } else {
+        cut.ties = (int) (target - (double) s.countAbove);
+    }
+    return cut;
+}
+
+extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS)
+model_sample_rows(const float* __restrict__ rows, int n, const SampleRule* __restrict__ rules, int* __restrict__ out,
+                  SampleGrid* __restrict__ grids) {
+    __shared__ SampleShared s;
+    const float* x = rows + (long long) blockIdx.y * n;
+    const SampleRule rule = rules[blockIdx.y];
+    SampleGrid* g = grids + blockIdx.y;
+    const int tid = threadIdx.x, blocks = gridDim.x;
+    const int first = blockIdx.x * SAMPLE_THREADS + tid, stride = blocks * SAMPLE_THREADS;
+    if (!(rule.temperature > 0.0)) {  // every block of the row leaves here: no barrier is entered
+        if (blockIdx.x == 0 && tid == 0) out[blockIdx.y] = -1;
+        return;
+    }
+    // each exchange through the grid's partials takes the next phase (slot phase & 1); this first one slot 0
+    int phase = 0;
+    // the highest candidate, and how many there are
+    u32 best = 0;
+    int candidates = 0;
+    for (int i = first; i < n; i += stride) {
+        float v = x[i];
+        if (sample_candidate(v)) {
+            u32 k = sample_key(v);
+            best = k > best ? k : best;
+            candidates++;
+        }
+    }
+    best = sample_block_max(best, s.scanU);
+    int blockCandidates;
+    sample_block_scan(candidates, s.scanI, blockCandidates);
+    if (tid == 0) {
+        __stcg(&g->blockU[0][blockIdx.x], best);
+        __stcg(&g->blockI[0][blockIdx.x], blockCandidates);
+    }
+    sample_grid_sync(g);
+    phase++;
+    best = 0;
+    candidates = 0;
+    for (int b = 0; b < blocks; b++) {
+        u32 u = __ldcg(&g->blockU[0][b]);
+        best = u > best ? u : best;
+        candidates += __ldcg(&g->blockI[0][b]);
+    }
+    if (candidates == 0) {
+        if (blockIdx.x == 0 && tid == 0) out[blockIdx.y] = -1;
+        return;
+    }
+    const float top = sample_value(best);
+    const float invT = (float) (1.0 / rule.temperature);
+    // the kept prefix: keys above cutKey, and the first cutTies (by id) of key cutKey; cutKey 0 keeps every candidate
+    u32 cutKey = 0;
+    int cutTies = 0x7fffffff;
+    if (rule.topK > 0 && rule.topK < candidates) {
+        SampleCut c = sample_select(x, n, top, invT, false, (double) rule.topK, s, g, phase);
+        cutKey = c.key;
+        cutTies = c.ties;
+        if (rule.topP < 1.0) {
+            double kept = c.weightAbove + c.ties * (double) sample_weight(sample_value(c.key), top, invT);
+            SampleCut p = sample_select(x, n, top, invT, true, rule.topP * kept, s, g, phase);
+            if (p.found && (p.key > cutKey || (p.key == cutKey && p.ties < cutTies))) {
+                cutKey = p.key;
+                cutTies = p.ties;
+            }
+        }
+    } else if (rule.topP < 1.0) {
+        double w = 0;
+        for (int i = first; i < n; i += stride) {
+            float v = x[i];
+            if (sample_candidate(v)) w += (double) sample_weight(v, top, invT);
+        }
+        double blockWeight;
+        sample_block_scan(w, s.scanD, blockWeight);
+        const int slot = phase & 1;
+        if (tid == 0) __stcg(&g->blockD[slot][blockIdx.x], blockWeight);
+        sample_grid_sync(g);
+        phase++;
+        double kept = sample_grid_sum(g->blockD[slot]);
+        SampleCut p = sample_select(x, n, top, invT, true, rule.topP * kept, s, g, phase);
+        if (p.found) {
+            cutKey = p.key;
+            cutTies = p.ties;
+        }
+    }
+    // the draw, in id order: each thread of the row a contiguous chunk of ids, blocks in order
+    const int chunk = (n + stride - 1) / stride;
+    const int lo = min(n, first * chunk), hi = min(n, lo + chunk);
+    const bool minP = rule.minP > 0.0;
+    const float floor = (float) rule.minP;
+    int ties = 0;
+    double w = 0;
+    for (int i = lo; i < hi; i++) {
+        float v = x[i];
+        if (!sample_candidate(v)) continue;
+        u32 k = sample_key(v);
+        if (k < cutKey) continue;
+        float wi = sample_weight(v, top, invT);
+        if (minP && wi < floor) continue;
+        if (k == cutKey) {
+            ties++;
+        } else {
+            w += (double) wi;
+        }
+    }
+    int blockTies;
+    int tieBase = sample_block_scan(ties, s.scanI, blockTies);
+    int slot = phase & 1;
+    if (tid == 0) __stcg(&g->blockI[slot][blockIdx.x], blockTies);
+    sample_grid_sync(g);
+    phase++;
+    for (int b = 0; b < blockIdx.x; b++) tieBase += __ldcg(&g->blockI[slot][b]);
+    const int keptTies = max(0, min(ties, cutTies - tieBase));
+    if (keptTies > 0) w += keptTies * (double) sample_weight(sample_value(cutKey), top, invT);
+    double blockWeight;
+    double base = sample_block_scan(w, s.scanD, blockWeight);
+    slot = phase & 1;
+    if (tid == 0) __stcg(&g->blockD[slot][blockIdx.x], blockWeight);
+    sample_grid_sync(g);
+    phase++;
+    // the blocks' bases in block order, the total, and the owner block: the last with weight whose base is at or
+    // before the target (its first thread with weight starts exactly there, so it holds the owner thread)
+    double total = sample_grid_sum(g->blockD[slot]);
+    const double target = rule.uniform * total;
+    double running = 0, myBase = 0;
+    int ownerBlock = -1;
+    for (int b = 0; b < blocks; b++) {
+        double bw = __ldcg(&g->blockD[slot][b]);
+        if (b == blockIdx.x) myBase = running;
+        if (bw > 0 && running <= target) ownerBlock = b;
+        running += bw;
+    }
+    if (blockIdx.x != ownerBlock) return;
+    base += myBase;
+    // the owner thread: the last with weight whose chunk starts at or before the target
+    int owner = sample_block_max(w > 0 && base <= target ? tid : -1, s.scanI);
+    if (tid == owner) {
+        double r = target - base;
+        int pick = -1, tie = tieBase;
+        for (int i = lo; i < hi; i++) {
+            float v = x[i];
+            if (!sample_candidate(v)) continue;
+            u32 k = sample_key(v);
+            if (k < cutKey) continue;
+            float wi = sample_weight(v, top, invT);
+            if (minP && wi < floor) continue;
+            if (k == cutKey && tie++ >= cutTies) continue;
+            pick = i;
+            r -= (double) wi;
+            if (r < 0) break;
+        }
+        out[blockIdx.y] = pick;
     }
 }

@@ -7,16 +7,21 @@ import io.moe4j.backend.cuda.driver.CudaProbe;
 import io.moe4j.backend.cuda.driver.CudaRuntime;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
 import io.moe4j.model.Logits;
+import io.moe4j.model.TokenDraw;
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
  * The decoder's small device kernels against the formulas computed here in float64: the greedy choice (ties, NaN,
- * -infinity, widths not a multiple of 4) by {@link Logits#argmax}'s rule exactly; RMSNorm on each of its paths (rows
+ * -infinity, widths not a multiple of 4) by {@link Logits#argmax}'s rule exactly; draws by {@link TokenDraw}'s rule
+ * (up to float32 weights); RMSNorm on each of its paths (rows
  * held in registers, rows of odd widths, rows too wide to hold) with and without the residual add; router logits
  * (float64 sums of exact products) with a bias; grouped-query attention against softmax attention, latent
  * attention against its expanded form.
@@ -57,6 +62,81 @@ class ModelOpsKernelsTest {
                 }
             }
         }
+    }
+
+    /**
+     * Draws on the device against {@link TokenDraw#pick} with the same random numbers, every row of a call under its
+     * own rule: greedy-like, plain and cut by top-k, top-p and min-p, over rows of distinct logits, of large groups of
+     * equal logits (top-k and top-p cut inside a group, which keeps its lowest ids), and with NaN and -infinity.
+     * The device's weights are float32, the host's float64, so a draw may differ where its random number lies within
+     * rounding of a boundary between two tokens: a differing draw must be the host's a millionth either side, and
+     * nearly all must be equal.
+     */
+    @Test
+    void drawsFollowTheHostRule() {
+        SplittableRandom rnd = new SplittableRandom(23);
+        List<TokenDraw> rules = new ArrayList<>();
+        for (double t : new double[] {0.3, 1.0, 1.7}) {
+            for (int k : new int[] {0, 1, 50, 5000}) {
+                for (double p : new double[] {1.0, 0.9, 0.3}) {
+                    for (double minP : new double[] {0.0, 0.05}) {
+                        rules.add(new TokenDraw(t, k, p, minP, 0));
+                    }
+                }
+            }
+        }
+        rules.add(new TokenDraw(1e-30, 0, 1, 0, 0)); // 1 / temperature overflows float: the top token alone
+        int rows = rules.size();
+        int equal = 0, draws = 0;
+        try (ModelOps ops = ModelOps.open(); DeviceBuffer out = ops.allocate(4L * rows);
+             Arena arena = Arena.ofConfined()) {
+            for (int n : new int[] {1, 7, 1000, 201088}) {
+                float[] distinct = new float[n];
+                float[] grouped = new float[n];
+                float[] holes = new float[n];
+                for (int i = 0; i < n; i++) {
+                    distinct[i] = (float) (3 * rnd.nextGaussian());
+                    grouped[i] = Math.round(4 * rnd.nextGaussian()) / 2f; // ~25 values: groups of thousands
+                    holes[i] = i % 3 == 0 ? Float.NaN : i % 3 == 1 ? Float.NEGATIVE_INFINITY : distinct[i];
+                }
+                for (float[] row : new float[][] {distinct, grouped, holes}) {
+                    float[] x = new float[rows * n];
+                    MemorySegment staged = arena.allocate((long) ModelOps.DRAW_RULE_BYTES * rows, 8);
+                    TokenDraw[] drawn = new TokenDraw[rows];
+                    for (int r = 0; r < rows; r++) {
+                        System.arraycopy(row, 0, x, r * n, n);
+                        TokenDraw d = rules.get(r);
+                        drawn[r] = new TokenDraw(d.temperature(), d.topK(), d.topP(), d.minP(), rnd.nextDouble());
+                        ModelOps.stageDrawRule(staged, (long) ModelOps.DRAW_RULE_BYTES * r, drawn[r].uniform(),
+                                d.temperature(), d.topP(), d.minP(), d.topK());
+                    }
+                    boolean anyCandidate = n > 1 || row != holes; // a one-logit row of holes is NaN alone
+                    int[] ids;
+                    try (DeviceBuffer dx = ops.upload(x); DeviceBuffer dr = ops.upload(staged)) {
+                        ids = ops.sampleRows(dx.pointer(), rows, n, dr.pointer(), out);
+                    }
+                    for (int r = 0; r < rows; r++) {
+                        if (!anyCandidate) {
+                            assertThat(ids[r]).isEqualTo(-1);
+                            continue;
+                        }
+                        TokenDraw d = drawn[r];
+                        int host = d.pick(row, 0, n, null);
+                        draws++;
+                        if (ids[r] == host) {
+                            equal++;
+                            continue;
+                        }
+                        int below = new TokenDraw(d.temperature(), d.topK(), d.topP(), d.minP(),
+                                Math.max(0, d.uniform() - 1e-6)).pick(row, 0, n, null);
+                        int above = new TokenDraw(d.temperature(), d.topK(), d.topP(), d.minP(),
+                                Math.min(Math.nextDown(1.0), d.uniform() + 1e-6)).pick(row, 0, n, null);
+                        assertThat(ids[r]).as("n %d, %s: device %d, host %d", n, d, ids[r], host).isIn(below, above);
+                    }
+                }
+            }
+        }
+        assertThat(equal).as("draws equal to the host's").isGreaterThanOrEqualTo(draws - draws / 100);
     }
 
     @Test

@@ -4,6 +4,7 @@ import io.moe4j.backend.cuda.DeviceBandwidth;
 import io.moe4j.model.Model;
 import io.moe4j.model.ModelOptions;
 import io.moe4j.model.Session;
+import io.moe4j.model.TokenDraw;
 import io.moe4j.safetensors.DType;
 import io.moe4j.safetensors.SafetensorsWriter;
 
@@ -39,6 +40,30 @@ public final class DeviceModelBench {
     static final int WINDOW = 128;
 
     private DeviceModelBench() {
+    }
+
+    /** Median ms a sampled decode step, the token drawn on the device or from logits read back to the host. */
+    private static double sampledDecode(Model model, TokenDraw rule, int steps, boolean onDevice) {
+        java.util.SplittableRandom rnd = new java.util.SplittableRandom(1);
+        try (Session s = model.newSession()) {
+            int next = argmax(s.prefillLast(new int[] {1, 2, 3, 4, 5, 6, 7, 8}));
+            double[] ms = new double[steps];
+            for (int i = -8; i < steps; i++) {
+                TokenDraw d = new TokenDraw(rule.temperature(), rule.topK(), rule.topP(), rule.minP(), rnd.nextDouble());
+                long a = System.nanoTime();
+                if (onDevice) {
+                    next = s.decodeDrawn(next, d);
+                } else {
+                    float[] logits = s.decode(next);
+                    next = d.pick(logits, 0, logits.length, null);
+                }
+                if (i >= 0) {
+                    ms[i] = (System.nanoTime() - a) / 1e6;
+                }
+            }
+            Arrays.sort(ms);
+            return ms[ms.length / 2];
+        }
     }
 
     public static void main(String[] args) throws IOException {
@@ -110,6 +135,16 @@ public final class DeviceModelBench {
                         + " tokens/s; %.0f GB/s = %.1f%% of copy bandwidth%n", median, 1e3 / median,
                         bytes / median / 1e6, 100 * bytes / median / 1e6 / copy);
             }
+            // sampled generation: the token drawn on the device (decodeDrawn) against the logits read back and drawn
+            // on the host by the same rule, interleaved so both see the same machine
+            for (TokenDraw rule : new TokenDraw[] {new TokenDraw(1.0, 0, 1, 0, 0), new TokenDraw(0.7, 0, 0.9, 0, 0),
+                    new TokenDraw(0.7, 50, 1, 0, 0)}) {
+                double device = sampledDecode(model, rule, decodeTokens, true);
+                double host = sampledDecode(model, rule, decodeTokens, false);
+                System.out.printf("decode batch 1, temperature %.1f top-k %d top-p %.1f: drawn on the device %.3f ms/token,"
+                        + " logits to the host and drawn there %.3f ms/token%n", rule.temperature(), rule.topK(),
+                        rule.topP(), device, host);
+            }
             // -Dmoe4j.bench.batches=8,64 (default): the batch sizes timed; -Dmoe4j.bench.profileBatch=N: one step of
             // batch N (greedy) runs between cuProfilerStart and cuProfilerStop, for a profiler started with
             // collection off (ncu --profile-from-start off)
@@ -161,13 +196,13 @@ public final class DeviceModelBench {
             double[] ms = new double[steps];
             for (int step = -4; step < steps; step++) { // 4 warm-up steps: kernels loaded, the step recorded
                 long a = System.nanoTime();
-                boolean[] greedyOnly = new boolean[batch];
-                java.util.Arrays.fill(greedyOnly, greedy);
+                TokenDraw[] draws = new TokenDraw[batch];
+                java.util.Arrays.fill(draws, greedy ? TokenDraw.greedy() : null);
                 boolean profiled = greedy && step == 0 && Integer.getInteger("moe4j.bench.profileBatch", 0) == batch;
                 if (profiled) {
                     io.moe4j.backend.cuda.driver.CudaDriver.get().cuProfilerStart();
                 }
-                io.moe4j.model.StepOutput out = model.step(sessions, feed, greedyOnly);
+                io.moe4j.model.StepOutput out = model.step(sessions, feed, draws);
                 if (profiled) {
                     io.moe4j.backend.cuda.driver.CudaDriver.get().cuProfilerStop();
                 }
@@ -175,7 +210,7 @@ public final class DeviceModelBench {
                     ms[step] = (System.nanoTime() - a) / 1e6;
                 }
                 for (int i = 0; i < batch; i++) {
-                    feed.set(i, new int[] {greedy ? out.greedy()[i] : argmax(out.logits()[i])});
+                    feed.set(i, new int[] {greedy ? out.drawn()[i] : argmax(out.logits()[i])});
                 }
             }
             Arrays.sort(ms);
@@ -244,7 +279,7 @@ public final class DeviceModelBench {
                     System.out.printf("batch %d step replayed alone: %.0f us%n", batch, runner.replayMicros(batch, 5));
                     runner.profile(true);
                 }
-                float[][] logits = model.step(seqs, feed, starts, new boolean[batch]).logits();
+                float[][] logits = model.step(seqs, feed, starts, new TokenDraw[batch]).logits();
                 for (int i = 0; i < batch; i++) {
                     feed.set(i, new int[] {argmax(logits[i])});
                     starts[i]++;

@@ -66,6 +66,7 @@ public final class CudaFunction {
     private static final long CONFIG_BYTES = 56;
     private static final long ATTRIBUTE_BYTES = 72;
     private static final int PROGRAMMATIC_STREAM_SERIALIZATION = 6;
+    private static final int COOPERATIVE = 2;
 
     /**
      * Enqueues one launch on {@code stream}; the arguments are copied by the driver before this returns. While the
@@ -77,20 +78,8 @@ public final class CudaFunction {
         boolean overlapped = overlapReady && stream.overlapping();
         int r;
         if (overlapped) {
-            try (Arena arena = Arena.ofConfined()) {
-                MemorySegment attribute = arena.allocate(ATTRIBUTE_BYTES, 8);
-                attribute.set(JAVA_INT, 0, PROGRAMMATIC_STREAM_SERIALIZATION);
-                attribute.set(JAVA_INT, 8, 1);
-                MemorySegment config = arena.allocate(CONFIG_BYTES, 8);
-                int[] dims = {gridX, gridY, gridZ, blockX, blockY, blockZ, dynamicSharedBytes};
-                for (int i = 0; i < dims.length; i++) {
-                    config.set(JAVA_INT, 4L * i, dims[i]);
-                }
-                config.set(ADDRESS, 32, stream.handle());
-                config.set(ADDRESS, 40, attribute);
-                config.set(JAVA_INT, 48, 1);
-                r = cu.cuLaunchKernelEx(config, handle, args.pointers(), MemorySegment.NULL);
-            }
+            r = launchEx(PROGRAMMATIC_STREAM_SERIALIZATION, gridX, gridY, gridZ, blockX, blockY, blockZ,
+                    dynamicSharedBytes, stream, args);
         } else {
             r = cu.cuLaunchKernel(handle, gridX, gridY, gridZ, blockX, blockY, blockZ, dynamicSharedBytes,
                     stream.handle(), args.pointers(), MemorySegment.NULL);
@@ -100,6 +89,42 @@ public final class CudaFunction {
             throw new CudaException(call, r, call + "(" + name + ", grid " + gridX + "x" + gridY + "x" + gridZ
                     + ", block " + blockX + "x" + blockY + "x" + blockZ + ", shared " + dynamicSharedBytes
                     + (overlapped ? ", overlapped" : "") + ") failed: " + cu.describe(r));
+        }
+    }
+
+    /**
+     * Enqueues one cooperative launch on {@code stream}: every block of the grid is resident at once (the driver
+     * refuses a grid that does not fit; size it by {@link #maxActiveBlocksPerSm}), so its blocks may wait for each
+     * other. Needs cuLaunchKernelEx (CUDA 12+).
+     */
+    public void launchCooperative(int gridX, int gridY, int blockX, CudaStream stream, KernelArgs args) {
+        if (!cu.hasLaunchKernelEx()) {
+            throw new IllegalStateException("cooperative launches need cuLaunchKernelEx, which this CUDA driver (before"
+                    + " 12.0) lacks");
+        }
+        int r = launchEx(COOPERATIVE, gridX, gridY, 1, blockX, 1, 1, 0, stream, args);
+        if (r != 0) {
+            throw new CudaException("cuLaunchKernelEx", r, "cuLaunchKernelEx(" + name + ", grid " + gridX + "x" + gridY
+                    + ", block " + blockX + ", cooperative) failed: " + cu.describe(r));
+        }
+    }
+
+    /** cuLaunchKernelEx with one launch attribute of value 1. */
+    private int launchEx(int attributeId, int gridX, int gridY, int gridZ, int blockX, int blockY, int blockZ,
+            int dynamicSharedBytes, CudaStream stream, KernelArgs args) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment attribute = arena.allocate(ATTRIBUTE_BYTES, 8);
+            attribute.set(JAVA_INT, 0, attributeId);
+            attribute.set(JAVA_INT, 8, 1);
+            MemorySegment config = arena.allocate(CONFIG_BYTES, 8);
+            int[] dims = {gridX, gridY, gridZ, blockX, blockY, blockZ, dynamicSharedBytes};
+            for (int i = 0; i < dims.length; i++) {
+                config.set(JAVA_INT, 4L * i, dims[i]);
+            }
+            config.set(ADDRESS, 32, stream.handle());
+            config.set(ADDRESS, 40, attribute);
+            config.set(JAVA_INT, 48, 1);
+            return cu.cuLaunchKernelEx(config, handle, args.pointers(), MemorySegment.NULL);
         }
     }
 }
