@@ -86,46 +86,166 @@ public record TokenDraw(double temperature, int topK, double topP, double minP, 
         return best;
     }
 
+    /** Bins of the logits' range that locate the kept prefix before anything is sorted. */
+    private static final int BINS = 4096;
+
+    /**
+     * The cuts, with only the candidates that may be kept sorted: the logits' range is cut into bins, and the bins
+     * from the top down until they hold top-k tokens, or top-p of the weight (or, for min-p alone, every logit that
+     * can pass it), are collected and sorted. A bin holds every token of its logits, so what is collected is an upper
+     * set of the order, and the rule runs on it as on every candidate sorted; where rounding leaves it short, every
+     * candidate is sorted.
+     */
     private int pickCut(float[] logits, int off, int vocab, boolean[] allowed) {
-        // Candidates sorted by logit, highest first; ties: lower id first. A key packs the logit's order (inverted:
-        // sorting ascends) above the id, so one primitive sort does it.
-        long[] keys = new long[vocab];
         int n = 0;
+        float max = Float.NEGATIVE_INFINITY;
+        float min = Float.POSITIVE_INFINITY;
         for (int i = 0; i < vocab; i++) {
-            if (candidate(logits[off + i], allowed, i)) {
-                keys[n++] = ((long) ~orderedBits(logits[off + i]) << 32) | i;
+            float v = logits[off + i];
+            if (candidate(v, allowed, i)) {
+                n++;
+                max = Math.max(max, v);
+                min = Math.min(min, v);
             }
         }
         if (n == 0) {
             throw new IllegalStateException("no token is allowed at this step");
         }
-        Arrays.sort(keys, 0, n);
-        int keep = topK > 0 ? Math.min(topK, n) : n;
-        double max = logits[off + (int) keys[0]];
-        double[] p = new double[keep];
-        double sum = 0;
-        for (int i = 0; i < keep; i++) {
-            p[i] = Math.exp((logits[off + (int) keys[i]] - max) / temperature);
-            sum += p[i];
+        boolean byCount = topK > 0 && topK < n;
+        // top-p over every candidate needs their total weight (in id order)
+        double total = 0;
+        double[] weight = null;
+        if (!byCount && topP < 1) {
+            weight = new double[vocab];
+            for (int i = 0; i < vocab; i++) {
+                if (candidate(logits[off + i], allowed, i)) {
+                    weight[i] = Math.exp(((double) logits[off + i] - max) / temperature);
+                    total += weight[i];
+                }
+            }
         }
+        double scale = max > min ? (BINS - 1) / ((double) max - min) : 0;
+        int cutBin = 0;
+        if (byCount || topP < 1) {
+            long[] count = new long[BINS];
+            double[] mass = weight == null ? null : new double[BINS];
+            for (int i = 0; i < vocab; i++) {
+                if (candidate(logits[off + i], allowed, i)) {
+                    int b = bin(logits[off + i], min, scale);
+                    count[b]++;
+                    if (mass != null) {
+                        mass[b] += weight[i];
+                    }
+                }
+            }
+            long c = 0;
+            double acc = 0;
+            for (int b = BINS - 1; b >= 0; b--) {
+                c += count[b];
+                acc += mass == null ? 0 : mass[b];
+                if (byCount ? c >= topK : acc >= topP * total) {
+                    cutBin = b;
+                    break;
+                }
+            }
+        } else if (minP > 0) {
+            // a logit under max + temperature * ln(minP) has a weight under minP; one bin of margin for rounding
+            double floor = max + temperature * Math.log(minP);
+            cutBin = floor <= min ? 0 : Math.max(0, bin((float) floor, min, scale) - 1);
+        }
+        int kept = -1;
+        long[] keys = null;
+        for (int attempt = 0; attempt < 2 && kept < 0; attempt++) {
+            int from = attempt == 0 ? cutBin : 0;
+            keys = sortedKeys(logits, off, vocab, allowed, min, scale, from);
+            int s = keys.length;
+            kept = cut(logits, off, keys, n, total, max);
+            if (from == 0 && kept < 0) {
+                kept = Math.min(s, topK > 0 ? topK : n); // every candidate sorted: nothing is missing
+            }
+        }
+        return drawInIdOrder(logits, off, keys, kept, max);
+    }
+
+    private static int bin(float v, float min, double scale) {
+        return (int) (((double) v - min) * scale);
+    }
+
+    /**
+     * The candidates in bins from {@code fromBin} up as sort keys: the logit's order (inverted: sorting ascends)
+     * above the id, so that one primitive sort orders them by logit, highest first, equal logits by lower id.
+     */
+    private static long[] sortedKeys(float[] logits, int off, int vocab, boolean[] allowed, float min, double scale,
+                                     int fromBin) {
+        long[] keys = new long[vocab];
+        int s = 0;
+        for (int i = 0; i < vocab; i++) {
+            float v = logits[off + i];
+            if (candidate(v, allowed, i) && (fromBin == 0 || bin(v, min, scale) >= fromBin)) {
+                keys[s++] = ((long) ~orderedBits(v) << 32) | i;
+            }
+        }
+        keys = Arrays.copyOf(keys, s);
+        Arrays.sort(keys);
+        return keys;
+    }
+
+    /**
+     * How many of the sorted {@code keys} (the first of {@code n} candidates) top-k, top-p and min-p keep, or -1 when
+     * the rule would reach past them. {@code total} is every candidate's weight (used when top-k does not cut).
+     */
+    private int cut(float[] logits, int off, long[] keys, int n, double total, float max) {
+        int s = keys.length;
+        boolean byCount = topK > 0 && topK < n;
+        int keep = byCount ? topK : n;
+        if (keep > s && (byCount || !(topP < 1 || minP > 0))) {
+            return -1;
+        }
+        int known = Math.min(keep, s);
+        double[] p = weights(logits, off, keys, known, max);
+        double sum = total;
+        if (byCount) {
+            sum = 0;
+            for (int i = 0; i < keep; i++) {
+                sum += p[i];
+            }
+        }
+        boolean cutWithin = false;
         if (topP < 1) { // the smallest prefix whose share reaches topP (the token that crosses it stays)
             double acc = 0;
-            for (int i = 0; i < keep; i++) {
+            for (int i = 0; i < known; i++) {
                 acc += p[i];
                 if (acc >= topP * sum) {
                     keep = i + 1;
+                    cutWithin = true;
                     break;
                 }
             }
         }
         if (minP > 0) { // relative to the top token, whose weight is p[0] = 1
             int k = 1;
-            while (k < keep && p[k] >= minP * p[0]) {
+            while (k < Math.min(keep, s) && p[k] >= minP * p[0]) {
                 k++;
             }
-            keep = k;
+            if (k < Math.min(keep, s) || k == keep) {
+                keep = k;
+                cutWithin = true;
+            }
         }
-        // the kept ones in id order, each with its place in p
+        return keep <= s && (cutWithin || byCount || keep == n) ? keep : -1;
+    }
+
+    private double[] weights(float[] logits, int off, long[] keys, int count, float max) {
+        double[] p = new double[count];
+        for (int i = 0; i < count; i++) {
+            p[i] = Math.exp(((double) logits[off + (int) keys[i]] - max) / temperature);
+        }
+        return p;
+    }
+
+    /** The draw among the first {@code keep} sorted keys, walked in id order. */
+    private int drawInIdOrder(float[] logits, int off, long[] keys, int keep, float max) {
+        double[] p = weights(logits, off, keys, keep, max);
         long[] byId = new long[keep];
         for (int i = 0; i < keep; i++) {
             byId[i] = (keys[i] & 0xffffffffL) << 32 | i;

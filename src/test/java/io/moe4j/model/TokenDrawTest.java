@@ -61,6 +61,114 @@ class TokenDrawTest {
         assertThatThrownBy(() -> draw(1, 5, 1, 0, 0.5).pick(none, 0, 2, null)).hasMessageContaining("no token");
     }
 
+    /**
+     * The cuts sort only the candidates in the bins that hold the kept prefix; every candidate sorted (the rule as
+     * written) must give the same token, over rows of distinct logits, of large groups of equal logits, with NaN,
+     * -infinity and masks, and rules that cut by each of top-k, top-p and min-p and their combinations.
+     */
+    @Test
+    void cuttingFromTheTopBinsIsSortingEveryCandidate() {
+        java.util.SplittableRandom rnd = new java.util.SplittableRandom(41);
+        int checked = 0;
+        for (int n : new int[] {1, 2, 9, 300, 20000}) {
+            for (int kind = 0; kind < 4; kind++) {
+                float[] row = new float[n];
+                boolean[] allowed = kind == 3 ? new boolean[n] : null;
+                for (int i = 0; i < n; i++) {
+                    row[i] = switch (kind) {
+                        case 0 -> (float) (3 * rnd.nextGaussian());
+                        case 1 -> Math.round(4 * rnd.nextGaussian()) / 2f; // groups of equal logits
+                        case 2 -> i % 5 == 0 ? Float.NaN : i % 5 == 1 ? Float.NEGATIVE_INFINITY
+                                : (float) (8 * rnd.nextGaussian());
+                        default -> (float) rnd.nextGaussian();
+                    };
+                    if (allowed != null) {
+                        allowed[i] = rnd.nextInt(3) > 0 || i == n - 1;
+                    }
+                }
+                if (kind == 2 && n < 3) {
+                    continue; // no finite logit
+                }
+                for (double t : new double[] {0.25, 1, 3}) {
+                    for (int k : new int[] {0, 1, 7, 5000}) {
+                        for (double p : new double[] {1, 0.95, 0.5, 0.05}) {
+                            for (double minP : new double[] {0, 0.01, 0.3}) {
+                                TokenDraw d = draw(t, k, p, minP, rnd.nextDouble());
+                                if (!d.cuts()) {
+                                    continue;
+                                }
+                                assertThat(d.pick(row, 0, n, allowed)).as("n %d kind %d %s", n, kind, d)
+                                        .isEqualTo(sortingEveryCandidate(d, row, n, allowed));
+                                checked++;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assertThat(checked).isGreaterThan(1000);
+    }
+
+    /** The rule as written: every candidate sorted, the cuts in order, the kept ones walked in id order. */
+    private static int sortingEveryCandidate(TokenDraw d, float[] logits, int n, boolean[] allowed) {
+        java.util.List<Integer> ids = new java.util.ArrayList<>();
+        float max = Float.NEGATIVE_INFINITY;
+        for (int i = 0; i < n; i++) {
+            if ((allowed == null || allowed[i]) && !Float.isNaN(logits[i]) && logits[i] != Float.NEGATIVE_INFINITY) {
+                ids.add(i);
+                max = Math.max(max, logits[i]);
+            }
+        }
+        ids.sort((a, b) -> logits[a] != logits[b] ? Float.compare(logits[b], logits[a]) : Integer.compare(a, b));
+        double[] w = new double[n];
+        double all = 0;
+        for (int i = 0; i < n; i++) { // every candidate's weight, summed in id order
+            if ((allowed == null || allowed[i]) && !Float.isNaN(logits[i]) && logits[i] != Float.NEGATIVE_INFINITY) {
+                w[i] = Math.exp(((double) logits[i] - max) / d.temperature());
+                all += w[i];
+            }
+        }
+        int keep = d.topK() > 0 ? Math.min(d.topK(), ids.size()) : ids.size();
+        double sum = all;
+        if (d.topK() > 0 && d.topK() < ids.size()) {
+            sum = 0;
+            for (int i = 0; i < keep; i++) {
+                sum += w[ids.get(i)];
+            }
+        }
+        if (d.topP() < 1) {
+            double acc = 0;
+            for (int i = 0; i < keep; i++) {
+                acc += w[ids.get(i)];
+                if (acc >= d.topP() * sum) {
+                    keep = i + 1;
+                    break;
+                }
+            }
+        }
+        if (d.minP() > 0) {
+            int k = 1;
+            while (k < keep && w[ids.get(k)] >= d.minP() * w[ids.get(0)]) {
+                k++;
+            }
+            keep = k;
+        }
+        java.util.List<Integer> kept = new java.util.ArrayList<>(ids.subList(0, keep));
+        java.util.Collections.sort(kept);
+        double total = 0;
+        for (int i : kept) {
+            total += w[i];
+        }
+        double r = d.uniform() * total;
+        for (int i : kept) {
+            r -= w[i];
+            if (r < 0) {
+                return i;
+            }
+        }
+        return kept.get(kept.size() - 1);
+    }
+
     @Test
     void greedyIsTheArgmaxAndBadRulesAreRefused() {
         float[] logits = {1f, 3f, 3f};
