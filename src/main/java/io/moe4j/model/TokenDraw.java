@@ -155,16 +155,23 @@ public record TokenDraw(double temperature, int topK, double topP, double minP, 
         }
         int kept = -1;
         long[] keys = null;
+        double[] p = null;
         for (int attempt = 0; attempt < 2 && kept < 0; attempt++) {
             int from = attempt == 0 ? cutBin : 0;
             keys = sortedKeys(logits, off, vocab, allowed, min, scale, from);
             int s = keys.length;
-            kept = cut(logits, off, keys, n, total, max);
+            // the weights of the sorted candidates that top-k leaves (those computed above where there are)
+            p = new double[Math.min(s, byCount ? topK : n)];
+            for (int i = 0; i < p.length; i++) {
+                int id = (int) keys[i];
+                p[i] = weight != null ? weight[id] : Math.exp(((double) logits[off + id] - max) / temperature);
+            }
+            kept = cut(p, s, n, total);
             if (from == 0 && kept < 0) {
-                kept = Math.min(s, topK > 0 ? topK : n); // every candidate sorted: nothing is missing
+                kept = p.length; // every candidate sorted: nothing is missing
             }
         }
-        return drawInIdOrder(logits, off, keys, kept, max);
+        return drawInIdOrder(keys, p, kept);
     }
 
     private static int bin(float v, float min, double scale) {
@@ -191,18 +198,17 @@ public record TokenDraw(double temperature, int topK, double topP, double minP, 
     }
 
     /**
-     * How many of the sorted {@code keys} (the first of {@code n} candidates) top-k, top-p and min-p keep, or -1 when
-     * the rule would reach past them. {@code total} is every candidate's weight (used when top-k does not cut).
+     * How many of the {@code s} sorted candidates collected (the first of {@code n}, the first p.length of them
+     * weighed: as many as top-k leaves) top-k, top-p and min-p keep, or -1 when the rule would reach past them.
+     * {@code total} is every candidate's weight (used when top-k does not cut).
      */
-    private int cut(float[] logits, int off, long[] keys, int n, double total, float max) {
-        int s = keys.length;
+    private int cut(double[] p, int s, int n, double total) {
         boolean byCount = topK > 0 && topK < n;
         int keep = byCount ? topK : n;
         if (keep > s && (byCount || !(topP < 1 || minP > 0))) {
             return -1;
         }
-        int known = Math.min(keep, s);
-        double[] p = weights(logits, off, keys, known, max);
+        int known = p.length;
         double sum = total;
         if (byCount) {
             sum = 0;
@@ -235,17 +241,8 @@ public record TokenDraw(double temperature, int topK, double topP, double minP, 
         return keep <= s && (cutWithin || byCount || keep == n) ? keep : -1;
     }
 
-    private double[] weights(float[] logits, int off, long[] keys, int count, float max) {
-        double[] p = new double[count];
-        for (int i = 0; i < count; i++) {
-            p[i] = Math.exp(((double) logits[off + (int) keys[i]] - max) / temperature);
-        }
-        return p;
-    }
-
-    /** The draw among the first {@code keep} sorted keys, walked in id order. */
-    private int drawInIdOrder(float[] logits, int off, long[] keys, int keep, float max) {
-        double[] p = weights(logits, off, keys, keep, max);
+    /** The draw among the first {@code keep} sorted keys (weights p), walked in id order. */
+    private int drawInIdOrder(long[] keys, double[] p, int keep) {
         long[] byId = new long[keep];
         for (int i = 0; i < keep; i++) {
             byId[i] = (keys[i] & 0xffffffffL) << 32 | i;

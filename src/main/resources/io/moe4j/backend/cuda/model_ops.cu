@@ -1278,6 +1278,16 @@ __device__ __forceinline__ float sample_weight(float v, float top, float invT) {
     return d == 0.0f ? 1.0f : expf(d * invT);
 }
 
+// v's weight if the draw keeps it by key (at or above cutKey; the ties at cutKey are the caller's) and by min-p
+// (floor: 0 for none), else -1; its key in k
+__device__ __forceinline__ float sample_kept(float v, u32 cutKey, float top, float invT, float floor, u32& k) {
+    if (!sample_candidate(v)) return -1.f;
+    k = sample_key(v);
+    if (k < cutKey) return -1.f;
+    float w = sample_weight(v, top, invT);
+    return w < floor ? -1.f : w;
+}
+
 // every block of the row waits here until all have arrived; what they wrote before is visible after
 __device__ __forceinline__ void sample_grid_sync(SampleGrid* g) {
     __syncthreads();
@@ -1552,17 +1562,13 @@ model_sample_rows(const float* __restrict__ rows, int n, const SampleRule* __res
     // the draw, in id order: each thread of the row a contiguous chunk of ids, blocks in order
     const int chunk = (n + stride - 1) / stride;
     const int lo = min(n, first * chunk), hi = min(n, lo + chunk);
-    const bool minP = rule.minP > 0.0;
     const float floor = (float) rule.minP;
     int ties = 0;
     double w = 0;
     for (int i = lo; i < hi; i++) {
-        float v = x[i];
-        if (!sample_candidate(v)) continue;
-        u32 k = sample_key(v);
-        if (k < cutKey) continue;
-        float wi = sample_weight(v, top, invT);
-        if (minP && wi < floor) continue;
+        u32 k;
+        float wi = sample_kept(x[i], cutKey, top, invT, floor, k);
+        if (wi < 0.f) continue;
         if (k == cutKey) {
             ties++;
         } else {
@@ -1604,13 +1610,9 @@ model_sample_rows(const float* __restrict__ rows, int n, const SampleRule* __res
         double r = target - base;
         int pick = -1, tie = tieBase;
         for (int i = lo; i < hi; i++) {
-            float v = x[i];
-            if (!sample_candidate(v)) continue;
-            u32 k = sample_key(v);
-            if (k < cutKey) continue;
-            float wi = sample_weight(v, top, invT);
-            if (minP && wi < floor) continue;
-            if (k == cutKey && tie++ >= cutTies) continue;
+            u32 k;
+            float wi = sample_kept(x[i], cutKey, top, invT, floor, k);
+            if (wi < 0.f || (k == cutKey && tie++ >= cutTies)) continue;
             pick = i;
             r -= (double) wi;
             if (r < 0) break;
