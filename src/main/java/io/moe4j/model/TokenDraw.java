@@ -9,7 +9,7 @@ import java.util.Arrays;
  *
  * <p>The rule: {@code temperature == 0} is {@link Logits#argmax}. Otherwise the candidates are the finite logits
  * (NaN and -infinity are never drawn) ordered by logit, highest first, equal logits by lower id; a candidate's weight
- * is {@code exp((logit - top) / temperature)}. Top-k keeps the first k, then top-p the shortest prefix of
+ * is {@code exp((logit - top) / temperature)} (0 where that is under exp(-700), so no sum is of subnormals). Top-k keeps the first k, then top-p the shortest prefix of
  * those whose weight reaches {@code topP} of theirs (the token that crosses stays), then min-p the ones whose weight
  * is at least {@code minP} (the top's is 1), in that order as transformers' warpers run. The token drawn is the first,
  * walking the kept ones in id order, at which the running weight passes {@code uniform} of their total.
@@ -119,7 +119,7 @@ public record TokenDraw(double temperature, int topK, double topP, double minP, 
             weight = new double[vocab];
             for (int i = 0; i < vocab; i++) {
                 if (candidate(logits[off + i], allowed, i)) {
-                    weight[i] = Math.exp(((double) logits[off + i] - max) / temperature);
+                    weight[i] = weight(logits[off + i], max);
                     total += weight[i];
                 }
             }
@@ -164,7 +164,7 @@ public record TokenDraw(double temperature, int topK, double topP, double minP, 
             p = new double[Math.min(s, byCount ? topK : n)];
             for (int i = 0; i < p.length; i++) {
                 int id = (int) keys[i];
-                p[i] = weight != null ? weight[id] : Math.exp(((double) logits[off + id] - max) / temperature);
+                p[i] = weight != null ? weight[id] : weight(logits[off + id], max);
             }
             kept = cut(p, s, n, total);
             if (from == 0 && kept < 0) {
@@ -277,7 +277,7 @@ public record TokenDraw(double temperature, int topK, double topP, double minP, 
         double[] p = new double[vocab];
         for (int i = 0; i < vocab; i++) {
             if (candidate(logits[off + i], allowed, i)) {
-                p[i] = Math.exp((logits[off + i] - max) / temperature);
+                p[i] = weight(logits[off + i], max);
                 total += p[i];
             }
         }
@@ -293,6 +293,19 @@ public record TokenDraw(double temperature, int topK, double topP, double minP, 
             }
         }
         return last;
+    }
+
+    /** Exponents under this give a weight of 0: exp(-700) is still a normal double, and its sums stay normal. */
+    private static final double LOWEST_EXPONENT = -700;
+
+    /**
+     * A logit's weight against the top, exp((logit - top) / temperature), or 0 where that is under exp(-700): the
+     * sums and walks never compute with subnormal doubles (50-100x slower on Intel cores), and a token that light
+     * could not be drawn anyway.
+     */
+    double weight(float logit, double top) {
+        double z = ((double) logit - top) / temperature;
+        return z < LOWEST_EXPONENT ? 0 : Math.exp(z);
     }
 
     private static boolean candidate(float v, boolean[] allowed, int i) {

@@ -169,6 +169,23 @@ class TokenDrawTest {
         return kept.get(kept.size() - 1);
     }
 
+    /** Weights are exp((logit - top) / temperature) or 0, never a subnormal double, at any temperature. */
+    @Test
+    void weightsAreNeverSubnormal() {
+        for (double t : new double[] {1e-6, 0.01, 1, 100}) {
+            TokenDraw d = draw(t, 0, 1, 0, 0.5);
+            for (float logit = -1000f; logit <= 0f; logit += 0.37f) {
+                double w = d.weight(logit, 0);
+                assertThat(w == 0 || w >= Double.MIN_NORMAL).as("temperature %s, logit %s: %s", t, logit, w).isTrue();
+                assertThat(w).isCloseTo(Math.exp(logit / t) < Math.exp(-700) ? 0 : Math.exp(logit / t),
+                        org.assertj.core.data.Offset.offset(1e-300));
+            }
+            float[] steep = {0f, -0.5f, -2000f, -1e30f}; // the far ones weigh 0 and are never drawn
+            assertThat(draw(t, 0, 1, 0, 0.999).pick(steep, 0, 4, null)).isIn(0, 1);
+            assertThat(draw(t, 3, 0.999, 0, 0.999).pick(steep, 0, 4, null)).isIn(0, 1);
+        }
+    }
+
     @Test
     void greedyIsTheArgmaxAndBadRulesAreRefused() {
         float[] logits = {1f, 3f, 3f};
