@@ -55,6 +55,8 @@ public final class ModelOps implements AutoCloseable {
     private Workspace expertsWorkspace;
     /** The rows' meeting places of {@link #sampleRows} (zeroed once; grown on demand). */
     private DeviceBuffer sampleGrids;
+    /** Blocks of {@link #sampleRows}' kernel that the device holds at once (0 until first asked). */
+    private int sampleResident;
 
     /** The CUDA-core GEMM's shape for linears in formats other than bf16 (as the experts take it). */
     private final CudaTuning tuning = CudaTuning.fromSystemProperties();
@@ -193,7 +195,10 @@ public final class ModelOps implements AutoCloseable {
         // fit beside the other rows (each thread then holds a few logits), rows in groups when even one a row
         // does not fit.
         CudaFunction f = engine.kernels().get(SOURCE, "model_sample_rows", List.of()).function();
-        int resident = f.maxActiveBlocksPerSm(SAMPLE_THREADS, 0) * engine.context().device().multiprocessors();
+        if (sampleResident == 0) { // a property of the kernel and the device: asked once, not every token
+            sampleResident = f.maxActiveBlocksPerSm(SAMPLE_THREADS, 0) * engine.context().device().multiprocessors();
+        }
+        int resident = sampleResident;
         int group = Math.min(rows, resident);
         int blocks = Math.max(1, Math.min(SAMPLE_MAX_BLOCKS, resident / group));
         // the threads of a row must not each count more than 16 bits' worth of one bin
