@@ -9,10 +9,11 @@ import java.util.Arrays;
  *
  * <p>The rule: {@code temperature == 0} is {@link Logits#argmax}. Otherwise the candidates are the finite logits
  * (NaN and -infinity are never drawn) ordered by logit, highest first, equal logits by lower id; a candidate's weight
- * is {@code exp((logit - top) / temperature)} (0 where that is under exp(-700), so no sum is of subnormals). Top-k keeps the first k, then top-p the shortest prefix of
- * those whose weight reaches {@code topP} of theirs (the token that crosses stays), then min-p the ones whose weight
- * is at least {@code minP} (the top's is 1), in that order as transformers' warpers run. The token drawn is the first,
- * walking the kept ones in id order, at which the running weight passes {@code uniform} of their total.
+ * is {@code exp((logit - top) / temperature)} (0 where that is under exp(-700), so no sum is of subnormals). Top-k
+ * keeps the first k, then top-p the shortest prefix of those whose weight reaches {@code topP} of theirs (the token
+ * that crosses stays), then min-p the ones whose weight is at least {@code minP} (the top's is 1), in that order as
+ * transformers' warpers run. The token drawn is the first, walking the kept ones in id order, at which the running
+ * weight passes {@code uniform} of their total.
  *
  * @param uniform the draw's random number, in [0, 1)
  */

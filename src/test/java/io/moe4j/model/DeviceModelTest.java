@@ -34,7 +34,8 @@ class DeviceModelTest {
         int[] prompt = c.inputIds();
         java.util.SplittableRandom rnd = new java.util.SplittableRandom(3);
         try (Model model = load(c); Session drawn = model.newSession(); Session host = model.newSession()) {
-            for (TokenDraw rule : new TokenDraw[] {new TokenDraw(1.0, 0, 1, 0, 0), new TokenDraw(0.8, 20, 0.9, 0.02, 0)}) {
+            TokenDraw[] rules = {new TokenDraw(1.0, 0, 1, 0, 0), new TokenDraw(0.8, 20, 0.9, 0.02, 0)};
+            for (TokenDraw rule : rules) {
                 drawn.reset();
                 host.reset();
                 float[] logits = host.prefillLast(prompt);

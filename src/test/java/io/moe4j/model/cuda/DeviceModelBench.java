@@ -49,7 +49,8 @@ public final class DeviceModelBench {
             int next = argmax(s.prefillLast(new int[] {1, 2, 3, 4, 5, 6, 7, 8}));
             double[] ms = new double[steps];
             for (int i = -8; i < steps; i++) {
-                TokenDraw d = new TokenDraw(rule.temperature(), rule.topK(), rule.topP(), rule.minP(), rnd.nextDouble());
+                TokenDraw d = new TokenDraw(rule.temperature(), rule.topK(), rule.topP(), rule.minP(),
+                        rnd.nextDouble());
                 long a = System.nanoTime();
                 if (onDevice) {
                     next = s.decodeDrawn(next, d);
@@ -141,9 +142,9 @@ public final class DeviceModelBench {
                     new TokenDraw(0.7, 50, 1, 0, 0)}) {
                 double device = sampledDecode(model, rule, decodeTokens, true);
                 double host = sampledDecode(model, rule, decodeTokens, false);
-                System.out.printf("decode batch 1, temperature %.1f top-k %d top-p %.1f: drawn on the device %.3f ms/token,"
-                        + " logits to the host and drawn there %.3f ms/token%n", rule.temperature(), rule.topK(),
-                        rule.topP(), device, host);
+                System.out.printf("decode batch 1, temperature %.1f top-k %d top-p %.1f: drawn on the device %.3f"
+                        + " ms/token, logits to the host and drawn there %.3f ms/token%n", rule.temperature(),
+                        rule.topK(), rule.topP(), device, host);
             }
             // -Dmoe4j.bench.batches=8,64 (default): the batch sizes timed; -Dmoe4j.bench.profileBatch=N: one step of
             // batch N (greedy) runs between cuProfilerStart and cuProfilerStop, for a profiler started with
