@@ -103,6 +103,27 @@ class DeviceModelTest {
     }
 
     /**
+     * Every pass of a sequence attended in tiles ({@code moe4j.cuda.attendTileRows=1}: the path of prompts of 64 rows
+     * and more, which the cases' short prompts do not reach by default), as one prompt and in passes of 5 tokens.
+     */
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.MethodSource("io.moe4j.model.DeviceBatchTest#cases")
+    void aPromptAttendedInTilesGivesTheSameLogits(String name) {
+        ConformanceModelsTest.assumeGpu();
+        ModelCases.Case c = ModelCases.load(name);
+        SystemProperty.with("moe4j.cuda.attendTileRows", "1", () -> {
+            try (Model model = load(c)) {
+                KvCacheTest.assertPassesGiveTheReference(model, c, "cuda");
+            }
+            SystemProperty.with("moe4j.passTokens", "5", () -> {
+                try (Model model = load(c)) {
+                    KvCacheTest.assertPassesGiveTheReference(model, c, "cuda");
+                }
+            });
+        });
+    }
+
+    /**
      * Experts chosen on the host ({@code moe4j.cuda.hostRouting}, the path of prompts beyond one device-routed pass):
      * half the prompt in one pass, then a token at a time, every layer's experts in the sequence's one workspace,
      * whose recorded graphs must not be replayed for another layer's experts.

@@ -484,11 +484,16 @@ public final class ModelOps implements AutoCloseable {
      * sink logit in the softmax when {@code sinks} (float32 [heads]) is given. A block takes a kv head and its query
      * heads over a piece of the span ({@link #attendSplits} pieces); {@code partials} ({@link #attendPartialsBytes})
      * and {@code arrivals} (an int a row and kv head, zero, and left zero) carry the pieces to the block that merges
-     * them.
+     * them. A pass of one sequence's rows ({@code perRow} false) of at least {@link #attendTileRows} rows attends in
+     * tiles instead ({@link #attendTiles}), where the head's width allows.
      */
     public void attendRows(long q, int qStride, long caches, boolean perRow, long sinks, long out, int tokens,
             long positions, int heads, int kvHeads, int headDim, int window, float scale, long partials,
             long partialsBytes, long arrivals, long arrivalsBytes) {
+        if (attendsInTiles(perRow, tokens, headDim)) {
+            attendTiles(q, qStride, caches, sinks, out, tokens, positions, heads, kvHeads, headDim, window, scale);
+            return;
+        }
         if (headDim > HEAD_DIM_MAX || headDim % 4 != 0 || heads % kvHeads != 0 || heads / kvHeads > GQA_GROUP_MAX) {
             throw new IllegalArgumentException("attention of " + heads + " heads over " + kvHeads + " kv heads of "
                     + headDim + ": the device kernel takes up to " + GQA_GROUP_MAX + " query heads a kv head, heads"
@@ -505,6 +510,53 @@ public final class ModelOps implements AutoCloseable {
                 .pointer(caches).i32(perRow ? 1 : 0).pointer(sinks).pointer(out).pointer(positions).i32(heads)
                 .i32(kvHeads).i32(headDim).i32(window).f32(scale).pointer(partials).pointer(arrivals));
     }
+
+    /**
+     * The fewest rows of one sequence's pass that {@link #attendRows} attends in tiles: {@code
+     * -Dmoe4j.cuda.attendTileRows} (0: never), by default a tile's {@value #TILE_ROWS} rows. Below that a tile would
+     * be mostly empty, and a few rows over a long span are faster on the row kernel, whose blocks split the span.
+     */
+    public static int attendTileRows() {
+        return Integer.getInteger("moe4j.cuda.attendTileRows", TILE_ROWS);
+    }
+
+    /** Whether {@link #attendRows} takes {@link #attendTiles} for a pass like this. */
+    public static boolean attendsInTiles(boolean perRow, int tokens, int headDim) {
+        int least = attendTileRows();
+        return !perRow && least > 0 && tokens >= least && headDim % 32 == 0 && headDim <= TILE_DIM_MAX;
+    }
+
+    /**
+     * {@link #attendRows} for the rows of one sequence (one cache at {@code caches}), TILE_ROWS rows of a query head
+     * a block: the keys and values a tile's rows see are read once for all of them (a prompt's attention). Each row
+     * is masked by its own visible span. {@code headDim} a multiple of 32, at most {@value #TILE_DIM_MAX}.
+     */
+    public void attendTiles(long q, int qStride, long caches, long sinks, long out, int tokens, long positions,
+            int heads, int kvHeads, int headDim, int window, float scale) {
+        if (headDim % 32 != 0 || headDim > TILE_DIM_MAX || heads % kvHeads != 0) {
+            throw new IllegalArgumentException("tiled attention of " + heads + " heads over " + kvHeads + " kv heads"
+                    + " of " + headDim + ": heads of a multiple of 32 up to " + TILE_DIM_MAX + ", whole groups");
+        }
+        int pitch = headDim + 4;
+        int shared = 4 * (TILE_ROWS * pitch + 4 * TILE_KEYS * pitch + TILE_KEYS * (TILE_ROWS + 4));
+        KernelCache.Kernel k = engine.kernels().get(SOURCE, "model_attend_tiles", List.of());
+        if (shared > TILE_SHARED_DEFAULT) {
+            k.function().setMaxDynamicSharedBytes(shared);
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena);
+            args.pointer(q).i32(qStride).pointer(caches).pointer(sinks).pointer(out).pointer(positions).i32(tokens)
+                    .i32(heads).i32(kvHeads).i32(headDim).i32(window).f32(scale);
+            k.function().launch(Math.ceilDiv(tokens, TILE_ROWS), heads, 1, 128, 1, 1, shared, stream, args);
+        }
+    }
+
+    /** Rows of a block of {@link #attendTiles} (TILE_ROWS in the source), its key positions a tile, widest head. */
+    private static final int TILE_ROWS = 64;
+    private static final int TILE_KEYS = 32;
+    private static final int TILE_DIM_MAX = 128;
+    /** Dynamic shared memory a launch may take without raising the function's limit. */
+    private static final int TILE_SHARED_DEFAULT = 48 * 1024;
 
     /** The most query heads a kv head may have in {@link #attendRows}: a warp each (GQA_WARPS in the source). */
     public static final int GQA_GROUP_MAX = 16;

@@ -291,6 +291,83 @@ class ModelOpsKernelsTest {
         }
     }
 
+    /**
+     * model_attend_tiles (a prompt's rows, 64 of a query head a block) against softmax attention in float64: groups
+     * of 1 to 16, heads of 32, 64 and 128, full, sliding and chunked windows, sinks; 150 consecutive rows from
+     * position 250 (two full tiles and a partial one) and rows at scattered positions (each row masked by its own
+     * span), run twice (the same output).
+     */
+    @Test
+    void promptRowsAttendedInTilesAreSoftmaxAttention() {
+        SplittableRandom rnd = new SplittableRandom(31);
+        int positions = 400;
+        int kvHeads = 2;
+        long[] consecutive = java.util.stream.LongStream.range(250, 400).toArray();
+        long[] scattered = {0, 1, 7, 63, 64, 65, 100, 399, 200, 5};
+        try (ModelOps ops = ModelOps.open(); Arena arena = Arena.ofConfined()) {
+            for (int group : new int[] {1, 5, 8, 16}) {
+                for (int headDim : new int[] {32, 64, 128}) {
+                    int heads = kvHeads * group;
+                    int width = kvHeads * headDim;
+                    float[] cache = random(rnd, positions * 2 * width, 1.0);
+                    float[] sinks = random(rnd, heads, 1.0);
+                    float scale = (float) (1 / Math.sqrt(headDim));
+                    for (long[] at : new long[][] {consecutive, scattered}) {
+                        for (int window : new int[] {0, 37, -64}) {
+                            boolean withSinks = window != -64;
+                            int tokens = at.length;
+                            int stride = heads * headDim + 2 * width;
+                            float[] q = random(rnd, tokens * stride, 1.0);
+                            try (DeviceBuffer dCache = ops.upload(cache); DeviceBuffer dq = ops.upload(q);
+                                    DeviceBuffer dSinks = ops.upload(sinks);
+                                    DeviceBuffer out = ops.allocate(4L * tokens * heads * headDim);
+                                    DeviceBuffer dPositions = ops.upload(arena.allocateFrom(ValueLayout.JAVA_LONG, at));
+                                    DeviceBuffer table = ops.upload(arena.allocateFrom(ValueLayout.JAVA_LONG,
+                                            dCache.pointer()))) {
+                                float[] first = null;
+                                for (int run = 0; run < 2; run++) {
+                                    ops.attendTiles(dq.pointer(), stride, table.pointer(),
+                                            withSinks ? dSinks.pointer() : 0L, out.pointer(), tokens,
+                                            dPositions.pointer(), heads, kvHeads, headDim, window, scale);
+                                    float[] got = ops.readFloats(out, 0, tokens * heads * headDim);
+                                    if (first == null) {
+                                        first = got;
+                                    } else {
+                                        assertThat(got).isEqualTo(first);
+                                    }
+                                }
+                                double err = 0, norm = 0;
+                                for (int t = 0; t < tokens; t++) {
+                                    for (int h = 0; h < heads; h++) {
+                                        double[] want = softmaxAttention(q, t * stride + h * headDim, cache,
+                                                (h / group) * headDim, width, headDim, at[t], window,
+                                                withSinks ? sinks[h] : Double.NEGATIVE_INFINITY, scale);
+                                        for (int d = 0; d < headDim; d++) {
+                                            double e = first[(t * heads + h) * headDim + d] - want[d];
+                                            err += e * e;
+                                            norm += want[d] * want[d];
+                                        }
+                                    }
+                                }
+                                assertThat(Math.sqrt(err / norm)).as("group %d, head %d, rows %d, window %d",
+                                        group, headDim, tokens, window).isLessThan(2e-5);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void onlyOneSequencesRowsOfWholeWarpWidthsAttendInTiles() {
+        assertThat(ModelOps.attendsInTiles(false, 64, 64)).isTrue();
+        assertThat(ModelOps.attendsInTiles(false, 63, 64)).isFalse(); // fewer rows than a tile
+        assertThat(ModelOps.attendsInTiles(true, 4096, 64)).isFalse(); // a batch: a cache a row
+        assertThat(ModelOps.attendsInTiles(false, 4096, 80)).isFalse();
+        assertThat(ModelOps.attendsInTiles(false, 4096, 256)).isFalse();
+    }
+
     /** One query head's attention over cache rows [k | v] (k of this head at kOff, v at width + kOff), in float64. */
     private static double[] softmaxAttention(float[] q, int qAt, float[] cache, int kOff, int width, int headDim,
                                              long position, int window, double sink, float scale) {
