@@ -40,7 +40,7 @@ for s, e, key in rs:
     a[1] += e - s
 print(f"last prompt: {len(rs)} kernels over {span/1e6:.2f} ms, device idle between them {idle/1e6:.2f} ms")
 print(f"{'kernel@grid':44} {'count':>5} {'mean us':>9} {'total ms':>9}")
-for key, (n, d) in sorted(stats.items(), key=lambda kv: -kv[1][1])[:30]:
+for key, (n, d) in sorted(stats.items(), key=lambda kv: -kv[1][1])[:40]:
     print(f"{key:44} {n:5d} {d / n / 1e3:9.1f} {d / 1e6:9.2f}")
 PY
 rm -rf "$work"

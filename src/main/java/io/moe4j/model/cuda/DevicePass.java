@@ -168,17 +168,25 @@ final class DevicePass implements AutoCloseable {
     }
 
     /**
-     * A MoE layer's feed-forward with its experts chosen on the host: the router logits come back, {@code
-     * Router.select} picks, the routing goes to the experts (a wait for the device each layer: prompts beyond one
-     * device-routed pass, or {@code -Dmoe4j.cuda.hostRouting}). {@code afterLogits} marks the profile.
+     * A MoE layer's feed-forward with its experts' plan made on the host (a wait for the device each layer: prompts
+     * beyond one device-routed pass, or {@code -Dmoe4j.cuda.hostRouting}), which lets the experts take the tile GEMMs:
+     * where the model routes on the device, moe_router_select chooses and only the choices come back (a 2048-token
+     * pass of gpt-oss: 64 KB instead of 512 KB of logits, and no host selection); otherwise the router logits come
+     * back and {@code Router.select} picks. {@code afterChoices} marks the profile.
      */
-    void feedForwardHostRouted(int l, PassScratch s, int rows, Runnable afterLogits) {
+    void feedForwardHostRouted(int l, PassScratch s, int rows, Runnable afterChoices) {
         DeviceModel.Moe m = (DeviceModel.Moe) model.layers().get(l).feedForward();
         routerLogits(m, s, rows);
-        int experts = m.layer().router().spec().numExperts();
-        double[] logits = ops.readDoubles(s.routerLogits(), rows * experts);
-        Routing routing = m.layer().router().select(logits, rows);
-        afterLogits.run();
+        io.moe4j.routing.RouterSpec spec = m.layer().router().spec();
+        Routing routing;
+        if (model.routesOnDevice()) {
+            ops.selectExperts(s.routerLogits().pointer(), spec, pointer(m.routerCorrection()), rows, routes);
+            routing = ops.readChoices(routes, spec, rows);
+        } else {
+            double[] logits = ops.readDoubles(s.routerLogits(), rows * spec.numExperts());
+            routing = m.layer().router().select(logits, rows);
+        }
+        afterChoices.run();
         ops.experts(m.layer().experts(), s.xn(), rows, routing, s.ffOut());
         shared(m, s, rows);
     }

@@ -37,7 +37,7 @@ final class DeviceSequence implements SequenceState {
     private final PhaseClock clock;
 
     /** The phases {@link #profile} reports. */
-    static final String[] PHASES = {"inputs", "attention", "router logits to host", "experts", "head", "logits to host",
+    static final String[] PHASES = {"inputs", "attention", "expert choices to host", "experts", "head", "logits to host",
             "whole pass on the device"};
 
     DeviceSequence(DeviceModel model) {
