@@ -523,35 +523,38 @@ public final class ModelOps implements AutoCloseable {
     /** Whether {@link #attendRows} takes {@link #attendTiles} for a pass like this. */
     public static boolean attendsInTiles(boolean perRow, int tokens, int headDim) {
         int least = attendTileRows();
-        return !perRow && least > 0 && tokens >= least && headDim % 32 == 0 && headDim <= TILE_DIM_MAX;
+        return !perRow && least > 0 && tokens >= least && headDim % 8 == 0 && headDim <= TILE_DIM_MAX;
     }
 
     /**
      * {@link #attendRows} for the rows of one sequence (one cache at {@code caches}), TILE_ROWS rows of a query head
-     * a block: the keys and values a tile's rows see are read once for all of them (a prompt's attention). Each row
-     * is masked by its own visible span. {@code headDim} a multiple of 32, at most {@value #TILE_DIM_MAX}.
+     * a block: the keys and values a tile's rows see are read once for all of them (a prompt's attention), and the
+     * products run on tensor cores in tf32 three times (float32's accuracy). Each row is masked by its own visible
+     * span. {@code headDim} a multiple of 8, at most {@value #TILE_DIM_MAX}.
      */
     public void attendTiles(long q, int qStride, long caches, long sinks, long out, int tokens, long positions,
             int heads, int kvHeads, int headDim, int window, float scale) {
-        if (headDim % 32 != 0 || headDim > TILE_DIM_MAX || heads % kvHeads != 0) {
+        if (headDim % 8 != 0 || headDim > TILE_DIM_MAX || heads % kvHeads != 0) {
             throw new IllegalArgumentException("tiled attention of " + heads + " heads over " + kvHeads + " kv heads"
-                    + " of " + headDim + ": heads of a multiple of 32 up to " + TILE_DIM_MAX + ", whole groups");
+                    + " of " + headDim + ": heads of a multiple of 8 up to " + TILE_DIM_MAX + ", whole groups");
         }
-        int pitch = headDim + 4;
-        int shared = 4 * (TILE_ROWS * pitch + 4 * TILE_KEYS * pitch + TILE_KEYS * (TILE_ROWS + 4));
-        KernelCache.Kernel k = engine.kernels().get(SOURCE, "model_attend_tiles", List.of());
+        // queries and two buffers of keys (rows padded by 4 floats) and of values (by 8), as the kernel lays them out
+        int shared = 4 * (TILE_ROWS * (headDim + 4) + 2 * TILE_KEYS * (headDim + 4) + 2 * TILE_KEYS * (headDim + 8));
+        // compiled for the head's width: unrolled loops and only the accumulators it needs (registers: occupancy)
+        KernelCache.Kernel k = engine.kernels().get("attend_tiles.cu", "model_attend_tiles",
+                List.of("-DTILE_HEAD_DIM=" + headDim));
         if (shared > TILE_SHARED_DEFAULT) {
             k.function().setMaxDynamicSharedBytes(shared);
         }
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena);
             args.pointer(q).i32(qStride).pointer(caches).pointer(sinks).pointer(out).pointer(positions).i32(tokens)
-                    .i32(heads).i32(kvHeads).i32(headDim).i32(window).f32(scale);
+                    .i32(heads).i32(kvHeads).i32(window).f32(scale);
             k.function().launch(Math.ceilDiv(tokens, TILE_ROWS), heads, 1, 128, 1, 1, shared, stream, args);
         }
     }
 
-    /** Rows of a block of {@link #attendTiles} (TILE_ROWS in the source), its key positions a tile, widest head. */
+    /** Rows of a block of {@link #attendTiles} (attend_tiles.cu's TILE_ROWS), its key positions a tile, widest head. */
     private static final int TILE_ROWS = 64;
     private static final int TILE_KEYS = 32;
     private static final int TILE_DIM_MAX = 128;

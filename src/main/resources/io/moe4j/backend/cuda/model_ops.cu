@@ -5,8 +5,7 @@
 //   model_position_rows q/k norms, rotary embedding and temperature of the q and k heads of fused q|k|v rows (cos/sin
 //                       tables made on the host), and the k and v into the layer's cache ([position][k | v])
 //   model_attend_rows   causal attention of each (token, head) over its sequence's cache: sliding or chunked windows,
-//                       sinks (online softmax)
-//   model_attend_tiles  the same for a prompt's rows, 64 rows of a query head a block (keys read once for the tile)
+//                       sinks (online softmax); a prompt's rows take model_attend_tiles (attend_tiles.cu) instead
 //   model_mla_position_rows, model_mla_store_rows, model_attend_latent_rows  DeepSeek's multi-head latent attention:
 //                       the latent's norm and the rope key into the latent cache, attention over the cached latents with
 //                       kv_b_proj taken into each query and output
@@ -23,11 +22,11 @@
 // Everything is float32 with float32 accumulation unless said otherwise. Positions and caches are read from tables in
 // device memory (row_cache), so that a decode step's launches are the same every step and replay from a CUDA graph.
 #include "moe4j_common.cuh"
+#include "attention.cuh"
 
 #define LINEAR_TOKENS 4   // tokens a warp of model_linear_bf16 takes per pass over its weight row
 #define LINEAR_HOLD 4     // 16-byte loads a lane of model_linear_bf16 issues before using any (more cost occupancy)
 #define ATTEND_WARPS 16  // warps over a latent query's positions (model_attend_latent_rows)
-#define NEG_INF_F __int_as_float(0xff800000)  // no math headers under NVRTC
 #define HEAD_DIM_MAX 256  // the widest head the attention kernels take (8 values a lane)
 
 __device__ __forceinline__ float bf16_to_float(u16 b) {
@@ -572,15 +571,6 @@ model_linear_bf16_mma_split(const float* __restrict__ x, const u16* __restrict__
     }
 }
 
-// The rows of a pass: token row t is at positions[t] (int64); the cache of the layer being run is at the device
-// address caches[t] when perRow is set (rows of several sequences, a batched step) or caches[0] (every row of one
-// sequence). The tables are data, so a decode step's launches are the same every step and replay from a graph.
-// They are written by a copy before a pass's first kernel, never by a kernel: the kernels read them before waiting
-// for the kernel ahead (through L2, as moe4j_common.cuh says), so that their latency hides behind its tail.
-__device__ __forceinline__ float* row_cache(const unsigned long long* __restrict__ caches, int perRow, int t) {
-    return (float*) load_l2((const long long*) caches + (perRow ? t : 0));
-}
-
 // What happens to a q or k head between the q|k|v linear and attention, in the families' order: a weighted RMSNorm
 // of the head (normMode 1: Qwen3's q_norm / k_norm), RoPE (none on NoPE layers: cosTable null), a weightless RMSNorm
 // (normMode 2: Llama-4's L2 norm), and for query heads Llama-4's temperature log1p(floor((p + 1) / floorScale)) *
@@ -651,14 +641,6 @@ extern "C" __global__ void model_position_rows(float* __restrict__ qkv, int head
     }
 }
 
-// The first key position a query at `position` sees: all (window 0), the last `window` (window > 0: sliding), or
-// those of its own chunk of -window positions (window < 0: Llama-4's chunked attention).
-__device__ __forceinline__ long long first_visible(long long position, int window) {
-    if (window > 0) return position - window + 1 > 0 ? position - window + 1 : 0;
-    if (window < 0) return position / (-window) * (-window);
-    return 0;
-}
-
 // Grouped-query attention of each (token row, head) over its sequence's cache ([position][k | v], written for this
 // pass's rows by model_position_rows), into out [tokens, heads * headDim]; q: token rows qStride floats apart. A block
 // takes one token row, one kv head and the query heads that share it (group = heads / kvHeads, at most GQA_WARPS),
@@ -676,11 +658,6 @@ __device__ __forceinline__ long long first_visible(long long position, int windo
 #define GQA_TILE_FLOATS 2048  // keys of a tile (and as many values), double-buffered: 32 KB of shared memory
 #define GQA_MIN_TILES 4
 #define GQA_PIECES_MAX 64
-
-__device__ __forceinline__ void cp_async16(float* dst, const float* src) {
-    unsigned d = (unsigned) __cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
-}
 
 __device__ __forceinline__ float warp_max_f(float v) {
 #pragma unroll
@@ -903,229 +880,6 @@ model_attend_rows(const float* __restrict__ q, int qStride, const unsigned long 
         float v = 0.f;
         for (int e = 0; e < pieces; e++) v += __ldcg(entries + (long long) e * stride + 2 + d) * sWeights[warp][e];
         out[((long long) t * heads + h) * headDim + d] = v / den;
-    }
-}
-
-// Causal attention of a prompt's rows in tiles (the flash-attention schedule, on CUDA cores in float32): a block takes
-// TILE_ROWS rows of one sequence (one cache) and one query head, holds their queries in shared memory and walks the key
-// positions any of its rows sees, TILE_KEYS at a time (keys and values by cp.async, the next tile loading while this
-// one is used), with an online softmax per row. model_attend_rows reads a row's keys and values once for that row; here
-// they are read once for TILE_ROWS rows, which is what a prompt's quadratic share of attention needs. Thread (ty, tx)
-// of the 128 takes rows 4ty..4ty+3, the scores of keys tx, tx + 8, tx + 16, tx + 24 of a tile and the output
-// dimensions 4tx + 32c..+3; shared rows are padded by 4 floats, so that the 8 threads of a 16-byte load phase meet
-// different banks. Windows (sliding, chunked) and sinks as model_attend_rows; each row's mask is its own visible span,
-// so the rows need not be consecutive positions. headDim a multiple of 32, at most TILE_DIM_MAX.
-// grid: (ceil(tokens / TILE_ROWS), heads); block: 128; dynamic shared memory: attend_tiles_shared_bytes
-#define TILE_ROWS 64
-#define TILE_KEYS 32
-#define TILE_DIM_MAX 128
-
-__device__ __forceinline__ long long warp_min_ll(long long v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        long long w = __shfl_xor_sync(0xffffffffu, v, o);
-        v = w < v ? w : v;
-    }
-    return v;
-}
-
-__device__ __forceinline__ long long warp_max_ll(long long v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        long long w = __shfl_xor_sync(0xffffffffu, v, o);
-        v = w > v ? w : v;
-    }
-    return v;
-}
-
-extern "C" __global__ void __launch_bounds__(128)
-model_attend_tiles(const float* __restrict__ q, int qStride, const unsigned long long* __restrict__ caches,
-                   const float* __restrict__ sinks, float* __restrict__ out, const long long* __restrict__ positions,
-                   int tokens, int heads, int kvHeads, int headDim, int window, float scale) {
-    extern __shared__ __align__(16) float smem[];
-    __shared__ long long sSpan[4][2];
-    const int pitch = headDim + 4;
-    const int pPitch = TILE_ROWS + 4;
-    float* sQ = smem;                                // [TILE_ROWS][pitch]
-    float* sK = sQ + TILE_ROWS * pitch;              // [2][TILE_KEYS][pitch]
-    float* sV = sK + 2 * TILE_KEYS * pitch;          // [2][TILE_KEYS][pitch]
-    float* sP = sV + 2 * TILE_KEYS * pitch;          // [TILE_KEYS][pPitch]: the tile's weights, key-major
-    const int t0 = (gridDim.x - 1 - blockIdx.x) * TILE_ROWS;  // the last rows (the longest spans) first
-    const int rows = tokens - t0 < TILE_ROWS ? tokens - t0 : TILE_ROWS;
-    const int h = blockIdx.y, kvh = h / (heads / kvHeads);
-    const int tid = threadIdx.x, ty = tid >> 3, tx = tid & 7, warp = tid >> 5;
-    const float* cache = row_cache(caches, 0, 0);
-    // each row's visible span, and the union of the tile's (tables, written before the pass: read before the wait)
-    long long rowLo[4], rowHi[4];
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        int r = 4 * ty + i;
-        long long p = r < rows ? load_l2(positions + t0 + r) : -1;
-        rowLo[i] = r < rows ? first_visible(p, window) : 0x7fffffffffffffffLL;
-        rowHi[i] = p;
-    }
-    long long lo = rowLo[0], hi = rowHi[0];
-#pragma unroll
-    for (int i = 1; i < 4; i++) {
-        lo = rowLo[i] < lo ? rowLo[i] : lo;
-        hi = rowHi[i] > hi ? rowHi[i] : hi;
-    }
-    lo = warp_min_ll(lo);
-    hi = warp_max_ll(hi);
-    if ((tid & 31) == 0) {
-        sSpan[warp][0] = lo;
-        sSpan[warp][1] = hi;
-    }
-    enter_after_prior_grid();
-    const int quads = headDim >> 2;
-    const int width = kvHeads * headDim;
-    for (int i = tid; i < rows * quads; i += blockDim.x) {
-        int r = i / quads, c = (i - r * quads) << 2;
-        cp_async16(sQ + r * pitch + c, q + (long long) (t0 + r) * qStride + (long long) h * headDim + c);
-    }
-    __syncthreads();
-    lo = sSpan[0][0];
-    hi = sSpan[0][1];
-#pragma unroll
-    for (int w = 1; w < 4; w++) {
-        lo = sSpan[w][0] < lo ? sSpan[w][0] : lo;
-        hi = sSpan[w][1] > hi ? sSpan[w][1] : hi;
-    }
-    hi += 1;  // exclusive
-
-    auto load = [&](long long base, int buffer) {
-        int n = (int) (hi - base < TILE_KEYS ? hi - base : TILE_KEYS);
-        float* sk = sK + buffer * TILE_KEYS * pitch;
-        float* sv = sV + buffer * TILE_KEYS * pitch;
-        for (int i = tid; i < n * quads; i += blockDim.x) {
-            int j = i / quads, c = (i - j * quads) << 2;
-            const float* row = cache + (base + j) * 2LL * width + (long long) kvh * headDim + c;
-            cp_async16(sk + j * pitch + c, row);
-            cp_async16(sv + j * pitch + c, row + width);
-        }
-        asm volatile("cp.async.commit_group;" ::: "memory");  // the queries' copies join the first group
-    };
-
-    const int dq = headDim >> 5;  // float4 columns of the output a thread holds a row
-    float4 o[4][TILE_DIM_MAX / 32];
-    float m[4], l[4];
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        m[i] = NEG_INF_F;
-        l[i] = 0.f;
-#pragma unroll
-        for (int c = 0; c < TILE_DIM_MAX / 32; c++) o[i][c] = make_float4(0.f, 0.f, 0.f, 0.f);
-    }
-    load(lo, 0);
-    int buffer = 0;
-    for (long long base = lo; base < hi; base += TILE_KEYS, buffer ^= 1) {
-        if (base + TILE_KEYS < hi) {
-            load(base + TILE_KEYS, buffer ^ 1);
-            asm volatile("cp.async.wait_group 1;" ::: "memory");
-        } else {
-            asm volatile("cp.async.wait_group 0;" ::: "memory");
-        }
-        __syncthreads();
-        const int n = (int) (hi - base < TILE_KEYS ? hi - base : TILE_KEYS);
-        const float* sk = sK + buffer * TILE_KEYS * pitch;
-        const float* sv = sV + buffer * TILE_KEYS * pitch;
-        // scores: rows 4ty + i against keys tx + 8j, four dimensions a step
-        float s[4][4];
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-#pragma unroll
-            for (int j = 0; j < 4; j++) s[i][j] = 0.f;
-        }
-#pragma unroll 2
-        for (int c = 0; c < headDim; c += 4) {
-            float4 a[4], b[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++) a[i] = *(const float4*) (sQ + (4 * ty + i) * pitch + c);
-#pragma unroll
-            for (int j = 0; j < 4; j++) b[j] = *(const float4*) (sk + (tx + 8 * j) * pitch + c);
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    s[i][j] = fmaf(a[i].x, b[j].x, s[i][j]);
-                    s[i][j] = fmaf(a[i].y, b[j].y, s[i][j]);
-                    s[i][j] = fmaf(a[i].z, b[j].z, s[i][j]);
-                    s[i][j] = fmaf(a[i].w, b[j].w, s[i][j]);
-                }
-            }
-        }
-        // the online softmax of each row over the keys it sees; a row's 32 keys lie in 8 lanes of one warp
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            float top = NEG_INF_F;
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                long long key = base + tx + 8 * j;
-                bool seen = key >= rowLo[i] && key <= rowHi[i];
-                s[i][j] = seen ? s[i][j] * scale : NEG_INF_F;
-                top = fmaxf(top, s[i][j]);
-            }
-#pragma unroll
-            for (int x = 1; x < 8; x <<= 1) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, x));
-            const float mNew = fmaxf(m[i], top);
-            const bool none = mNew == NEG_INF_F;  // no key of this row in the tiles so far
-            const float correction = none ? 1.f : __expf(m[i] - mNew);
-            float sum = 0.f;
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                float p = s[i][j] == NEG_INF_F ? 0.f : __expf(s[i][j] - mNew);
-                sP[(tx + 8 * j) * pPitch + 4 * ty + i] = p;
-                sum += p;
-            }
-#pragma unroll
-            for (int x = 1; x < 8; x <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, x);
-            l[i] = l[i] * correction + sum;
-            m[i] = mNew;
-#pragma unroll
-            for (int c = 0; c < TILE_DIM_MAX / 32; c++) {
-                o[i][c].x *= correction;
-                o[i][c].y *= correction;
-                o[i][c].z *= correction;
-                o[i][c].w *= correction;
-            }
-        }
-        __syncthreads();
-        // the weighted values: rows 4ty..+3, dimensions 4tx + 32c..+3
-        for (int k = 0; k < n; k++) {
-            const float4 p = *(const float4*) (sP + k * pPitch + 4 * ty);
-#pragma unroll
-            for (int c = 0; c < TILE_DIM_MAX / 32; c++) {
-                if (c < dq) {
-                    const float4 v = *(const float4*) (sv + k * pitch + 4 * tx + 32 * c);
-                    o[0][c].x = fmaf(p.x, v.x, o[0][c].x); o[0][c].y = fmaf(p.x, v.y, o[0][c].y);
-                    o[0][c].z = fmaf(p.x, v.z, o[0][c].z); o[0][c].w = fmaf(p.x, v.w, o[0][c].w);
-                    o[1][c].x = fmaf(p.y, v.x, o[1][c].x); o[1][c].y = fmaf(p.y, v.y, o[1][c].y);
-                    o[1][c].z = fmaf(p.y, v.z, o[1][c].z); o[1][c].w = fmaf(p.y, v.w, o[1][c].w);
-                    o[2][c].x = fmaf(p.z, v.x, o[2][c].x); o[2][c].y = fmaf(p.z, v.y, o[2][c].y);
-                    o[2][c].z = fmaf(p.z, v.z, o[2][c].z); o[2][c].w = fmaf(p.z, v.w, o[2][c].w);
-                    o[3][c].x = fmaf(p.w, v.x, o[3][c].x); o[3][c].y = fmaf(p.w, v.y, o[3][c].y);
-                    o[3][c].z = fmaf(p.w, v.z, o[3][c].z); o[3][c].w = fmaf(p.w, v.w, o[3][c].w);
-                }
-            }
-        }
-        __syncthreads();  // before the next load overwrites this buffer and the weights
-    }
-    const float sink = sinks == nullptr ? NEG_INF_F : sinks[h];
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        int r = 4 * ty + i;
-        if (r >= rows) continue;
-        const float mx = fmaxf(m[i], sink);
-        const float keep = __expf(m[i] - mx);
-        const float den = l[i] * keep + (sinks == nullptr ? 0.f : __expf(sink - mx));
-        const float f = keep / den;
-        float* dst = out + ((long long) (t0 + r) * heads + h) * headDim + 4 * tx;
-#pragma unroll
-        for (int c = 0; c < TILE_DIM_MAX / 32; c++) {
-            if (c < dq) {
-                *(float4*) (dst + 32 * c) = make_float4(o[i][c].x * f, o[i][c].y * f, o[i][c].z * f, o[i][c].w * f);
-            }
-        }
     }
 }
 

@@ -293,7 +293,7 @@ class ModelOpsKernelsTest {
 
     /**
      * model_attend_tiles (a prompt's rows, 64 of a query head a block) against softmax attention in float64: groups
-     * of 1 to 16, heads of 32, 64 and 128, full, sliding and chunked windows, sinks; 150 consecutive rows from
+     * of 1 to 16, heads of 32, 64, 80 and 128, full, sliding and chunked windows, sinks; 150 consecutive rows from
      * position 250 (two full tiles and a partial one) and rows at scattered positions (each row masked by its own
      * span), run twice (the same output).
      */
@@ -306,7 +306,7 @@ class ModelOpsKernelsTest {
         long[] scattered = {0, 1, 7, 63, 64, 65, 100, 399, 200, 5};
         try (ModelOps ops = ModelOps.open(); Arena arena = Arena.ofConfined()) {
             for (int group : new int[] {1, 5, 8, 16}) {
-                for (int headDim : new int[] {32, 64, 128}) {
+                for (int headDim : new int[] {32, 64, 80, 128}) {
                     int heads = kvHeads * group;
                     int width = kvHeads * headDim;
                     float[] cache = random(rnd, positions * 2 * width, 1.0);
@@ -364,7 +364,8 @@ class ModelOpsKernelsTest {
         assertThat(ModelOps.attendsInTiles(false, 64, 64)).isTrue();
         assertThat(ModelOps.attendsInTiles(false, 63, 64)).isFalse(); // fewer rows than a tile
         assertThat(ModelOps.attendsInTiles(true, 4096, 64)).isFalse(); // a batch: a cache a row
-        assertThat(ModelOps.attendsInTiles(false, 4096, 80)).isFalse();
+        assertThat(ModelOps.attendsInTiles(false, 4096, 80)).isTrue();
+        assertThat(ModelOps.attendsInTiles(false, 4096, 76)).isFalse(); // not whole tf32 steps of 8
         assertThat(ModelOps.attendsInTiles(false, 4096, 256)).isFalse();
     }
 
