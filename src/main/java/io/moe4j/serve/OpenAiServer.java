@@ -470,15 +470,17 @@ public final class OpenAiServer implements AutoCloseable {
 
     private JsonNode readBody(Context ctx) throws IOException {
         long declared = ctx.req().getContentLengthLong();
-        if (declared > config.maxBodyBytes()) {
-            throw tooLarge(declared);
-        }
         byte[] bytes;
         try (InputStream in = ctx.req().getInputStream()) {
+            if (declared > config.maxBodyBytes()) {
+                discard(in, declared);
+                throw tooLarge(declared);
+            }
             bytes = in.readNBytes(config.maxBodyBytes() + 1);
-        }
-        if (bytes.length > config.maxBodyBytes()) {
-            throw tooLarge(-1);
+            if (bytes.length > config.maxBodyBytes()) {
+                discard(in, Long.MAX_VALUE);
+                throw tooLarge(-1);
+            }
         }
         if (bytes.length == 0) {
             throw ApiError.badRequest("the request body is empty; send a JSON object", null);
@@ -489,6 +491,26 @@ public final class OpenAiServer implements AutoCloseable {
             throw ApiError.badRequest("the body is not valid JSON: " + e.getOriginalMessage(), null, "invalid_json");
         }
     }
+
+    /**
+     * Reads and drops what is left of a refused body, up to {@link #DISCARDED_BYTES_MOST}: a connection closed with
+     * the client's bytes still unread is reset, and the reset can reach the client before the 413 it was sent (the
+     * client then sees no response at all). A body larger than that is cut off, and its client may see the reset.
+     */
+    private static void discard(InputStream in, long declared) throws IOException {
+        long left = Math.min(declared, DISCARDED_BYTES_MOST);
+        byte[] scratch = new byte[8192];
+        while (left > 0) {
+            int n = in.read(scratch, 0, (int) Math.min(scratch.length, left));
+            if (n < 0) {
+                return;
+            }
+            left -= n;
+        }
+    }
+
+    /** The most bytes of a refused body read and dropped before the 413 (see {@link #discard}). */
+    private static final long DISCARDED_BYTES_MOST = 8L << 20;
 
     private ApiError tooLarge(long declared) {
         return new ApiError(413, "the request body is " + (declared > 0 ? declared + " bytes" : "larger than allowed")
