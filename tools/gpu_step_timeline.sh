@@ -9,17 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 layers="${1:-24}"
-cuda=/usr/local/cuda
-[ -d /tmp/moe4j-jdk25 ] || tar -C /tmp -xJf .gpu/jdk25.tar.xz
-java=/tmp/moe4j-jdk25/bin/java
-cp=".gpu/test-classes:.gpu/classes:$(ls .gpu/lib/*.jar | tr '\n' ':')"
-work=$(mktemp -d)
-gcc -shared -fPIC -O2 -I"$cuda/include" tools/cupti_kernels.c -L"$cuda/lib64" -lcupti -o "$work/libkernels.so"
-run() { "$java" --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -Xmx24g -cp "$cp" "$@"; }
-dir=$(run io.moe4j.cli.MoeCommand bench --model-preset gpt-oss-20b --layers "$layers" --write-only \
-  --cache-dir /tmp/moe4j-profile 2>/dev/null | tail -1)
-LD_LIBRARY_PATH="$cuda/lib64:${LD_LIBRARY_PATH:-}" CUDA_INJECTION64_PATH="$work/libkernels.so" \
-  MOE4J_KERNELS_OUT="$work/kernels.txt" run ${MOE4J_JAVA_OPTS:-} -Dmoe4j.bench.dir="$dir" -Dmoe4j.bench.batches=8 \
+source tools/gpu_timeline_setup.sh
+traced ${MOE4J_JAVA_OPTS:-} -Dmoe4j.bench.dir="$dir" -Dmoe4j.bench.batches=8 \
   io.moe4j.model.cuda.DeviceModelBench "$layers" 8 0 > /dev/null 2>&1
 python3 - "$work/kernels.txt" <<'PY'
 import sys, statistics

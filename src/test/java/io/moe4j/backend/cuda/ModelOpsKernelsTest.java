@@ -254,35 +254,18 @@ class ModelOpsKernelsTest {
                                     DeviceBuffer partials = ops.allocate(ops.attendPartialsBytes(tokens, heads,
                                             kvHeads, headDim));
                                     DeviceBuffer arrivals = ops.upload(new float[tokens * kvHeads])) {
-                                float[] first = null;
-                                for (int run = 0; run < 2; run++) {
+                                float[] first = twiceTheSame(() -> {
                                     ops.attendRows(dq.pointer(), stride, table.pointer(), false,
                                             withSinks ? dSinks.pointer() : 0L, out.pointer(), tokens,
                                             dPositions.pointer(), heads, kvHeads, headDim, window, scale,
                                             partials.pointer(), partials.byteSize(), arrivals.pointer(),
                                             arrivals.byteSize());
-                                    float[] got = ops.readFloats(out, 0, tokens * heads * headDim);
-                                    if (first == null) {
-                                        first = got;
-                                    } else {
-                                        assertThat(got).isEqualTo(first);
-                                    }
-                                }
-                                double err = 0, norm = 0;
-                                for (int t = 0; t < tokens; t++) {
-                                    for (int h = 0; h < heads; h++) {
-                                        double[] want = softmaxAttention(q, t * stride + h * headDim, cache,
-                                                (h / group) * headDim, width, headDim, at[t], window,
-                                                withSinks ? sinks[h] : Double.NEGATIVE_INFINITY, scale);
-                                        for (int d = 0; d < headDim; d++) {
-                                            double e = first[(t * heads + h) * headDim + d] - want[d];
-                                            err += e * e;
-                                            norm += want[d] * want[d];
-                                        }
-                                    }
-                                }
-                                assertThat(Math.sqrt(err / norm)).as("group %d, head %d, rows %d, window %d",
-                                        group, headDim, tokens, window).isLessThan(2e-5);
+                                    return ops.readFloats(out, 0, tokens * heads * headDim);
+                                });
+                                assertThat(attentionError(first, q, stride, cache, at, heads, group, headDim,
+                                        window, withSinks ? sinks : null, scale)).as(
+                                        "group %d, head %d, rows %d, window %d", group, headDim, tokens, window)
+                                        .isLessThan(2e-5);
                             }
                         }
                     }
@@ -324,33 +307,16 @@ class ModelOpsKernelsTest {
                                     DeviceBuffer dPositions = ops.upload(arena.allocateFrom(ValueLayout.JAVA_LONG, at));
                                     DeviceBuffer table = ops.upload(arena.allocateFrom(ValueLayout.JAVA_LONG,
                                             dCache.pointer()))) {
-                                float[] first = null;
-                                for (int run = 0; run < 2; run++) {
+                                float[] first = twiceTheSame(() -> {
                                     ops.attendTiles(dq.pointer(), stride, table.pointer(),
                                             withSinks ? dSinks.pointer() : 0L, out.pointer(), tokens,
                                             dPositions.pointer(), heads, kvHeads, headDim, window, scale);
-                                    float[] got = ops.readFloats(out, 0, tokens * heads * headDim);
-                                    if (first == null) {
-                                        first = got;
-                                    } else {
-                                        assertThat(got).isEqualTo(first);
-                                    }
-                                }
-                                double err = 0, norm = 0;
-                                for (int t = 0; t < tokens; t++) {
-                                    for (int h = 0; h < heads; h++) {
-                                        double[] want = softmaxAttention(q, t * stride + h * headDim, cache,
-                                                (h / group) * headDim, width, headDim, at[t], window,
-                                                withSinks ? sinks[h] : Double.NEGATIVE_INFINITY, scale);
-                                        for (int d = 0; d < headDim; d++) {
-                                            double e = first[(t * heads + h) * headDim + d] - want[d];
-                                            err += e * e;
-                                            norm += want[d] * want[d];
-                                        }
-                                    }
-                                }
-                                assertThat(Math.sqrt(err / norm)).as("group %d, head %d, rows %d, window %d",
-                                        group, headDim, tokens, window).isLessThan(2e-5);
+                                    return ops.readFloats(out, 0, tokens * heads * headDim);
+                                });
+                                assertThat(attentionError(first, q, stride, cache, at, heads, group, headDim,
+                                        window, withSinks ? sinks : null, scale)).as(
+                                        "group %d, head %d, rows %d, window %d", group, headDim, tokens, window)
+                                        .isLessThan(2e-5);
                             }
                         }
                     }
@@ -367,6 +333,35 @@ class ModelOpsKernelsTest {
         assertThat(ModelOps.attendsInTiles(false, 4096, 80)).isTrue();
         assertThat(ModelOps.attendsInTiles(false, 4096, 76)).isFalse(); // not whole tf32 steps of 8
         assertThat(ModelOps.attendsInTiles(false, 4096, 256)).isFalse();
+    }
+
+    /** Runs {@code kernel} twice and returns its output, asserting that the second run gave the same. */
+    private static float[] twiceTheSame(java.util.function.Supplier<float[]> kernel) {
+        float[] first = kernel.get();
+        assertThat(kernel.get()).isEqualTo(first);
+        return first;
+    }
+
+    /**
+     * Relative L2 error of {@code got} [tokens, heads, headDim] against {@link #softmaxAttention} of each row at
+     * positions {@code at} (q rows {@code stride} floats apart, kv head h / group, sinks null for none).
+     */
+    private static double attentionError(float[] got, float[] q, int stride, float[] cache, long[] at, int heads,
+                                         int group, int headDim, int window, float[] sinks, float scale) {
+        int width = heads / group * headDim;
+        double err = 0, norm = 0;
+        for (int t = 0; t < at.length; t++) {
+            for (int h = 0; h < heads; h++) {
+                double[] want = softmaxAttention(q, t * stride + h * headDim, cache, (h / group) * headDim, width,
+                        headDim, at[t], window, sinks != null ? sinks[h] : Double.NEGATIVE_INFINITY, scale);
+                for (int d = 0; d < headDim; d++) {
+                    double e = got[(t * heads + h) * headDim + d] - want[d];
+                    err += e * e;
+                    norm += want[d] * want[d];
+                }
+            }
+        }
+        return Math.sqrt(err / norm);
     }
 
     /** One query head's attention over cache rows [k | v] (k of this head at kOff, v at width + kOff), in float64. */
