@@ -631,10 +631,54 @@ public final class ModelOps implements AutoCloseable {
                     + ", nope " + nope + " exceeds the device kernel's " + LATENT_MAX + ", " + LATENT_ROPE_MAX + ", "
                     + HEAD_DIM_MAX);
         }
+        if (attendsLatentInTiles(perRow, tokens, nope, rope, lora)) {
+            attendLatentTiles(q, kvB, caches, out, tokens, positions, heads, nope, rope, vDim, lora, scale);
+            return;
+        }
         launch("model_attend_latent_rows", tokens, heads, ATTEND_THREADS, a -> a.pointer(q).pointer(kvB)
                 .pointer(caches).i32(perRow ? 1 : 0).pointer(out).pointer(positions).i32(heads).i32(nope).i32(rope)
                 .i32(vDim).i32(lora).f32(scale));
     }
+
+    /**
+     * Whether {@link #attendLatentRows} takes {@link #attendLatentTiles} for a pass like this: one sequence's rows,
+     * at least {@link #attendTileRows} of them, a latent of whole warps' width.
+     */
+    public static boolean attendsLatentInTiles(boolean perRow, int tokens, int nope, int rope, int lora) {
+        int least = attendTileRows();
+        return !perRow && least > 0 && tokens >= least && lora % 32 == 0 && lora <= LATENT_MAX && rope % 4 == 0
+                && rope <= LATENT_ROPE_MAX && nope <= HEAD_DIM_MAX;
+    }
+
+    /**
+     * {@link #attendLatentRows} for the rows of one sequence (one cache at {@code caches}), 32 rows of a head a
+     * block: kv_b_proj's rows of the head and the cached latents are read once for the block's rows instead of once a
+     * row (a prompt's attention). {@code lora} a multiple of 32, {@code rope} of 4.
+     */
+    public void attendLatentTiles(long q, long kvB, long caches, long out, int tokens, long positions, int heads,
+            int nope, int rope, int vDim, int lora, float scale) {
+        if (lora % 32 != 0 || lora > LATENT_MAX || rope % 4 != 0 || rope > LATENT_ROPE_MAX || nope > HEAD_DIM_MAX) {
+            throw new IllegalArgumentException("tiled latent attention of kv_lora_rank " + lora + ", rope " + rope
+                    + ", nope " + nope + ": the kernel takes a latent of a multiple of 32 up to " + LATENT_MAX
+                    + ", a rope part of a multiple of 4 up to " + LATENT_ROPE_MAX + ", nope up to " + HEAD_DIM_MAX);
+        }
+        int pitch = rope + lora + 4;
+        // queries, keys (or q_nope rows, whichever is wider) and weights, as the kernel lays them out
+        int shared = 4 * (LATENT_TILE_ROWS * pitch + LATENT_TILE_ROWS * Math.max(pitch, nope)
+                + LATENT_TILE_ROWS * (LATENT_TILE_ROWS + 4));
+        KernelCache.Kernel k = engine.kernels().get("attend_latent_tiles.cu", "model_attend_latent_tiles", List.of());
+        if (shared > TILE_SHARED_DEFAULT) {
+            k.function().setMaxDynamicSharedBytes(shared);
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena).pointer(q).pointer(kvB).pointer(caches).pointer(out)
+                    .pointer(positions).i32(tokens).i32(heads).i32(nope).i32(rope).i32(vDim).i32(lora).f32(scale);
+            k.function().launch(Math.ceilDiv(tokens, LATENT_TILE_ROWS), heads, 1, 256, 1, 1, shared, stream, args);
+        }
+    }
+
+    /** Rows (and key positions) of a block of {@link #attendLatentTiles}: LT_ROWS and LT_KEYS in the source. */
+    private static final int LATENT_TILE_ROWS = 32;
 
     /** g = silu(g) · u over n floats (a dense MLP's gate and up). */
     public void siluMul(long g, long u, long n) {

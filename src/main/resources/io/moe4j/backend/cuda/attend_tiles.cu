@@ -26,24 +26,6 @@
 #error "TILE_HEAD_DIM: a multiple of 8, at most 128"
 #endif
 
-__device__ __forceinline__ long long warp_min_ll(long long v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        long long w = __shfl_xor_sync(0xffffffffu, v, o);
-        v = w < v ? w : v;
-    }
-    return v;
-}
-
-__device__ __forceinline__ long long warp_max_ll(long long v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        long long w = __shfl_xor_sync(0xffffffffu, v, o);
-        v = w > v ? w : v;
-    }
-    return v;
-}
-
 // x as a tf32 (round to nearest) and the tf32 of what that leaves
 __device__ __forceinline__ void split_tf32(float x, unsigned& hi, unsigned& lo) {
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(hi) : "f"(x));

@@ -1,5 +1,5 @@
-// moe4j: what the attention kernels share (model_ops.cu, attend_tiles.cu): the pass's tables, the visible span of a
-// query, and 16-byte asynchronous copies into shared memory.
+// moe4j: what the attention kernels share (model_ops.cu, attend_tiles.cu, attend_latent_tiles.cu): the pass's tables,
+// the visible span of a query, 16-byte asynchronous copies into shared memory, warp reductions.
 #pragma once
 #include "moe4j_common.cuh"
 
@@ -26,4 +26,28 @@ __device__ __forceinline__ long long first_visible(long long position, int windo
 __device__ __forceinline__ void cp_async16(float* dst, const float* src) {
     unsigned d = (unsigned) __cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+}
+
+__device__ __forceinline__ float warp_sum_f(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ long long warp_min_ll(long long v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        long long w = __shfl_xor_sync(0xffffffffu, v, o);
+        v = w < v ? w : v;
+    }
+    return v;
+}
+
+__device__ __forceinline__ long long warp_max_ll(long long v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        long long w = __shfl_xor_sync(0xffffffffu, v, o);
+        v = w > v ? w : v;
+    }
+    return v;
 }

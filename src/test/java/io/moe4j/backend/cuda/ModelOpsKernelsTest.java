@@ -423,22 +423,72 @@ class ModelOpsKernelsTest {
                     ops.attendLatentRows(dq.pointer(), dw.pointer(), table.pointer(), false, out.pointer(), tokens,
                             dPositions.pointer(), heads, nope, rope, vDim, lora, scale);
                     float[] got = ops.readFloats(out, 0, tokens * heads * vDim);
-                    double err = 0, norm = 0;
-                    for (int t = 0; t < tokens; t++) {
-                        for (int h = 0; h < heads; h++) {
-                            double[] want = expandedAttention(q, cache, w, t, h, (int) at[t], heads, nope, rope, vDim,
-                                    lora, scale);
-                            for (int m = 0; m < vDim; m++) {
-                                double d = got[(t * heads + h) * vDim + m] - want[m];
-                                err += d * d;
-                                norm += want[m] * want[m];
-                            }
-                        }
-                    }
-                    assertThat(Math.sqrt(err / norm)).as("lora %d, rope %d", lora, rope).isLessThan(2e-5);
+                    assertThat(latentError(got, q, cache, w, at, heads, nope, rope, vDim, lora, scale))
+                            .as("lora %d, rope %d", lora, rope).isLessThan(2e-5);
                 }
             }
         }
+    }
+
+    /**
+     * model_attend_latent_tiles (a prompt's rows, 32 of a head a block) against the expanded attention in float64:
+     * DeepSeek-V3's widths and the conformance model's; 40 consecutive rows (a full tile and a partial one) and rows
+     * at scattered positions, each masked by its own position.
+     */
+    @Test
+    void promptRowsAttendTheLatentsInTiles() {
+        SplittableRandom rnd = new SplittableRandom(37);
+        int[][] shapes = {{512, 64, 128, 128, 2}, {128, 32, 64, 64, 4}}; // lora, rope, nope, vDim, heads
+        int positions = 70;
+        long[] consecutive = java.util.stream.LongStream.range(30, 70).toArray();
+        long[] scattered = {0, 5, 69, 33, 34, 1};
+        try (ModelOps ops = ModelOps.open(); Arena arena = Arena.ofConfined()) {
+            for (int[] shape : shapes) {
+                int lora = shape[0], rope = shape[1], nope = shape[2], vDim = shape[3], heads = shape[4];
+                assertThat(ModelOps.attendsLatentInTiles(false, 64, nope, rope, lora)).isTrue();
+                float scale = (float) (1 / Math.sqrt(nope + rope));
+                float[] cache = random(rnd, positions * (rope + lora), 1.0);
+                float[] w = random(rnd, heads * (nope + vDim) * lora, 1 / Math.sqrt(lora));
+                for (long[] at : new long[][] {consecutive, scattered}) {
+                    int tokens = at.length;
+                    float[] q = random(rnd, tokens * heads * (nope + rope), 1.0);
+                    try (DeviceBuffer dCache = ops.upload(cache); DeviceBuffer dw = ops.upload(w);
+                            DeviceBuffer dq = ops.upload(q);
+                            DeviceBuffer out = ops.allocate(4L * tokens * heads * vDim);
+                            DeviceBuffer dPositions = ops.upload(arena.allocateFrom(ValueLayout.JAVA_LONG, at));
+                            DeviceBuffer table = ops.upload(arena.allocateFrom(ValueLayout.JAVA_LONG,
+                                    dCache.pointer()))) {
+                        float[] got = twiceTheSame(() -> {
+                            ops.attendLatentTiles(dq.pointer(), dw.pointer(), table.pointer(), out.pointer(), tokens,
+                                    dPositions.pointer(), heads, nope, rope, vDim, lora, scale);
+                            return ops.readFloats(out, 0, tokens * heads * vDim);
+                        });
+                        assertThat(latentError(got, q, cache, w, at, heads, nope, rope, vDim, lora, scale))
+                                .as("lora %d, rope %d, rows %d", lora, rope, tokens).isLessThan(2e-5);
+                    }
+                }
+            }
+        }
+        assertThat(ModelOps.attendsLatentInTiles(false, 64, 48, 34, 200)).isFalse(); // lora not whole warps
+        assertThat(ModelOps.attendsLatentInTiles(true, 64, 128, 64, 512)).isFalse(); // a batch's rows
+    }
+
+    /** Relative L2 error of {@code got} [tokens, heads, vDim] against {@link #expandedAttention} of each row. */
+    private static double latentError(float[] got, float[] q, float[] cache, float[] w, long[] at, int heads, int nope,
+                                      int rope, int vDim, int lora, float scale) {
+        double err = 0, norm = 0;
+        for (int t = 0; t < at.length; t++) {
+            for (int h = 0; h < heads; h++) {
+                double[] want = expandedAttention(q, cache, w, t, h, (int) at[t], heads, nope, rope, vDim, lora,
+                        scale);
+                for (int m = 0; m < vDim; m++) {
+                    double d = got[(t * heads + h) * vDim + m] - want[m];
+                    err += d * d;
+                    norm += want[m] * want[m];
+                }
+            }
+        }
+        return Math.sqrt(err / norm);
     }
 
     /** One (token, head) of multi-head latent attention as the reference computes it, in float64. */
