@@ -38,10 +38,45 @@ final class ModelArgs {
 
     MoeModel load() {
         long start = System.nanoTime();
-        MoeModel m = MoeModel.load(model, options());
+        MoeModel m;
+        try (LayerBar bar = new LayerBar("loading " + model.getFileName())) {
+            m = MoeModel.load(model, options().withLoadProgress(bar));
+        }
         System.err.printf("moe: loaded %s (%s, %d layers) on %s in %.1f s%n", model.getFileName(),
                 m.model().config().family().modelType(), m.model().config().layers().size(), backend,
                 (System.nanoTime() - start) / 1e9);
         return m;
+    }
+
+    /**
+     * A progress bar of the layers loaded, on a terminal only (a log gets the one line after loading): it starts
+     * with the first layer, when the model's count is known.
+     */
+    private static final class LayerBar implements io.moe4j.model.LoadProgress, AutoCloseable {
+        private final String task;
+        private final boolean shown = System.console() != null && System.console().isTerminal();
+        private me.tongfei.progressbar.ProgressBar bar;
+
+        LayerBar(String task) {
+            this.task = task;
+        }
+
+        @Override
+        public void layerLoaded(int done, int of) {
+            if (!shown) {
+                return;
+            }
+            if (bar == null) {
+                bar = DemoCommand.bar(task, of);
+            }
+            bar.stepTo(done);
+        }
+
+        @Override
+        public void close() {
+            if (bar != null) {
+                bar.close();
+            }
+        }
     }
 }

@@ -15,9 +15,10 @@ import io.moe4j.backend.oracle.BackendRegistry;
  * @param kernelActivations the precision the MoE experts' kernels multiply activations in ({@code --activations});
  *                     {@link KernelActivations#INT8} only on a backend whose kernels compute with it
  *                     ({@code Backend.computesWith}: cpu)
+ * @param loadProgress told after each layer loads (a command's progress bar); {@link LoadProgress#NONE} by default
  */
 public record ModelOptions(String backend, int threads, int contextLimit, LinearProvider linears,
-                           KernelActivations kernelActivations) {
+                           KernelActivations kernelActivations, LoadProgress loadProgress) {
     /** The backend that puts the whole decoder on the GPU. */
     public static final String CUDA = "cuda";
 
@@ -40,6 +41,9 @@ public record ModelOptions(String backend, int threads, int contextLimit, Linear
         if (kernelActivations == null) {
             throw new IllegalArgumentException("kernelActivations must be given (KernelActivations.FLOAT by default)");
         }
+        if (loadProgress == null) {
+            throw new IllegalArgumentException("loadProgress must be given (LoadProgress.NONE by default)");
+        }
         if (kernelActivations != KernelActivations.FLOAT) {
             // The experts run on the layer backend of the same name: its own rule says what it computes with.
             BackendRegistry layers = BackendRegistry.standard();
@@ -53,7 +57,7 @@ public record ModelOptions(String backend, int threads, int contextLimit, Linear
 
     /** Options whose experts multiply activations in float. */
     public ModelOptions(String backend, int threads, int contextLimit, LinearProvider linears) {
-        this(backend, threads, contextLimit, linears, KernelActivations.FLOAT);
+        this(backend, threads, contextLimit, linears, KernelActivations.FLOAT, LoadProgress.NONE);
     }
 
     /** The cpu backend on every core, the model's own context limit, unquantized linears. */
@@ -62,22 +66,26 @@ public record ModelOptions(String backend, int threads, int contextLimit, Linear
     }
 
     public ModelOptions withBackend(String b) {
-        return new ModelOptions(b, threads, contextLimit, linears, kernelActivations);
+        return new ModelOptions(b, threads, contextLimit, linears, kernelActivations, loadProgress);
     }
 
     public ModelOptions withThreads(int t) {
-        return new ModelOptions(backend, t, contextLimit, linears, kernelActivations);
+        return new ModelOptions(backend, t, contextLimit, linears, kernelActivations, loadProgress);
     }
 
     public ModelOptions withContextLimit(int limit) {
-        return new ModelOptions(backend, threads, limit, linears, kernelActivations);
+        return new ModelOptions(backend, threads, limit, linears, kernelActivations, loadProgress);
     }
 
     public ModelOptions withKernelActivations(KernelActivations k) {
-        return new ModelOptions(backend, threads, contextLimit, linears, k);
+        return new ModelOptions(backend, threads, contextLimit, linears, k, loadProgress);
     }
 
     public ModelOptions withLinears(LinearProvider provider) {
-        return new ModelOptions(backend, threads, contextLimit, provider, kernelActivations);
+        return new ModelOptions(backend, threads, contextLimit, provider, kernelActivations, loadProgress);
+    }
+
+    public ModelOptions withLoadProgress(LoadProgress progress) {
+        return new ModelOptions(backend, threads, contextLimit, linears, kernelActivations, progress);
     }
 }

@@ -61,6 +61,24 @@ class DeviceModelTest {
         }
     }
 
+    /** The device decoder tells its load progress as the host's does: each layer once, in order. */
+    @Test
+    void eachLayerUploadedIsTold() {
+        ConformanceModelsTest.assumeGpu();
+        ModelCases.Case c = ModelCases.load(CASE);
+        java.util.List<Integer> done = new java.util.ArrayList<>();
+        java.util.Set<Integer> counts = new java.util.HashSet<>();
+        try (Model model = Model.load(c.dir(), ModelOptions.defaults().withBackend(ModelOptions.CUDA).withThreads(2)
+                .withLoadProgress((n, of) -> {
+                    done.add(n);
+                    counts.add(of);
+                }))) {
+            int layers = model.config().layers().size();
+            assertThat(done).isEqualTo(java.util.stream.IntStream.rangeClosed(1, layers).boxed().toList());
+            assertThat(counts).containsExactly(layers);
+        }
+    }
+
     /** Every case's prompt in chunks of 1, 6, 2 and 9 tokens (then the rest): each chunk reads the cache the others wrote. */
     @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
     @org.junit.jupiter.params.provider.MethodSource("io.moe4j.model.DeviceBatchTest#cases")
