@@ -40,7 +40,7 @@ final class ModelArgs {
         long start = System.nanoTime();
         MoeModel m;
         try (LayerBar bar = new LayerBar("loading " + model.getFileName())) {
-            m = MoeModel.load(model, options().withLoadProgress(bar));
+            m = MoeModel.load(model, options().withLoadListener(bar));
         }
         System.err.printf("moe: loaded %s (%s, %d layers) on %s in %.1f s%n", model.getFileName(),
                 m.model().config().family().modelType(), m.model().config().layers().size(), backend,
@@ -52,7 +52,7 @@ final class ModelArgs {
      * A progress bar of the layers loaded, on a terminal only (a log gets the one line after loading): it starts
      * with the first layer, when the model's count is known.
      */
-    private static final class LayerBar implements io.moe4j.model.LoadProgress, AutoCloseable {
+    private static final class LayerBar implements io.moe4j.model.LoadListener, AutoCloseable {
         private final String task;
         private final boolean shown = System.console() != null && System.console().isTerminal();
         private me.tongfei.progressbar.ProgressBar bar;

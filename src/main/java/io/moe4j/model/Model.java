@@ -102,7 +102,7 @@ public final class Model implements AutoCloseable {
                 DecoderLayer layer = loader.layer(spec);
                 opened.add(layer);
                 layers.add(layer);
-                options.loadProgress().layerLoaded(layers.size(), config.layers().size());
+                options.loadListener().layerLoaded(layers.size(), config.layers().size());
             }
             RmsNorm finalNorm = loader.norm(config.finalNorm(), config.hidden(), config.normEps());
             Linear lmHead = config.tieEmbeddings()

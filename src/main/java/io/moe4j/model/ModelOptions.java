@@ -15,10 +15,10 @@ import io.moe4j.backend.oracle.BackendRegistry;
  * @param kernelActivations the precision the MoE experts' kernels multiply activations in ({@code --activations});
  *                     {@link KernelActivations#INT8} only on a backend whose kernels compute with it
  *                     ({@code Backend.computesWith}: cpu)
- * @param loadProgress told after each layer loads (a command's progress bar); {@link LoadProgress#NONE} by default
+ * @param loadListener told after each layer loads (a command's progress bar); {@link LoadListener#NONE} by default
  */
 public record ModelOptions(String backend, int threads, int contextLimit, LinearProvider linears,
-                           KernelActivations kernelActivations, LoadProgress loadProgress) {
+                           KernelActivations kernelActivations, LoadListener loadListener) {
     /** The backend that puts the whole decoder on the GPU. */
     public static final String CUDA = "cuda";
 
@@ -41,8 +41,8 @@ public record ModelOptions(String backend, int threads, int contextLimit, Linear
         if (kernelActivations == null) {
             throw new IllegalArgumentException("kernelActivations must be given (KernelActivations.FLOAT by default)");
         }
-        if (loadProgress == null) {
-            throw new IllegalArgumentException("loadProgress must be given (LoadProgress.NONE by default)");
+        if (loadListener == null) {
+            throw new IllegalArgumentException("loadListener must be given (LoadListener.NONE by default)");
         }
         if (kernelActivations != KernelActivations.FLOAT) {
             // The experts run on the layer backend of the same name: its own rule says what it computes with.
@@ -57,7 +57,7 @@ public record ModelOptions(String backend, int threads, int contextLimit, Linear
 
     /** Options whose experts multiply activations in float. */
     public ModelOptions(String backend, int threads, int contextLimit, LinearProvider linears) {
-        this(backend, threads, contextLimit, linears, KernelActivations.FLOAT, LoadProgress.NONE);
+        this(backend, threads, contextLimit, linears, KernelActivations.FLOAT, LoadListener.NONE);
     }
 
     /** The cpu backend on every core, the model's own context limit, unquantized linears. */
@@ -66,26 +66,26 @@ public record ModelOptions(String backend, int threads, int contextLimit, Linear
     }
 
     public ModelOptions withBackend(String b) {
-        return new ModelOptions(b, threads, contextLimit, linears, kernelActivations, loadProgress);
+        return new ModelOptions(b, threads, contextLimit, linears, kernelActivations, loadListener);
     }
 
     public ModelOptions withThreads(int t) {
-        return new ModelOptions(backend, t, contextLimit, linears, kernelActivations, loadProgress);
+        return new ModelOptions(backend, t, contextLimit, linears, kernelActivations, loadListener);
     }
 
     public ModelOptions withContextLimit(int limit) {
-        return new ModelOptions(backend, threads, limit, linears, kernelActivations, loadProgress);
+        return new ModelOptions(backend, threads, limit, linears, kernelActivations, loadListener);
     }
 
     public ModelOptions withKernelActivations(KernelActivations k) {
-        return new ModelOptions(backend, threads, contextLimit, linears, k, loadProgress);
+        return new ModelOptions(backend, threads, contextLimit, linears, k, loadListener);
     }
 
     public ModelOptions withLinears(LinearProvider provider) {
-        return new ModelOptions(backend, threads, contextLimit, provider, kernelActivations, loadProgress);
+        return new ModelOptions(backend, threads, contextLimit, provider, kernelActivations, loadListener);
     }
 
-    public ModelOptions withLoadProgress(LoadProgress progress) {
-        return new ModelOptions(backend, threads, contextLimit, linears, kernelActivations, progress);
+    public ModelOptions withLoadListener(LoadListener listener) {
+        return new ModelOptions(backend, threads, contextLimit, linears, kernelActivations, listener);
     }
 }

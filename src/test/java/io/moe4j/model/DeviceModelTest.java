@@ -69,7 +69,7 @@ class DeviceModelTest {
         java.util.List<Integer> done = new java.util.ArrayList<>();
         java.util.Set<Integer> counts = new java.util.HashSet<>();
         try (Model model = Model.load(c.dir(), ModelOptions.defaults().withBackend(ModelOptions.CUDA).withThreads(2)
-                .withLoadProgress((n, of) -> {
+                .withLoadListener((n, of) -> {
                     done.add(n);
                     counts.add(of);
                 }))) {

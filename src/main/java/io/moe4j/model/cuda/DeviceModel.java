@@ -221,7 +221,7 @@ public final class DeviceModel implements DecoderRuntime {
                 FeedForwardBlock ff = spec.isMoe() ? up.moe(spec.index(), options) : up.dense(spec.denseMlp());
                 layers.add(new Layer(spec.index(), up.floats(p + "input_layernorm.weight", h),
                         up.floats(p + "post_attention_layernorm.weight", h), attention, ff));
-                options.loadProgress().layerLoaded(layers.size(), config.layers().size());
+                options.loadListener().layerLoaded(layers.size(), config.layers().size());
             }
             DeviceBuffer finalNorm = up.floats(config.finalNorm() + ".weight", h);
             DeviceLinear lmHead = config.tieEmbeddings() ? null : up.linear(config.lmHead(), h, config.vocab(), false);

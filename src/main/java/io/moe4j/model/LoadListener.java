@@ -1,14 +1,14 @@
 package io.moe4j.model;
 
 /**
- * Told as a model's layers load ({@link ModelOptions#loadProgress}): a checkpoint of tens of gigabytes takes a while
+ * Told as a model's layers load ({@link ModelOptions#loadListener}): a checkpoint of tens of gigabytes takes a while
  * to read, pack or upload, and a command shows it. Called on the loading thread after each layer, with the layers
  * done and the model's count.
  */
 @FunctionalInterface
-public interface LoadProgress {
+public interface LoadListener {
     /** Nothing to tell. */
-    LoadProgress NONE = (done, of) -> { };
+    LoadListener NONE = (done, of) -> { };
 
     void layerLoaded(int done, int of);
 }
