@@ -37,8 +37,8 @@ final class DeviceSequence implements SequenceState {
     private final PhaseClock clock;
 
     /** The phases {@link #profile} reports. */
-    static final String[] PHASES = {"inputs", "attention", "expert choices to host", "experts", "head", "logits to host",
-            "whole pass on the device"};
+    static final String[] PHASES = {"inputs", "attention", "expert choices to host", "experts", "head",
+            "logits to host", "whole pass on the device"};
 
     DeviceSequence(DeviceModel model) {
         this.model = model;

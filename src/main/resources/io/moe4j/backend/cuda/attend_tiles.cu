@@ -227,6 +227,8 @@ model_attend_tiles(const float* __restrict__ q, int qStride, const unsigned long
         const float f = keep / den;
         float* dst = out + ((long long) (t0 + r) * heads + h) * headDim + 2 * t;
 #pragma unroll
-        for (int n = 0; n < dTiles; n++) *(float2*) (dst + 8 * n) = make_float2(o[n][2 * half] * f, o[n][2 * half + 1] * f);
+        for (int n = 0; n < dTiles; n++) {
+            *(float2*) (dst + 8 * n) = make_float2(o[n][2 * half] * f, o[n][2 * half + 1] * f);
+        }
     }
 }
