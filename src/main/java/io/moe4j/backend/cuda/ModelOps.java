@@ -542,25 +542,16 @@ public final class ModelOps implements AutoCloseable {
         // queries and two buffers of keys (rows padded by 4 floats) and of values (by 8), as the kernel lays them out
         int shared = 4 * (TILE_ROWS * (headDim + 4) + 2 * TILE_KEYS * (headDim + 4) + 2 * TILE_KEYS * (headDim + 8));
         // compiled for the head's width: unrolled loops and only the accumulators it needs (registers: occupancy)
-        KernelCache.Kernel k = engine.kernels().get("attend_tiles.cu", "model_attend_tiles",
-                List.of("-DTILE_HEAD_DIM=" + headDim));
-        if (shared > TILE_SHARED_DEFAULT) {
-            k.function().setMaxDynamicSharedBytes(shared);
-        }
-        try (Arena arena = Arena.ofConfined()) {
-            KernelArgs args = new KernelArgs(arena);
-            args.pointer(q).i32(qStride).pointer(caches).pointer(sinks).pointer(out).pointer(positions).i32(tokens)
-                    .i32(heads).i32(kvHeads).i32(window).f32(scale);
-            k.function().launch(Math.ceilDiv(tokens, TILE_ROWS), heads, 1, 128, 1, 1, shared, stream, args);
-        }
+        launch("attend_tiles.cu", "model_attend_tiles", List.of("-DTILE_HEAD_DIM=" + headDim),
+                Math.ceilDiv(tokens, TILE_ROWS), heads, 1, 128, shared, a -> a.pointer(q).i32(qStride)
+                        .pointer(caches).pointer(sinks).pointer(out).pointer(positions).i32(tokens).i32(heads)
+                        .i32(kvHeads).i32(window).f32(scale));
     }
 
     /** Rows of a block of {@link #attendTiles} (attend_tiles.cu's TILE_ROWS), its key positions a tile, widest head. */
     private static final int TILE_ROWS = 64;
     private static final int TILE_KEYS = 32;
     private static final int TILE_DIM_MAX = 128;
-    /** Dynamic shared memory a launch may take without raising the function's limit. */
-    private static final int TILE_SHARED_DEFAULT = 48 * 1024;
 
     /** The most query heads a kv head may have in {@link #attendRows}: a warp each (GQA_WARPS in the source). */
     public static final int GQA_GROUP_MAX = 16;
@@ -666,15 +657,10 @@ public final class ModelOps implements AutoCloseable {
         // queries, keys (or q_nope rows, whichever is wider) and weights, as the kernel lays them out
         int shared = 4 * (LATENT_TILE_ROWS * pitch + LATENT_TILE_ROWS * Math.max(pitch, nope)
                 + LATENT_TILE_ROWS * (LATENT_TILE_ROWS + 4));
-        KernelCache.Kernel k = engine.kernels().get("attend_latent_tiles.cu", "model_attend_latent_tiles", List.of());
-        if (shared > TILE_SHARED_DEFAULT) {
-            k.function().setMaxDynamicSharedBytes(shared);
-        }
-        try (Arena arena = Arena.ofConfined()) {
-            KernelArgs args = new KernelArgs(arena).pointer(q).pointer(kvB).pointer(caches).pointer(out)
-                    .pointer(positions).i32(tokens).i32(heads).i32(nope).i32(rope).i32(vDim).i32(lora).f32(scale);
-            k.function().launch(Math.ceilDiv(tokens, LATENT_TILE_ROWS), heads, 1, 256, 1, 1, shared, stream, args);
-        }
+        launch("attend_latent_tiles.cu", "model_attend_latent_tiles", List.of(),
+                Math.ceilDiv(tokens, LATENT_TILE_ROWS), heads, 1, 256, shared, a -> a.pointer(q).pointer(kvB)
+                        .pointer(caches).pointer(out).pointer(positions).i32(tokens).i32(heads).i32(nope).i32(rope)
+                        .i32(vDim).i32(lora).f32(scale));
     }
 
     /** Rows (and key positions) of a block of {@link #attendLatentTiles}: LT_ROWS and LT_KEYS in the source. */
@@ -847,13 +833,28 @@ public final class ModelOps implements AutoCloseable {
     }
 
     private void launchZ(String kernel, int gridX, int gridY, int gridZ, int threads, Args fill) {
-        KernelCache.Kernel k = engine.kernels().get(SOURCE, kernel, List.of());
+        launch(SOURCE, kernel, List.of(), gridX, gridY, gridZ, threads, 0, fill);
+    }
+
+    /**
+     * A kernel of {@code source} compiled with {@code defines}, launched on this stream with {@code sharedBytes} of
+     * dynamic shared memory (the function's limit raised first where that is more than the default 48 KiB).
+     */
+    private void launch(String source, String kernel, List<String> defines, int gridX, int gridY, int gridZ,
+            int threads, int sharedBytes, Args fill) {
+        CudaFunction f = engine.kernels().get(source, kernel, defines).function();
+        if (sharedBytes > SHARED_DEFAULT_BYTES) {
+            f.setMaxDynamicSharedBytes(sharedBytes);
+        }
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena);
             fill.fill(args);
-            k.function().launch(gridX, gridY, gridZ, threads, 1, 1, 0, stream, args);
+            f.launch(gridX, gridY, gridZ, threads, 1, 1, sharedBytes, stream, args);
         }
     }
+
+    /** Dynamic shared memory a launch may take without raising the function's limit. */
+    private static final int SHARED_DEFAULT_BYTES = 48 * 1024;
 
     @Override
     public void close() {
