@@ -326,7 +326,7 @@ class ModelOpsKernelsTest {
     }
 
     @Test
-    void onlyOneSequencesRowsOfWholeWarpWidthsAttendInTiles() {
+    void onlyOneSequencesRowsOfTileWidthsAttendInTiles() {
         assertThat(ModelOps.attendsInTiles(false, 64, 64)).isTrue();
         assertThat(ModelOps.attendsInTiles(false, 63, 64)).isFalse(); // fewer rows than a tile
         assertThat(ModelOps.attendsInTiles(true, 4096, 64)).isFalse(); // a batch: a cache a row
