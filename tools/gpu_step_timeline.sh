@@ -24,7 +24,7 @@ for r in recs:
         graphs.setdefault(r[2], []).append(r)
 # the batch-1 step: the graph with one-token linears (model_linear_bf16@640...) and the most replays
 def one_token(rs):
-    return any(r[4].startswith("model_linear_bf16@") for r in rs)
+    return any(r[4].startswith(("model_linear_bf16@", "model_linear_bf16_staged@")) for r in rs)
 cands = [(len(rs), g) for g, rs in graphs.items() if one_token(rs)]
 if not cands:
     sys.exit("no graph with model_linear_bf16 found; graphs: %s" % {g: len(rs) for g, rs in graphs.items()})

@@ -308,6 +308,16 @@ public final class ModelOps implements AutoCloseable {
     public static final int MMA_LINEAR_TOKENS = 16;
     /** This instance's threshold ({@link #MMA_LINEAR_TOKENS} unless the system property says otherwise). */
     private final int mmaLinearTokens = Integer.getInteger("moe4j.cuda.mmaLinearTokens", MMA_LINEAR_TOKENS);
+    /**
+     * The most 16-byte groups of a weight row that a one-token linear stages in shared memory (64 KiB a block of 8
+     * rows: three blocks a multiprocessor, a one-wave grid for o's 360 blocks of gpt-oss-20b on 132 multiprocessors).
+     */
+    static final int STAGED_GROUPS_MAX = 512;
+    /**
+     * Whether one token's bf16 linears stage their weights in shared memory before the kernel ahead ends
+     * ({@code -Dmoe4j.cuda.stagedLinear}, default true; false: the kernel that holds a few loads in registers).
+     */
+    private final boolean stagedLinear = Boolean.parseBoolean(System.getProperty("moe4j.cuda.stagedLinear", "true"));
 
     /**
      * y [tokens, out] = x [tokens, in] · W^T (+ bias float32 [out]) for a bf16 W [out, in] (in even); added to y's
@@ -382,6 +392,14 @@ public final class ModelOps implements AutoCloseable {
             }
             launch("model_linear_bf16_r" + r, Math.ceilDiv(out, WARPS * r), 1, THREADS, a -> a.pointer(x).pointer(w)
                     .pointer(bias).pointer(y).i32(tokens).i32(in).i32(out).i32(accumulate ? 1 : 0));
+            return;
+        }
+        if (tokens == 1 && (in & 7) == 0 && stagedLinear && engine.context().device().computeCapability() >= 80) {
+            // a decode step's linears: the weights copied into shared memory while the kernels ahead still run
+            int staged = Math.min(in / 8, STAGED_GROUPS_MAX);
+            launch(SOURCE, "model_linear_bf16_staged", List.of(), Math.ceilDiv(out, WARPS), 1, 1, THREADS,
+                    WARPS * staged * 16, a -> a.pointer(x).pointer(w).pointer(bias).pointer(y).i32(in).i32(out)
+                            .i32(accumulate ? 1 : 0).i32(staged));
             return;
         }
         launch("model_linear_bf16", Math.ceilDiv(out, WARPS), 1, THREADS, a -> a.pointer(x).pointer(w).pointer(bias)
@@ -721,6 +739,26 @@ public final class ModelOps implements AutoCloseable {
         launch("model_router_logits", experts, tokens, ROUTER_THREADS,
                 a -> a.pointer(x).pointer(w).pointer(bias).pointer(logits).i32(experts).i32(hidden));
     }
+
+    /**
+     * {@link #rmsNorm} of h [tokens, hidden] (no residual) into xn, then {@link #routerLogits} of xn, as one kernel:
+     * for passes of at most {@link #NORM_ROUTER_TOKENS} rows, where every block normalises its token's row again.
+     */
+    public void normRouterLogits(long h, long normWeight, float eps, long xn, long w, long bias, long logits,
+            int tokens, int experts, int hidden) {
+        if (tokens > NORM_ROUTER_TOKENS) {
+            throw new IllegalArgumentException("the norm in the router kernel is for up to " + NORM_ROUTER_TOKENS
+                    + " rows, got " + tokens);
+        }
+        launch("model_norm_router_logits", experts, tokens, ROUTER_THREADS, a -> a.pointer(h).pointer(normWeight)
+                .f32(eps).pointer(xn).pointer(w).pointer(bias).pointer(logits).i32(experts).i32(hidden));
+    }
+
+    /**
+     * The most rows {@link #normRouterLogits} takes: each of a row's (expert) blocks reads the row, so beyond a decode
+     * batch the norm's own kernel, which reads it once, costs less.
+     */
+    public static final int NORM_ROUTER_TOKENS = 8;
 
     /**
      * A layer's experts on device buffers (x and out [tokens, hidden] float32): waits for this stream's work, runs

@@ -60,7 +60,17 @@ final class DevicePass implements AutoCloseable {
             case DeviceModel.Gqa g -> gqa(l, g, s, rows);
             case DeviceModel.Mla m -> mla(l, m, s, rows);
         }
-        ops.rmsNorm(h, 0L, layer.postNorm().pointer(), xn, rows, hidden, eps);
+        if (!normInRouter(l, rows)) {
+            ops.rmsNorm(h, 0L, layer.postNorm().pointer(), xn, rows, hidden, eps);
+        }
+    }
+
+    /**
+     * Whether layer l's post-attention norm is taken in its router's kernel ({@link ModelOps#normRouterLogits}: MoE
+     * layers, passes of a few rows), which then writes xn; else {@link #attention} writes it.
+     */
+    private boolean normInRouter(int l, int rows) {
+        return rows <= ModelOps.NORM_ROUTER_TOKENS && model.layers().get(l).feedForward() instanceof DeviceModel.Moe;
     }
 
     /** h += the output of layer l - 1's feed-forward (routed and shared) and out = norm(h) with {@code weight}. */
@@ -159,7 +169,7 @@ final class DevicePass implements AutoCloseable {
         switch (model.layers().get(l).feedForward()) {
             case DeviceModel.Dense d -> dense(d, s, rows);
             case DeviceModel.Moe m -> {
-                routerLogits(m, s, rows);
+                routerLogits(l, m, s, rows);
                 ops.routeAndRunExperts(m.layer().experts(), m.layer().router().spec(), s.routerLogits().pointer(),
                         pointer(m.routerCorrection()), s.xn(), rows, s.ffOut(), routes);
                 shared(m, s, rows);
@@ -176,7 +186,7 @@ final class DevicePass implements AutoCloseable {
      */
     void feedForwardHostRouted(int l, PassScratch s, int rows, Runnable afterChoices) {
         DeviceModel.Moe m = (DeviceModel.Moe) model.layers().get(l).feedForward();
-        routerLogits(m, s, rows);
+        routerLogits(l, m, s, rows);
         io.moe4j.routing.RouterSpec spec = m.layer().router().spec();
         Routing routing;
         if (model.routesOnDevice()) {
@@ -191,9 +201,18 @@ final class DevicePass implements AutoCloseable {
         shared(m, s, rows);
     }
 
-    private void routerLogits(DeviceModel.Moe m, PassScratch s, int rows) {
-        ops.routerLogits(s.xn().pointer(), m.routerWeight().pointer(), pointer(m.routerBias()),
-                s.routerLogits().pointer(), rows, m.layer().router().spec().numExperts(), model.config().hidden());
+    /** Layer l's router logits of xn, and xn itself first where the router takes the norm ({@link #normInRouter}). */
+    private void routerLogits(int l, DeviceModel.Moe m, PassScratch s, int rows) {
+        int experts = m.layer().router().spec().numExperts();
+        int hidden = model.config().hidden();
+        if (normInRouter(l, rows)) {
+            ops.normRouterLogits(s.h().pointer(), model.layers().get(l).postNorm().pointer(),
+                    model.config().normEps(), s.xn().pointer(), m.routerWeight().pointer(), pointer(m.routerBias()),
+                    s.routerLogits().pointer(), rows, experts, hidden);
+        } else {
+            ops.routerLogits(s.xn().pointer(), m.routerWeight().pointer(), pointer(m.routerBias()),
+                    s.routerLogits().pointer(), rows, experts, hidden);
+        }
     }
 
     /**

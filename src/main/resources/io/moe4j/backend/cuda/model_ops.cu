@@ -1,7 +1,8 @@
 // moe4j: the decoder's ops on the device, for a model resident there (io.moe4j.model.cuda.DeviceModel).
 //   model_embed         token ids -> float32 rows of a bf16 embedding table
 //   model_rms_norm      RMSNorm of rows (sum of squares in float64, as the host's RmsNorm), after adding a residual
-//   model_linear_bf16   y = x W^T + b for a bf16 W [out, in], optionally added into y (the residual stream)
+//   model_linear_bf16   y = x W^T + b for a bf16 W [out, in], optionally added into y (the residual stream);
+//                       _staged for one token, its weights in shared memory before the kernel ahead ends
 //   model_position_rows q/k norms, rotary embedding and temperature of the q and k heads of fused q|k|v rows (cos/sin
 //                       tables made on the host), and the k and v into the layer's cache ([position][k | v])
 //   model_attend_rows   causal attention of each (token, head) over its sequence's cache: sliding or chunked windows,
@@ -10,7 +11,8 @@
 //                       the latent's norm and the rope key into the latent cache, attention over the cached latents with
 //                       kv_b_proj taken into each query and output
 //   model_silu_mul      a dense MLP's silu(gate) * up;  model_fill_choices  the shared experts' routing
-//   model_router_logits router logits in float64 (exact float products), for the host's selection rules
+//   model_router_logits router logits in float64 (exact float products), for the host's selection rules;
+//                       model_norm_router_logits with the norm before them, for a few rows
 //   model_linear_bf16_r{1,2,4,8}  model_linear_bf16 for batches of tokens, R output rows a warp
 //   model_linear_bf16_mma the same on tensor cores (x as two bf16 terms), from 16 tokens; _split for batches too
 //                       small to fill the GPU with its 64-row blocks; or sliced over K, model_linear_slices adding
@@ -141,6 +143,22 @@ extern "C" __global__ void __launch_bounds__(1024) model_rms_norm(float* __restr
     }
 }
 
+// s + the dot product of 8 bf16 weights (16 bytes, in order) with the 8 floats at xr, one fused multiply-add at a
+// time in that order: the one-token linears' sums, which the batch kernels repeat exactly.
+__device__ __forceinline__ float dot8_bf16(uint4 packed, const float4* __restrict__ xr, float s) {
+    const u32 words[4] = {packed.x, packed.y, packed.z, packed.w};
+    float wv[8];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        wv[2 * k] = __uint_as_float(words[k] << 16);
+        wv[2 * k + 1] = __uint_as_float(words[k] & 0xffff0000u);
+    }
+    const float4 a = xr[0], c = xr[1];
+    s = fmaf(wv[0], a.x, s); s = fmaf(wv[1], a.y, s); s = fmaf(wv[2], a.z, s); s = fmaf(wv[3], a.w, s);
+    s = fmaf(wv[4], c.x, s); s = fmaf(wv[5], c.y, s); s = fmaf(wv[6], c.z, s); s = fmaf(wv[7], c.w, s);
+    return s;
+}
+
 // The bytes of `rows` weight rows from row0 into L2, one prefetch a 128-byte line, spread over the warp's lanes.
 // The batch linears call it before waiting for the kernel before (weights are never written by a kernel), so that a
 // step streams a linear's weights while the short, latency-bound kernel ahead of it (a norm, the attention) runs.
@@ -199,23 +217,11 @@ model_linear_bf16(const float* __restrict__ x, const u16* __restrict__ w, const 
                 for (int h = 0; h < LINEAR_HOLD; h++) {
                     int g = g0 + 32 * h;
                     if (g >= groups) break;
-                    u32 words[4] = {held[h].x, held[h].y, held[h].z, held[h].w};
-                    float wv[8];
-#pragma unroll
-                    for (int k = 0; k < 4; k++) {
-                        wv[2 * k] = __uint_as_float(words[k] << 16);
-                        wv[2 * k + 1] = __uint_as_float(words[k] & 0xffff0000u);
-                    }
 #pragma unroll
                     for (int j = 0; j < LINEAR_TOKENS; j++) {
                         if (t0 + j < tokens) {
-                            const float4* xr = (const float4*) (x + (long long) (t0 + j) * in) + 2 * g;
-                            float4 a = xr[0], c = xr[1];
-                            float s = acc[j];
-                            s = fmaf(wv[0], a.x, s); s = fmaf(wv[1], a.y, s); s = fmaf(wv[2], a.z, s);
-                            s = fmaf(wv[3], a.w, s); s = fmaf(wv[4], c.x, s); s = fmaf(wv[5], c.y, s);
-                            s = fmaf(wv[6], c.z, s); s = fmaf(wv[7], c.w, s);
-                            acc[j] = s;
+                            acc[j] = dot8_bf16(held[h], (const float4*) (x + (long long) (t0 + j) * in) + 2 * g,
+                                               acc[j]);
                         }
                     }
                 }
@@ -245,6 +251,68 @@ model_linear_bf16(const float* __restrict__ x, const u16* __restrict__ w, const 
             }
         }
     }
+}
+
+// model_linear_bf16 for one token (decode) and rows of a multiple of 8: the first `staged` 16-byte groups of each
+// warp's row are copied into shared memory (cp.async) before the wait for the kernel ahead, so that a one-wave grid
+// has the whole matrix in flight while the short kernels ahead (the attention, a norm) finish, without the registers
+// that holding it would take; the rest of a longer row is loaded as model_linear_bf16 does. A lane's staged groups
+// are a prefix of its groups (lane, lane + 32, ...), taken in the same order with the same products as
+// model_linear_bf16's, so the sums are that kernel's and a sequence's logits do not depend on the kernel.
+// dynamic shared memory: 8 warps x staged x 16 bytes. grid: ceil(out / 8); block: 256 (8 warps).
+extern "C" __global__ void __launch_bounds__(256, 4)
+model_linear_bf16_staged(const float* __restrict__ x, const u16* __restrict__ w, const float* __restrict__ bias,
+                         float* __restrict__ y, int in, int out, int accumulate, int staged) {
+#if __CUDA_ARCH__ >= 800
+    extern __shared__ uint4 stage[];
+    const int warp = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31;
+    const int row = blockIdx.x * (blockDim.x >> 5) + warp;
+    const int groups = in >> 3;
+    const uint4* wr = (const uint4*) (w + (long long) min(row, out - 1) * in);
+    uint4* mine = stage + (long long) warp * staged;
+    for (int g = lane; g < staged; g += 32) {
+        cp_async16((float*) (mine + g), (const float*) (wr + g));
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+    // the lane's first groups past the staged ones: lane + 32 i for the least i that reaches `staged`
+    const int rest = lane < staged ? lane + 32 * ((staged - 1 - lane) / 32 + 1) : lane;
+    uint4 held[LINEAR_HOLD];
+#pragma unroll
+    for (int h = 0; h < LINEAR_HOLD; h++) {
+        int g = rest + 32 * h;
+        held[h] = g < groups ? __ldg(wr + g) : make_uint4(0u, 0u, 0u, 0u);
+    }
+    enter_after_prior_grid();
+    asm volatile("cp.async.wait_all;" ::: "memory");
+    if (row >= out) return;
+    const float4* xv = (const float4*) x;
+    float s = 0.f;
+    for (int g = lane; g < staged; g += 32) {
+        s = dot8_bf16(mine[g], xv + 2 * g, s);
+    }
+    for (int g0 = rest; g0 < groups; g0 += 32 * LINEAR_HOLD) {
+        if (g0 > rest) {
+#pragma unroll
+            for (int h = 0; h < LINEAR_HOLD; h++) {
+                int g = g0 + 32 * h;
+                held[h] = g < groups ? __ldg(wr + g) : make_uint4(0u, 0u, 0u, 0u);
+            }
+        }
+#pragma unroll
+        for (int h = 0; h < LINEAR_HOLD; h++) {
+            int g = g0 + 32 * h;
+            if (g >= groups) break;
+            s = dot8_bf16(held[h], xv + 2 * g, s);
+        }
+    }
+    float v = warp_sum_f(s);
+    if (lane == 0) {
+        float b = bias == nullptr ? 0.f : bias[row];
+        float* dst = y + row;
+        *dst = (accumulate ? *dst : 0.f) + v + b;
+    }
+#endif
 }
 
 // model_linear_bf16 for batches of tokens (in a multiple of 8): a warp takes R output rows and the tokens in passes
@@ -1129,6 +1197,71 @@ model_router_logits(const float* __restrict__ x, const float* __restrict__ w, co
     s = block_sum_dbl(s);
     if (threadIdx.x == 0) {
         logits[(long long) blockIdx.y * experts + e] = s + (bias == nullptr ? 0.0 : (double) bias[e]);
+    }
+}
+
+// model_rms_norm of rows of h (no residual add) and model_router_logits of the normed rows in one kernel, for passes
+// of a few rows (a decode step, where each kernel on the critical path costs its latency): every (expert, token)
+// block normalises its token's row itself, with the same sums in the same order as every other block (so all agree
+// on the normed row), takes its router dot product, and writes its share of the normed row into xn (float4 i where
+// i % experts == e), the experts' input. weight (the norm's) may be null. grid: (experts, tokens); block: ROUTER_THREADS
+extern "C" __global__ void __launch_bounds__(ROUTER_THREADS)
+model_norm_router_logits(const float* __restrict__ h, const float* __restrict__ weight, float eps,
+                         float* __restrict__ xn, const float* __restrict__ w, const float* __restrict__ bias,
+                         double* __restrict__ logits, int experts, int hidden) {
+    const int e = blockIdx.x;
+    const float* hr = h + (long long) blockIdx.y * hidden;
+    float* out = xn + (long long) blockIdx.y * hidden;
+    const float* wr = w + (long long) e * hidden;
+    double dot = 0;
+    const int h4 = hidden >> 2;
+    if ((hidden & 3) == 0 && h4 <= ROUTER_HOLD * ROUTER_THREADS) {
+        float4 wv[ROUTER_HOLD], nv[ROUTER_HOLD], v[ROUTER_HOLD];
+#pragma unroll
+        for (int k = 0; k < ROUTER_HOLD; k++) { // the router row and the norm's weight: no kernel writes them
+            int i = threadIdx.x + k * ROUTER_THREADS;
+            wv[k] = i < h4 ? ((const float4*) wr)[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+            nv[k] = weight != nullptr && i < h4 ? ((const float4*) weight)[i] : make_float4(1.f, 1.f, 1.f, 1.f);
+        }
+        enter_after_prior_grid();
+        double sq = 0;
+#pragma unroll
+        for (int k = 0; k < ROUTER_HOLD; k++) {
+            int i = threadIdx.x + k * ROUTER_THREADS;
+            v[k] = i < h4 ? ((const float4*) hr)[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+            sq += (double) v[k].x * v[k].x + (double) v[k].y * v[k].y + (double) v[k].z * v[k].z
+                    + (double) v[k].w * v[k].w;
+        }
+        const double inv = 1.0 / sqrt(block_sum_dbl(sq) / hidden + (double) eps);
+        __syncthreads(); // block_sum_dbl's shared partials are read by every thread before the next sum writes them
+#pragma unroll
+        for (int k = 0; k < ROUTER_HOLD; k++) {
+            int i = threadIdx.x + k * ROUTER_THREADS;
+            if (i < h4) {
+                float4 y;
+                y.x = nv[k].x * (float) (v[k].x * inv); y.y = nv[k].y * (float) (v[k].y * inv);
+                y.z = nv[k].z * (float) (v[k].z * inv); y.w = nv[k].w * (float) (v[k].w * inv);
+                if (i % experts == e) ((float4*) out)[i] = y;
+                dot += (double) y.x * (double) wv[k].x + (double) y.y * (double) wv[k].y
+                        + (double) y.z * (double) wv[k].z + (double) y.w * (double) wv[k].w;
+            }
+        }
+    } else {
+        enter_after_prior_grid();
+        double sq = 0;
+        for (int i = threadIdx.x; i < hidden; i += ROUTER_THREADS) sq += (double) hr[i] * (double) hr[i];
+        const double inv = 1.0 / sqrt(block_sum_dbl(sq) / hidden + (double) eps);
+        __syncthreads();
+        for (int i = threadIdx.x; i < hidden; i += ROUTER_THREADS) {
+            float normed = (float) (hr[i] * inv);
+            float y = weight == nullptr ? normed : weight[i] * normed;
+            if (i % experts == e) out[i] = y;
+            dot += (double) y * (double) wr[i];
+        }
+    }
+    dot = block_sum_dbl(dot);
+    if (threadIdx.x == 0) {
+        logits[(long long) blockIdx.y * experts + e] = dot + (bias == nullptr ? 0.0 : (double) bias[e]);
     }
 }
 

@@ -127,6 +127,51 @@ class LinearBf16Test {
         }
     }
 
+    /**
+     * One token's rows (a decode step's linears) stage up to {@link ModelOps#STAGED_GROUPS_MAX} groups of 8 weights in
+     * shared memory and load the rest: rows shorter than that, as long and longer, with bias and accumulation, against
+     * float64 sums on the host and, bit for bit, against the batch kernel's sums of the same rows.
+     */
+    @Test
+    void oneTokenRowsOfEveryLengthAgainstTheHostAndTheBatchKernel() {
+        SplittableRandom rnd = new SplittableRandom(11);
+        int out = 77;
+        for (int in : new int[] {8, 288, 8 * ModelOps.STAGED_GROUPS_MAX, 8 * ModelOps.STAGED_GROUPS_MAX + 8 * 37, 9000}) {
+            float[] bias = random(rnd, out, 0.1);
+            try (ModelOps ops = ModelOps.open(); Arena arena = Arena.ofConfined()) {
+                MemorySegment matrix = bf16Matrix(arena, rnd, out, in);
+                float[] x = random(rnd, 3 * in, 1.0);
+                float[] y0 = random(rnd, 3 * out, 1.0);
+                try (DeviceBuffer w = ops.upload(matrix); DeviceBuffer b = ops.upload(bias);
+                        DeviceBuffer dx = ops.upload(x); DeviceBuffer batch = ops.upload(y0);
+                        DeviceBuffer single = ops.upload(y0)) {
+                    ops.linearBf16(dx.pointer(), w.pointer(), b.pointer(), batch.pointer(), 3, in, out, true);
+                    for (int t = 0; t < 3; t++) {
+                        ops.linearBf16(dx.pointer() + 4L * t * in, w.pointer(), b.pointer(),
+                                single.pointer() + 4L * t * out, 1, in, out, true);
+                    }
+                    float[] got = ops.readFloats(single, 0, 3 * out);
+                    assertThat(got).as("rows of %d, one token against three", in)
+                            .containsExactly(ops.readFloats(batch, 0, 3 * out));
+                    float[] want = new float[3 * out];
+                    for (int t = 0; t < 3; t++) {
+                        for (int r = 0; r < out; r++) {
+                            double sum = 0;
+                            for (int k = 0; k < in; k++) {
+                                float wv = Float.intBitsToFloat(
+                                        matrix.getAtIndex(ValueLayout.JAVA_SHORT, (long) r * in + k) << 16);
+                                sum += (double) wv * x[t * in + k];
+                            }
+                            want[t * out + r] = (float) (y0[t * out + r] + sum + bias[r]);
+                        }
+                    }
+                    assertThat(io.moe4j.testing.Norms.relL2(got, want)).as("rows of %d against float64", in)
+                            .isLessThanOrEqualTo(1e-6);
+                }
+            }
+        }
+    }
+
     private static MemorySegment bf16Matrix(Arena arena, SplittableRandom rnd) {
         return bf16Matrix(arena, rnd, OUT, IN);
     }

@@ -1,6 +1,7 @@
 package io.moe4j.backend.cuda;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.moe4j.backend.cuda.driver.CudaProbe;
@@ -217,6 +218,71 @@ class ModelOpsKernelsTest {
                     }
                 }
             }
+        }
+    }
+
+    /**
+     * The post-attention norm taken in the router's kernel (a decode step's rows): every block's normed row written
+     * into xn and its logits against RMSNorm (float64 sum of squares, as model_rms_norm) and float64 sums of exact
+     * products computed here; with and without the norm's weight, on each path (held float4s, odd width, wider than a
+     * block holds), experts that do not divide the row's float4s; more rows than it takes are refused.
+     */
+    @Test
+    void theNormInTheRouterKernelIsTheNormThenTheLogits() {
+        SplittableRandom rnd = new SplittableRandom(10);
+        float eps = 1e-5f;
+        try (ModelOps ops = ModelOps.open()) {
+            for (int hidden : new int[] {2880, 30, 7168}) {
+                for (int experts : new int[] {32, 3}) {
+                    for (boolean weighted : new boolean[] {true, false}) {
+                        int tokens = weighted ? ModelOps.NORM_ROUTER_TOKENS : 1;
+                        float[] h = random(rnd, tokens * hidden, 2.0);
+                        float[] norm = random(rnd, hidden, 1.0);
+                        float[] w = random(rnd, experts * hidden, 0.05);
+                        float[] bias = random(rnd, experts, 0.1);
+                        try (DeviceBuffer dh = ops.upload(h); DeviceBuffer dn = ops.upload(norm);
+                                DeviceBuffer dw = ops.upload(w); DeviceBuffer db = ops.upload(bias);
+                                DeviceBuffer xn = ops.allocate(4L * tokens * hidden);
+                                DeviceBuffer out = ops.allocate(8L * tokens * experts)) {
+                            ops.normRouterLogits(dh.pointer(), weighted ? dn.pointer() : 0L, eps, xn.pointer(),
+                                    dw.pointer(), db.pointer(), out.pointer(), tokens, experts, hidden);
+                            float[] gotXn = ops.readFloats(xn, 0, tokens * hidden);
+                            double[] got = ops.readDoubles(out, tokens * experts);
+                            float[] wantXn = new float[tokens * hidden];
+                            for (int t = 0; t < tokens; t++) {
+                                double sq = 0;
+                                for (int i = 0; i < hidden; i++) {
+                                    sq += (double) h[t * hidden + i] * h[t * hidden + i];
+                                }
+                                double inv = 1.0 / Math.sqrt(sq / hidden + eps);
+                                for (int i = 0; i < hidden; i++) {
+                                    float normed = (float) (h[t * hidden + i] * inv);
+                                    wantXn[t * hidden + i] = weighted ? norm[i] * normed : normed;
+                                }
+                            }
+                            String what = String.format("hidden %d, %d experts, weighted %b", hidden, experts,
+                                    weighted);
+                            assertThat(io.moe4j.testing.Norms.relL2(gotXn, wantXn)).as(what).isLessThan(1e-7);
+                            for (int t = 0; t < tokens; t++) {
+                                for (int e = 0; e < experts; e++) {
+                                    double sum = 0;
+                                    double scale = 0;
+                                    for (int i = 0; i < hidden; i++) {
+                                        double p = (double) wantXn[t * hidden + i] * w[e * hidden + i];
+                                        sum += p;
+                                        scale += Math.abs(p);
+                                    }
+                                    assertThat(got[t * experts + e]).as("%s, token %d expert %d", what, t, e)
+                                            .isCloseTo(sum + bias[e], org.assertj.core.data.Offset.offset(1e-6 * scale));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            assertThatThrownBy(() -> ops.normRouterLogits(0L, 0L, eps, 0L, 0L, 0L, 0L,
+                    ModelOps.NORM_ROUTER_TOKENS + 1, 32, 2880)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("up to " + ModelOps.NORM_ROUTER_TOKENS + " rows");
         }
     }
 
