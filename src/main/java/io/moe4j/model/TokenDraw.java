@@ -167,12 +167,14 @@ public record TokenDraw(double temperature, int topK, double topP, double minP, 
                 int id = (int) keys[i];
                 p[i] = weight != null ? weight[id] : weight(logits[off + id], max);
             }
-            kept = cut(p, s, n, total);
+            // min-p alone collected every logit that can pass it (from the floor's bin, one bin of margin): what
+            // was not collected fails it
+            kept = cut(p, s, n, total, from > 0 && !byCount && !(topP < 1));
             if (from == 0 && kept < 0) {
                 kept = p.length; // every candidate sorted: nothing is missing
             }
         }
-        return drawInIdOrder(keys, p, kept);
+        return drawInIdOrder(keys, p, kept, vocab);
     }
 
     private static int bin(float v, float min, double scale) {
@@ -181,29 +183,55 @@ public record TokenDraw(double temperature, int topK, double topP, double minP, 
 
     /**
      * The candidates in bins from {@code fromBin} up as sort keys: the logit's order (inverted: sorting ascends)
-     * above the id, so that one primitive sort orders them by logit, highest first, equal logits by lower id.
+     * above the id, so that sorting orders them by logit, highest first, equal logits by lower id. Bins only grow
+     * with the logit, so the keys go into their bins, top bin first, and each bin is sorted on its own: the same
+     * order as one sort of them all (and so the same sums along it), without sorting most of a vocabulary as one
+     * array when nearly flat logits leave most of it in the kept prefix.
      */
     private static long[] sortedKeys(float[] logits, int off, int vocab, boolean[] allowed, float min, double scale,
                                      int fromBin) {
-        long[] keys = new long[vocab];
-        int s = 0;
+        int[] start = new int[BINS];
         for (int i = 0; i < vocab; i++) {
             float v = logits[off + i];
-            if (candidate(v, allowed, i) && (fromBin == 0 || bin(v, min, scale) >= fromBin)) {
-                keys[s++] = ((long) ~orderedBits(v) << 32) | i;
+            if (candidate(v, allowed, i)) {
+                int b = bin(v, min, scale);
+                if (b >= fromBin) {
+                    start[b]++;
+                }
             }
         }
-        keys = Arrays.copyOf(keys, s);
-        Arrays.sort(keys);
+        int s = 0;
+        for (int b = BINS - 1; b >= fromBin; b--) { // counts to first slots, the top bin first
+            int count = start[b];
+            start[b] = s;
+            s += count;
+        }
+        int[] next = start.clone();
+        long[] keys = new long[s];
+        for (int i = 0; i < vocab; i++) {
+            float v = logits[off + i];
+            if (candidate(v, allowed, i)) {
+                int b = bin(v, min, scale);
+                if (b >= fromBin) {
+                    keys[next[b]++] = ((long) ~orderedBits(v) << 32) | i;
+                }
+            }
+        }
+        for (int b = fromBin; b < BINS; b++) {
+            if (next[b] - start[b] > 1) {
+                Arrays.sort(keys, start[b], next[b]);
+            }
+        }
         return keys;
     }
 
     /**
      * How many of the {@code s} sorted candidates collected (the first of {@code n}, the first p.length of them
      * weighed: as many as top-k leaves) top-k, top-p and min-p keep, or -1 when the rule would reach past them.
-     * {@code total} is every candidate's weight (used when top-k does not cut).
+     * {@code total} is every candidate's weight (used when top-k does not cut). {@code restFailMinP}: every candidate
+     * not collected is known to weigh under min-p, so min-p keeping every collected one cuts there.
      */
-    private int cut(double[] p, int s, int n, double total) {
+    private int cut(double[] p, int s, int n, double total, boolean restFailMinP) {
         boolean byCount = topK > 0 && topK < n;
         int keep = byCount ? topK : n;
         if (keep > s && (byCount || !(topP < 1 || minP > 0))) {
@@ -234,7 +262,7 @@ public record TokenDraw(double temperature, int topK, double topP, double minP, 
             while (k < Math.min(keep, s) && p[k] >= minP * p[0]) {
                 k++;
             }
-            if (k < Math.min(keep, s) || k == keep) {
+            if (k < Math.min(keep, s) || k == keep || restFailMinP && k == s) {
                 keep = k;
                 cutWithin = true;
             }
@@ -242,25 +270,53 @@ public record TokenDraw(double temperature, int topK, double topP, double minP, 
         return keep <= s && (cutWithin || byCount || keep == n) ? keep : -1;
     }
 
-    /** The draw among the first {@code keep} sorted keys (weights p), walked in id order. */
-    private int drawInIdOrder(long[] keys, double[] p, int keep) {
-        long[] byId = new long[keep];
-        for (int i = 0; i < keep; i++) {
-            byId[i] = (keys[i] & 0xffffffffL) << 32 | i;
+    /**
+     * The draw among the first {@code keep} sorted keys (weights p), walked in id order: a few kept tokens sorted by
+     * id, many (nearly flat logits under top-p or min-p) marked in an array over the vocabulary and walked in it.
+     */
+    private int drawInIdOrder(long[] keys, double[] p, int keep, int vocab) {
+        if (keep <= vocab / 64) {
+            long[] byId = new long[keep];
+            for (int i = 0; i < keep; i++) {
+                byId[i] = (keys[i] & 0xffffffffL) << 32 | i;
+            }
+            Arrays.sort(byId);
+            double total = 0;
+            for (int i = 0; i < keep; i++) {
+                total += p[(int) byId[i]];
+            }
+            double r = uniform * total;
+            for (int i = 0; i < keep; i++) {
+                r -= p[(int) byId[i]];
+                if (r < 0) {
+                    return (int) (byId[i] >>> 32);
+                }
+            }
+            return (int) (byId[keep - 1] >>> 32);
         }
-        Arrays.sort(byId);
-        double total = 0;
+        double[] w = new double[vocab];
+        boolean[] kept = new boolean[vocab];
         for (int i = 0; i < keep; i++) {
-            total += p[i];
+            int id = (int) keys[i];
+            w[id] = p[i];
+            kept[id] = true;
+        }
+        double total = 0;
+        for (int id = 0; id < vocab; id++) {
+            total += w[id]; // 0 where not kept: the kept weights summed in id order
         }
         double r = uniform * total;
-        for (int i = 0; i < keep; i++) {
-            r -= p[(int) byId[i]];
-            if (r < 0) {
-                return (int) (byId[i] >>> 32);
+        int last = -1;
+        for (int id = 0; id < vocab; id++) {
+            if (kept[id]) {
+                last = id;
+                r -= w[id];
+                if (r < 0) {
+                    return id;
+                }
             }
         }
-        return (int) (byId[keep - 1] >>> 32);
+        return last;
     }
 
     /** Draws from the whole tempered distribution in one pass over the vocabulary, without sorting. */

@@ -109,6 +109,30 @@ class TokenDrawTest {
         assertThat(checked).isGreaterThan(1000);
     }
 
+    /**
+     * Min-p alone where every token collected from the floor's bin up passes it (the bin below the floor is empty, so
+     * the draw knows the rest fail) and over nearly flat logits (most of the vocabulary kept, its bins sorted one by
+     * one and walked in id order): the same tokens as sorting every candidate.
+     */
+    @Test
+    void minPOverSparseTopsAndFlatRowsIsSortingEveryCandidate() {
+        java.util.SplittableRandom rnd = new java.util.SplittableRandom(43);
+        float[] sparse = {0f, 10f, -10f, 9.99f, -3f, 9.5f};
+        float[] flat = new float[50000];
+        for (int i = 0; i < flat.length; i++) {
+            flat[i] = (float) (0.3 * rnd.nextGaussian());
+        }
+        for (float[] row : new float[][] {sparse, flat}) {
+            for (double[] rule : new double[][] {{1, 0, 1, 0.5}, {0.7, 0, 1, 0.05}, {0.7, 0, 0.9, 0}, {1, 0, 0.95, 0.05}}) {
+                for (int i = 0; i < 20; i++) {
+                    TokenDraw d = draw(rule[0], (int) rule[1], rule[2], rule[3], rnd.nextDouble());
+                    assertThat(d.pick(row, 0, row.length, null)).as("%d logits, %s", row.length, d)
+                            .isEqualTo(sortingEveryCandidate(d, row, row.length, null));
+                }
+            }
+        }
+    }
+
     /** The rule as written: every candidate sorted, the cuts in order, the kept ones walked in id order. */
     private static int sortingEveryCandidate(TokenDraw d, float[] logits, int n, boolean[] allowed) {
         java.util.List<Integer> ids = new java.util.ArrayList<>();
