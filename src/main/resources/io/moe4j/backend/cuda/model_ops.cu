@@ -159,6 +159,17 @@ __device__ __forceinline__ float dot8_bf16(uint4 packed, const float4* __restric
     return s;
 }
 
+// A lane's LINEAR_HOLD 16-byte groups g0, g0 + 32, ... of a weight row (zeros past its end), loaded together before
+// any is used.
+__device__ __forceinline__ void load_held(uint4 (&held)[LINEAR_HOLD], const uint4* __restrict__ wr, int g0,
+                                          int groups) {
+#pragma unroll
+    for (int h = 0; h < LINEAR_HOLD; h++) {
+        int g = g0 + 32 * h;
+        held[h] = g < groups ? __ldg(wr + g) : make_uint4(0u, 0u, 0u, 0u);
+    }
+}
+
 // The bytes of `rows` weight rows from row0 into L2, one prefetch a 128-byte line, spread over the warp's lanes.
 // The batch linears call it before waiting for the kernel before (weights are never written by a kernel), so that a
 // step streams a linear's weights while the short, latency-bound kernel ahead of it (a norm, the attention) runs.
@@ -191,11 +202,7 @@ model_linear_bf16(const float* __restrict__ x, const u16* __restrict__ w, const 
     // before the wait (no kernel writes weights), overlapping the end of the kernel before.
     uint4 held[LINEAR_HOLD];
     if (wide) {
-#pragma unroll
-        for (int h = 0; h < LINEAR_HOLD; h++) {
-            int g = lane + 32 * h;
-            held[h] = g < groups ? __ldg(wr + g) : make_uint4(0u, 0u, 0u, 0u);
-        }
+        load_held(held, wr, lane, groups);
     }
     enter_after_prior_grid();
     if (row >= out) return;
@@ -207,11 +214,7 @@ model_linear_bf16(const float* __restrict__ x, const u16* __restrict__ w, const 
         if (wide) {
             for (int g0 = lane; g0 < groups; g0 += 32 * LINEAR_HOLD) {
                 if (t0 > 0 || g0 > lane) {
-#pragma unroll
-                    for (int h = 0; h < LINEAR_HOLD; h++) {
-                        int g = g0 + 32 * h;
-                        held[h] = g < groups ? __ldg(wr + g) : make_uint4(0u, 0u, 0u, 0u);
-                    }
+                    load_held(held, wr, g0, groups);
                 }
 #pragma unroll
                 for (int h = 0; h < LINEAR_HOLD; h++) {
@@ -278,11 +281,7 @@ model_linear_bf16_staged(const float* __restrict__ x, const u16* __restrict__ w,
     // the lane's first groups past the staged ones: lane + 32 i for the least i that reaches `staged`
     const int rest = lane < staged ? lane + 32 * ((staged - 1 - lane) / 32 + 1) : lane;
     uint4 held[LINEAR_HOLD];
-#pragma unroll
-    for (int h = 0; h < LINEAR_HOLD; h++) {
-        int g = rest + 32 * h;
-        held[h] = g < groups ? __ldg(wr + g) : make_uint4(0u, 0u, 0u, 0u);
-    }
+    load_held(held, wr, rest, groups);
     enter_after_prior_grid();
     asm volatile("cp.async.wait_all;" ::: "memory");
     if (row >= out) return;
@@ -293,11 +292,7 @@ model_linear_bf16_staged(const float* __restrict__ x, const u16* __restrict__ w,
     }
     for (int g0 = rest; g0 < groups; g0 += 32 * LINEAR_HOLD) {
         if (g0 > rest) {
-#pragma unroll
-            for (int h = 0; h < LINEAR_HOLD; h++) {
-                int g = g0 + 32 * h;
-                held[h] = g < groups ? __ldg(wr + g) : make_uint4(0u, 0u, 0u, 0u);
-            }
+            load_held(held, wr, g0, groups);
         }
 #pragma unroll
         for (int h = 0; h < LINEAR_HOLD; h++) {
