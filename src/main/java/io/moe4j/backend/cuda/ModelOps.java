@@ -876,23 +876,23 @@ public final class ModelOps implements AutoCloseable {
 
     /**
      * A kernel of {@code source} compiled with {@code defines}, launched on this stream with {@code sharedBytes} of
-     * dynamic shared memory (the function's limit raised first where that is more than the default 48 KiB).
+     * dynamic shared memory, up to what {@link KernelCache} allowed the function when it loaded it (all that the
+     * device lets a block have beside the kernel's static shared memory), so a launch changes no function attribute:
+     * launches of one function from several streams cannot lower its limit under one another.
      */
     private void launch(String source, String kernel, List<String> defines, int gridX, int gridY, int gridZ,
             int threads, int sharedBytes, Args fill) {
-        CudaFunction f = engine.kernels().get(source, kernel, defines).function();
-        if (sharedBytes > SHARED_DEFAULT_BYTES) {
-            f.setMaxDynamicSharedBytes(sharedBytes);
+        KernelCache.Kernel k = engine.kernels().get(source, kernel, defines);
+        if (sharedBytes > k.sharedLimit()) {
+            throw new IllegalArgumentException(kernel + " needs " + sharedBytes + " bytes of shared memory a block;"
+                    + " this device allows " + k.sharedLimit());
         }
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena);
             fill.fill(args);
-            f.launch(gridX, gridY, gridZ, threads, 1, 1, sharedBytes, stream, args);
+            k.function().launch(gridX, gridY, gridZ, threads, 1, 1, sharedBytes, stream, args);
         }
     }
-
-    /** Dynamic shared memory a launch may take without raising the function's limit. */
-    private static final int SHARED_DEFAULT_BYTES = 48 * 1024;
 
     @Override
     public void close() {
