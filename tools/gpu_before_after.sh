@@ -28,9 +28,9 @@ for ((r = 1; r <= rounds; r++)); do
     classes=.gpu/classes; [ "$tag" = old ] && classes=.gpu/old-classes
     echo "# round $r $tag"
     run "$classes" -Dmoe4j.bench.dir="$dir" -Dmoe4j.bench.batches=8 io.moe4j.model.cuda.DeviceModelBench "$layers" 32 0 \
-      2>&1 | grep -E "greedy on the device \(decodeGreedy\)|replayed alone|decode batch 8 \(Model.step, greedy" \
+      2>&1 | grep -E "greedy on the device \(decodeGreedy\)|replayed alone|decode batch 8 \(Model.step, greedy|Exception" \
       | sed "s/^/$tag /" || true
     run "$classes" -Dmoe4j.bench.dir="$dir" io.moe4j.model.cuda.DeviceDecodeBench "$positions" 2>&1 \
-      | grep "decode batch 1, greedy, after" | sed "s/^/$tag /" || true
+      | grep -E "decode batch 1, greedy, after|Exception" | sed "s/^/$tag /" || true
   done
 done
