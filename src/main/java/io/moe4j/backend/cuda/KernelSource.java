@@ -29,9 +29,10 @@ public record KernelSource(String name, String text, Map<String, String> headers
             "moe_gemm_units", "moe_gemm_mxfp4_tile", "moe_gemm_mxfp4_wgmma",
             "model_embed", "model_rms_norm", "model_linear_bf16", "model_position_rows", "model_attend_rows",
             "model_mla_position_rows", "model_mla_store_rows", "model_attend_latent_rows", "model_silu_mul",
-            "model_fill_choices", "model_router_logits", "model_norm_router_logits", "moe_router_select", "moe_route_plan", "model_gather_rows", "model_linear_bf16_r1", "model_linear_bf16_r2",
-            "model_linear_bf16_r4", "model_linear_bf16_r8", "model_linear_bf16_staged", "model_linear_bf16_mma", "model_linear_bf16_mma_split",
-            "model_linear_slices", "model_argmax");
+            "model_fill_choices", "model_router_logits", "model_norm_router_logits", "moe_router_select",
+            "moe_route_plan", "model_gather_rows", "model_linear_bf16_r1", "model_linear_bf16_r2",
+            "model_linear_bf16_r4", "model_linear_bf16_r8", "model_linear_bf16_staged", "model_linear_bf16_mma",
+            "model_linear_bf16_mma_split", "model_linear_slices", "model_argmax");
 
     /** Whether the kernel {@code name} follows the overlapped launch protocol (see {@link #OVERLAP_READY}). */
     static boolean overlapReady(String kernel) {

@@ -1216,7 +1216,8 @@ model_router_logits(const float* __restrict__ x, const float* __restrict__ w, co
 // of a few rows (a decode step, where each kernel on the critical path costs its latency): every (expert, token)
 // block normalises its token's row itself, with the same sums in the same order as every other block (so all agree
 // on the normed row), takes its router dot product, and writes its share of the normed row into xn (float4 i where
-// i % experts == e), the experts' input. weight (the norm's) may be null. grid: (experts, tokens); block: ROUTER_THREADS
+// i % experts == e), the experts' input. weight (the norm's) may be null.
+// grid: (experts, tokens); block: ROUTER_THREADS
 extern "C" __global__ void __launch_bounds__(ROUTER_THREADS)
 model_norm_router_logits(const float* __restrict__ h, const float* __restrict__ weight, float eps,
                          float* __restrict__ xn, const float* __restrict__ w, const float* __restrict__ bias,
