@@ -223,10 +223,12 @@ final class CudaExperts implements Experts {
      * enqueued on the caller's {@code stream} with no host copy or wait, so that a model's decode step records as
      * one graph. The plan is the host's ({@link RoutePlan}: pairs grouped by expert, stable in token order) without
      * the tile GEMMs, whose launch shapes depend on the plan: one pair a CUDA-core GEMM batch, and one pair a GEMV
-     * block or, from two pairs an expert on average, the GEMV's pieces padded to their most. x and out [tokens, hidden] float32. The caller checked {@link #plansOnDevice}.
+     * block or, from two pairs an expert on average, the GEMV's pieces padded to their most. x and out [tokens,
+     * hidden] float32. The caller checked {@link #plansOnDevice}. {@code early}: bits ({@link #EARLY_PLAN}, ...) of the plan,
+     * activation and combine that let the next kernel launch at their entry (allow_next_grid_if in moe4j_common.cuh).
      */
     void enqueuePlanned(DeviceBuffer x, int tokens, int topK, boolean weightOnInput, DeviceBuffer out,
-            DeviceRoutes routes, CudaStream stream) {
+            DeviceRoutes routes, CudaStream stream, int early) {
         int h = w.hidden();
         int pairs = tokens * topK;
         boolean direct1 = a13.none() && !weightOnInput && w13.columnOrder() == null;
@@ -258,14 +260,15 @@ final class CudaExperts implements Experts {
             KernelArgs args = new KernelArgs(arena).pointer(ids).pointer(weights).i32(tokens).i32(topK).i32(experts)
                     .pointer(m + offToken).pointer(m + offExpert).pointer(m + offWeight).pointer(m + offTokenPair)
                     .pointer(m + offTokenWeight).pointer(m + offIdentity).pointer(m + offBatches).pointer(droutes)
-                    .i32(direct1 ? 1 : 0).pointer(m + offPieces).i32(maxPieces);
+                    .i32(direct1 ? 1 : 0).pointer(m + offPieces).i32(maxPieces)
+                    .i32((early & EARLY_PLAN) != 0 ? 1 : 0);
             engine.kernels().get("router.cu", "moe_route_plan", List.of()).function()
                     .launch(1, 1, 1, ROW_THREADS, 1, 1, 12 * experts, stream, args);
         }
         Launch launch = new Launch(null, tokens, pairs, topK, weightOnInput, direct1, false, false, x, in1, null, h,
                 hbuf, act, null, w.intermediate(), y, out, droutes, meta, m + offToken, m + offExpert, m + offWeight,
                 m + offTokenPair, m + offTokenWeight, m + offIdentity, m + offBatches, pairs, 1, m + offBatches, pairs,
-                1, 0L, 0, tuning.tileTokens(), m + offPieces, maxPieces);
+                1, 0L, 0, tuning.tileTokens(), m + offPieces, maxPieces, early);
         enqueue(launch, stream, null);
     }
 
@@ -389,7 +392,7 @@ final class CudaExperts implements Experts {
                 exp1, pitch1, hbuf, act, exp2, pitch2, y, dout, droutes, dmeta, m + offToken, m + offExpert,
                 m + offWeight, m + offTokenPair, m + offTokenWeight, m + offIdentity, m + offBatches1,
                 batches1.length / 4, tb1, m + offBatches2, batches2.length / 4, tb2, m + offTiles, mtiles.length / 4,
-                tileTokens, m + offPieces, gemvPieces.length / 4);
+                tileTokens, m + offPieces, gemvPieces.length / 4, 0);
 
         if (timing != null) {
             if (timing.lead() != null) {
@@ -445,8 +448,11 @@ final class CudaExperts implements Experts {
             DeviceBuffer h, DeviceBuffer act, DeviceBuffer exp2, int pitch2, DeviceBuffer y, DeviceBuffer out,
             DeviceBuffer routes, DeviceBuffer meta, long pairToken, long pairExpert, long pairWeight, long tokenPair,
             long tokenWeight, long identity, long batches1, int batchCount1, int tb1, long batches2, int batchCount2,
-            int tb2, long mtiles, int mtileCount, int tileTokens, long pieces, int pieceCount) {
+            int tb2, long mtiles, int mtileCount, int tileTokens, long pieces, int pieceCount, int early) {
     }
+
+    /** Bits of {@link #enqueuePlanned}'s {@code early}: which of its short kernels let the next one launch early. */
+    static final int EARLY_PLAN = 1, EARLY_ACTIVATE = 2, EARLY_COMBINE = 4;
 
     /** Enqueues the call's kernels; records an event after each of the five stages when {@code stages} is given. */
     private void enqueue(Launch l, CudaStream stream, List<CudaEvent> stages) {
@@ -484,7 +490,7 @@ final class CudaExperts implements Experts {
                     .i32(rows13).i32(inter).i32(gateMode(w.gateLayout())).i32(activationCode(w.activation()))
                     .f32(w.swigluLimit()).f32(io.moe4j.activation.Activation.OAI_ALPHA);
             if (a2.none() && !l.tile2() && w2.columnOrder() == null) {
-                args.pointer(l.act());
+                args.pointer(l.act()).i32((l.early() & EARLY_ACTIVATE) != 0 ? 1 : 0);
                 rows("moe_activate_elements").function().launch(l.pairs(), Math.ceilDiv(inter, ROW_THREADS), 1,
                         ROW_THREADS, 1, 1, 0, stream, args);
             } else {
@@ -502,7 +508,8 @@ final class CudaExperts implements Experts {
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(l.y()).i32(h).pointer(l.tokenPair())
                     .pointer(l.tokenWeight()).i32(l.topK()).pointer(l.pairExpert()).pointer(pointerOf(bias2))
-                    .i32(l.weightOnInput() ? 1 : 0).pointer(mapped != null ? mapped.hostOut() : l.out().pointer());
+                    .i32(l.weightOnInput() ? 1 : 0).pointer(mapped != null ? mapped.hostOut() : l.out().pointer())
+                    .i32((l.early() & EARLY_COMBINE) != 0 ? 1 : 0);
             int columnsPerThread = h % 4 == 0 ? 4 : 1; // as moe_combine picks
             rows("moe_combine").function().launch(l.tokens(), Math.ceilDiv(h, columnsPerThread * ROW_THREADS), 1,
                     ROW_THREADS, 1, 1, 0, stream, args);

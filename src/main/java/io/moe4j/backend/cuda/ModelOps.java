@@ -278,7 +278,8 @@ public final class ModelOps implements AutoCloseable {
             throw new IllegalArgumentException("a second residual input needs a first");
         }
         launch("model_rms_norm", rows, 1, normThreads(n),
-                a -> a.pointer(x).pointer(add).pointer(add2).pointer(weight).pointer(out).i32(n).f32(eps));
+                a -> a.pointer(x).pointer(add).pointer(add2).pointer(weight).pointer(out).i32(n).f32(eps)
+                        .i32(early("norm", rows)));
     }
 
     /** float4 a thread of model_rms_norm holds in registers (NORM_HOLD in the source). */
@@ -318,6 +319,51 @@ public final class ModelOps implements AutoCloseable {
      * ({@code -Dmoe4j.cuda.stagedLinear}, default true; false: the kernel that holds a few loads in registers).
      */
     private final boolean stagedLinear = Boolean.parseBoolean(System.getProperty("moe4j.cuda.stagedLinear", "true"));
+
+    /**
+     * The short kernels of a one-row pass that let the next kernel launch at their entry rather than after their
+     * wait (allow_next_grid_if in moe4j_common.cuh): {@code -Dmoe4j.cuda.earlyLaunch}, a comma list of norm,
+     * position, attend, router, select, plan, activate, combine (or all, or none). By default the selection (the
+     * one-block plan then starts while the selection runs) and the activation (the down GEMV's blocks are then
+     * resident and streaming its experts' weights, whose routes are known, while the activation runs). Measured on
+     * an H200 (gpt-oss-20b shapes, 24 layers, the decode step replayed alone, one call): none 2023-2026 us, select
+     * 1999-2000, activate 1983-1986, both 1965-1967; every other role alone changed nothing or lost, and all of them
+     * together took 2295-2299 (waiting blocks of the linears and GEMVs held the multiprocessors and memory queues
+     * ahead of the kernels they waited for). Passes of more rows never launch early: there the waiting blocks held
+     * multiprocessors that the running kernel's many blocks needed.
+     */
+    private final java.util.Set<String> earlyLaunch = earlyLaunchRoles(
+            System.getProperty("moe4j.cuda.earlyLaunch", "select,activate"));
+
+    static java.util.Set<String> earlyLaunchRoles(String list) {
+        java.util.Set<String> all = java.util.Set.of("norm", "position", "attend", "router", "select", "plan",
+                "activate", "combine");
+        if (list.isBlank() || list.equals("none")) {
+            return java.util.Set.of();
+        }
+        if (list.equals("all")) {
+            return all;
+        }
+        java.util.Set<String> roles = java.util.Set.copyOf(java.util.Arrays.asList(list.trim().split("\\s*,\\s*")));
+        for (String r : roles) {
+            if (!all.contains(r)) {
+                throw new IllegalArgumentException("moe4j.cuda.earlyLaunch: unknown kernel role '" + r + "'; known: "
+                        + all);
+            }
+        }
+        return roles;
+    }
+
+    /** The {@code early} argument of a short kernel of {@code role} in a pass of {@code rows} rows. */
+    private int early(String role, int rows) {
+        return rows == 1 && earlyLaunch.contains(role) ? 1 : 0;
+    }
+
+    /** The experts' plan, activation and combine that launch early, as {@link CudaExperts#enqueuePlanned} takes. */
+    private int expertsEarly(int rows) {
+        return early("plan", rows) * CudaExperts.EARLY_PLAN | early("activate", rows) * CudaExperts.EARLY_ACTIVATE
+                | early("combine", rows) * CudaExperts.EARLY_COMBINE;
+    }
 
     /**
      * y [tokens, out] = x [tokens, in] · W^T (+ bias float32 [out]) for a bf16 W [out, in] (in even); added to y's
@@ -483,7 +529,7 @@ public final class ModelOps implements AutoCloseable {
         launch("model_position_rows", tokens, heads + kvHeads, threads, a -> a.pointer(qkv).i32(heads).i32(kvHeads)
                 .i32(headDim).pointer(cos).pointer(sin).i32(interleaved ? 1 : 0).i32(norm.ordinal()).pointer(qNorm)
                 .pointer(kNorm).f32(eps).f64(floorScale).f64(attnScale).pointer(positions).pointer(caches)
-                .i32(perRow ? 1 : 0));
+                .i32(perRow ? 1 : 0).i32(early("position", tokens)));
     }
 
     /** The per-head norm of {@link #positionRows} (the ordinal is the kernel's normMode). */
@@ -526,7 +572,8 @@ public final class ModelOps implements AutoCloseable {
         }
         launchZ("model_attend_rows", tokens, kvHeads, splits, GQA_THREADS, a -> a.pointer(q).i32(qStride)
                 .pointer(caches).i32(perRow ? 1 : 0).pointer(sinks).pointer(out).pointer(positions).i32(heads)
-                .i32(kvHeads).i32(headDim).i32(window).f32(scale).pointer(partials).pointer(arrivals));
+                .i32(kvHeads).i32(headDim).i32(window).f32(scale).pointer(partials).pointer(arrivals)
+                .i32(early("attend", tokens)));
     }
 
     /**
@@ -726,7 +773,7 @@ public final class ModelOps implements AutoCloseable {
         DeviceBuffer[] choices = CudaExperts.choices(routes, tokens, 1);
         launch("model_fill_choices", Math.ceilDiv(tokens, THREADS), 1, THREADS,
                 a -> a.pointer(choices[0]).pointer(choices[1]).i32(tokens));
-        cuda.enqueuePlanned(x, tokens, 1, false, out, routes, stream);
+        cuda.enqueuePlanned(x, tokens, 1, false, out, routes, stream, expertsEarly(tokens));
     }
 
     /** out [count, n] = rows {@code rows[i]} (int32, on the device) of x [.., n], float32. */
@@ -737,7 +784,8 @@ public final class ModelOps implements AutoCloseable {
     /** Router logits [tokens, experts] float64 of x [tokens, hidden] and a float32 router [experts, hidden]. */
     public void routerLogits(long x, long w, long bias, long logits, int tokens, int experts, int hidden) {
         launch("model_router_logits", experts, tokens, ROUTER_THREADS,
-                a -> a.pointer(x).pointer(w).pointer(bias).pointer(logits).i32(experts).i32(hidden));
+                a -> a.pointer(x).pointer(w).pointer(bias).pointer(logits).i32(experts).i32(hidden)
+                        .i32(early("router", tokens)));
     }
 
     /**
@@ -751,7 +799,8 @@ public final class ModelOps implements AutoCloseable {
                     + " rows, got " + tokens);
         }
         launch("model_norm_router_logits", experts, tokens, ROUTER_THREADS, a -> a.pointer(h).pointer(normWeight)
-                .f32(eps).pointer(xn).pointer(w).pointer(bias).pointer(logits).i32(experts).i32(hidden));
+                .f32(eps).pointer(xn).pointer(w).pointer(bias).pointer(logits).i32(experts).i32(hidden)
+                .i32(early("router", tokens)));
     }
 
     /**
@@ -810,7 +859,8 @@ public final class ModelOps implements AutoCloseable {
                     + " pairs a layer routes on the device");
         }
         selectExperts(logits, spec, correction, tokens, routes);
-        ((CudaExperts) experts).enqueuePlanned(x, tokens, k, spec.weightOnInput(), out, routes, stream);
+        ((CudaExperts) experts).enqueuePlanned(x, tokens, k, spec.weightOnInput(), out, routes, stream,
+                expertsEarly(tokens));
     }
 
     /**
@@ -827,7 +877,8 @@ public final class ModelOps implements AutoCloseable {
             KernelArgs args = new KernelArgs(arena).pointer(logits).i32(1).pointer(0L).pointer(correction)
                     .pointer(choices[0]).pointer(choices[1]).i32(tokens).i32(e).i32(k)
                     .i32(CudaRouter.kindCode(spec.kind())).i32(spec.renormalize() ? 1 : 0).i32(spec.groups())
-                    .i32(spec.topkGroups()).f64(spec.routedScalingFactor());
+                    .i32(spec.topkGroups()).f64(spec.routedScalingFactor())
+                    .i32(early("select", tokens));
             select.function().launch(Math.ceilDiv(tokens, SELECT_WARPS), 1, 1, 32 * SELECT_WARPS, 1, 1,
                     SELECT_WARPS * 3 * 8 * e, stream, args);
         }

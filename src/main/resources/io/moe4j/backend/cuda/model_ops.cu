@@ -75,7 +75,8 @@ __device__ __forceinline__ double block_sum_dbl(double s) {
 // __launch_bounds__: rows of over 4096 float4 take 1024 threads, which the kernel must fit in registers
 extern "C" __global__ void __launch_bounds__(1024) model_rms_norm(float* __restrict__ x, const float* __restrict__ add,
                                           const float* __restrict__ add2, const float* __restrict__ weight,
-                                          float* __restrict__ out, int n, float eps) {
+                                          float* __restrict__ out, int n, float eps, int early) {
+    allow_next_grid_if(early);
     float* r = x + (long long) blockIdx.x * n;
     const float* plus = add == nullptr ? nullptr : add + (long long) blockIdx.x * n;
     const float* plus2 = add2 == nullptr ? nullptr : add2 + (long long) blockIdx.x * n;
@@ -640,7 +641,9 @@ extern "C" __global__ void model_position_rows(float* __restrict__ qkv, int head
                                                int interleaved, int normMode, const float* __restrict__ qNorm,
                                                const float* __restrict__ kNorm, float eps, double floorScale,
                                                double attnScale, const long long* __restrict__ positions,
-                                               const unsigned long long* __restrict__ caches, int perRow) {
+                                               const unsigned long long* __restrict__ caches, int perRow,
+                                               int early) {
+    allow_next_grid_if(early);
     const int t = blockIdx.x;
     const int head = blockIdx.y;
     const int half = headDim >> 1;
@@ -730,7 +733,8 @@ extern "C" __global__ void __launch_bounds__(32 * GQA_WARPS)
 model_attend_rows(const float* __restrict__ q, int qStride, const unsigned long long* __restrict__ caches, int perRow,
                   const float* __restrict__ sinks, float* __restrict__ out, const long long* __restrict__ positions,
                   int heads, int kvHeads, int headDim, int window, float scale, float* __restrict__ partials,
-                  int* __restrict__ arrivals) {
+                  int* __restrict__ arrivals, int early) {
+    allow_next_grid_if(early);
     __shared__ __align__(16) float sTiles[4 * GQA_TILE_FLOATS];  // keys [2][tile], then values [2][tile]
     __shared__ float sWeights[GQA_WARPS][GQA_PIECES_MAX];
     __shared__ int sLast;
@@ -1179,7 +1183,8 @@ extern "C" __global__ void model_gather_rows(const float* __restrict__ x, const 
 #define ROUTER_HOLD 8  // float4 of the router row a thread holds: rows up to 4096 columns
 extern "C" __global__ void __launch_bounds__(ROUTER_THREADS)
 model_router_logits(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
-                    double* __restrict__ logits, int experts, int hidden) {
+                    double* __restrict__ logits, int experts, int hidden, int early) {
+    allow_next_grid_if(early);
     const int e = blockIdx.x;
     const float* xr = x + (long long) blockIdx.y * hidden;
     const float* wr = w + (long long) e * hidden;
@@ -1221,7 +1226,8 @@ model_router_logits(const float* __restrict__ x, const float* __restrict__ w, co
 extern "C" __global__ void __launch_bounds__(ROUTER_THREADS)
 model_norm_router_logits(const float* __restrict__ h, const float* __restrict__ weight, float eps,
                          float* __restrict__ xn, const float* __restrict__ w, const float* __restrict__ bias,
-                         double* __restrict__ logits, int experts, int hidden) {
+                         double* __restrict__ logits, int experts, int hidden, int early) {
+    allow_next_grid_if(early);
     const int e = blockIdx.x;
     const float* hr = h + (long long) blockIdx.y * hidden;
     float* out = xn + (long long) blockIdx.y * hidden;

@@ -41,6 +41,17 @@ __device__ __forceinline__ void enter_after_prior_grid() {
     allow_next_grid();
 }
 
+// The short kernels of a one-row decode step take `early` (set by the host per launch): they let the next kernel
+// launch at their entry instead of after their wait, so that its blocks are resident and start what they may do
+// before their own wait (a staged linear's weight copies) while this one still waits and runs. The kernel after an
+// early one may start while the kernel two places before it still runs, so it must read nothing before its wait but
+// constants and the pass's host-written tables; the down GEMV, which reads the routes before its wait, stays safe
+// because the GEMV two places before it triggers after its own wait. Batches pass 0: their dependents' waiting
+// blocks held multiprocessors that the running kernel's many blocks needed.
+__device__ __forceinline__ void allow_next_grid_if(int early) {
+    if (early) allow_next_grid();
+}
+
 // Loads for data read before wait_prior_grid(): through L2 only. Until the wait, an SM's L1 may still hold lines an
 // earlier call's kernels read at the same address (a replayed graph reuses its buffers), and those would be stale.
 __device__ __forceinline__ int2 load_l2(const int2* p) {

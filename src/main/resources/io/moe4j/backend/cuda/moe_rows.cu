@@ -150,7 +150,9 @@ extern "C" __global__ void moe_activate_rows(const float* __restrict__ h, const 
 // the GPU idle while each thread works through a dozen float64 activations in turn.
 extern "C" __global__ void moe_activate_elements(const float* __restrict__ h, const int* __restrict__ pairExpert,
                                                  const float* __restrict__ bias13, int rows13, int I, int gateMode,
-                                                 int act, float limit, float alpha, float* __restrict__ out) {
+                                                 int act, float limit, float alpha, float* __restrict__ out,
+                                                 int early) {
+    allow_next_grid_if(early);
     enter_after_prior_grid();
     const size_t p = blockIdx.x;
     const int j = blockIdx.y * blockDim.x + threadIdx.x;
@@ -254,7 +256,8 @@ __device__ __forceinline__ void combine_cols(const float* __restrict__ y, int H,
 extern "C" __global__ void moe_combine(const float* __restrict__ y, int H, const int* __restrict__ tokenPair,
                                        const float* __restrict__ tokenWeight, int topK,
                                        const int* __restrict__ pairExpert, const float* __restrict__ bias2,
-                                       int weightOnInput, float* __restrict__ out) {
+                                       int weightOnInput, float* __restrict__ out, int early) {
+    allow_next_grid_if(early);
     enter_after_prior_grid();
     if ((H & 3) == 0) {
         combine_cols<4>(y, H, tokenPair, tokenWeight, topK, pairExpert, bias2, weightOnInput, out);

@@ -194,7 +194,9 @@ __device__ __forceinline__ int warp_argmax(const double* v, int E, u32 taken, in
 extern "C" __global__ void __launch_bounds__(128)
 moe_router_select(const double* __restrict__ logits, int slices, const float* __restrict__ bias,
                   const float* __restrict__ correction, int* __restrict__ ids, float* __restrict__ weights, int T,
-                  int E, int K, int kindArg, int renormalize, int groups, int topkGroups, double scaling) {
+                  int E, int K, int kindArg, int renormalize, int groups, int topkGroups, double scaling,
+                  int early) {
+    allow_next_grid_if(early);
 #ifdef MOE4J_ROUTER_KIND
     const int kind = MOE4J_ROUTER_KIND; // the other kinds' code is left out
 #else
@@ -338,7 +340,8 @@ moe_route_plan(const int* __restrict__ ids, const float* __restrict__ weights, i
                int* __restrict__ pairToken, int* __restrict__ pairExpert, float* __restrict__ pairWeight,
                int* __restrict__ tokenPair, float* __restrict__ tokenWeight, int* __restrict__ identity,
                int4* __restrict__ batches, int2* __restrict__ routes, int routesByToken,
-               int4* __restrict__ pieces, int maxPieces) {
+               int4* __restrict__ pieces, int maxPieces, int early) {
+    allow_next_grid_if(early);
     enter_after_prior_grid();
     extern __shared__ int counts[]; // [E] counts, then [E] starts, then [E] first pieces
     int* starts = counts + E;
