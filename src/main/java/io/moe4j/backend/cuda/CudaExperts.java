@@ -218,57 +218,105 @@ final class CudaExperts implements Experts {
     }
 
     /**
-     * The forward call with its routing already on the device: the choices {@code routes} holds (moe_router_select's
-     * ids and weights, [tokens, topK]) become the routing plan in moe_route_plan, then the experts' kernels run, all
-     * enqueued on the caller's {@code stream} with no host copy or wait, so that a model's decode step records as
-     * one graph. The plan is the host's ({@link RoutePlan}: pairs grouped by expert, stable in token order) without
-     * the tile GEMMs, whose launch shapes depend on the plan: one pair a CUDA-core GEMM batch, and one pair a GEMV
-     * block or, from two pairs an expert on average, the GEMV's pieces padded to their most. x and out [tokens,
-     * hidden] float32. The caller checked {@link #plansOnDevice}. {@code early}: bits ({@link #EARLY_PLAN}, ...) of the plan,
-     * activation and combine that let the next kernel launch at their entry (allow_next_grid_if in moe4j_common.cuh).
+     * Where a plan built on the device lives in a {@link DeviceRoutes}: moe_route_plan's {@code meta} (pairToken,
+     * pairExpert, pairWeight, tokenPair, tokenWeight and identity, {@code span} bytes apart, then the one-pair
+     * batches and the GEMV's pieces) and {@code routes} (GEMM1's then GEMM2's). {@code maxPieces}: the pieces' grid
+     * (0: none); {@code direct1}: GEMM1 reads x's rows by token.
      */
-    void enqueuePlanned(DeviceBuffer x, int tokens, int topK, boolean weightOnInput, DeviceBuffer out,
-            DeviceRoutes routes, CudaStream stream, int early) {
-        int h = w.hidden();
+    record DevicePlan(int pairs, long span, DeviceBuffer meta, DeviceBuffer routes, int maxPieces, boolean direct1) {
+        long pairToken() {
+            return meta.pointer();
+        }
+
+        long pairExpert() {
+            return meta.pointer() + span;
+        }
+
+        long pairWeight() {
+            return meta.pointer() + 2 * span;
+        }
+
+        long tokenPair() {
+            return meta.pointer() + 3 * span;
+        }
+
+        long tokenWeight() {
+            return meta.pointer() + 4 * span;
+        }
+
+        long identity() {
+            return meta.pointer() + 5 * span;
+        }
+
+        long batches() {
+            return meta.pointer() + 6 * span;
+        }
+
+        long pieces() {
+            return batches() + 16L * pairs;
+        }
+    }
+
+    /** The {@link DevicePlan} of a pass of {@code tokens} x {@code topK} pairs, its buffers taken from routes. */
+    DevicePlan devicePlan(int tokens, int topK, boolean weightOnInput, DeviceRoutes routes) {
         int pairs = tokens * topK;
         boolean direct1 = a13.none() && !weightOnInput && w13.columnOrder() == null;
         long span = (4L * pairs + 15) & ~15L;
-        long offToken = 0;
-        long offExpert = span;
-        long offWeight = 2 * span;
-        long offTokenPair = 3 * span;
-        long offTokenWeight = 4 * span;
-        long offIdentity = 5 * span;
-        long offBatches = 6 * span;
         int experts = w.numExperts();
         // The GEMV's pieces (up to four pairs of one expert a block) once every expert averages two pairs or more;
         // below, most pieces would hold one pair, which loses to a pair a block. Their count varies with the
         // routing, so the grid is the most there can be and the plan pads with empty pieces.
         boolean pieces = pairs >= 2 * experts && (w13 instanceof Mxfp4Matrix || w2 instanceof Mxfp4Matrix);
         int maxPieces = pieces ? Math.min(pairs, (pairs + 3 * Math.min(experts, pairs) + 3) / 4) : 0;
-        long offPieces = offBatches + 16L * pairs;
-        DeviceBuffer meta = routes.buffer(DeviceRoutes.Slot.META, offPieces + 16L * Math.max(maxPieces, 1));
+        DeviceBuffer meta = routes.buffer(DeviceRoutes.Slot.META,
+                6 * span + 16L * pairs + 16L * Math.max(maxPieces, 1));
         DeviceBuffer droutes = routes.buffer(DeviceRoutes.Slot.ROUTES, 16L * pairs);
+        return new DevicePlan(pairs, span, meta, droutes, maxPieces, direct1);
+    }
+
+    /**
+     * The forward call with its routing already on the device: the choices {@code routes} holds (moe_router_select's
+     * ids and weights, [tokens, topK]) become the routing plan in moe_route_plan, then the experts' kernels run, all
+     * enqueued on the caller's {@code stream} with no host copy or wait, so that a model's decode step records as
+     * one graph. The plan is the host's ({@link RoutePlan}: pairs grouped by expert, stable in token order) without
+     * the tile GEMMs, whose launch shapes depend on the plan: one pair a CUDA-core GEMM batch, and one pair a GEMV
+     * block or, from two pairs an expert on average, the GEMV's pieces padded to their most. x and out [tokens,
+     * hidden] float32. The caller checked {@link #plansOnDevice}. {@code early}: bits ({@link #EARLY_PLAN}, ...) of
+     * the plan, activation and combine that let the next kernel launch at their entry (allow_next_grid_if in
+     * moe4j_common.cuh). {@code planWritten}: the selection already wrote the {@link #devicePlan} (one token), so no
+     * plan kernel runs.
+     */
+    void enqueuePlanned(DeviceBuffer x, int tokens, int topK, boolean weightOnInput, DeviceBuffer out,
+            DeviceRoutes routes, CudaStream stream, int early, boolean planWritten) {
+        int h = w.hidden();
+        DevicePlan plan = devicePlan(tokens, topK, weightOnInput, routes);
+        int pairs = plan.pairs();
         DeviceBuffer ids = routes.buffer(DeviceRoutes.Slot.IDS, 4L * pairs);
         DeviceBuffer weights = routes.buffer(DeviceRoutes.Slot.WEIGHTS, 4L * pairs);
-        DeviceBuffer in1 = direct1 ? x : routes.buffer(DeviceRoutes.Slot.IN1, 4L * pairs * h);
+        DeviceBuffer in1 = plan.direct1() ? x : routes.buffer(DeviceRoutes.Slot.IN1, 4L * pairs * h);
         DeviceBuffer hbuf = routes.buffer(DeviceRoutes.Slot.H, 4L * pairs * w.w13().rows());
         DeviceBuffer act = routes.buffer(DeviceRoutes.Slot.ACT, 4L * pairs * w.intermediate());
         DeviceBuffer y = routes.buffer(DeviceRoutes.Slot.Y, 4L * pairs * h);
-        long m = meta.pointer();
-        try (Arena arena = Arena.ofConfined()) {
-            KernelArgs args = new KernelArgs(arena).pointer(ids).pointer(weights).i32(tokens).i32(topK).i32(experts)
-                    .pointer(m + offToken).pointer(m + offExpert).pointer(m + offWeight).pointer(m + offTokenPair)
-                    .pointer(m + offTokenWeight).pointer(m + offIdentity).pointer(m + offBatches).pointer(droutes)
-                    .i32(direct1 ? 1 : 0).pointer(m + offPieces).i32(maxPieces)
-                    .i32((early & EARLY_PLAN) != 0 ? 1 : 0);
-            engine.kernels().get("router.cu", "moe_route_plan", List.of()).function()
-                    .launch(1, 1, 1, ROW_THREADS, 1, 1, 12 * experts, stream, args);
+        if (!planWritten) {
+            try (Arena arena = Arena.ofConfined()) {
+                KernelArgs args = new KernelArgs(arena).pointer(ids).pointer(weights).i32(tokens).i32(topK)
+                        .i32(w.numExperts()).pointer(plan.pairToken()).pointer(plan.pairExpert())
+                        .pointer(plan.pairWeight()).pointer(plan.tokenPair()).pointer(plan.tokenWeight())
+                        .pointer(plan.identity()).pointer(plan.batches()).pointer(plan.routes())
+                        .i32(plan.direct1() ? 1 : 0).pointer(plan.pieces()).i32(plan.maxPieces())
+                        .i32((early & EARLY_PLAN) != 0 ? 1 : 0);
+                engine.kernels().get("router.cu", "moe_route_plan", List.of()).function()
+                        .launch(1, 1, 1, ROW_THREADS, 1, 1, 12 * w.numExperts(), stream, args);
+            }
+        } else if (tokens != 1 || plan.maxPieces() != 0) {
+            throw new IllegalStateException("the selection writes the plan of one token's pass without GEMV pieces"
+                    + ", not of " + tokens + " tokens (" + plan.maxPieces() + " pieces)");
         }
-        Launch launch = new Launch(null, tokens, pairs, topK, weightOnInput, direct1, false, false, x, in1, null, h,
-                hbuf, act, null, w.intermediate(), y, out, droutes, meta, m + offToken, m + offExpert, m + offWeight,
-                m + offTokenPair, m + offTokenWeight, m + offIdentity, m + offBatches, pairs, 1, m + offBatches, pairs,
-                1, 0L, 0, tuning.tileTokens(), m + offPieces, maxPieces, early);
+        Launch launch = new Launch(null, tokens, pairs, topK, weightOnInput, plan.direct1(), false, false, x, in1, null,
+                h, hbuf, act, null, w.intermediate(), y, out, plan.routes(), plan.meta(), plan.pairToken(),
+                plan.pairExpert(), plan.pairWeight(), plan.tokenPair(), plan.tokenWeight(), plan.identity(),
+                plan.batches(), pairs, 1, plan.batches(), pairs, 1, 0L, 0, tuning.tileTokens(), plan.pieces(),
+                plan.maxPieces(), early);
         enqueue(launch, stream, null);
     }
 

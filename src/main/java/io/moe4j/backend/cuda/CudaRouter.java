@@ -182,7 +182,8 @@ final class CudaRouter implements TokenRouter {
                     .pointer(CudaExperts.pointerOf(bias)).pointer(CudaExperts.pointerOf(correction)).pointer(choiceOut)
                     .pointer(choiceOut + choiceBytes).i32(tokens).i32(e).i32(k).i32(kindCode(spec.kind()))
                     .i32(spec.renormalize() ? 1 : 0).i32(spec.groups()).i32(spec.topkGroups())
-                    .f64(spec.routedScalingFactor()).i32(0);
+                    .f64(spec.routedScalingFactor()).i32(0)
+                    .pointer(0L).i32(0).pointer(0L).i32(0);
             int shared = SELECT_WARPS * 3 * 8 * e;
             select.function().launch(Math.ceilDiv(tokens, SELECT_WARPS), 1, 1, 32 * SELECT_WARPS, 1, 1, shared,
                     stream, selectArgs);

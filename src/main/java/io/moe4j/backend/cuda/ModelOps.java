@@ -323,17 +323,19 @@ public final class ModelOps implements AutoCloseable {
     /**
      * The short kernels of a one-row pass that let the next kernel launch at their entry rather than after their
      * wait (allow_next_grid_if in moe4j_common.cuh): {@code -Dmoe4j.cuda.earlyLaunch}, a comma list of norm,
-     * position, attend, router, select, plan, activate, combine (or all, or none). By default the selection (the
-     * one-block plan then starts while the selection runs) and the activation (the down GEMV's blocks are then
-     * resident and streaming its experts' weights, whose routes are known, while the activation runs). Measured on
-     * an H200 (gpt-oss-20b shapes, 24 layers, the decode step replayed alone, one call): none 2023-2026 us, select
-     * 1999-2000, activate 1983-1986, both 1965-1967; every other role alone changed nothing or lost, and all of them
-     * together took 2295-2299 (waiting blocks of the linears and GEMVs held the multiprocessors and memory queues
-     * ahead of the kernels they waited for). Passes of more rows never launch early: there the waiting blocks held
-     * multiprocessors that the running kernel's many blocks needed.
+     * position, attend, router, select, plan, activate, combine (or all, or none). By default the activation: the
+     * down GEMV's blocks are then resident and streaming their experts' weights (whose routes are known) while the
+     * activation runs. Measured on an H200 (gpt-oss-20b shapes, 24 layers, the decode step replayed alone, each
+     * setting in turn in one call), with the plan kernel after the selection: none 2023-2026 us, select 1999-2000
+     * (the one-block plan starts while the selection runs), activate 1983-1986, both 1965-1967; every other role
+     * alone changed nothing or lost, all eight took 2295-2299 (waiting blocks of the linears and GEMVs held the
+     * multiprocessors and memory queues ahead of the kernels they waited for). With the plan written by the
+     * selection ({@link #planInSelect}) the selection is followed by the first GEMV, whose early blocks lose again:
+     * activate alone 1919-1921, with select 2014-2015. Passes of more rows never launch early: there the waiting
+     * blocks held multiprocessors that the running kernel's many blocks needed.
      */
     private final java.util.Set<String> earlyLaunch = earlyLaunchRoles(
-            System.getProperty("moe4j.cuda.earlyLaunch", "select,activate"));
+            System.getProperty("moe4j.cuda.earlyLaunch", "activate"));
 
     static java.util.Set<String> earlyLaunchRoles(String list) {
         java.util.Set<String> all = java.util.Set.of("norm", "position", "attend", "router", "select", "plan",
@@ -773,7 +775,7 @@ public final class ModelOps implements AutoCloseable {
         DeviceBuffer[] choices = CudaExperts.choices(routes, tokens, 1);
         launch("model_fill_choices", Math.ceilDiv(tokens, THREADS), 1, THREADS,
                 a -> a.pointer(choices[0]).pointer(choices[1]).i32(tokens));
-        cuda.enqueuePlanned(x, tokens, 1, false, out, routes, stream, expertsEarly(tokens));
+        cuda.enqueuePlanned(x, tokens, 1, false, out, routes, stream, expertsEarly(tokens), false);
     }
 
     /** out [count, n] = rows {@code rows[i]} (int32, on the device) of x [.., n], float32. */
@@ -853,21 +855,45 @@ public final class ModelOps implements AutoCloseable {
      */
     public void routeAndRunExperts(Experts experts, RouterSpec spec, long logits, long correction, DeviceBuffer x,
             int tokens, DeviceBuffer out, DeviceRoutes routes) {
+        routeAndRunExperts(experts, spec, logits, correction, x, tokens, out, routes, planInSelect);
+    }
+
+    /** {@link #routeAndRunExperts}, the one-token plan written by the selection or not (tests of both). */
+    void routeAndRunExperts(Experts experts, RouterSpec spec, long logits, long correction, DeviceBuffer x,
+            int tokens, DeviceBuffer out, DeviceRoutes routes, boolean planInSelect) {
         int k = spec.topK();
         if ((long) tokens * k > DEVICE_ROUTED_PAIRS) {
             throw new IllegalArgumentException(tokens + " tokens of top-" + k + " exceed the " + DEVICE_ROUTED_PAIRS
                     + " pairs a layer routes on the device");
         }
-        selectExperts(logits, spec, correction, tokens, routes);
-        ((CudaExperts) experts).enqueuePlanned(x, tokens, k, spec.weightOnInput(), out, routes, stream,
-                expertsEarly(tokens));
+        CudaExperts cuda = (CudaExperts) experts;
+        CudaExperts.DevicePlan plan = tokens == 1 && planInSelect
+                ? cuda.devicePlan(tokens, k, spec.weightOnInput(), routes) : null;
+        select(logits, spec, correction, tokens, routes, plan);
+        cuda.enqueuePlanned(x, tokens, k, spec.weightOnInput(), out, routes, stream, expertsEarly(tokens),
+                plan != null);
     }
+
+    /**
+     * Whether a one-token pass's selection also writes its routing plan (moe_router_select's {@code plan}), so that
+     * the experts' first GEMM follows it with no plan kernel between: {@code -Dmoe4j.cuda.planInSelect}, default
+     * true (false: the plan kernel, as for batches). H200, gpt-oss-20b shapes, 24 layers, the decode step replayed
+     * alone, three rounds in one call: 1969-1970 us with the plan kernel (and the selection launching it early),
+     * 1919-1921 without.
+     */
+    private final boolean planInSelect = Boolean.parseBoolean(System.getProperty("moe4j.cuda.planInSelect", "true"));
 
     /**
      * Only the selection of {@link #routeAndRunExperts}: the choices land in {@code routes} and are read back with
      * {@link #readChoices} (tests of the device selection against the host rule).
      */
     public void selectExperts(long logits, RouterSpec spec, long correction, int tokens, DeviceRoutes routes) {
+        select(logits, spec, correction, tokens, routes, null);
+    }
+
+    /** {@link #selectExperts}, also writing {@code plan} (one token) when not null. */
+    private void select(long logits, RouterSpec spec, long correction, int tokens, DeviceRoutes routes,
+            CudaExperts.DevicePlan plan) {
         int e = spec.numExperts();
         int k = spec.topK();
         DeviceBuffer[] choices = CudaExperts.choices(routes, tokens, k);
@@ -879,6 +905,12 @@ public final class ModelOps implements AutoCloseable {
                     .i32(CudaRouter.kindCode(spec.kind())).i32(spec.renormalize() ? 1 : 0).i32(spec.groups())
                     .i32(spec.topkGroups()).f64(spec.routedScalingFactor())
                     .i32(early("select", tokens));
+            if (plan == null) {
+                args.pointer(0L).i32(0).pointer(0L).i32(0);
+            } else {
+                args.pointer(plan.meta()).i32((int) (plan.span() / 4)).pointer(plan.routes())
+                        .i32(plan.direct1() ? 1 : 0);
+            }
             select.function().launch(Math.ceilDiv(tokens, SELECT_WARPS), 1, 1, 32 * SELECT_WARPS, 1, 1,
                     SELECT_WARPS * 3 * 8 * e, stream, args);
         }

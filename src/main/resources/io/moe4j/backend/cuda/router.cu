@@ -191,11 +191,17 @@ __device__ __forceinline__ int warp_argmax(const double* v, int E, u32 taken, in
 // One warp per token. `l` holds its logits, `choice` what top-k ranks (scores, or logits, or DeepSeek's corrected
 // scores with the groups outside the best ones at -inf) and `score` what the weights come from; all three in shared
 // memory, E each.
+// With `plan` (not null; the host passes it only for a pass of one token, whose plan has no GEMV pieces), the
+// routing plan that moe_route_plan would make from these choices is written here too, so that the experts' first
+// GEMM follows the selection directly instead of waiting for a plan kernel: plan is moe_route_plan's meta (pairToken,
+// pairExpert, pairWeight, tokenPair, tokenWeight, identity, each planSpan ints apart, then the batches), planRoutes
+// its routes.
 extern "C" __global__ void __launch_bounds__(128)
 moe_router_select(const double* __restrict__ logits, int slices, const float* __restrict__ bias,
                   const float* __restrict__ correction, int* __restrict__ ids, float* __restrict__ weights, int T,
                   int E, int K, int kindArg, int renormalize, int groups, int topkGroups, double scaling,
-                  int early) {
+                  int early, int* __restrict__ plan, int planSpan, int2* __restrict__ planRoutes,
+                  int routesByToken) {
     allow_next_grid_if(early);
 #ifdef MOE4J_ROUTER_KIND
     const int kind = MOE4J_ROUTER_KIND; // the other kinds' code is left out
@@ -321,6 +327,23 @@ moe_router_select(const double* __restrict__ logits, int slices, const float* __
         for (int j = 0; j < K; j++) {
             ids[(size_t)t * K + j] = chosen[j];
             weights[(size_t)t * K + j] = (float)wt[j];
+        }
+        if (plan != nullptr) {
+            // One token's choices are distinct and sorted by expert, so each expert has one pair and pair j is
+            // choice j: the slot moe_route_plan gives it (its expert's start) is j.
+            for (int j = 0; j < K; j++) {
+                const int e = chosen[j];
+                const float wj = (float)wt[j];
+                plan[j] = 0;                                              // pairToken
+                plan[planSpan + j] = e;                                   // pairExpert
+                reinterpret_cast<float*>(plan)[2 * planSpan + j] = wj;    // pairWeight
+                plan[3 * planSpan + j] = j;                               // tokenPair
+                reinterpret_cast<float*>(plan)[4 * planSpan + j] = wj;    // tokenWeight
+                plan[5 * planSpan + j] = j;                               // identity
+                reinterpret_cast<int4*>(plan + 6 * planSpan)[j] = make_int4(e, j, 1, 0);
+                planRoutes[j] = make_int2(e, routesByToken ? 0 : j);
+                planRoutes[K + j] = make_int2(e, j);
+            }
         }
     }
 }

@@ -111,6 +111,56 @@ class DeviceRoutingTest {
         }
     }
 
+    /**
+     * A one-token pass's plan as the selection writes it (no plan kernel) against moe_route_plan's from the same
+     * choices: the same bytes of pairs, batches and routes, and the same output bit for bit; gpt-oss's GEMM1 reads x by
+     * token, Mixtral's FP8 one the prepared rows by pair.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"m_gptoss_mxfp4", "m_mixtral_ct_fp8_tensor"})
+    void oneTokensSelectionWritesThePlanThePlanKernelMakes(String model) {
+        Path dir = Path.of(System.getProperty("moe4j.shared", "../shared")).resolve("conformance-models").resolve(model);
+        SplittableRandom rnd = new SplittableRandom(5);
+        try (Checkpoint checkpoint = Checkpoint.open(dir);
+                MoeLayer layer = MoeLayer.load(checkpoint, ModelConfig.load(dir), 0,
+                        MoeLayerOptions.defaults().withBackend(CudaBackend.NAME));
+                ModelOps ops = ModelOps.open(); DeviceRoutes routes = ops.newRoutes()) {
+            Router router = layer.router();
+            RouterSpec spec = router.spec();
+            CudaExperts cuda = (CudaExperts) layer.experts();
+            int h = router.hidden();
+            for (int round = 0; round < 8; round++) {
+                float[] x = gaussian(rnd, h, 1.0);
+                try (DeviceBuffer dx = ops.upload(x); DeviceBuffer dl = upload(ops, router.logits(x, 1));
+                        DeviceBuffer out = ops.allocate(4L * h)) {
+                    float[][] got = new float[2][];
+                    int[][] meta = new int[2][];
+                    int[][] routeWords = new int[2][];
+                    for (int fused = 0; fused < 2; fused++) {
+                        ops.routeAndRunExperts(layer.experts(), spec, dl.pointer(), 0L, dx, 1, out, routes,
+                                fused == 1);
+                        CudaExperts.DevicePlan plan = cuda.devicePlan(1, spec.topK(), spec.weightOnInput(), routes);
+                        got[fused] = ops.readFloats(out, 0, h);
+                        meta[fused] = bits(ops.readFloats(plan.meta(), 0,
+                                (int) (6 * plan.span() / 4) + 4 * plan.pairs()));
+                        routeWords[fused] = bits(ops.readFloats(plan.routes(), 0, 4 * plan.pairs()));
+                    }
+                    assertThat(meta[1]).as("%s round %d: pairs and batches", model, round).isEqualTo(meta[0]);
+                    assertThat(routeWords[1]).as("%s round %d: routes", model, round).isEqualTo(routeWords[0]);
+                    assertThat(got[1]).as("%s round %d: output", model, round).isEqualTo(got[0]);
+                }
+            }
+        }
+    }
+
+    private static int[] bits(float[] words) {
+        int[] out = new int[words.length];
+        for (int i = 0; i < words.length; i++) {
+            out[i] = Float.floatToRawIntBits(words[i]);
+        }
+        return out;
+    }
+
     private static DeviceBuffer upload(ModelOps ops, double[] values) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment s = arena.allocate(ValueLayout.JAVA_DOUBLE, values.length);
