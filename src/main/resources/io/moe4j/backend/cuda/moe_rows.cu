@@ -153,22 +153,25 @@ extern "C" __global__ void moe_activate_elements(const float* __restrict__ h, co
                                                  int act, float limit, float alpha, float* __restrict__ out,
                                                  int early) {
     allow_next_grid_if(early);
-    enter_after_prior_grid();
     const size_t p = blockIdx.x;
     const int j = blockIdx.y * blockDim.x + threadIdx.x;
-    if (j >= I) return;
-    const int e = pairExpert[p];
+    const bool live = j < I;
+    const int gr = gateMode == 2 ? 2 * j : j;
+    const int ur = gateMode == 2 ? 2 * j + 1 : I + j;
+    // The pair's expert and its biases before the wait: the plan was written at least two kernels earlier (the GEMM
+    // ahead triggers after its own wait), read through L2 (load_l2's reason); the biases never change.
+    const int e = live && bias13 != nullptr ? __ldcg(pairExpert + p) : 0;
+    const float* br = live && bias13 != nullptr ? bias13 + (size_t)e * rows13 : nullptr;
+    const double bg = br != nullptr ? (double)br[gr] : 0.0;
+    const double bu = br != nullptr && gateMode != 0 ? (double)br[ur] : 0.0;
+    enter_after_prior_grid();
+    if (!live) return;
     const float* hr = h + p * rows13;
-    const float* br = bias13 != nullptr ? bias13 + (size_t)e * rows13 : nullptr;
     double v;
     if (gateMode == 0) {
-        v = act_plain(act, (double)hr[j] + (br != nullptr ? (double)br[j] : 0.0));
+        v = act_plain(act, (double)hr[j] + bg);
     } else {
-        const int gr = gateMode == 2 ? 2 * j : j;
-        const int ur = gateMode == 2 ? 2 * j + 1 : I + j;
-        const double g = (double)hr[gr] + (br != nullptr ? (double)br[gr] : 0.0);
-        const double u = (double)hr[ur] + (br != nullptr ? (double)br[ur] : 0.0);
-        v = act_gated(act, g, u, (double)limit, (double)alpha);
+        v = act_gated(act, (double)hr[gr] + bg, (double)hr[ur] + bu, (double)limit, (double)alpha);
     }
     out[p * I + j] = (float)v;
 }
@@ -208,30 +211,42 @@ __device__ __forceinline__ void combine_cols(const float* __restrict__ y, int H,
                                              int weightOnInput, float* __restrict__ out) {
     const int c = (blockIdx.y * blockDim.x + threadIdx.x) * COLS;
     const size_t t = blockIdx.x;
-    if (c >= H) return;
+    const bool live = c < H;
+    int pair[COMBINE_BATCH];
+    float w[COMBINE_BATCH];
+    int expert[COMBINE_BATCH];
+    Cols<COLS> b[COMBINE_BATCH];
+    // A batch of choices: pair rows and weights, then their experts, then the experts' biases. The plan's tables were
+    // written at least two kernels earlier (the GEMM ahead triggers after its own wait) and the biases never change,
+    // so the first batch is read before the wait, through L2 (load_l2's reason), and only y after it.
+    auto choices = [&](int j0) {
+        const int n = min(COMBINE_BATCH, topK - j0);
+#pragma unroll
+        for (int j = 0; j < COMBINE_BATCH; ++j) {
+            pair[j] = live && j < n ? __ldcg(tokenPair + t * topK + j0 + j) : -1;
+            w[j] = live && j < n && !weightOnInput ? __ldcg(tokenWeight + t * topK + j0 + j) : 1.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < COMBINE_BATCH; ++j) {
+            expert[j] = pair[j] >= 0 && bias2 != nullptr ? __ldcg(pairExpert + pair[j]) : -1;
+        }
+#pragma unroll
+        for (int j = 0; j < COMBINE_BATCH; ++j) {
+            if (expert[j] >= 0) b[j] = load_cols<COLS>(bias2 + (size_t)expert[j] * H + c);
+        }
+    };
+    choices(0);
+    enter_after_prior_grid();
+    if (!live) return;
     double acc[COLS];
 #pragma unroll
     for (int i = 0; i < COLS; ++i) acc[i] = 0.0;
     for (int j0 = 0; j0 < topK; j0 += COMBINE_BATCH) {
-        const int n = min(COMBINE_BATCH, topK - j0);
-        int pair[COMBINE_BATCH];
-        float w[COMBINE_BATCH];
-#pragma unroll
-        for (int j = 0; j < COMBINE_BATCH; ++j) {
-            pair[j] = j < n ? tokenPair[t * topK + j0 + j] : -1;
-            w[j] = j < n && !weightOnInput ? tokenWeight[t * topK + j0 + j] : 1.0f;
-        }
+        if (j0 > 0) choices(j0);
         Cols<COLS> v[COMBINE_BATCH];
-        int expert[COMBINE_BATCH];
 #pragma unroll
         for (int j = 0; j < COMBINE_BATCH; ++j) {
             if (pair[j] >= 0) v[j] = load_cols<COLS>(y + (size_t)pair[j] * H + c);
-            expert[j] = pair[j] >= 0 && bias2 != nullptr ? pairExpert[pair[j]] : -1;
-        }
-        Cols<COLS> b[COMBINE_BATCH];
-#pragma unroll
-        for (int j = 0; j < COMBINE_BATCH; ++j) {
-            if (expert[j] >= 0) b[j] = load_cols<COLS>(bias2 + (size_t)expert[j] * H + c);
         }
 #pragma unroll
         for (int j = 0; j < COMBINE_BATCH; ++j) {
@@ -257,8 +272,7 @@ extern "C" __global__ void moe_combine(const float* __restrict__ y, int H, const
                                        const float* __restrict__ tokenWeight, int topK,
                                        const int* __restrict__ pairExpert, const float* __restrict__ bias2,
                                        int weightOnInput, float* __restrict__ out, int early) {
-    allow_next_grid_if(early);
-    enter_after_prior_grid();
+    allow_next_grid_if(early); // combine_cols waits for the kernel ahead after reading the plan
     if ((H & 3) == 0) {
         combine_cols<4>(y, H, tokenPair, tokenWeight, topK, pairExpert, bias2, weightOnInput, out);
     } else {
