@@ -22,8 +22,9 @@ typedef unsigned long long u64;
 // before it reads anything an earlier kernel of the call wrote (or writes anything one reads): it waits for the
 // kernel before, then lets the next one launch early in turn. Triggering only after the wait keeps the chain
 // transitive: when a kernel's blocks start, the kernel two places before it has completed, so data written there
-// (the call's routes, by moe_copy_in) may be read before the wait, through load_l2. Without an overlapped launch, or
-// before sm_90, these are no-ops. Only kernels named in KernelSource.OVERLAP_READY are launched overlapped.
+// (the call's routes and plan, by moe_copy_in, moe_route_plan or moe_router_select) may be read before the wait,
+// through L2 (load_l2, __ldcg). Without an overlapped launch, or before sm_90, these are no-ops. Only kernels named
+// in KernelSource.OVERLAP_READY are launched overlapped.
 __device__ __forceinline__ void wait_prior_grid() {
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -44,9 +45,9 @@ __device__ __forceinline__ void enter_after_prior_grid() {
 // The short kernels of a one-row decode step take `early` (set by the host per launch): they let the next kernel
 // launch at their entry instead of after their wait, so that its blocks are resident and start what they may do
 // before their own wait (a staged linear's weight copies) while this one still waits and runs. The kernel after an
-// early one may start while the kernel two places before it still runs, so it must read nothing before its wait but
-// constants and the pass's host-written tables; the down GEMV, which reads the routes before its wait, stays safe
-// because the GEMV two places before it triggers after its own wait. Batches pass 0: their dependents' waiting
+// early one may start while the kernel two places before it still runs, so a kernel may read another's output before
+// its wait only if some kernel between them triggers after its own wait: the down GEMV's routes and the activation's
+// and combine's plan tables stay safe behind the first GEMM, which does. Batches pass 0: their dependents' waiting
 // blocks held multiprocessors that the running kernel's many blocks needed.
 __device__ __forceinline__ void allow_next_grid_if(int early) {
     if (early) allow_next_grid();
