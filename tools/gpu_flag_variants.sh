@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# gpu_flag_variants.sh ROUNDS LAYERS 'FLAGS A' 'FLAGS B' ...: on the GPU machine, DeviceModelBench (batch-1 greedy and
+# the decode step replayed alone, after 16 tokens, and a batch-8 step) with each set of JVM flags in turn, ROUNDS times
+# round-robin in one call, on one gpt-oss-20b-shaped checkpoint of LAYERS layers written first: the A/B of an engine
+# switch (e.g. 'none' '-Dmoe4j.cuda.earlyLaunch=all'; the word none stands for no flags). Builds from
+# tools/gpu_bundle.sh (.gpu/classes); for two builds use tools/gpu_before_after.sh. Compare only rows of one run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -ge 3 ] || { echo "usage: $0 ROUNDS LAYERS 'FLAGS A' 'FLAGS B' ..." >&2; exit 2; }
+rounds="$1"
+layers="$2"
+shift 2
+[ -d /tmp/moe4j-jdk25 ] || tar -C /tmp -xJf .gpu/jdk25.tar.xz
+lib="$(ls .gpu/lib/*.jar | tr '\n' ':')"
+run() {
+  # shellcheck disable=SC2086
+  /tmp/moe4j-jdk25/bin/java ${MOE4J_JAVA_OPTS:-} --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED \
+    -Xmx48g -cp ".gpu/test-classes:.gpu/classes:$lib" "$@"
+}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | sed 's/^/# /'
+dir=$(run io.moe4j.cli.MoeCommand bench --model-preset gpt-oss-20b --layers "$layers" --write-only \
+  --cache-dir /tmp/moe4j-flag-variants 2>/dev/null | tail -1)
+echo "# checkpoint $dir"
+for ((r = 1; r <= rounds; r++)); do
+  for flags in "$@"; do
+    echo "# round $r: $flags"
+    extra="$flags"; [ "$flags" = none ] && extra=""
+    # shellcheck disable=SC2086
+    run $extra -Dmoe4j.bench.dir="$dir" -Dmoe4j.bench.batches=8 io.moe4j.model.cuda.DeviceModelBench "$layers" 32 0 \
+      2>&1 | grep -E "greedy on the device \(decodeGreedy\)|replayed alone: the whole|decode batch 8 \(Model.step, greedy|Exception" \
+      | sed -E 's/ = [0-9.]+ tokens.s//' || true
+  done
+done
