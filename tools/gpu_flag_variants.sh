@@ -17,7 +17,7 @@ run() {
   /tmp/moe4j-jdk25/bin/java ${MOE4J_JAVA_OPTS:-} --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED \
     -Xmx48g -cp ".gpu/test-classes:.gpu/classes:$lib" "$@"
 }
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | sed 's/^/# /'
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed "s/^/# /" || true
 dir=$(run io.moe4j.cli.MoeCommand bench --model-preset gpt-oss-20b --layers "$layers" --write-only \
   --cache-dir /tmp/moe4j-flag-variants 2>/dev/null | tail -1)
 echo "# checkpoint $dir"
