@@ -81,12 +81,11 @@ class DeviceRoutingTest {
     @ParameterizedTest
     @ValueSource(strings = {"m_gptoss_mxfp4", "m_mixtral_ct_fp8_tensor"})
     void expertsOnTheDevicePlanMatchTheHostPlan(String model) {
-        Path dir = Path.of(System.getProperty("moe4j.shared", "../shared")).resolve("conformance-models").resolve(model);
         SplittableRandom rnd = new SplittableRandom(11);
-        try (Checkpoint checkpoint = Checkpoint.open(dir);
-                MoeLayer layer = MoeLayer.load(checkpoint, ModelConfig.load(dir), 0,
-                        MoeLayerOptions.defaults().withBackend(CudaBackend.NAME));
-                ModelOps ops = ModelOps.open(); DeviceRoutes routes = ops.newRoutes()) {
+        try (CaseLayer c = CaseLayer.open(model)) {
+            MoeLayer layer = c.layer();
+            ModelOps ops = c.ops();
+            DeviceRoutes routes = c.routes();
             Router router = layer.router();
             RouterSpec spec = router.spec();
             assertThat(ModelOps.routesOnDevice(layer.experts(), spec)).isTrue();
@@ -119,12 +118,11 @@ class DeviceRoutingTest {
     @ParameterizedTest
     @ValueSource(strings = {"m_gptoss_mxfp4", "m_mixtral_ct_fp8_tensor"})
     void oneTokensSelectionWritesThePlanThePlanKernelMakes(String model) {
-        Path dir = Path.of(System.getProperty("moe4j.shared", "../shared")).resolve("conformance-models").resolve(model);
         SplittableRandom rnd = new SplittableRandom(5);
-        try (Checkpoint checkpoint = Checkpoint.open(dir);
-                MoeLayer layer = MoeLayer.load(checkpoint, ModelConfig.load(dir), 0,
-                        MoeLayerOptions.defaults().withBackend(CudaBackend.NAME));
-                ModelOps ops = ModelOps.open(); DeviceRoutes routes = ops.newRoutes()) {
+        try (CaseLayer c = CaseLayer.open(model)) {
+            MoeLayer layer = c.layer();
+            ModelOps ops = c.ops();
+            DeviceRoutes routes = c.routes();
             Router router = layer.router();
             RouterSpec spec = router.spec();
             CudaExperts cuda = (CudaExperts) layer.experts();
@@ -149,6 +147,40 @@ class DeviceRoutingTest {
                     assertThat(routeWords[1]).as("%s round %d: routes", model, round).isEqualTo(routeWords[0]);
                     assertThat(got[1]).as("%s round %d: output", model, round).isEqualTo(got[0]);
                 }
+            }
+        }
+    }
+
+    /** Layer 0 of a whole-model conformance case on the cuda backend, with the device ops and routes to run it. */
+    private record CaseLayer(Checkpoint checkpoint, MoeLayer layer, ModelOps ops, DeviceRoutes routes)
+            implements AutoCloseable {
+        static CaseLayer open(String model) {
+            Path dir = Path.of(System.getProperty("moe4j.shared", "../shared")).resolve("conformance-models")
+                    .resolve(model);
+            Checkpoint checkpoint = Checkpoint.open(dir);
+            MoeLayer layer = null;
+            ModelOps ops = null;
+            try {
+                layer = MoeLayer.load(checkpoint, ModelConfig.load(dir), 0,
+                        MoeLayerOptions.defaults().withBackend(CudaBackend.NAME));
+                ops = ModelOps.open();
+                return new CaseLayer(checkpoint, layer, ops, ops.newRoutes());
+            } catch (RuntimeException e) {
+                if (ops != null) {
+                    ops.close();
+                }
+                if (layer != null) {
+                    layer.close();
+                }
+                checkpoint.close();
+                throw e;
+            }
+        }
+
+        @Override
+        public void close() {
+            try (checkpoint; layer; ops; routes) {
+                // closed in reverse order: routes, ops, layer, checkpoint
             }
         }
     }
