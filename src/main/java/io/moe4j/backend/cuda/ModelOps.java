@@ -15,7 +15,9 @@ import io.moe4j.routing.Routing;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
 
 /**
  * The decoder's ops on the device for a model resident there ({@code model_ops.cu}), on one stream of the
@@ -334,19 +336,19 @@ public final class ModelOps implements AutoCloseable {
      * activate alone 1919-1921, with select 2014-2015. Passes of more rows never launch early: there the waiting
      * blocks held multiprocessors that the running kernel's many blocks needed.
      */
-    private final java.util.Set<String> earlyLaunch = earlyLaunchRoles(
+    private final Set<String> earlyLaunch = earlyLaunchRoles(
             System.getProperty("moe4j.cuda.earlyLaunch", "activate"));
 
-    static java.util.Set<String> earlyLaunchRoles(String list) {
-        java.util.Set<String> all = java.util.Set.of("norm", "position", "attend", "router", "select", "plan",
+    static Set<String> earlyLaunchRoles(String list) {
+        Set<String> all = Set.of("norm", "position", "attend", "router", "select", "plan",
                 "activate", "combine");
         if (list.isBlank() || list.equals("none")) {
-            return java.util.Set.of();
+            return Set.of();
         }
         if (list.equals("all")) {
             return all;
         }
-        java.util.Set<String> roles = java.util.Set.copyOf(java.util.Arrays.asList(list.trim().split("\\s*,\\s*")));
+        Set<String> roles = Set.copyOf(Arrays.asList(list.trim().split("\\s*,\\s*")));
         for (String r : roles) {
             if (!all.contains(r)) {
                 throw new IllegalArgumentException("moe4j.cuda.earlyLaunch: unknown kernel role '" + r + "'; known: "
