@@ -630,13 +630,18 @@ public final class ModelOps implements AutoCloseable {
     /**
      * How many pieces {@link #attendRows} may cut each row's visible span into for a pass of {@code tokens} rows:
      * enough blocks for two a multiprocessor (a decode step of gpt-oss-20b's 8 kv heads on 132: 33), one for
-     * prompts. The kernel takes fewer where the span is short (pieces of at least four tiles of positions).
+     * prompts. The kernel takes fewer where the span is short (pieces of at least four tiles of positions), but a
+     * recorded step's grid keeps them all (the blocks past the span's pieces return at once).
+     * {@code -Dmoe4j.cuda.attendPiecesMax} caps them (A/B runs: what those blocks cost a step over a short span).
      */
     public int attendSplits(int tokens, int kvHeads) {
         long blocks = (long) tokens * kvHeads;
         long wanted = Math.ceilDiv(2L * engine.context().device().multiprocessors(), blocks);
-        return (int) Math.max(1, Math.min(MAX_SPLITS, wanted));
+        return (int) Math.max(1, Math.min(attendPiecesMax, wanted));
     }
+
+    private final int attendPiecesMax = Math.clamp(Integer.getInteger("moe4j.cuda.attendPiecesMax", MAX_SPLITS), 1,
+            MAX_SPLITS);
 
     /** Bytes of {@link #attendRows}'s partials for any pass of up to {@code tokens} rows. */
     public long attendPartialsBytes(int tokens, int heads, int kvHeads, int headDim) {
