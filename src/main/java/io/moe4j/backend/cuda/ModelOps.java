@@ -328,7 +328,7 @@ public final class ModelOps implements AutoCloseable {
      * position, attend, router, select, plan, activate, combine (or all, or none). By default the activation: the
      * down GEMV's blocks are then resident and streaming their experts' weights (whose routes are known) while the
      * activation runs. Measured on an H200 (gpt-oss-20b shapes, 24 layers, the decode step replayed alone, each
-     * setting in turn in one call), with the plan kernel after the selection: none 2023-2026 us, select 1999-2000
+     * setting in turn in one call), with the plan kernel after the selection: none 2023-2035 us, select 1999-2000
      * (the one-block plan starts while the selection runs), activate 1983-1986, both 1965-1967; every other role
      * alone changed nothing or lost, all eight took 2295-2299 (waiting blocks of the linears and GEMVs held the
      * multiprocessors and memory queues ahead of the kernels they waited for). With the plan written by the
