@@ -632,7 +632,9 @@ public final class ModelOps implements AutoCloseable {
      * enough blocks for two a multiprocessor (a decode step of gpt-oss-20b's 8 kv heads on 132: 33), one for
      * prompts. The kernel takes fewer where the span is short (pieces of at least four tiles of positions), but a
      * recorded step's grid keeps them all (the blocks past the span's pieces return at once).
-     * {@code -Dmoe4j.cuda.attendPiecesMax} caps them (A/B runs: what those blocks cost a step over a short span).
+     * {@code -Dmoe4j.cuda.attendPiecesMax} caps them (A/B runs: what those blocks cost a step over a short span; H200,
+     * gpt-oss-20b shapes, 24 layers, the step at a few dozen positions replayed alone: 1891 us capped at one piece
+     * against 1898-1901, 0.3 us a layer).
      */
     public int attendSplits(int tokens, int kvHeads) {
         long blocks = (long) tokens * kvHeads;
