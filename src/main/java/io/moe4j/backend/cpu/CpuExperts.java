@@ -33,6 +33,14 @@ import java.util.List;
 final class CpuExperts implements Experts {
     /** Intermediate floats a wave may hold (64 MiB). */
     private static final long WAVE_FLOATS = 16L << 20;
+    /**
+     * GEMM tasks a worker gets per loop ({@link Wave#rowBlock}), about: more balance the loop's end (a worker that
+     * finishes early cannot help with a task under way), fewer cost less per task. 32, not 8: with the linears' 16
+     * ({@link CpuMatrices}) the 16-core Xeon's gpt-oss-20b decode went from 69.8-78.2 to 64.8-69.6 ms a token (four
+     * pairs of runs; docs/model-bench.md). {@code -Dmoe4j.cpu.tasksPerThread} (1-256) sets it, to measure.
+     */
+    private static final int TASKS_PER_THREAD = Math.clamp(Integer.getInteger("moe4j.cpu.tasksPerThread", 32), 1,
+            256);
 
     private final ExpertWeights w;
     private final CpuKernels kernels;
@@ -303,7 +311,7 @@ final class CpuExperts implements Experts {
          * unit to balance the load, large enough that a task's per-call cost stays negligible.
          */
         private int rowBlock(int rows) {
-            int perUnit = Math.max(1, pool.threads() * 8 / units.size());
+            int perUnit = Math.max(1, pool.threads() * TASKS_PER_THREAD / units.size());
             int block = Math.ceilDiv(Math.ceilDiv(rows, perUnit), PanelMatrix.LANES) * PanelMatrix.LANES;
             return Math.max(block, 4 * PanelMatrix.LANES);
         }

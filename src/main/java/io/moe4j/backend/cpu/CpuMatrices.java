@@ -14,6 +14,15 @@ import java.lang.foreign.Arena;
 public final class CpuMatrices implements AutoCloseable {
     /** Rows × columns a task should have at least, so that small matrices run on one thread without wake-ups. */
     private static final long MIN_TASK_WEIGHTS = 1L << 16;
+    /**
+     * Tasks a worker gets per product, at most: more balance the loop's end (a worker that finishes early cannot
+     * help with a task under way), fewer cost less per task. 16, not 4: on the 16-core Xeon a one-token product's
+     * last tasks kept the other workers waiting (gpt-oss-20b decode, with the experts' 32 of {@link CpuExperts}:
+     * 64.8-69.6 against 69.8-78.2 ms a token over four pairs of runs; docs/model-bench.md). {@code
+     * -Dmoe4j.cpu.linearTasksPerThread} (1-256) sets it, to measure.
+     */
+    private static final int TASKS_PER_THREAD = Math.clamp(Integer.getInteger("moe4j.cpu.linearTasksPerThread", 16),
+            1, 256);
 
     private final CpuKernels kernels;
     private final Workers pool;
@@ -96,7 +105,8 @@ public final class CpuMatrices implements AutoCloseable {
         Inputs in = kernels.prepare(m, 0, x, 0, tokens);
         int panels = m.panels();
         long work = (long) rows * cols * Math.min(tokens, 8);
-        int tasks = (int) Math.max(1, Math.min(Math.min(panels, (long) pool.threads() * 4), work / MIN_TASK_WEIGHTS));
+        long most = Math.min(panels, (long) pool.threads() * TASKS_PER_THREAD);
+        int tasks = (int) Math.max(1, Math.min(most, work / MIN_TASK_WEIGHTS));
         int panelsPerTask = Math.ceilDiv(panels, tasks);
         pool.run(Math.ceilDiv(panels, panelsPerTask), (task, worker) -> {
             int r0 = task * panelsPerTask * PanelMatrix.LANES;
