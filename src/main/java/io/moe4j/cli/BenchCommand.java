@@ -248,7 +248,7 @@ final class BenchCommand implements Callable<Integer> {
             return gbps;
         }
         System.err.printf("measuring memory read bandwidth (%d threads, %d MiB) ...%n", threads, bandwidthMib);
-        double machine = MemoryBandwidth.measure(threads, bandwidthMib << 20, 3);
+        double machine = MemoryBandwidth.measure(threads, bandwidthMib << 20, MemoryBandwidth.BENCH_PASSES);
         System.err.printf("memory read bandwidth: %.1f GB/s%n", machine);
         return machine;
     }

@@ -76,7 +76,7 @@ record ModelBenchRun(ModelPreset preset, ModelShape shape, String backend, int t
         } else {
             System.err.printf(Locale.ROOT, "measuring memory read bandwidth (%d threads, %d MiB) ...%n", threads,
                     bandwidthBytes >> 20);
-            machine = MemoryBandwidth.measure(threads, bandwidthBytes, 3);
+            machine = MemoryBandwidth.measure(threads, bandwidthBytes, MemoryBandwidth.BENCH_PASSES);
             System.err.printf(Locale.ROOT, "memory read bandwidth: %.1f GB/s%n", machine);
         }
 
