@@ -77,20 +77,26 @@ public final class GroupedQueryAttention implements Attention {
         v.forward(x, tokens, vs);
 
         float[] attended = new float[tokens * qWidth];
+        Rope rope = spec.rope();
+        float[] cos = rope == null ? null : new float[rope.invFreq().length];
+        float[] sin = rope == null ? null : new float[rope.invFreq().length];
         for (Segment s : segments) {
             for (int t = s.row(); t < s.row() + s.tokens(); t++) {
                 long position = s.start() + (t - s.row());
+                if (rope != null) {
+                    rope.cosSin(position, cos, sin); // once a position, for all its heads
+                }
+                float f = spec.temperature() == null ? 1f : spec.temperature().factor(position);
                 for (int h = 0; h < heads; h++) {
-                    positionQueryOrKey(qs, t * qWidth + h * d, position, qNorm);
+                    positionQueryOrKey(qs, t * qWidth + h * d, cos, sin, qNorm);
                     if (spec.temperature() != null) {
-                        float f = spec.temperature().factor(position);
                         for (int i = 0; i < d; i++) {
                             qs[t * qWidth + h * d + i] *= f;
                         }
                     }
                 }
                 for (int h = 0; h < kvHeads; h++) {
-                    positionQueryOrKey(ks, t * kvWidth + h * d, position, kNorm);
+                    positionQueryOrKey(ks, t * kvWidth + h * d, cos, sin, kNorm);
                 }
             }
             attend(s, qs, ks, vs, attended);
@@ -260,14 +266,17 @@ public final class GroupedQueryAttention implements Attention {
         });
     }
 
-    /** The per-head steps before attention, in the family's order: weighted norm, RoPE, weightless norm. */
-    private void positionQueryOrKey(float[] v, int off, long position, RmsNorm norm) {
+    /**
+     * The per-head steps before attention, in the family's order: weighted norm, RoPE (by the position's angles,
+     * {@link Rope#cosSin}; none for a NoPE layer), weightless norm.
+     */
+    private void positionQueryOrKey(float[] v, int off, float[] cos, float[] sin, RmsNorm norm) {
         int d = spec.headDim();
         if (spec.qkNorm() == GqaSpec.QkNorm.RMS) {
             norm.apply(v, off, d);
         }
         if (spec.rope() != null) {
-            spec.rope().rotate(v, off, position);
+            spec.rope().rotate(v, off, cos, sin);
         }
         if (spec.qkNorm() == GqaSpec.QkNorm.L2) {
             norm.apply(v, off, d);

@@ -105,12 +105,15 @@ public final class LatentAttention implements Attention {
         }
         float[] latents = new float[tokens * latentWidth];
         kvA.forward(x, tokens, latents);
+        Rope rope = spec.rope();
+        float[] cos = new float[rope.invFreq().length];
+        float[] sin = new float[rope.invFreq().length];
         for (int t = 0; t < tokens; t++) {
-            long position = start + t;
             kvANorm.apply(latents, t * latentWidth, lora);
-            spec.rope().rotate(latents, t * latentWidth + lora, position);
+            rope.cosSin(start + t, cos, sin); // once a position, for the shared key and every head
+            rope.rotate(latents, t * latentWidth + lora, cos, sin);
             for (int h = 0; h < heads; h++) {
-                spec.rope().rotate(qs, (t * heads + h) * qkDim + nope, position);
+                rope.rotate(qs, (t * heads + h) * qkDim + nope, cos, sin);
             }
         }
         cache.append(latents, tokens);

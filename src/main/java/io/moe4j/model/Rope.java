@@ -21,12 +21,32 @@ public record Rope(float[] invFreq, float attentionFactor, boolean interleaved) 
 
     /** Rotates the {@code dim()} values of v at {@code off} for {@code position}. */
     public void rotate(float[] v, int off, long position) {
+        float[] cos = new float[invFreq.length];
+        float[] sin = new float[invFreq.length];
+        cosSin(position, cos, sin);
+        rotate(v, off, cos, sin);
+    }
+
+    /**
+     * cos[i] and sin[i] of pair i's angle at {@code position}, times the attention factor: a float32 angle and
+     * cos/sin, as the reference computes them before casting up. Computed once a position, they serve every head
+     * rotated there ({@link #rotate(float[], int, float[], float[])}): a decode step of gpt-oss rotates 72 heads a
+     * layer, and the trigonometry of each head on its own cost more than the rest of the rotation.
+     */
+    public void cosSin(long position, float[] cos, float[] sin) {
+        for (int i = 0; i < invFreq.length; i++) {
+            float angle = (float) position * invFreq[i];
+            cos[i] = (float) Math.cos(angle) * attentionFactor;
+            sin[i] = (float) Math.sin(angle) * attentionFactor;
+        }
+    }
+
+    /** Rotates the {@code dim()} values of v at {@code off} by the angles {@link #cosSin} gave for a position. */
+    public void rotate(float[] v, int off, float[] cos, float[] sin) {
         int half = invFreq.length;
         for (int i = 0; i < half; i++) {
-            // float32 angle and cos/sin, as the reference computes them before casting up
-            float angle = (float) position * invFreq[i];
-            float c = (float) Math.cos(angle) * attentionFactor;
-            float s = (float) Math.sin(angle) * attentionFactor;
+            float c = cos[i];
+            float s = sin[i];
             int a = interleaved ? off + 2 * i : off + i;
             int b = interleaved ? a + 1 : off + i + half;
             float x1 = v[a];

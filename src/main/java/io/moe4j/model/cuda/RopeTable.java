@@ -20,15 +20,14 @@ final class RopeTable {
      * their start; each at least count · dim / 2 floats).
      */
     static void fill(Rope rope, int from, int count, MemorySegment cos, MemorySegment sin) {
-        float[] inv = rope.invFreq();
-        int half = inv.length;
+        int half = rope.invFreq().length;
+        float[] c = new float[half];
+        float[] s = new float[half];
         long at = 0;
-        for (int p = from; p < from + count; p++) {
-            for (int i = 0; i < half; i++, at += 4) {
-                float angle = (float) p * inv[i];
-                cos.set(ValueLayout.JAVA_FLOAT_UNALIGNED, at, (float) Math.cos(angle) * rope.attentionFactor());
-                sin.set(ValueLayout.JAVA_FLOAT_UNALIGNED, at, (float) Math.sin(angle) * rope.attentionFactor());
-            }
+        for (int p = from; p < from + count; p++, at += 4L * half) {
+            rope.cosSin(p, c, s);
+            MemorySegment.copy(c, 0, cos, ValueLayout.JAVA_FLOAT_UNALIGNED, at, half);
+            MemorySegment.copy(s, 0, sin, ValueLayout.JAVA_FLOAT_UNALIGNED, at, half);
         }
     }
 }
