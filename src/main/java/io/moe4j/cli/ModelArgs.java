@@ -30,6 +30,12 @@ final class ModelArgs {
     @Mixin
     ActivationsArg activations;
 
+    @Option(names = "--no-warmup",
+            description = "chat and serve: skip the short throwaway prompt run after loading that compiles the "
+                    + "kernels before the first request (loading takes a few seconds longer, the first reply that "
+                    + "much less)")
+    boolean noWarmup;
+
     ModelOptions options() {
         ModelOptions o = ModelOptions.defaults().withBackend(backend).withContextLimit(context)
                 .withKernelActivations(activations.value());
@@ -45,6 +51,20 @@ final class ModelArgs {
         System.err.printf("moe: loaded %s (%s, %d layers) on %s in %.1f s%n", model.getFileName(),
                 m.model().config().family().modelType(), m.model().config().layers().size(), backend,
                 (System.nanoTime() - start) / 1e9);
+        return m;
+    }
+
+    /** {@link #load}, then the model's warm-up ({@link io.moe4j.model.Model#warmUp}) unless --no-warmup. */
+    MoeModel loadWarmedUp() {
+        MoeModel m = load();
+        if (!noWarmup) {
+            try {
+                System.err.printf("moe: warmed up in %.1f s%n", m.model().warmUp());
+            } catch (RuntimeException e) {
+                m.close();
+                throw e;
+            }
+        }
         return m;
     }
 

@@ -78,7 +78,7 @@ public final class ServeCommand implements Callable<Integer> {
         if (TOY.equals(modelArgs.model.toString())) {
             return new ServedModel(servedName != null ? servedName : TOY, new ToyModel(4096, 64, 0, 0), new ByteText());
         }
-        io.moe4j.generate.MoeModel loaded = modelArgs.load();
+        io.moe4j.generate.MoeModel loaded = modelArgs.loadWarmedUp();
         String id = servedName != null ? servedName
                 : modelArgs.model.toAbsolutePath().normalize().getFileName().toString();
         return new ServedModel(id, new io.moe4j.serve.ModelSteps(loaded.model()), new io.moe4j.serve.ModelText(loaded));
