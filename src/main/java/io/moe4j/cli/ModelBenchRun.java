@@ -87,7 +87,7 @@ record ModelBenchRun(ModelPreset preset, ModelShape shape, String backend, int t
         try (Model model = Model.load(dir, options)) {
             System.err.printf(Locale.ROOT, "loaded in %.1f s%n", (System.nanoTime() - t0) / 1e9);
             try (ProgressBar pb = DemoCommand.bar("decoding, then a " + bench.promptTokens() + "-token prefill",
-                    bench.warmupTokens() + bench.decodeTokens() + 1L)) {
+                    bench.warmupTokens() + bench.decodeTokens() + 2L)) {
                 timing = bench.run(model, pb::stepBy);
             }
         }
@@ -97,7 +97,8 @@ record ModelBenchRun(ModelPreset preset, ModelShape shape, String backend, int t
         long full = TokenBytes.of(shape.full()).total();
         ModelBenchResult r = new ModelBenchResult(preset.cliName(), preset.scheme(), backend, threads, shape.layers(),
                 shape.fullLayers(), shape.experts(), shape.fullExperts(), bench.decodeTokens(), perToken * 1e3,
-                timing.decodeTokensPerS(), timing.promptTokens(), timing.prefillTokensPerS(), tb, effective, machine,
+                timing.decodeTokensPerS(), timing.promptTokens(), timing.prefillTokensPerS(),
+                timing.firstPrefillTokensPerS(), tb, effective, machine,
                 full, effective * 1e9 / full, timing.decodeCpuSeconds() / (timing.decodeWallSeconds() * threads));
         System.out.print(json ? r.json() + System.lineSeparator() : r.text());
         System.out.flush();

@@ -36,7 +36,8 @@ class ModelBenchCommandTest {
         j.fieldNames().forEachRemaining(keys::add);
         assertThat(keys).containsExactly("model_preset", "scheme", "backend", "threads", "layers", "model_layers",
                 "experts", "model_experts", "decode_tokens", "decode_ms_per_token", "decode_tokens_per_s",
-                "prompt_tokens", "prefill_tokens_per_s", "bytes_per_token", "bytes", "effective_gbps", "machine_gbps",
+                "prompt_tokens", "prefill_tokens_per_s", "prefill_first_pass_tokens_per_s", "bytes_per_token", "bytes",
+                "effective_gbps", "machine_gbps",
                 "ratio", "full_model_bytes_per_token", "projected_full_model_tokens_per_s", "decode_cpu_share");
         assertThat(j.get("model_preset").asText()).isEqualTo("gpt-oss-20b");
         assertThat(j.get("layers").asInt()).isEqualTo(2);
@@ -63,6 +64,7 @@ class ModelBenchCommandTest {
                 org.assertj.core.data.Offset.offset(2e-3 + gbps * (1e-3 + 0.0006 / ms)));
         assertThat(j.get("machine_gbps").asDouble()).isPositive();
         assertThat(j.get("prefill_tokens_per_s").asDouble()).isPositive();
+        assertThat(j.get("prefill_first_pass_tokens_per_s").asDouble()).isPositive();
         assertThat(j.get("ratio").asDouble()).isCloseTo(j.get("effective_gbps").asDouble()
                 / j.get("machine_gbps").asDouble(), org.assertj.core.data.Offset.offset(1e-3));
     }

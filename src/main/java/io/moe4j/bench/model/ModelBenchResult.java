@@ -12,6 +12,8 @@ import java.util.Locale;
  * @param bytesPerToken   checkpoint bytes a decode step reads ({@link TokenBytes}) in the model as run
  * @param effectiveGbps   bytesPerToken over the median decode step
  * @param machineGbps     the machine's read bandwidth, measured in the same run with the same threads
+ * @param prefillTokensPerS the prompt's prefill once the prompt kernels are compiled (its second pass)
+ * @param firstPrefillTokensPerS the same prompt's first pass in the process (compilation included)
  * @param fullBytesPerToken bytes a decode step of the whole real model reads
  * @param cpuShare        the process's CPU time over the timed decode steps, over their wall time times threads:
  *                        well below 1, other programs had the cores (or the workers waited)
@@ -21,7 +23,7 @@ import java.util.Locale;
 public record ModelBenchResult(String preset, String scheme, String backend, int threads, int layers, int modelLayers,
                                int experts, int modelExperts, int decodeTokens, double decodeMsPerToken,
                                double decodeTokensPerS, int promptTokens, double prefillTokensPerS,
-                               TokenBytes bytes, double effectiveGbps, double machineGbps, long fullBytesPerToken,
+                               double firstPrefillTokensPerS, TokenBytes bytes, double effectiveGbps, double machineGbps, long fullBytesPerToken,
                                double projectedTokensPerS, double cpuShare) {
 
     public long bytesPerToken() {
@@ -43,13 +45,15 @@ public record ModelBenchResult(String preset, String scheme, String backend, int
                 "{\"model_preset\":\"%s\",\"scheme\":\"%s\",\"backend\":\"%s\",\"threads\":%d,\"layers\":%d,"
                         + "\"model_layers\":%d,\"experts\":%d,\"model_experts\":%d,\"decode_tokens\":%d,"
                         + "\"decode_ms_per_token\":%.3f,\"decode_tokens_per_s\":%.3f,\"prompt_tokens\":%d,"
-                        + "\"prefill_tokens_per_s\":%.3f,\"bytes_per_token\":%d,\"bytes\":{\"embedding_row\":%d,"
+                        + "\"prefill_tokens_per_s\":%.3f,\"prefill_first_pass_tokens_per_s\":%.3f,"
+                        + "\"bytes_per_token\":%d,\"bytes\":{\"embedding_row\":%d,"
                         + "\"attention\":%d,\"experts\":%d,\"dense\":%d,\"norms\":%d,\"lm_head\":%d},"
                         + "\"effective_gbps\":%.3f,\"machine_gbps\":%.3f,\"ratio\":%.4f,"
                         + "\"full_model_bytes_per_token\":%d,\"projected_full_model_tokens_per_s\":%.3f,"
                         + "\"decode_cpu_share\":%.3f}",
                 preset, scheme, backend, threads, layers, modelLayers, experts, modelExperts, decodeTokens,
-                decodeMsPerToken, decodeTokensPerS, promptTokens, prefillTokensPerS, bytes.total(), bytes.embeddingRow(),
+                decodeMsPerToken, decodeTokensPerS, promptTokens, prefillTokensPerS, firstPrefillTokensPerS,
+                bytes.total(), bytes.embeddingRow(),
                 bytes.attention(), bytes.experts(), bytes.dense(), bytes.norms(), bytes.lmHead(), effectiveGbps,
                 machineGbps, ratio(), fullBytesPerToken, projectedTokensPerS, cpuShare);
     }
@@ -66,7 +70,8 @@ public record ModelBenchResult(String preset, String scheme, String backend, int
         b.append(String.format(Locale.ROOT, "  decode (batch 1, median of %d): %.1f ms/token, %.2f tokens/s (the "
                 + "process had %.0f%% of %d cores' time)%n", decodeTokens, decodeMsPerToken, decodeTokensPerS,
                 100 * cpuShare, threads));
-        b.append(String.format(Locale.ROOT, "  prefill (%d tokens): %.1f tokens/s%n", promptTokens, prefillTokensPerS));
+        b.append(String.format(Locale.ROOT, "  prefill (%d tokens): %.1f tokens/s (the process's first pass, kernels "
+                + "compiling: %.1f)%n", promptTokens, prefillTokensPerS, firstPrefillTokensPerS));
         b.append(String.format(Locale.ROOT, "  bytes a token reads: %.1f MB (experts %.1f, attention %.1f, dense %.1f,"
                         + " lm_head %.1f, norms %.3f, embedding row %.3f)%n", bytes.total() / 1e6,
                 bytes.experts() / 1e6, bytes.attention() / 1e6, bytes.dense() / 1e6, bytes.lmHead() / 1e6,
