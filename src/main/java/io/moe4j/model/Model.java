@@ -169,7 +169,8 @@ public final class Model implements AutoCloseable {
      * JIT has compiled the prompt and decode kernels (and a device model has compiled and loaded its kernels) before
      * the first request: without it the first prompt pays for that. On the cpu backend (Zen 3, 2 threads, gpt-oss-20b
      * shapes with 2 layers) a first 16-token prompt took 4.4 s and the next 0.37 s. Leaves nothing behind but compiled
-     * code; sessions before and after it compute the same. Returns the seconds it took.
+     * code (and on a device the kernels and scratch buffers a pass sets up); sessions before and after it compute the
+     * same. Returns the seconds it took.
      */
     public double warmUp() {
         long start = System.nanoTime();
