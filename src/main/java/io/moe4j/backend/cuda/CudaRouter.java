@@ -178,16 +178,9 @@ final class CudaRouter implements TokenRouter {
                 tile.function().launch(Math.ceilDiv(e, TILE), Math.ceilDiv(tokens, TILE), slices, 256, 1, 1, 0,
                         stream, logitArgs);
             }
-            KernelArgs selectArgs = new KernelArgs(arena).pointer(logits).i32(slices)
-                    .pointer(CudaExperts.pointerOf(bias)).pointer(CudaExperts.pointerOf(correction)).pointer(choiceOut)
-                    .pointer(choiceOut + choiceBytes).i32(tokens).i32(e).i32(k).i32(kindCode(spec.kind()))
-                    .i32(spec.renormalize() ? 1 : 0).i32(spec.groups()).i32(spec.topkGroups())
-                    .f64(spec.routedScalingFactor()).i32(0)
-                    .pointer(0L).i32(0).pointer(0L).i32(0);
-            int shared = SELECT_WARPS * 3 * 8 * e;
-            select.function().launch(Math.ceilDiv(tokens, SELECT_WARPS), 1, 1, 32 * SELECT_WARPS, 1, 1, shared,
-                    stream, selectArgs);
         }
+        launchSelect(select, stream, spec, logits.pointer(), slices, CudaExperts.pointerOf(bias),
+                CudaExperts.pointerOf(correction), choiceOut, choiceOut + choiceBytes, tokens, 0, null);
         if (end != null) {
             end.record(stream);
         }
@@ -210,6 +203,32 @@ final class CudaRouter implements TokenRouter {
         long tiles = (long) Math.ceilDiv(spec.numExperts(), TILE) * Math.ceilDiv(tokens, TILE);
         long wanted = Math.ceilDiv(2L * engine.context().device().multiprocessors(), tiles);
         return (int) Math.max(1, Math.min(wanted, hidden / MIN_SLICE));
+    }
+
+    /**
+     * Launches moe_router_select ({@code select}, compiled with {@link #selectDefines}) on {@code stream}, one warp a
+     * token: the choices of {@code tokens} tokens from their logits ([slices][tokens][E] float64, summed in slice
+     * order, plus {@code bias} float32 [E] unless 0; {@code correction}: DeepSeek's, or 0) into {@code ids} and
+     * {@code weights} ([tokens, k] int32 and float32, sorted by expert). {@code early}: the next kernel may launch
+     * at its entry (moe4j_common.cuh). {@code plan}: a one-token pass's routing plan written there too, or null.
+     */
+    static void launchSelect(KernelCache.Kernel select, CudaStream stream, RouterSpec spec, long logits, int slices,
+            long bias, long correction, long ids, long weights, int tokens, int early, CudaExperts.DevicePlan plan) {
+        int e = spec.numExperts();
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena).pointer(logits).i32(slices).pointer(bias).pointer(correction)
+                    .pointer(ids).pointer(weights).i32(tokens).i32(e).i32(spec.topK()).i32(kindCode(spec.kind()))
+                    .i32(spec.renormalize() ? 1 : 0).i32(spec.groups()).i32(spec.topkGroups())
+                    .f64(spec.routedScalingFactor()).i32(early);
+            if (plan == null) {
+                args.pointer(0L).i32(0).pointer(0L).i32(0);
+            } else {
+                args.pointer(plan.meta()).i32((int) (plan.span() / 4)).pointer(plan.routes())
+                        .i32(plan.direct1() ? 1 : 0);
+            }
+            select.function().launch(Math.ceilDiv(tokens, SELECT_WARPS), 1, 1, 32 * SELECT_WARPS, 1, 1,
+                    SELECT_WARPS * 3 * 8 * e, stream, args);
+        }
     }
 
     /**

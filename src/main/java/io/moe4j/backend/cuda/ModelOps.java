@@ -836,8 +836,6 @@ public final class ModelOps implements AutoCloseable {
         cuda.forward(x, tokens, routing, out, expertsWorkspace);
     }
 
-    /** Warps per block of moe_router_select (one token a warp), as CudaRouter launches it. */
-    private static final int SELECT_WARPS = 4;
     /** The most routed pairs (tokens x top-k) a layer routes on the device: moe_route_plan is one block. */
     public static final int DEVICE_ROUTED_PAIRS = 2048;
 
@@ -903,26 +901,12 @@ public final class ModelOps implements AutoCloseable {
     /** {@link #selectExperts}, also writing {@code plan} (one token) when not null. */
     private void select(long logits, RouterSpec spec, long correction, int tokens, DeviceRoutes routes,
             CudaExperts.DevicePlan plan) {
-        int e = spec.numExperts();
-        int k = spec.topK();
-        DeviceBuffer[] choices = CudaExperts.choices(routes, tokens, k);
+        DeviceBuffer[] choices = CudaExperts.choices(routes, tokens, spec.topK());
         KernelCache.Kernel select = engine.kernels().get("router.cu", "moe_router_select",
                 CudaRouter.selectDefines(spec));
-        try (Arena arena = Arena.ofConfined()) {
-            KernelArgs args = new KernelArgs(arena).pointer(logits).i32(1).pointer(0L).pointer(correction)
-                    .pointer(choices[0]).pointer(choices[1]).i32(tokens).i32(e).i32(k)
-                    .i32(CudaRouter.kindCode(spec.kind())).i32(spec.renormalize() ? 1 : 0).i32(spec.groups())
-                    .i32(spec.topkGroups()).f64(spec.routedScalingFactor())
-                    .i32(early("select", tokens));
-            if (plan == null) {
-                args.pointer(0L).i32(0).pointer(0L).i32(0);
-            } else {
-                args.pointer(plan.meta()).i32((int) (plan.span() / 4)).pointer(plan.routes())
-                        .i32(plan.direct1() ? 1 : 0);
-            }
-            select.function().launch(Math.ceilDiv(tokens, SELECT_WARPS), 1, 1, 32 * SELECT_WARPS, 1, 1,
-                    SELECT_WARPS * 3 * 8 * e, stream, args);
-        }
+        // the logits come with the router's bias added (model_router_logits), in one slice
+        CudaRouter.launchSelect(select, stream, spec, logits, 1, 0L, correction, choices[0].pointer(),
+                choices[1].pointer(), tokens, early("select", tokens), plan);
     }
 
     /** Waits for this stream, then reads the choices {@link #selectExperts} wrote: ids [tokens, k], then weights. */
