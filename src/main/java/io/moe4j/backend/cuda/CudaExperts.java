@@ -283,13 +283,13 @@ final class CudaExperts implements Experts {
      * block or, from two pairs an expert on average, the GEMV's pieces padded to their most. x and out [tokens,
      * hidden] float32. The caller checked {@link #plansOnDevice}. {@code early}: bits ({@link #EARLY_PLAN}, ...) of
      * the plan, activation and combine that let the next kernel launch at their entry (allow_next_grid_if in
-     * moe4j_common.cuh). {@code planWritten}: the selection already wrote the {@link #devicePlan} (one token), so no
-     * plan kernel runs.
+     * moe4j_common.cuh). {@code written}: the {@link #devicePlan} the selection already wrote (one token), so that no
+     * plan kernel runs; null: the plan kernel makes it.
      */
     void enqueuePlanned(DeviceBuffer x, int tokens, int topK, boolean weightOnInput, DeviceBuffer out,
-            DeviceRoutes routes, CudaStream stream, int early, boolean planWritten) {
+            DeviceRoutes routes, CudaStream stream, int early, DevicePlan written) {
         int h = w.hidden();
-        DevicePlan plan = devicePlan(tokens, topK, weightOnInput, routes);
+        DevicePlan plan = written != null ? written : devicePlan(tokens, topK, weightOnInput, routes);
         int pairs = plan.pairs();
         DeviceBuffer ids = routes.buffer(DeviceRoutes.Slot.IDS, 4L * pairs);
         DeviceBuffer weights = routes.buffer(DeviceRoutes.Slot.WEIGHTS, 4L * pairs);
@@ -297,7 +297,7 @@ final class CudaExperts implements Experts {
         DeviceBuffer hbuf = routes.buffer(DeviceRoutes.Slot.H, 4L * pairs * w.w13().rows());
         DeviceBuffer act = routes.buffer(DeviceRoutes.Slot.ACT, 4L * pairs * w.intermediate());
         DeviceBuffer y = routes.buffer(DeviceRoutes.Slot.Y, 4L * pairs * h);
-        if (!planWritten) {
+        if (written == null) {
             try (Arena arena = Arena.ofConfined()) {
                 KernelArgs args = new KernelArgs(arena).pointer(ids).pointer(weights).i32(tokens).i32(topK)
                         .i32(w.numExperts()).pointer(plan.pairToken()).pointer(plan.pairExpert())

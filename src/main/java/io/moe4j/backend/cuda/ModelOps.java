@@ -784,7 +784,7 @@ public final class ModelOps implements AutoCloseable {
         DeviceBuffer[] choices = CudaExperts.choices(routes, tokens, 1);
         launch("model_fill_choices", Math.ceilDiv(tokens, THREADS), 1, THREADS,
                 a -> a.pointer(choices[0]).pointer(choices[1]).i32(tokens));
-        cuda.enqueuePlanned(x, tokens, 1, false, out, routes, stream, expertsEarly(tokens), false);
+        cuda.enqueuePlanned(x, tokens, 1, false, out, routes, stream, expertsEarly(tokens), null);
     }
 
     /** out [count, n] = rows {@code rows[i]} (int32, on the device) of x [.., n], float32. */
@@ -877,8 +877,7 @@ public final class ModelOps implements AutoCloseable {
         CudaExperts.DevicePlan plan = tokens == 1 && planInSelect
                 ? cuda.devicePlan(tokens, k, spec.weightOnInput(), routes) : null;
         select(logits, spec, correction, tokens, routes, plan);
-        cuda.enqueuePlanned(x, tokens, k, spec.weightOnInput(), out, routes, stream, expertsEarly(tokens),
-                plan != null);
+        cuda.enqueuePlanned(x, tokens, k, spec.weightOnInput(), out, routes, stream, expertsEarly(tokens), plan);
     }
 
     /**
