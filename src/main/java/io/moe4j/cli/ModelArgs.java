@@ -27,6 +27,12 @@ final class ModelArgs {
             description = "most positions a sequence may hold (default: the model's max_position_embeddings)")
     int context;
 
+    @Option(names = "--gpus", defaultValue = "1",
+            description = "with --backend cuda: spread each MoE layer's routed experts over this many GPUs (devices "
+                    + "0..N-1, exchanging rows through NCCL); each sequence's attention and KV cache live on one of "
+                    + "them (default: ${DEFAULT-VALUE})")
+    int gpus;
+
     @Mixin
     ActivationsArg activations;
 
@@ -38,7 +44,7 @@ final class ModelArgs {
 
     ModelOptions options() {
         ModelOptions o = ModelOptions.defaults().withBackend(backend).withContextLimit(context)
-                .withKernelActivations(activations.value());
+                .withKernelActivations(activations.value()).withGpus(gpus);
         return threads == null ? o : o.withThreads(threads);
     }
 
@@ -49,7 +55,7 @@ final class ModelArgs {
             m = MoeModel.load(model, options().withLoadListener(bar));
         }
         System.err.printf("moe: loaded %s (%s, %d layers) on %s in %.1f s%n", model.getFileName(),
-                m.model().config().family().modelType(), m.model().config().layers().size(), backend,
+                m.model().config().family().modelType(), m.model().config().layers().size(), gpus > 1 ? backend + " x " + gpus + " GPUs" : backend,
                 (System.nanoTime() - start) / 1e9);
         return m;
     }

@@ -16,9 +16,11 @@ import io.moe4j.backend.oracle.BackendRegistry;
  *                     {@link KernelActivations#INT8} only on a backend whose kernels compute with it
  *                     ({@code Backend.computesWith}: cpu)
  * @param loadListener told after each layer loads (a command's progress bar); {@link LoadListener#NONE} by default
+ * @param gpus         the GPUs a {@code cuda} model spreads its routed experts over (expert parallelism); 1 by default,
+ *                     more only on {@code cuda}
  */
 public record ModelOptions(String backend, int threads, int contextLimit, LinearProvider linears,
-                           KernelActivations kernelActivations, LoadListener loadListener) {
+                           KernelActivations kernelActivations, LoadListener loadListener, int gpus) {
     /** The backend that puts the whole decoder on the GPU. */
     public static final String CUDA = "cuda";
 
@@ -44,6 +46,13 @@ public record ModelOptions(String backend, int threads, int contextLimit, Linear
         if (loadListener == null) {
             throw new IllegalArgumentException("loadListener must be given (LoadListener.NONE by default)");
         }
+        if (gpus < 1) {
+            throw new IllegalArgumentException("gpus must be at least 1, got " + gpus);
+        }
+        if (gpus > 1 && !CUDA.equals(backend)) {
+            throw new IllegalArgumentException("--gpus " + gpus + " spreads experts over GPUs: it needs --backend "
+                    + CUDA + ", not " + backend);
+        }
         if (kernelActivations != KernelActivations.FLOAT) {
             // The experts run on the layer backend of the same name: its own rule says what it computes with.
             BackendRegistry layers = BackendRegistry.standard();
@@ -57,7 +66,7 @@ public record ModelOptions(String backend, int threads, int contextLimit, Linear
 
     /** Options whose experts multiply activations in float. */
     public ModelOptions(String backend, int threads, int contextLimit, LinearProvider linears) {
-        this(backend, threads, contextLimit, linears, KernelActivations.FLOAT, LoadListener.NONE);
+        this(backend, threads, contextLimit, linears, KernelActivations.FLOAT, LoadListener.NONE, 1);
     }
 
     /** The cpu backend on every core, the model's own context limit, unquantized linears. */
@@ -66,26 +75,30 @@ public record ModelOptions(String backend, int threads, int contextLimit, Linear
     }
 
     public ModelOptions withBackend(String b) {
-        return new ModelOptions(b, threads, contextLimit, linears, kernelActivations, loadListener);
+        return new ModelOptions(b, threads, contextLimit, linears, kernelActivations, loadListener, gpus);
     }
 
     public ModelOptions withThreads(int t) {
-        return new ModelOptions(backend, t, contextLimit, linears, kernelActivations, loadListener);
+        return new ModelOptions(backend, t, contextLimit, linears, kernelActivations, loadListener, gpus);
     }
 
     public ModelOptions withContextLimit(int limit) {
-        return new ModelOptions(backend, threads, limit, linears, kernelActivations, loadListener);
+        return new ModelOptions(backend, threads, limit, linears, kernelActivations, loadListener, gpus);
     }
 
     public ModelOptions withKernelActivations(KernelActivations k) {
-        return new ModelOptions(backend, threads, contextLimit, linears, k, loadListener);
+        return new ModelOptions(backend, threads, contextLimit, linears, k, loadListener, gpus);
     }
 
     public ModelOptions withLinears(LinearProvider provider) {
-        return new ModelOptions(backend, threads, contextLimit, provider, kernelActivations, loadListener);
+        return new ModelOptions(backend, threads, contextLimit, provider, kernelActivations, loadListener, gpus);
     }
 
     public ModelOptions withLoadListener(LoadListener listener) {
-        return new ModelOptions(backend, threads, contextLimit, linears, kernelActivations, listener);
+        return new ModelOptions(backend, threads, contextLimit, linears, kernelActivations, listener, gpus);
+    }
+
+    public ModelOptions withGpus(int n) {
+        return new ModelOptions(backend, threads, contextLimit, linears, kernelActivations, loadListener, n);
     }
 }

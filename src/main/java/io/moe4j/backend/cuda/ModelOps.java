@@ -77,11 +77,24 @@ public final class ModelOps implements AutoCloseable {
 
     /** The ops on device 0; fails with the probe's reason when this machine has no usable CUDA device. */
     public static ModelOps open() {
+        return open(0);
+    }
+
+    /**
+     * The ops on device {@code ordinal}, its context made current on this thread; fails with the probe's reason when
+     * this machine has no usable CUDA device, and naming the device count when it has no such device.
+     */
+    public static ModelOps open(int ordinal) {
         CudaProbe probe = CudaRuntime.probe();
         if (!probe.available()) {
             throw new MoeException("unsupported on cuda: no usable CUDA device (" + probe.reason() + ")");
         }
-        return new ModelOps(CudaEngine.shared());
+        return new ModelOps(CudaEngine.forDevice(ordinal));
+    }
+
+    /** The CUDA ordinal of the device these ops run on. */
+    public int deviceOrdinal() {
+        return engine.context().device().ordinal();
     }
 
     public CudaContext context() {

@@ -6,7 +6,10 @@ import io.moe4j.model.DeviceDecoders;
 import io.moe4j.model.ModelOptions;
 import io.moe4j.safetensors.Checkpoint;
 
-/** The {@code cuda} backend's whole-model decoder: {@link DeviceModel}. Registered as a service. */
+/**
+ * The {@code cuda} backend's whole-model decoder: {@link DeviceModel} on one GPU, {@link ExpertParallelModel} over
+ * several. Registered as a service.
+ */
 public final class CudaDecoders implements DeviceDecoders {
 
     @Override
@@ -16,6 +19,7 @@ public final class CudaDecoders implements DeviceDecoders {
 
     @Override
     public DecoderRuntime load(DecoderConfig config, Checkpoint checkpoint, ModelOptions options, int contextLimit) {
-        return DeviceModel.load(config, checkpoint, options, contextLimit);
+        return options.gpus() > 1 ? ExpertParallelModel.load(config, checkpoint, options, contextLimit)
+                : DeviceModel.load(config, checkpoint, options, contextLimit);
     }
 }

@@ -38,7 +38,7 @@ final class DeviceBatch implements AutoCloseable {
 
     DeviceBatch(DeviceModel model) {
         this.model = model;
-        this.ops = ModelOps.open();
+        this.ops = model.openOps();
         this.pass = new DevicePass(model, ops);
         this.clock = new PhaseClock(ops, PHASES.length);
     }

@@ -6,6 +6,7 @@ import io.moe4j.backend.cuda.ModelOps;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
 import io.moe4j.layer.MoeLayer;
 import io.moe4j.layer.MoeLayerOptions;
+import io.moe4j.layer.SharedExperts;
 import io.moe4j.model.AttentionWindow;
 import io.moe4j.model.DecoderConfig;
 import io.moe4j.model.DecoderRuntime;
@@ -144,12 +145,16 @@ public final class DeviceModel implements DecoderRuntime {
     /** Whether every MoE layer routes on the device (ModelOps.routesOnDevice): then passes need no host round trip. */
     private final boolean routesOnDevice;
     private final Widths widths;
+    /** This model's rank of an expert-parallel model, or null when it holds every expert. */
+    private final ExpertShard shard;
     /** The runner of batched steps, made on the first one. */
     private DeviceBatch batch;
 
     private DeviceModel(DecoderConfig config, ModelOps ops, int contextLimit, List<Layer> layers, DeviceBuffer embedding,
-                        DeviceBuffer finalNorm, DeviceLinear lmHead, List<AutoCloseable> owned, boolean routesOnDevice) {
+                        DeviceBuffer finalNorm, DeviceLinear lmHead, List<AutoCloseable> owned, boolean routesOnDevice,
+                        ExpertShard shard) {
         this.routesOnDevice = routesOnDevice;
+        this.shard = shard;
         this.config = config;
         this.ops = ops;
         this.contextLimit = contextLimit;
@@ -198,14 +203,23 @@ public final class DeviceModel implements DecoderRuntime {
 
     /** Uploads the model; fails with "unsupported on cuda: ..." for what the device decoder does not run. */
     public static DeviceModel load(DecoderConfig config, Checkpoint checkpoint, ModelOptions options, int contextLimit) {
+        return load(config, checkpoint, options, contextLimit, null);
+    }
+
+    /**
+     * Uploads the model onto {@code shard}'s device holding only its slice of every MoE layer's routed experts (and
+     * all shared experts: each rank adds them to its own rows), or onto device 0 with every expert when null.
+     */
+    static DeviceModel load(DecoderConfig config, Checkpoint checkpoint, ModelOptions options, int contextLimit,
+                            ExpertShard shard) {
         Optional<String> why = unsupported(config);
         if (why.isPresent()) {
             throw new MoeException(checkpoint.root() + ": unsupported on cuda: " + why.get());
         }
-        ModelOps ops = ModelOps.open();
+        ModelOps ops = ModelOps.open(shard == null ? 0 : shard.device());
         List<AutoCloseable> owned = new ArrayList<>();
         try {
-            Uploader up = new Uploader(config, checkpoint, QuantizationConfig.of(config.model()), ops, owned);
+            Uploader up = new Uploader(config, checkpoint, QuantizationConfig.of(config.model()), ops, owned, shard);
             int h = config.hidden();
             DeviceBuffer embedding = up.bf16(config.embedTokens() + ".weight", config.vocab(), h);
             Map<Rope, RopeTables> ropes = new IdentityHashMap<>();
@@ -230,7 +244,7 @@ public final class DeviceModel implements DecoderRuntime {
                     .allMatch(l -> !(l.feedForward() instanceof Moe m)
                             || ModelOps.routesOnDevice(m.layer().experts(), m.layer().router().spec()));
             return new DeviceModel(config, ops, contextLimit, List.copyOf(layers), embedding, finalNorm, lmHead, owned,
-                    routesOnDevice);
+                    routesOnDevice, shard);
         } catch (RuntimeException e) {
             closeAll(owned, e);
             ops.close();
@@ -240,7 +254,7 @@ public final class DeviceModel implements DecoderRuntime {
 
     /** Reads checkpoint tensors, checked by name, shape and dtype, into device buffers the model owns. */
     private record Uploader(DecoderConfig config, Checkpoint checkpoint, QuantizationConfig quantization, ModelOps ops,
-                            List<AutoCloseable> owned) {
+                            List<AutoCloseable> owned, ExpertShard shard) {
 
         <T extends AutoCloseable> T own(T b) {
             owned.add(b);
@@ -315,8 +329,14 @@ public final class DeviceModel implements DecoderRuntime {
         }
 
         Moe moe(int index, ModelOptions options) {
-            MoeLayer layer = own(MoeLayer.load(checkpoint, config.model(), index,
-                    MoeLayerOptions.defaults().withBackend(ModelOptions.CUDA).withThreads(options.threads())));
+            MoeLayerOptions layerOptions = MoeLayerOptions.defaults().withBackend(ModelOptions.CUDA)
+                    .withThreads(options.threads());
+            if (shard != null) {
+                int experts = config.model().layer(index).numExperts();
+                layerOptions = layerOptions.withDevice(shard.device()).withLocalExperts(shard.localExperts(experts))
+                        .withSharedExperts(SharedExperts.ADD);
+            }
+            MoeLayer layer = own(MoeLayer.load(checkpoint, config.model(), index, layerOptions));
             Router router = layer.router();
             return new Moe(layer, own(ops.upload(router.weight())),
                     router.bias() == null ? null : own(ops.upload(router.bias())),
@@ -427,6 +447,26 @@ public final class DeviceModel implements DecoderRuntime {
 
     boolean routesOnDevice() {
         return routesOnDevice;
+    }
+
+    /** Ops of their own (a stream, a landing buffer) on this model's device, for a sequence or a batch's runner. */
+    ModelOps openOps() {
+        return ModelOps.open(ops.deviceOrdinal());
+    }
+
+    /** Makes this model's device context current on the calling thread (a rank's thread, before its work). */
+    void makeCurrent() {
+        ops.context().makeCurrent();
+    }
+
+    /** This model's rank of an expert-parallel model, or null when it holds every expert. */
+    ExpertShard shard() {
+        return shard;
+    }
+
+    /** The MoE exchange of a pass on {@code passOps} when this model is one rank of several, else null. */
+    ExpertExchange newExchange(ModelOps passOps) {
+        return shard == null ? null : new ExpertExchange(shard.comm(), passOps, config.hidden(), widths.experts());
     }
 
     Widths widths() {

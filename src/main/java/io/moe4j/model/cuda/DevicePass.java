@@ -27,12 +27,15 @@ final class DevicePass implements AutoCloseable {
     /** The device memory of MoE layers routed on the device, and of shared experts (planned the same way). */
     private final DeviceRoutes routes;
     private final DeviceRoutes sharedRoutes;
+    /** The MoE layers' exchange with the other ranks of an expert-parallel model, or null. */
+    private final ExpertExchange exchange;
 
     DevicePass(DeviceModel model, ModelOps ops) {
         this.model = model;
         this.ops = ops;
         this.routes = ops.newRoutes();
         this.sharedRoutes = ops.newRoutes();
+        this.exchange = model.newExchange(ops);
     }
 
     /** Changes whenever a buffer a recorded pass names moves. */
@@ -70,7 +73,7 @@ final class DevicePass implements AutoCloseable {
      * layers, passes of a few rows), which then writes xn; else {@link #attention} writes it.
      */
     private boolean normInRouter(int l, int rows) {
-        return rows <= ModelOps.NORM_ROUTER_TOKENS && model.layers().get(l).feedForward() instanceof DeviceModel.Moe;
+        return exchange == null && rows <= ModelOps.NORM_ROUTER_TOKENS && model.layers().get(l).feedForward() instanceof DeviceModel.Moe;
     }
 
     /** h += the output of layer l - 1's feed-forward (routed and shared) and out = norm(h) with {@code weight}. */
@@ -168,6 +171,7 @@ final class DevicePass implements AutoCloseable {
     void feedForward(int l, PassScratch s, int rows) {
         switch (model.layers().get(l).feedForward()) {
             case DeviceModel.Dense d -> dense(d, s, rows);
+            case DeviceModel.Moe m when exchange != null -> exchanged(m, s, rows);
             case DeviceModel.Moe m -> {
                 routerLogits(l, m, s, rows);
                 ops.routeAndRunExperts(m.layer().experts(), m.layer().router().spec(), s.routerLogits().pointer(),
@@ -186,6 +190,11 @@ final class DevicePass implements AutoCloseable {
      */
     void feedForwardHostRouted(int l, PassScratch s, int rows, Runnable afterChoices) {
         DeviceModel.Moe m = (DeviceModel.Moe) model.layers().get(l).feedForward();
+        if (exchange != null) {
+            exchanged(m, s, rows);
+            afterChoices.run();
+            return;
+        }
         routerLogits(l, m, s, rows);
         io.moe4j.routing.RouterSpec spec = m.layer().router().spec();
         Routing routing;
@@ -198,6 +207,15 @@ final class DevicePass implements AutoCloseable {
         }
         afterChoices.run();
         ops.experts(m.layer().experts(), s.xn(), rows, routing, s.ffOut());
+        shared(m, s, rows);
+    }
+
+    /**
+     * A MoE layer of one rank of an expert-parallel model: the routed experts over every rank's rows through the
+     * exchange (this pass's rows its share), the shared experts on this pass's rows here.
+     */
+    private void exchanged(DeviceModel.Moe m, PassScratch s, int rows) {
+        exchange.routed(m, s.xn(), rows, rows, s.ffOut());
         shared(m, s, rows);
     }
 
@@ -289,5 +307,8 @@ final class DevicePass implements AutoCloseable {
     public void close() {
         routes.close();
         sharedRoutes.close();
+        if (exchange != null) {
+            exchange.close();
+        }
     }
 }

@@ -42,7 +42,7 @@ final class DeviceSequence implements SequenceState {
 
     DeviceSequence(DeviceModel model) {
         this.model = model;
-        this.ops = ModelOps.open(); // a stream and landing buffer of its own: sessions of one model may run at once
+        this.ops = model.openOps(); // a stream and landing buffer of its own: sessions of one model may run at once
         this.pass = new DevicePass(model, ops);
         this.clock = new PhaseClock(ops, PHASES.length);
         this.caches = new DeviceBuffer[model.layers().size()];

@@ -55,6 +55,7 @@ public final class Nccl {
     private final MethodHandle ncclCommGetAsyncError;
     private final MethodHandle ncclAllReduce;
     private final MethodHandle ncclAllGather;
+    private final MethodHandle ncclReduceScatter;
     private final MethodHandle ncclSend;
     private final MethodHandle ncclRecv;
     private final MethodHandle ncclGroupStart;
@@ -79,6 +80,8 @@ public final class Nccl {
                 ADDRESS, ADDRESS), "ncclAllReduce");
         ncclAllGather = function(lookup, FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS,
                 ADDRESS), "ncclAllGather");
+        ncclReduceScatter = function(lookup, FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT,
+                JAVA_INT, ADDRESS, ADDRESS), "ncclReduceScatter");
         ncclSend = function(lookup, FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, ADDRESS,
                 ADDRESS), "ncclSend");
         ncclRecv = function(lookup, FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, ADDRESS,
@@ -290,6 +293,15 @@ public final class Nccl {
                       MemorySegment stream) {
         try {
             return (int) ncclAllGather.invokeExact(send, recv, sendCount, type, comm, stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    int ncclReduceScatter(MemorySegment send, MemorySegment recv, long recvCount, int type, int op, MemorySegment comm,
+                          MemorySegment stream) {
+        try {
+            return (int) ncclReduceScatter.invokeExact(send, recv, recvCount, type, op, comm, stream);
         } catch (Throwable t) {
             throw rethrow(t);
         }

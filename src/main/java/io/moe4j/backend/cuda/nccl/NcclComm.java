@@ -128,6 +128,18 @@ public final class NcclComm implements AutoCloseable {
     }
 
     /**
+     * Reduces {@code recvCount} × size elements of {@code send} across all ranks and leaves block r of the result
+     * ({@code recvCount} elements from r × recvCount) in rank r's {@code recv}.
+     */
+    public void reduceScatter(DeviceBuffer send, DeviceBuffer recv, long recvCount, NcclDataType type,
+                              NcclReduction op, CudaStream stream) {
+        MemorySegment s = at(send, 0, Math.multiplyExact(recvCount, size), type, "reduce-scatter send");
+        MemorySegment r = at(recv, 0, recvCount, type, "reduce-scatter receive");
+        nccl.check("ncclReduceScatter", nccl.ncclReduceScatter(s, r, recvCount, type.code(), op.code(), handle(),
+                stream.nativeHandle()), handle);
+    }
+
+    /**
      * Sends {@code count} elements from {@code buffer} at {@code byteOffset} to rank {@code peer}, which must post the
      * matching {@link #recv}. A send and a receive that wait on each other (all-to-all, or a rank to itself) go in one
      * {@link Nccl#group()}.

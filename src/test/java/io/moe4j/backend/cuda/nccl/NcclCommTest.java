@@ -67,6 +67,11 @@ class NcclCommTest {
                 stream.synchronize();
                 assertThat(floats(b, N, arena)).containsExactly(x);
 
+                b.fill((byte) 0xFF);
+                comm.reduceScatter(a, b, N, NcclDataType.FLOAT32, NcclReduction.SUM, stream);
+                stream.synchronize();
+                assertThat(floats(b, N, arena)).containsExactly(x);
+
                 // To itself: the send and the receive wait on each other, so they go in one group.
                 b.fill((byte) 0);
                 int half = N / 2;
@@ -137,6 +142,16 @@ class NcclCommTest {
                     assertThat(gathered[r * N + i]).as("all-gather on rank %d, from rank %d, element %d", rank, r, i)
                             .isEqualTo(want[i]);
                 }
+            }
+
+            // every rank sends rank-count blocks of N / ranks; block r of the sum lands on rank r
+            int block = N / ranks;
+            comm.reduceScatter(mine, out, block, NcclDataType.INT32, NcclReduction.SUM, stream);
+            stream.synchronize();
+            int[] scattered = ints(out, block, arena);
+            for (int i = 0; i < block; i++) {
+                assertThat(scattered[i]).as("reduce-scatter on rank %d, element %d", rank, i)
+                        .isEqualTo(sum[rank * block + i]);
             }
 
             out.fill((byte) 0);

@@ -1,0 +1,314 @@
+package io.moe4j.model.cuda;
+
+import io.moe4j.MoeException;
+import io.moe4j.backend.cuda.driver.CudaProbe;
+import io.moe4j.backend.cuda.driver.CudaRuntime;
+import io.moe4j.backend.cuda.nccl.Nccl;
+import io.moe4j.backend.cuda.nccl.NcclComm;
+import io.moe4j.backend.cuda.nccl.NcclProbe;
+import io.moe4j.model.DecoderConfig;
+import io.moe4j.model.DecoderRuntime;
+import io.moe4j.model.ModelOptions;
+import io.moe4j.model.SequenceState;
+import io.moe4j.safetensors.Checkpoint;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.stream.IntStream;
+
+/**
+ * A decoder spread over the GPUs of one host with expert parallelism ({@code --gpus N}): rank r on device r holds
+ * the whole model except the routed experts, of which it holds the r-th contiguous slice of every MoE layer
+ * ({@link ExpertShard}). Attention is data-parallel: each sequence lives on one rank (the one with the fewest at its
+ * start), with its KV cache there only. At each MoE layer the ranks exchange rows through NCCL
+ * ({@link ExpertExchange}); a rank without rows in a pass joins the exchange with none ({@link ExpertFollower}).
+ *
+ * <p>A pass runs in lockstep on every rank, each on its own thread (one thread per device, as NCCL wants), one pass
+ * at a time. When any rank fails the communicators are aborted (so no rank waits forever on a collective) and the
+ * model refuses further passes, naming the first failure.
+ */
+public final class ExpertParallelModel implements DecoderRuntime {
+    /** How long the other ranks get to finish once one has failed and the communicators were aborted. */
+    private static final long AFTER_FAILURE_SECONDS = 60;
+
+    /** One rank: its model, its thread, its follower and how many sequences live on it. */
+    private static final class Rank {
+        final int index;
+        final ExecutorService thread;
+        DeviceModel model;
+        ExpertFollower follower;
+        int sequences;
+
+        Rank(int index) {
+            this.index = index;
+            this.thread = Executors.newSingleThreadExecutor(r -> {
+                Thread t = new Thread(r, "moe4j-gpu-rank-" + index);
+                t.setDaemon(true);
+                return t;
+            });
+        }
+
+        <T> Future<T> submit(Callable<T> work) {
+            return thread.submit(() -> {
+                if (model != null) {
+                    model.makeCurrent();
+                }
+                return work.call();
+            });
+        }
+    }
+
+    private final List<Rank> ranks;
+    private final List<NcclComm> comms;
+    private Throwable failure;
+    private boolean closed;
+
+    private ExpertParallelModel(List<Rank> ranks, List<NcclComm> comms) {
+        this.ranks = ranks;
+        this.comms = comms;
+    }
+
+    /**
+     * Loads the model over devices 0..{@code options.gpus()} − 1. Fails by name when the machine has fewer devices,
+     * when NCCL cannot be found, or when a MoE layer has fewer routed experts than ranks.
+     */
+    public static ExpertParallelModel load(DecoderConfig config, Checkpoint checkpoint, ModelOptions options,
+                                           int contextLimit) {
+        int n = options.gpus();
+        CudaProbe cuda = CudaRuntime.probe();
+        if (!cuda.available()) {
+            throw new MoeException("unsupported on cuda: no usable CUDA device (" + cuda.reason() + ")");
+        }
+        if (cuda.deviceCount() < n) {
+            throw new MoeException("--gpus " + n + ": this machine has " + cuda.deviceCount() + " CUDA device"
+                    + (cuda.deviceCount() == 1 ? "" : "s"));
+        }
+        NcclProbe probe = Nccl.probe();
+        Nccl nccl = probe.nccl().orElseThrow(() -> new MoeException("--gpus " + n + " exchanges experts' rows"
+                + " through NCCL, which is not available: " + probe.reason()));
+        for (var spec : config.layers()) {
+            if (spec.isMoe()) {
+                int experts = config.model().layer(spec.index()).numExperts();
+                if (experts < n) {
+                    throw new MoeException("--gpus " + n + ": layer " + spec.index() + " has " + experts
+                            + " routed experts, fewer than the GPUs to spread them over");
+                }
+            }
+        }
+        List<NcclComm> comms = NcclComm.initAll(nccl, IntStream.range(0, n).toArray());
+        List<Rank> ranks = new ArrayList<>();
+        for (int r = 0; r < n; r++) {
+            ranks.add(new Rank(r));
+        }
+        ExpertParallelModel model = new ExpertParallelModel(ranks, comms);
+        try {
+            int layers = config.layers().size();
+            for (Rank rank : ranks) {
+                // one rank after another: the load listener (a progress bar) is told in order, across all ranks
+                ModelOptions told = options.withLoadListener((done, of) -> options.loadListener()
+                        .layerLoaded(rank.index * layers + done, n * layers));
+                ExpertShard shard = new ExpertShard(rank.index, n, comms.get(rank.index));
+                rank.model = get(rank.submit(() -> DeviceModel.load(config, checkpoint, told, contextLimit, shard)));
+                rank.follower = get(rank.submit(() -> new ExpertFollower(rank.model)));
+            }
+            return model;
+        } catch (RuntimeException e) {
+            try {
+                model.close();
+            } catch (RuntimeException c) {
+                e.addSuppressed(c);
+            }
+            throw e;
+        }
+    }
+
+    /** How many GPUs the experts are spread over. */
+    public int gpus() {
+        return ranks.size();
+    }
+
+    @Override
+    public synchronized SequenceState newSequence() {
+        checkUsable();
+        Rank home = ranks.getFirst();
+        for (Rank r : ranks) {
+            if (r.sequences < home.sequences) {
+                home = r;
+            }
+        }
+        Rank rank = home;
+        DeviceSequence inner = get(rank.submit(() -> new DeviceSequence(rank.model)));
+        rank.sequences++;
+        return new ParallelSequence(this, rank.index, inner);
+    }
+
+    /**
+     * Runs {@code work} (a pass of {@code rows} rows on rank {@code home}) while every other rank follows with none;
+     * returns its result. Rethrows the first failure, after aborting the communicators.
+     */
+    synchronized <T> T lockstep(int home, int rows, Callable<T> work) {
+        checkUsable();
+        List<Future<?>> all = new ArrayList<>();
+        Future<T> mine = ranks.get(home).submit(work);
+        all.add(mine);
+        for (Rank r : ranks) {
+            if (r.index != home) {
+                all.add(r.submit(() -> {
+                    r.follower.follow(rows);
+                    return null;
+                }));
+            }
+        }
+        Throwable first = null;
+        for (Future<?> f : all) {
+            try {
+                if (first == null) {
+                    waitFor(f, all);
+                } else {
+                    f.get(AFTER_FAILURE_SECONDS, TimeUnit.SECONDS);
+                }
+            } catch (ExecutionException e) {
+                if (first == null) {
+                    first = e.getCause();
+                    abortAll();
+                }
+            } catch (TimeoutException e) {
+                f.cancel(true);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                first = first == null ? e : first;
+                abortAll();
+            }
+        }
+        if (first != null) {
+            failure = first;
+            throw first instanceof RuntimeException re ? re
+                    : new MoeException("an expert-parallel pass failed on a rank: " + first, first);
+        }
+        return get(mine);
+    }
+
+    /**
+     * Waits for {@code f}; while waiting, watches the others, so that a rank failing while another waits on a
+     * collective aborts the communicators instead of leaving it waiting.
+     */
+    private static void waitFor(Future<?> f, List<Future<?>> all) throws ExecutionException, InterruptedException {
+        while (true) {
+            try {
+                f.get(50, TimeUnit.MILLISECONDS);
+                return;
+            } catch (TimeoutException e) {
+                for (Future<?> other : all) {
+                    if (other != f && other.isDone()) {
+                        other.get(); // throws the other's failure, if it failed
+                    }
+                }
+            }
+        }
+    }
+
+    private void abortAll() {
+        for (NcclComm c : comms) {
+            try {
+                c.abort();
+            } catch (RuntimeException ignored) {
+                // aborting is best effort: the failure being reported is the one that matters
+            }
+        }
+    }
+
+    /** A sequence's own work on its rank's thread (creating, closing), with no collective. */
+    synchronized <T> T onRank(int rank, Callable<T> work) {
+        return get(ranks.get(rank).submit(work));
+    }
+
+    synchronized void sequenceClosed(int rank) {
+        ranks.get(rank).sequences--;
+    }
+
+    private void checkUsable() {
+        if (closed) {
+            throw new IllegalStateException("this model is closed");
+        }
+        if (failure != null) {
+            throw new MoeException("the expert-parallel model cannot run: a pass failed earlier (" + failure
+                    + "); load it again", failure);
+        }
+    }
+
+    private static <T> T get(Future<T> f) {
+        try {
+            return f.get();
+        } catch (ExecutionException e) {
+            Throwable c = e.getCause();
+            if (c instanceof RuntimeException re) {
+                throw re;
+            }
+            if (c instanceof Error err) {
+                throw err;
+            }
+            throw new MoeException(c.toString(), c);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new MoeException("interrupted while a GPU rank worked", e);
+        }
+    }
+
+    @Override
+    public String describe() {
+        StringBuilder b = new StringBuilder("expert-parallel over " + ranks.size() + " GPUs (NCCL all-gather and"
+                + " reduce-scatter at each MoE layer, attention data-parallel)");
+        for (Rank r : ranks) {
+            if (r.model != null) {
+                b.append("; rank ").append(r.index).append(": ").append(r.model.describe());
+            }
+        }
+        return b.toString();
+    }
+
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        RuntimeException failed = new RuntimeException("closing the expert-parallel model");
+        for (Rank r : ranks) {
+            try {
+                get(r.submit(() -> {
+                    if (r.follower != null) {
+                        r.follower.close();
+                    }
+                    if (r.model != null) {
+                        r.model.close();
+                    }
+                    return null;
+                }));
+            } catch (RuntimeException e) {
+                failed.addSuppressed(e);
+            }
+            r.thread.shutdown();
+        }
+        for (NcclComm c : comms) {
+            try {
+                if (failure != null) {
+                    c.abort();
+                } else {
+                    c.close();
+                }
+            } catch (RuntimeException e) {
+                failed.addSuppressed(e);
+            }
+        }
+        if (failed.getSuppressed().length > 0) {
+            throw failed;
+        }
+    }
+}
