@@ -10,6 +10,7 @@ import io.moe4j.backend.cuda.driver.CudaProbe;
 import io.moe4j.backend.cuda.driver.CudaRuntime;
 import io.moe4j.backend.cuda.driver.CudaStream;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
+import io.moe4j.backend.cuda.nccl.ExchangeTiming;
 import io.moe4j.backend.cuda.nccl.Nccl;
 import io.moe4j.backend.cuda.nccl.NcclComm;
 import io.moe4j.backend.cuda.nccl.NcclDataType;
@@ -31,13 +32,15 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
 /**
- * Expert parallelism across the GPUs of one host with replicated tokens, on a DeepSeek-V3-shaped MoE layer (256
- * experts, top-8, H 7168, I 2048, FP8 weights in 128×128 blocks, random routing, no shared expert): every device
- * routes 1/N of the experts (contiguous slices; each holds the whole stack, uploaded once, but its kernels read only
- * the routed experts' bytes), runs the layer on the same batch, and an NCCL all-reduce sums the N outputs. Prints,
- * per batch size and device count, the experts' time (the slowest device; a host call each: x in, output out), the
- * all-reduce's time with its data already on the devices (NCCL's own speed for those bytes, with its bus bandwidth
- * 2(N-1)/N · bytes / time), and tokens/s of the two together against one device holding every expert.
+ * Expert parallelism across the GPUs of one host, on a DeepSeek-V3-shaped MoE layer (256 experts, top-8, H 7168,
+ * I 2048, FP8 weights in 128×128 blocks, random routing, no shared expert), in the form the whole-model path runs it
+ * ({@code io.moe4j.model.cuda.ExpertExchange}): the batch's rows spread over N devices, all-gathered, every device
+ * running its contiguous 1/N slice of the experts on all of them, the partial outputs reduce-scattered home. Each
+ * device holds the whole stack (uploaded once) but routes only its slice, so its kernels read the bytes a slice-sized
+ * upload would give them. Prints, per batch size and device count, the experts' time (the slowest device; a host call
+ * each), the exchange's collectives timed alone with the same bytes ({@link ExchangeTiming}: NCCL's all-gather and
+ * reduce-scatter, against NCCL's all-to-all of the same bytes as grouped send/receive), and tokens/s of experts and
+ * exchange together against one device holding every expert.
  *
  * <p>Usage: {@code ExpertParallelBench [tokens=64,512] [iterations=10]} on a machine with GPUs and NCCL.
  */
@@ -68,8 +71,8 @@ public final class ExpertParallelBench {
             ExpertWeights all = SyntheticWeights.generate(SyntheticScheme.FP8_BLOCK, shape, 11, arena, b -> { });
             System.out.printf("weights: %.2f GB, generated in %.1f s%n", all.bytesPerExpert() * (double) EXPERTS / 1e9,
                     (System.nanoTime() - t0) / 1e9);
-            System.out.printf("%6s %3s %12s %14s %14s %12s %12s%n", "tokens", "N", "experts ms", "all-reduce ms",
-                    "bus GB/s", "tokens/s", "vs N=1");
+            System.out.printf("%6s %3s %11s %12s %10s %10s %10s %10s %8s%n", "tokens", "N", "experts ms",
+                    "exchange ms", "GB/s", "a2a ms", "a2a GB/s", "tokens/s", "vs N=1");
             double[] single = new double[batches.length]; // tokens/s on one device, per batch size
             for (int n = 1; n <= devices; n *= 2) {
                 run(nccl, all, n, batches, iterations, single);
@@ -84,7 +87,6 @@ public final class ExpertParallelBench {
         // routed experts' bytes, so a slice's kernels see what a slice-sized upload would give them
         List<Experts> slices = new ArrayList<>();
         ExecutorService pool = Executors.newFixedThreadPool(n);
-        List<NcclComm> comms = NcclComm.initAll(nccl, java.util.stream.IntStream.range(0, n).toArray());
         try {
             for (int d = 0; d < n; d++) {
                 int[] map = new int[EXPERTS];
@@ -100,7 +102,6 @@ public final class ExpertParallelBench {
                 Routing routing = randomRouting(tokens, 17);
                 float[][] out = new float[n][tokens * HIDDEN];
                 double[] experts = new double[iterations];
-                double[] reduce = new double[iterations];
                 for (int it = -2; it < iterations; it++) {
                     long a = System.nanoTime();
                     List<Future<?>> f = new ArrayList<>();
@@ -111,79 +112,28 @@ public final class ExpertParallelBench {
                     for (Future<?> g : f) {
                         g.get();
                     }
-                    long b = System.nanoTime();
-                    double ms = n == 1 ? 0 : allReduceMs(nccl, comms, out, tokens);
                     if (it >= 0) {
-                        experts[it] = (b - a) / 1e6;
-                        reduce[it] = ms;
+                        experts[it] = (System.nanoTime() - a) / 1e6;
                     }
                 }
                 Arrays.sort(experts);
-                Arrays.sort(reduce);
                 double e = experts[iterations / 2];
-                double r = reduce[iterations / 2];
-                double bytes = 4.0 * tokens * HIDDEN;
-                double bus = n == 1 ? Double.NaN : 2.0 * (n - 1) / n * bytes / (r * 1e6);
+                ExchangeTiming exchange = n == 1 ? null : ExchangeTiming.measure(nccl, n, Math.ceilDiv(tokens, n), HIDDEN,
+                        iterations);
+                double r = exchange == null ? 0 : exchange.gatherScatterMs();
                 double tps = tokens / ((e + r) / 1e3);
                 if (n == 1) {
                     single[bi] = tps;
                 }
-                System.out.printf("%6d %3d %12.3f %14.3f %14.1f %12.0f %12.2f%n", tokens, n, e, r, bus, tps,
-                        tps / single[bi]);
+                System.out.printf("%6d %3d %11.3f %12.3f %10.1f %10.3f %10.1f %10.0f %8.2f%n", tokens, n, e, r,
+                        exchange == null ? Double.NaN : exchange.gatherScatterGbps(), exchange == null ? Double.NaN : exchange.allToAllMs(),
+                        exchange == null ? Double.NaN : exchange.allToAllGbps(), tps, tps / single[bi]);
             }
         } finally {
             for (Experts s : slices) {
                 s.close();
             }
-            for (NcclComm c : comms) {
-                c.close();
-            }
             pool.shutdownNow();
-        }
-    }
-
-    /**
-     * The outputs copied to their devices, then one all-reduce (sum) over every device's communicator in one group
-     * from this thread (communicators of ncclCommInitAll), timed from the group's launch to the last stream's end.
-     */
-    private static double allReduceMs(Nccl nccl, List<NcclComm> comms, float[][] out, int tokens) {
-        int n = comms.size();
-        long bytes = 4L * tokens * HIDDEN;
-        List<CudaContext> ctxs = new ArrayList<>();
-        List<CudaStream> streams = new ArrayList<>();
-        List<DeviceBuffer> bufs = new ArrayList<>();
-        try (Arena arena = Arena.ofConfined()) {
-            for (int d = 0; d < n; d++) {
-                CudaContext ctx = CudaRuntime.open(d);
-                ctxs.add(ctx);
-                streams.add(ctx.createStream());
-                DeviceBuffer buf = ctx.allocate(bytes);
-                bufs.add(buf);
-                buf.copyFrom(arena.allocateFrom(ValueLayout.JAVA_FLOAT, out[d]));
-            }
-            long a = System.nanoTime();
-            try (NcclGroup group = nccl.group()) {
-                for (int d = 0; d < n; d++) {
-                    comms.get(d).allReduce(bufs.get(d), bufs.get(d), (long) tokens * HIDDEN, NcclDataType.FLOAT32,
-                            NcclReduction.SUM, streams.get(d));
-                }
-            }
-            for (int d = 0; d < n; d++) {
-                ctxs.get(d).makeCurrent();
-                streams.get(d).synchronize();
-            }
-            return (System.nanoTime() - a) / 1e6;
-        } finally {
-            for (int d = 0; d < ctxs.size(); d++) {
-                ctxs.get(d).makeCurrent();
-                if (d < bufs.size()) {
-                    bufs.get(d).close();
-                }
-                if (d < streams.size()) {
-                    streams.get(d).close();
-                }
-                ctxs.get(d).close();
-            }
         }
     }
 

@@ -99,6 +99,40 @@ class DeviceBatchTest {
         }
     }
 
+    /**
+     * A step with more routed pairs than one device-routed pass takes (three sequences of 300 tokens, top-4: 3,600
+     * pairs) runs as one batch whose MoE layers route on the host, and gives each sequence what it gets alone.
+     */
+    @Test
+    void aStepBeyondTheDeviceRoutedPairsRoutesOnTheHostInOneBatch() {
+        ConformanceModelsTest.assumeGpu();
+        ModelCases.Case c = ModelCases.load("m_qwen3_ct_nvfp4");
+        int rows = 300;
+        java.util.SplittableRandom rnd = new java.util.SplittableRandom(3);
+        try (Model model = Model.load(c.dir(), ModelOptions.defaults().withBackend(ModelOptions.CUDA))) {
+            List<Session> batched = new ArrayList<>();
+            List<int[]> feeds = new ArrayList<>();
+            try {
+                for (int i = 0; i < 3; i++) {
+                    batched.add(model.newSession());
+                    feeds.add(rnd.ints(rows, 0, c.vocab()).toArray());
+                }
+                assertThat(3L * rows * 4).isGreaterThan(io.moe4j.backend.cuda.ModelOps.DEVICE_ROUTED_PAIRS);
+                float[][] got = model.step(batched, feeds);
+                for (int i = 0; i < feeds.size(); i++) {
+                    float[] want;
+                    try (Session alone = model.newSession()) {
+                        want = alone.prefillLast(feeds.get(i));
+                    }
+                    assertThat(relL2(got[i], want)).as("sequence %d against its prompt alone", i)
+                            .isLessThanOrEqualTo(2e-3);
+                }
+            } finally {
+                batched.forEach(Session::close);
+            }
+        }
+    }
+
     private static void assertFixture(ModelCases.Case c, float[] got, int position, String what) {
         int v = c.vocab();
         float[] want = Arrays.copyOfRange(c.logits(), position * v, (position + 1) * v);

@@ -12,6 +12,7 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.stream.Stream;
 
@@ -94,6 +95,59 @@ class ExpertParallelModelsTest {
             assertThat(relL2(gotA, alone)).as("first session").isLessThan(1e-6);
             assertThat(relL2(gotB, alone)).as("second session, on the other GPU").isLessThan(1e-6);
         }
+    }
+
+    /**
+     * A batched step over sequences on both GPUs (two on the first, one on the second, prompts of different lengths,
+     * then a token each): every sequence gets the logits a session alone gets for the same tokens.
+     */
+    @Test
+    void aBatchedStepOverBothGpusGivesEachSequenceItsOwnLogits() {
+        ModelCases.Case c = ModelCases.load(ModelCases.names().getFirst());
+        int[] ids = c.inputIds();
+        int[][] prompts = {Arrays.copyOf(ids, 3), Arrays.copyOfRange(ids, 1, 6), Arrays.copyOfRange(ids, 2, 4)};
+        int[] next = {ids[4], ids[7], ids[5]};
+        double tolerance = c.tolerance(ModelOptions.CUDA);
+        try (Model model = Model.load(c.dir(), cuda(GPUS))) {
+            List<Session> sessions = new ArrayList<>();
+            try {
+                for (int i = 0; i < prompts.length; i++) {
+                    sessions.add(model.newSession());
+                }
+                float[][] first = model.step(sessions, Arrays.asList(prompts));
+                float[][] second = model.step(sessions, List.of(new int[] {next[0]}, new int[] {next[1]},
+                        new int[] {next[2]}));
+                for (int i = 0; i < prompts.length; i++) {
+                    int[] all = Arrays.copyOf(prompts[i], prompts[i].length + 1);
+                    all[prompts[i].length] = next[i];
+                    float[] alone;
+                    try (Session s = model.newSession()) {
+                        alone = s.prefill(all);
+                    }
+                    int v = c.vocab();
+                    float[] wantFirst = Arrays.copyOfRange(alone, (prompts[i].length - 1) * v, prompts[i].length * v);
+                    float[] wantSecond = Arrays.copyOfRange(alone, prompts[i].length * v, (prompts[i].length + 1) * v);
+                    assertThat(relL2(first[i], wantFirst)).as("sequence %d, its prompt", i).isLessThan(tolerance);
+                    assertThat(relL2(second[i], wantSecond)).as("sequence %d, its next token", i)
+                            .isLessThan(tolerance);
+                }
+            } finally {
+                sessions.forEach(Session::close);
+            }
+        }
+    }
+
+    /** On a machine with more than two GPUs, every case's prompt over all of them against one GPU. */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("io.moe4j.model.ModelCases#names")
+    void everyGpuOfTheMachineGivesTheLogitsOfOne(String name) {
+        int devices = CudaRuntime.probe().deviceCount();
+        assumeTrue(devices > GPUS, () -> devices + " CUDA devices: the two-GPU tests cover them");
+        ModelCases.Case c = ModelCases.load(name);
+        float[] one = logits(c, cuda(1), false);
+        float[] all = logits(c, cuda(devices), false);
+        assertThat(relL2(all, one)).as("%s: %d GPUs against one", name, devices)
+                .isLessThanOrEqualTo(c.tolerance(ModelOptions.CUDA));
     }
 
     @Test

@@ -20,6 +20,13 @@ public enum ModelPreset {
             new ModelShape(ModelShape.Family.QWEN3_MOE, 2048, 48, 48, 32, 4, 128, 128, 128, 8, 768, 0, 151_936, 0,
                     0, 0, null)),
     /**
+     * Qwen/Qwen3-235B-A22B-FP8: the same format at the size that outgrows one GPU (the expert-parallel bench's model).
+     */
+    QWEN3_235B_A22B("qwen3-235b-a22b", "fp8 128x128 blocks, dynamic activations; bf16 router/embeddings/lm_head "
+            + "(Qwen/Qwen3-235B-A22B-FP8)",
+            new ModelShape(ModelShape.Family.QWEN3_MOE, 4096, 94, 94, 64, 4, 128, 128, 128, 8, 1536, 0, 151_936, 0,
+                    0, 0, null)),
+    /**
      * mistralai/Mixtral-8x7B-Instruct-v0.1 as llm-compressor quantizes it to FP8: compressed-tensors per-tensor E4M3
      * weights with static input scales, router and lm_head unquantized.
      */

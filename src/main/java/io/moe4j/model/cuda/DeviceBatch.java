@@ -43,26 +43,43 @@ final class DeviceBatch implements AutoCloseable {
         this.clock = new PhaseClock(ops, PHASES.length);
     }
 
-    /** Whether a batch of {@code rows} token rows runs in one pass without the host. */
-    static boolean fits(DeviceModel model, int rows) {
-        return model.routesOnDevice() && (long) rows * Math.max(1, model.maxTopK()) <= ModelOps.DEVICE_ROUTED_PAIRS;
+    /**
+     * Whether a batch of {@code rows} token rows runs without the host, and so can be recorded: every MoE layer
+     * routed on the device within its pairs (else those layers send their choices to the host, {@link
+     * DevicePass#feedForwardHostRouted}), and no exchange with other ranks.
+     */
+    static boolean onDevice(DeviceModel model, int rows) {
+        return model.shard() == null && model.routesOnDevice()
+                && (long) rows * Math.max(1, model.maxTopK()) <= ModelOps.DEVICE_ROUTED_PAIRS;
     }
 
     /**
-     * One step (the caller checked {@link #fits} and the tokens): each sequence's logits after its last token, or
+     * One step (the caller checked the tokens): each sequence's logits after its last token, or
      * where {@code draws[i]} is not null the token it draws, on the device (only the other sequences' logits cross to
      * the host).
      */
     StepOutput step(List<DeviceSequence> sequences, List<int[]> tokens, long[] starts, TokenDraw[] draws) {
+        return step(sequences, tokens, starts, draws, 0);
+    }
+
+    /**
+     * {@link #step} on a rank of an expert-parallel model whose ranks each bring {@code perRank} rows to every MoE
+     * exchange (this batch's rows padded up to it), or 0 outside one.
+     */
+    StepOutput step(List<DeviceSequence> sequences, List<int[]> tokens, long[] starts, TokenDraw[] draws,
+                    int perRank) {
         int n = sequences.size();
         int rows = 0;
         for (int[] t : tokens) {
             rows += t.length;
         }
+        if (perRank != 0 && perRank < rows) {
+            throw new IllegalArgumentException(rows + " rows exceed the " + perRank + " a rank brings");
+        }
         for (int i = 0; i < n; i++) {
             sequences.get(i).reserveCache((int) (starts[i] + tokens.get(i).length));
         }
-        PassScratch s = scratch(rows);
+        PassScratch s = scratch(Math.max(rows, perRank));
         int layers = model.layers().size();
         // one copy of the step's tables: ids, last rows, positions, each row's cache addresses, and the draw rules
         // when any sequence samples (a row that does not takes temperature 0, which the sampling kernel skips)
@@ -92,7 +109,14 @@ final class DeviceBatch implements AutoCloseable {
         ops.send(s.inputs(), sent);
         clock.mark(0);
         int total = rows;
-        if (rows == n && !clock.on()) {
+        if (model.shard() != null) { // the exchange waits for the host's routing: nothing to record
+            pass.exchangeRows(perRank);
+            try {
+                wholePass(s, total, n);
+            } finally {
+                pass.exchangeRows(0);
+            }
+        } else if (rows == n && !clock.on() && onDevice(model, rows)) {
             replay(n, () -> wholePass(s, total, n));
         } else {
             wholePass(s, total, n);
@@ -149,7 +173,11 @@ final class DeviceBatch implements AutoCloseable {
         for (int l = 0; l < model.layers().size(); l++) {
             pass.attention(l, s, rows);
             clock.mark(1);
-            pass.feedForward(l, s, rows);
+            if (pass.onDevice(l, rows)) {
+                pass.feedForward(l, s, rows);
+            } else {
+                pass.feedForwardHostRouted(l, s, rows, () -> { });
+            }
             clock.mark(2);
         }
         pass.headOfLastRows(s, rows, sequences);

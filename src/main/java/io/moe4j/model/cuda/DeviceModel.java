@@ -547,24 +547,23 @@ public final class DeviceModel implements DecoderRuntime {
     }
 
     /**
-     * Several sequences of this model in one forward ({@link DeviceBatch}) when every layer routes on the device and
-     * the rows fit one device-routed pass; otherwise (or for one sequence) one after another.
+     * Several sequences of this model in one forward ({@link DeviceBatch}; MoE layers route on the device while the
+     * step's rows fit a device-routed pass, else on the host); one sequence, or sequences of another runtime, one
+     * after another.
      */
     @Override
     public synchronized StepOutput step(List<SequenceState> sequences, List<int[]> tokens, long[] starts,
             TokenDraw[] draws) {
-        int rows = 0;
         boolean ours = sequences.size() > 1;
         List<DeviceSequence> device = new ArrayList<>(sequences.size());
         for (int i = 0; i < sequences.size(); i++) {
-            rows += tokens.get(i).length;
             if (sequences.get(i) instanceof DeviceSequence d && d.model() == this) {
                 device.add(d);
             } else {
                 ours = false;
             }
         }
-        if (!ours || !DeviceBatch.fits(this, rows)) {
+        if (!ours) {
             return DecoderRuntime.super.step(sequences, tokens, starts, draws);
         }
         return batch().step(device, tokens, starts, draws);

@@ -29,6 +29,8 @@ final class DevicePass implements AutoCloseable {
     private final DeviceRoutes sharedRoutes;
     /** The MoE layers' exchange with the other ranks of an expert-parallel model, or null. */
     private final ExpertExchange exchange;
+    /** The rows every rank brings to the exchange in the current pass (a batch's largest share), 0: the pass's own. */
+    private int exchangeRows;
 
     DevicePass(DeviceModel model, ModelOps ops) {
         this.model = model;
@@ -36,6 +38,14 @@ final class DevicePass implements AutoCloseable {
         this.routes = ops.newRoutes();
         this.sharedRoutes = ops.newRoutes();
         this.exchange = model.newExchange(ops);
+    }
+
+    /**
+     * Sets the rows each rank brings to the MoE exchange in the passes that follow (at least this pass's rows; the
+     * ranks of an expert-parallel batch bring the same number, padded), or 0 for the pass's own rows.
+     */
+    void exchangeRows(int rows) {
+        exchangeRows = rows;
     }
 
     /** Changes whenever a buffer a recorded pass names moves. */
@@ -215,7 +225,7 @@ final class DevicePass implements AutoCloseable {
      * exchange (this pass's rows its share), the shared experts on this pass's rows here.
      */
     private void exchanged(DeviceModel.Moe m, PassScratch s, int rows) {
-        exchange.routed(m, s.xn(), rows, rows, s.ffOut());
+        exchange.routed(m, s.xn(), rows, Math.max(rows, exchangeRows), s.ffOut());
         shared(m, s, rows);
     }
 

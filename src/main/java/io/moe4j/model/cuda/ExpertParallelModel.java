@@ -10,6 +10,8 @@ import io.moe4j.model.DecoderConfig;
 import io.moe4j.model.DecoderRuntime;
 import io.moe4j.model.ModelOptions;
 import io.moe4j.model.SequenceState;
+import io.moe4j.model.StepOutput;
+import io.moe4j.model.TokenDraw;
 import io.moe4j.safetensors.Checkpoint;
 
 import java.util.ArrayList;
@@ -154,17 +156,28 @@ public final class ExpertParallelModel implements DecoderRuntime {
      * returns its result. Rethrows the first failure, after aborting the communicators.
      */
     synchronized <T> T lockstep(int home, int rows, Callable<T> work) {
+        List<Callable<?>> each = new ArrayList<>();
+        for (Rank r : ranks) {
+            each.add(r.index == home ? work : null);
+        }
+        @SuppressWarnings("unchecked")
+        T result = (T) onEveryRank(each, rows).get(home);
+        return result;
+    }
+
+    /**
+     * Runs {@code work.get(r)} on rank r, or where it is null lets rank r follow with no rows of its own, every rank
+     * bringing {@code rows} rows to the exchanges; returns each rank's result (null for followers).
+     */
+    private List<Object> onEveryRank(List<Callable<?>> work, int rows) {
         checkUsable();
         List<Future<?>> all = new ArrayList<>();
-        Future<T> mine = ranks.get(home).submit(work);
-        all.add(mine);
         for (Rank r : ranks) {
-            if (r.index != home) {
-                all.add(r.submit(() -> {
-                    r.follower.follow(rows);
-                    return null;
-                }));
-            }
+            Callable<?> w = work.get(r.index);
+            all.add(r.submit(w != null ? w : () -> {
+                r.follower.follow(rows);
+                return null;
+            }));
         }
         Throwable first = null;
         for (Future<?> f : all) {
@@ -192,7 +205,67 @@ public final class ExpertParallelModel implements DecoderRuntime {
             throw first instanceof RuntimeException re ? re
                     : new MoeException("an expert-parallel pass failed on a rank: " + first, first);
         }
-        return get(mine);
+        List<Object> results = new ArrayList<>();
+        for (Future<?> f : all) {
+            results.add(get(f));
+        }
+        return results;
+    }
+
+    /**
+     * One step of several sequences: each rank runs its own sequences as one batch ({@link DeviceBatch}), every rank
+     * bringing the largest rank's row count to the exchanges (the others padded), a rank without sequences following.
+     */
+    @Override
+    public synchronized StepOutput step(List<SequenceState> sequences, List<int[]> tokens, long[] starts,
+                                        TokenDraw[] draws) {
+        List<List<Integer>> byRank = new ArrayList<>();
+        for (int r = 0; r < ranks.size(); r++) {
+            byRank.add(new ArrayList<>());
+        }
+        int[] rows = new int[ranks.size()];
+        for (int i = 0; i < sequences.size(); i++) {
+            if (!(sequences.get(i) instanceof ParallelSequence p) || !p.belongsTo(this)) {
+                return DecoderRuntime.super.step(sequences, tokens, starts, draws);
+            }
+            byRank.get(p.rank()).add(i);
+            rows[p.rank()] += tokens.get(i).length;
+        }
+        int perRank = java.util.Arrays.stream(rows).max().orElse(0);
+        List<Callable<?>> work = new ArrayList<>();
+        for (Rank r : ranks) {
+            List<Integer> mine = byRank.get(r.index);
+            if (mine.isEmpty()) {
+                work.add(null);
+                continue;
+            }
+            List<DeviceSequence> inner = new ArrayList<>();
+            List<int[]> t = new ArrayList<>();
+            long[] at = new long[mine.size()];
+            TokenDraw[] d = new TokenDraw[mine.size()];
+            for (int j = 0; j < mine.size(); j++) {
+                int i = mine.get(j);
+                inner.add(((ParallelSequence) sequences.get(i)).inner());
+                t.add(tokens.get(i));
+                at[j] = starts[i];
+                d[j] = draws[i];
+            }
+            work.add(() -> r.model.batch().step(inner, t, at, d, perRank));
+        }
+        List<Object> results = onEveryRank(work, perRank);
+        float[][] logits = new float[sequences.size()][];
+        int[] drawn = new int[sequences.size()];
+        for (Rank r : ranks) {
+            List<Integer> mine = byRank.get(r.index);
+            if (!mine.isEmpty()) {
+                StepOutput out = (StepOutput) results.get(r.index);
+                for (int j = 0; j < mine.size(); j++) {
+                    logits[mine.get(j)] = out.logits()[j];
+                    drawn[mine.get(j)] = out.drawn()[j];
+                }
+            }
+        }
+        return new StepOutput(logits, drawn);
     }
 
     /**

@@ -19,6 +19,20 @@ final class ParallelSequence implements SequenceState {
         this.inner = inner;
     }
 
+    /** The rank this sequence lives on. */
+    int rank() {
+        return rank;
+    }
+
+    /** The sequence on its rank's device. */
+    DeviceSequence inner() {
+        return inner;
+    }
+
+    boolean belongsTo(ExpertParallelModel m) {
+        return model == m;
+    }
+
     @Override
     public float[] forward(int[] tokens, long start, boolean allLogits) {
         return model.lockstep(rank, tokens.length, () -> inner.forward(tokens, start, allLogits));

@@ -36,6 +36,8 @@ class SyntheticModelTest {
                     8, 0, 0, null);
             case QWEN3_30B_A3B -> new ModelShape(ModelShape.Family.QWEN3_MOE, 256, 1, 48, 4, 2, 32, 8, 128, 2, 128,
                     0, 300, 0, 0, 0, null);
+            case QWEN3_235B_A22B -> new ModelShape(ModelShape.Family.QWEN3_MOE, 256, 2, 94, 8, 2, 32, 8, 128, 4, 128,
+                    0, 300, 0, 0, 0, null);
             case MIXTRAL_8X7B -> new ModelShape(ModelShape.Family.MIXTRAL, 128, 1, 32, 4, 2, 32, 8, 8, 2, 256, 0,
                     300, 0, 0, 0, null);
             case DEEPSEEK_V3 -> new ModelShape(ModelShape.Family.DEEPSEEK_V3, 256, 2, 61, 4, 4, 0, 16, 256, 4, 128,
