@@ -85,9 +85,14 @@ class ExpertSlicesAcrossGpusTest {
             }
             for (int d = 0; d < devices; d++) {
                 float[] got = sums.get(d).get(300, TimeUnit.SECONDS);
-                // float sums in another order (each slice's pairs, then the two slices): a few ulps of the layer
+                // float sums in another order (each slice's pairs, then the slices) differ by a few ulps; but a
+                // slice brings fewer routed pairs than the whole layer, which can take another kernel (Quark MXFP4's
+                // GEMV pieces, other activation rounding): on one H200, slices summed on the host against the whole
+                // layer gave 3e-8..6e-8 for every case at 2, 4 and 8 slices except qwen3_quark_w_mxfp4 (8 slices:
+                // 2.6e-4) and qwen3_quark_w_mxfp4_a_fp8 (4: 3.4e-4, 8: 1.1e-3). A slice missing or added twice is
+                // off by far more than the case's tolerance for any backend.
                 assertThat(relL2(got, want)).as("%s: all-reduced slices on device %d vs the whole layer", name, d)
-                        .isLessThan(1e-5);
+                        .isLessThan(c.anyBackendTolerance());
             }
         } finally {
             pool.shutdownNow();

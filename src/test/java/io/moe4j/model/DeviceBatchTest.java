@@ -100,14 +100,17 @@ class DeviceBatchTest {
     }
 
     /**
-     * A step with more routed pairs than one device-routed pass takes (three sequences of 300 tokens, top-4: 3,600
-     * pairs) runs as one batch whose MoE layers route on the host, and gives each sequence what it gets alone.
+     * Sequences of many rows in one step (three of 150 tokens, top-4: 1,800 pairs, one device-routed pass; three of
+     * 300: 3,600 pairs, beyond it, so the batch's MoE layers route on the host): each gets what it gets alone. A
+     * sequence alone attends in tiles, a batch row by row: float rounding apart, which a model whose linears quantize
+     * their inputs to FP4 can turn into a flipped code (m_qwen3_ct_nvfp4, three random prompts of 300: 0, 0 and 0.019,
+     * and all three 0 with -Dmoe4j.cuda.attendTileRows=0), so the model here keeps its attention inputs in bf16.
      */
-    @Test
-    void aStepBeyondTheDeviceRoutedPairsRoutesOnTheHostInOneBatch() {
+    @ParameterizedTest(name = "{0} rows a sequence")
+    @org.junit.jupiter.params.provider.ValueSource(ints = {150, 300})
+    void aStepOfLongFeedsGivesEachSequenceWhatItGetsAlone(int rows) {
         ConformanceModelsTest.assumeGpu();
-        ModelCases.Case c = ModelCases.load("m_qwen3_ct_nvfp4");
-        int rows = 300;
+        ModelCases.Case c = ModelCases.load(CASE);
         java.util.SplittableRandom rnd = new java.util.SplittableRandom(3);
         try (Model model = Model.load(c.dir(), ModelOptions.defaults().withBackend(ModelOptions.CUDA))) {
             List<Session> batched = new ArrayList<>();
@@ -117,16 +120,16 @@ class DeviceBatchTest {
                     batched.add(model.newSession());
                     feeds.add(rnd.ints(rows, 0, c.vocab()).toArray());
                 }
-                assertThat(3L * rows * 4).isGreaterThan(io.moe4j.backend.cuda.ModelOps.DEVICE_ROUTED_PAIRS);
                 float[][] got = model.step(batched, feeds);
+                double[] err = new double[feeds.size()];
                 for (int i = 0; i < feeds.size(); i++) {
-                    float[] want;
                     try (Session alone = model.newSession()) {
-                        want = alone.prefillLast(feeds.get(i));
+                        err[i] = relL2(got[i], alone.prefillLast(feeds.get(i)));
                     }
-                    assertThat(relL2(got[i], want)).as("sequence %d against its prompt alone", i)
-                            .isLessThanOrEqualTo(2e-3);
                 }
+                assertThat(Arrays.stream(err).max().orElseThrow())
+                        .as("rel L2 of each sequence against its prompt alone: %s", Arrays.toString(err))
+                        .isLessThanOrEqualTo(2e-3);
             } finally {
                 batched.forEach(Session::close);
             }
