@@ -144,4 +144,16 @@ class CliTest {
                     .contains("--context=").contains("--activations=");
         }
     }
+
+    /** Several GPUs are a cuda option: asked of another backend, a one-line error naming both. */
+    @Test
+    void gpusOnAnotherBackendIsAOneLineError() {
+        for (String sub : List.of("generate", "chat", "serve")) {
+            assertThat(moe(sub, "--help").out()).as(sub).contains("--gpus=");
+        }
+        Run r = moe("generate", "--model", "no-such-model", "--prompt", "hi", "--backend", "cpu", "--gpus", "2");
+        assertThat(r.exit()).isNotZero();
+        assertThat(r.err().strip()).startsWith("moe: ").contains("--gpus 2").contains("needs --backend cuda, not cpu")
+                .doesNotContain("\n").doesNotContain("Exception");
+    }
 }
