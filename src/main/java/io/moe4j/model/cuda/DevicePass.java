@@ -83,7 +83,8 @@ final class DevicePass implements AutoCloseable {
      * layers, passes of a few rows), which then writes xn; else {@link #attention} writes it.
      */
     private boolean normInRouter(int l, int rows) {
-        return exchange == null && rows <= ModelOps.NORM_ROUTER_TOKENS && model.layers().get(l).feedForward() instanceof DeviceModel.Moe;
+        return exchange == null && rows <= ModelOps.NORM_ROUTER_TOKENS
+                && model.layers().get(l).feedForward() instanceof DeviceModel.Moe;
     }
 
     /** h += the output of layer l - 1's feed-forward (routed and shared) and out = norm(h) with {@code weight}. */

@@ -297,9 +297,21 @@ public final class ExpertParallelModel implements DecoderRuntime {
         }
     }
 
-    /** A sequence's own work on its rank's thread (creating, closing), with no collective. */
+    /**
+     * A sequence's own work on its rank's thread (closing), with no collective; on this thread, its device current,
+     * once the model has closed (a session closed after its model).
+     */
     synchronized <T> T onRank(int rank, Callable<T> work) {
-        return get(ranks.get(rank).submit(work));
+        Rank r = ranks.get(rank);
+        if (closed) {
+            r.model.makeCurrent();
+            try {
+                return work.call();
+            } catch (Exception e) {
+                throw e instanceof RuntimeException re ? re : new MoeException(e.toString(), e);
+            }
+        }
+        return get(r.submit(work));
     }
 
     synchronized void sequenceClosed(int rank) {

@@ -5,7 +5,8 @@ import io.moe4j.layer.ExpertPlacement;
 
 /**
  * One rank of an expert-parallel model: the device it runs on, its communicator with the other ranks, and which of
- * each MoE layer's routed experts it holds (rank r of N: the r-th contiguous slice, {@link ExpertPlacement#contiguous}).
+ * each MoE layer's routed experts it holds (rank r of N: the r-th contiguous slice,
+ * {@link ExpertPlacement#contiguous}).
  *
  * @param rank  this rank, 0 ≤ rank < ranks (the communicator's rank)
  * @param ranks how many ranks share the experts

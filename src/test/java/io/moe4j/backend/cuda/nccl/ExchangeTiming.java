@@ -19,7 +19,8 @@ import java.util.stream.IntStream;
  *
  * @param gatherScatterMs the all-gather and the reduce-scatter of one exchange
  * @param allToAllMs      two all-to-alls (dispatch and combine) of the same bytes
- * @param linkBytes       bytes a rank sends to other ranks in one exchange, both ways together: 2 (N − 1) · rows · hidden · 4
+ * @param linkBytes       bytes a rank sends to other ranks in one exchange, both ways together:
+ *                        2 (N − 1) · rows · hidden · 4
  */
 public record ExchangeTiming(int ranks, int rows, int hidden, double gatherScatterMs, double allToAllMs,
                              long linkBytes) {
