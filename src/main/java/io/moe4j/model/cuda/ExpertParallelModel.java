@@ -15,14 +15,9 @@ import io.moe4j.model.TokenDraw;
 import io.moe4j.safetensors.Checkpoint;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.stream.IntStream;
 
 /**
@@ -32,49 +27,42 @@ import java.util.stream.IntStream;
  * start), with its KV cache there only. At each MoE layer the ranks exchange rows through NCCL
  * ({@link ExpertExchange}); a rank without rows in a pass joins the exchange with none ({@link ExpertFollower}).
  *
- * <p>A pass runs in lockstep on every rank, each on its own thread (one thread per device, as NCCL wants), one pass
- * at a time. When any rank fails the communicators are aborted (so no rank waits forever on a collective) and the
- * model refuses further passes, naming the first failure.
+ * <p>A pass runs in lockstep on every rank, each on its own thread ({@link RankThreads}), one pass at a time. When
+ * any rank fails the communicators are aborted (so no rank waits forever on a collective) and the model refuses
+ * further passes, naming the first failure.
  */
 public final class ExpertParallelModel implements DecoderRuntime {
-    /** How long the other ranks get to finish once one has failed and the communicators were aborted. */
-    private static final long AFTER_FAILURE_SECONDS = 60;
 
-    /** One rank: its model, its thread, its follower and how many sequences live on it. */
+    /** One rank's model, its follower, and how many sequences live on it. */
     private static final class Rank {
         final int index;
-        final ExecutorService thread;
         DeviceModel model;
         ExpertFollower follower;
         int sequences;
 
         Rank(int index) {
             this.index = index;
-            this.thread = Executors.newSingleThreadExecutor(r -> {
-                Thread t = new Thread(r, "moe4j-gpu-rank-" + index);
-                t.setDaemon(true);
-                return t;
-            });
         }
 
-        <T> Future<T> submit(Callable<T> work) {
-            return thread.submit(() -> {
+        /** {@code work} with this rank's device context current on the thread that runs it. */
+        <T> Callable<T> current(Callable<T> work) {
+            return () -> {
                 if (model != null) {
                     model.makeCurrent();
                 }
                 return work.call();
-            });
+            };
         }
     }
 
     private final List<Rank> ranks;
     private final List<NcclComm> comms;
-    private Throwable failure;
-    private boolean closed;
+    private final RankThreads threads;
 
     private ExpertParallelModel(List<Rank> ranks, List<NcclComm> comms) {
         this.ranks = ranks;
         this.comms = comms;
+        this.threads = new RankThreads(ranks.size(), "moe4j-gpu-rank-", this::abortAll);
     }
 
     /**
@@ -117,8 +105,9 @@ public final class ExpertParallelModel implements DecoderRuntime {
                 ModelOptions told = options.withLoadListener((done, of) -> options.loadListener()
                         .layerLoaded(rank.index * layers + done, n * layers));
                 ExpertShard shard = new ExpertShard(rank.index, n, comms.get(rank.index));
-                rank.model = get(rank.submit(() -> DeviceModel.load(config, checkpoint, told, contextLimit, shard)));
-                rank.follower = get(rank.submit(() -> new ExpertFollower(rank.model)));
+                rank.model = model.threads.on(rank.index,
+                        () -> DeviceModel.load(config, checkpoint, told, contextLimit, shard));
+                rank.follower = model.threads.on(rank.index, rank.current(() -> new ExpertFollower(rank.model)));
             }
             return model;
         } catch (RuntimeException e) {
@@ -138,7 +127,6 @@ public final class ExpertParallelModel implements DecoderRuntime {
 
     @Override
     public synchronized SequenceState newSequence() {
-        checkUsable();
         Rank home = ranks.getFirst();
         for (Rank r : ranks) {
             if (r.sequences < home.sequences) {
@@ -146,14 +134,14 @@ public final class ExpertParallelModel implements DecoderRuntime {
             }
         }
         Rank rank = home;
-        DeviceSequence inner = get(rank.submit(() -> new DeviceSequence(rank.model)));
+        DeviceSequence inner = threads.on(rank.index, rank.current(() -> new DeviceSequence(rank.model)));
         rank.sequences++;
         return new ParallelSequence(this, rank.index, inner);
     }
 
     /**
      * Runs {@code work} (a pass of {@code rows} rows on rank {@code home}) while every other rank follows with none;
-     * returns its result. Rethrows the first failure, after aborting the communicators.
+     * returns its result.
      */
     synchronized <T> T lockstep(int home, int rows, Callable<T> work) {
         List<Callable<?>> each = new ArrayList<>();
@@ -170,46 +158,15 @@ public final class ExpertParallelModel implements DecoderRuntime {
      * bringing {@code rows} rows to the exchanges; returns each rank's result (null for followers).
      */
     private List<Object> onEveryRank(List<Callable<?>> work, int rows) {
-        checkUsable();
-        List<Future<?>> all = new ArrayList<>();
+        List<Callable<?>> each = new ArrayList<>();
         for (Rank r : ranks) {
             Callable<?> w = work.get(r.index);
-            all.add(r.submit(w != null ? w : () -> {
+            each.add(r.current(w != null ? w : () -> {
                 r.follower.follow(rows);
                 return null;
             }));
         }
-        Throwable first = null;
-        for (Future<?> f : all) {
-            try {
-                if (first == null) {
-                    waitFor(f, all);
-                } else {
-                    f.get(AFTER_FAILURE_SECONDS, TimeUnit.SECONDS);
-                }
-            } catch (ExecutionException e) {
-                if (first == null) {
-                    first = e.getCause();
-                    abortAll();
-                }
-            } catch (TimeoutException e) {
-                f.cancel(true);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                first = first == null ? e : first;
-                abortAll();
-            }
-        }
-        if (first != null) {
-            failure = first;
-            throw first instanceof RuntimeException re ? re
-                    : new MoeException("an expert-parallel pass failed on a rank: " + first, first);
-        }
-        List<Object> results = new ArrayList<>();
-        for (Future<?> f : all) {
-            results.add(get(f));
-        }
-        return results;
+        return threads.onEvery(each);
     }
 
     /**
@@ -231,7 +188,7 @@ public final class ExpertParallelModel implements DecoderRuntime {
             byRank.get(p.rank()).add(i);
             rows[p.rank()] += tokens.get(i).length;
         }
-        int perRank = java.util.Arrays.stream(rows).max().orElse(0);
+        int perRank = Arrays.stream(rows).max().orElse(0);
         List<Callable<?>> work = new ArrayList<>();
         for (Rank r : ranks) {
             List<Integer> mine = byRank.get(r.index);
@@ -268,25 +225,6 @@ public final class ExpertParallelModel implements DecoderRuntime {
         return new StepOutput(logits, drawn);
     }
 
-    /**
-     * Waits for {@code f}; while waiting, watches the others, so that a rank failing while another waits on a
-     * collective aborts the communicators instead of leaving it waiting.
-     */
-    private static void waitFor(Future<?> f, List<Future<?>> all) throws ExecutionException, InterruptedException {
-        while (true) {
-            try {
-                f.get(50, TimeUnit.MILLISECONDS);
-                return;
-            } catch (TimeoutException e) {
-                for (Future<?> other : all) {
-                    if (other != f && other.isDone()) {
-                        other.get(); // throws the other's failure, if it failed
-                    }
-                }
-            }
-        }
-    }
-
     private void abortAll() {
         for (NcclComm c : comms) {
             try {
@@ -299,51 +237,22 @@ public final class ExpertParallelModel implements DecoderRuntime {
 
     /**
      * A sequence's own work on its rank's thread (closing), with no collective; on this thread, its device current,
-     * once the model has closed (a session closed after its model).
+     * once the model has closed or failed (a session closed after its model, or after a failed pass).
      */
     synchronized <T> T onRank(int rank, Callable<T> work) {
         Rank r = ranks.get(rank);
-        if (closed) {
-            r.model.makeCurrent();
+        if (threads.isClosed() || threads.failure() != null) {
             try {
-                return work.call();
+                return r.current(work).call();
             } catch (Exception e) {
                 throw e instanceof RuntimeException re ? re : new MoeException(e.toString(), e);
             }
         }
-        return get(r.submit(work));
+        return threads.on(rank, r.current(work));
     }
 
     synchronized void sequenceClosed(int rank) {
         ranks.get(rank).sequences--;
-    }
-
-    private void checkUsable() {
-        if (closed) {
-            throw new IllegalStateException("this model is closed");
-        }
-        if (failure != null) {
-            throw new MoeException("the expert-parallel model cannot run: a pass failed earlier (" + failure
-                    + "); load it again", failure);
-        }
-    }
-
-    private static <T> T get(Future<T> f) {
-        try {
-            return f.get();
-        } catch (ExecutionException e) {
-            Throwable c = e.getCause();
-            if (c instanceof RuntimeException re) {
-                throw re;
-            }
-            if (c instanceof Error err) {
-                throw err;
-            }
-            throw new MoeException(c.toString(), c);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new MoeException("interrupted while a GPU rank worked", e);
-        }
     }
 
     @Override
@@ -360,30 +269,27 @@ public final class ExpertParallelModel implements DecoderRuntime {
 
     @Override
     public synchronized void close() {
-        if (closed) {
+        if (threads.isClosed()) {
             return;
         }
-        closed = true;
         RuntimeException failed = new RuntimeException("closing the expert-parallel model");
+        List<Callable<?>> release = new ArrayList<>();
         for (Rank r : ranks) {
-            try {
-                get(r.submit(() -> {
-                    if (r.follower != null) {
-                        r.follower.close();
-                    }
-                    if (r.model != null) {
-                        r.model.close();
-                    }
-                    return null;
-                }));
-            } catch (RuntimeException e) {
-                failed.addSuppressed(e);
-            }
-            r.thread.shutdown();
+            release.add(r.current(() -> {
+                if (r.follower != null) {
+                    r.follower.close();
+                }
+                if (r.model != null) {
+                    r.model.close();
+                }
+                return null;
+            }));
         }
+        threads.finallyOnEach(release, failed);
+        threads.close();
         for (NcclComm c : comms) {
             try {
-                if (failure != null) {
+                if (threads.failure() != null) {
                     c.abort();
                 } else {
                     c.close();
