@@ -13,8 +13,9 @@ java=(/tmp/moe4j-jdk25/bin/java --add-modules jdk.incubator.vector --enable-nati
 quiet() { grep -v -e "^WARNING" -e "^INFO" -e "^Nov\|^Dec\|^Jan" -e "MoeLayer load" -e "^\s*$"; }
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader; nvidia-smi topo -m | head -6
 echo "== tests"
-timeout 300 bash tools/gpu_tests.sh --select-class io.moe4j.model.ExpertParallelModelsTest \
-  --select-class io.moe4j.backend.cuda.nccl.NcclCommTest 2>&1 | quiet | tail -16
+timeout 400 bash tools/gpu_tests.sh --select-class io.moe4j.model.ExpertParallelModelsTest \
+  --select-class io.moe4j.backend.cuda.nccl.NcclCommTest --select-class io.moe4j.layer.ExpertSlicesAcrossGpusTest \
+  2>&1 | quiet | grep -A4 -e "✘" -e "tests successful" -e "tests failed" | head -40
 echo "== writing the qwen3-235b-a22b-shaped model, $layers layers"
 start=$(date +%s)
 dir=$(timeout 400 "${java[@]}" io.moe4j.cli.MoeCommand bench --model-preset qwen3-235b-a22b --layers "$layers" \
