@@ -2,6 +2,8 @@ package io.moe4j.model;
 
 import io.moe4j.model.linear.Linear;
 
+import java.util.List;
+
 /** The dense SwiGLU MLP: down(silu(gate(x)) · up(x)). */
 public final class DenseMlp implements FeedForward {
     private final Linear gate;
@@ -19,8 +21,7 @@ public final class DenseMlp implements FeedForward {
         int inter = gate.outFeatures();
         float[] g = new float[tokens * inter];
         float[] u = new float[tokens * inter];
-        gate.forward(x, tokens, g);
-        up.forward(x, tokens, u);
+        Linear.forwardAll(List.of(gate, up), x, tokens, List.of(g, u));
         for (int i = 0; i < g.length; i++) {
             g[i] = FloatMath.flushSubnormal(FloatMath.silu(g[i]) * u[i]);
         }
