@@ -2,8 +2,6 @@ package io.moe4j.model;
 
 import io.moe4j.model.linear.Linear;
 
-import java.util.List;
-
 /** The dense SwiGLU MLP: down(silu(gate(x)) · up(x)). */
 public final class DenseMlp implements FeedForward {
     private final Linear gate;
@@ -21,7 +19,8 @@ public final class DenseMlp implements FeedForward {
         int inter = gate.outFeatures();
         float[] g = new float[tokens * inter];
         float[] u = new float[tokens * inter];
-        Linear.forwardAll(List.of(gate, up), x, tokens, List.of(g, u));
+        gate.forward(x, tokens, g);
+        up.forward(x, tokens, u);
         for (int i = 0; i < g.length; i++) {
             g[i] = FloatMath.flushSubnormal(FloatMath.silu(g[i]) * u[i]);
         }

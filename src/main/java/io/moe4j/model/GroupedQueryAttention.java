@@ -72,7 +72,9 @@ public final class GroupedQueryAttention implements Attention {
         float[] qs = new float[tokens * qWidth];
         float[] ks = new float[tokens * kvWidth];
         float[] vs = new float[tokens * kvWidth];
-        Linear.forwardAll(List.of(q, k, v), x, tokens, List.of(qs, ks, vs));
+        q.forward(x, tokens, qs);
+        k.forward(x, tokens, ks);
+        v.forward(x, tokens, vs);
 
         float[] attended = new float[tokens * qWidth];
         Rope rope = spec.rope();

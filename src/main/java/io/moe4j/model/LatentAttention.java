@@ -3,8 +3,6 @@ package io.moe4j.model;
 import io.moe4j.model.linear.DenseForm;
 import io.moe4j.model.linear.Linear;
 
-import java.util.List;
-
 /**
  * DeepSeek-V3 multi-head latent attention. The cache holds, per position, the normalized compressed latent
  * [kv_lora_rank] and the rotated rope key [qk_rope_head_dim] shared by all heads. A call attends one of two ways,
@@ -95,18 +93,18 @@ public final class LatentAttention implements Attention {
         int latentWidth = lora + ropeDim;
 
         float[] qs = new float[tokens * heads * qkDim];
-        float[] latents = new float[tokens * latentWidth];
         if (qA != null) {
             float[] qLatent = new float[tokens * spec.qLoraRank()];
-            // q_a and kv_a both read x: one loop of the workers on the cpu kernels
-            Linear.forwardAll(List.of(qA, kvA), x, tokens, List.of(qLatent, latents));
+            qA.forward(x, tokens, qLatent);
             for (int t = 0; t < tokens; t++) {
                 qANorm.apply(qLatent, t * spec.qLoraRank(), spec.qLoraRank());
             }
             qB.forward(qLatent, tokens, qs);
         } else {
-            Linear.forwardAll(List.of(qB, kvA), x, tokens, List.of(qs, latents));
+            qB.forward(x, tokens, qs);
         }
+        float[] latents = new float[tokens * latentWidth];
+        kvA.forward(x, tokens, latents);
         Rope rope = spec.rope();
         float[] cos = new float[rope.invFreq().length];
         float[] sin = new float[rope.invFreq().length];

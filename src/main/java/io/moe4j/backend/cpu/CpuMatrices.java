@@ -1,7 +1,5 @@
 package io.moe4j.backend.cpu;
 
-import java.util.List;
-
 import io.moe4j.backend.Workers;
 import io.moe4j.quant.ExpertMatrix;
 
@@ -94,53 +92,28 @@ public final class CpuMatrices implements AutoCloseable {
 
     /** y[t·rows + r] = Σ_c W[r][c] · x[t·cols + c] for the {@code tokens} rows of x; y is overwritten. */
     public void multiply(Packed packed, float[] x, int tokens, float[] y) {
-        multiplyAll(List.of(packed), List.of(x), tokens, List.of(y));
-    }
-
-    /**
-     * Several products of the same number of tokens, {@code ys[i] = packed[i] · xs[i]} as {@link #multiply} each, in
-     * one loop over the workers: they wait for one loop's last task instead of one a matrix (the attention's q, k and
-     * v of a decode step, three loops of which two are small).
-     */
-    public void multiplyAll(List<Packed> packed, List<float[]> xs, int tokens, List<float[]> ys) {
-        int n = packed.size();
-        if (xs.size() != n || ys.size() != n) {
-            throw new IllegalArgumentException(n + " matrices, " + xs.size() + " inputs and " + ys.size() + " outputs");
-        }
-        PanelMatrix[] m = new PanelMatrix[n];
-        for (int i = 0; i < n; i++) {
-            m[i] = packed.get(i).m;
-            if (xs.get(i).length < (long) tokens * m[i].cols() || ys.get(i).length < (long) tokens * m[i].rows()) {
-                throw new IllegalArgumentException("x must hold " + tokens + " × " + m[i].cols() + " and y " + tokens
-                        + " × " + m[i].rows() + " values");
-            }
+        PanelMatrix m = packed.m;
+        int rows = m.rows();
+        int cols = m.cols();
+        if (x.length < (long) tokens * cols || y.length < (long) tokens * rows) {
+            throw new IllegalArgumentException("x must hold " + tokens + " × " + cols + " and y " + tokens + " × "
+                    + rows + " values");
         }
         if (tokens == 0) {
             return;
         }
-        Inputs[] in = new Inputs[n];
-        int[] panelsPerTask = new int[n];
-        int[] firstTask = new int[n + 1];
-        for (int i = 0; i < n; i++) {
-            in[i] = kernels.prepare(m[i], 0, xs.get(i), 0, tokens);
-            int panels = m[i].panels();
-            long work = (long) m[i].rows() * m[i].cols() * Math.min(tokens, 8);
-            long most = Math.min(panels, (long) pool.threads() * TASKS_PER_THREAD);
-            int tasks = (int) Math.max(1, Math.min(most, work / MIN_TASK_WEIGHTS));
-            panelsPerTask[i] = Math.ceilDiv(panels, tasks);
-            firstTask[i + 1] = firstTask[i] + Math.ceilDiv(panels, panelsPerTask[i]);
-        }
-        pool.run(firstTask[n], (task, worker) -> {
-            int i = 0;
-            while (task >= firstTask[i + 1]) {
-                i++;
-            }
-            int rows = m[i].rows();
-            int r0 = (task - firstTask[i]) * panelsPerTask[i] * PanelMatrix.LANES;
-            int r1 = Math.min(rows, r0 + panelsPerTask[i] * PanelMatrix.LANES);
+        Inputs in = kernels.prepare(m, 0, x, 0, tokens);
+        int panels = m.panels();
+        long work = (long) rows * cols * Math.min(tokens, 8);
+        long most = Math.min(panels, (long) pool.threads() * TASKS_PER_THREAD);
+        int tasks = (int) Math.max(1, Math.min(most, work / MIN_TASK_WEIGHTS));
+        int panelsPerTask = Math.ceilDiv(panels, tasks);
+        pool.run(Math.ceilDiv(panels, panelsPerTask), (task, worker) -> {
+            int r0 = task * panelsPerTask * PanelMatrix.LANES;
+            int r1 = Math.min(rows, r0 + panelsPerTask * PanelMatrix.LANES);
             Scratch s = scratch[worker];
-            s.fit(m[i]);
-            kernels.multiply(m[i], 0, r0, r1, in[i], ys.get(i), 0, rows, s);
+            s.fit(m);
+            kernels.multiply(m, 0, r0, r1, in, y, 0, rows, s);
         });
     }
 

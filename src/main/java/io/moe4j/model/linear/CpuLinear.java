@@ -6,9 +6,7 @@ import io.moe4j.quant.MatrixDequantizer;
 import io.moe4j.quant.QuantScheme;
 
 import java.lang.foreign.Arena;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
 import java.util.Optional;
 
 /**
@@ -59,56 +57,16 @@ final class CpuLinear implements LoadedLinear {
 
     @Override
     public void forward(float[] x, int tokens, float[] y) {
-        Shapes.check(module, x, tokens, inFeatures(), y, outFeatures());
-        matrices.multiply(packed, prepared(x, tokens), tokens, y);
-        LinearBias.add(bias, y, tokens, outFeatures());
-    }
-
-    /** x as the kernels take it: each token quantize-dequantized by the scheme's input rule, tiny values zeroed. */
-    private float[] prepared(float[] x, int tokens) {
         int in = inFeatures();
+        int out = outFeatures();
+        Shapes.check(module, x, tokens, in, y, out);
         float[] q = Arrays.copyOf(x, tokens * in);
         for (int t = 0; t < tokens; t++) {
             input.qdqInPlace(q, t * in, in, 0);
             flushTiny(q, t * in, in);
         }
-        return q;
-    }
-
-    /**
-     * Whether these linears can run as one loop of the workers ({@link #forwardTogether}): all on the cpu kernels of
-     * one set of matrices. {@code -Dmoe4j.cpu.fuseLinears=false} runs them one loop each, to measure.
-     */
-    static boolean together(List<? extends Linear> linears) {
-        if (!FUSE || linears.size() < 2 || !(linears.getFirst() instanceof CpuLinear first)) {
-            return false;
-        }
-        for (Linear l : linears) {
-            if (!(l instanceof CpuLinear c) || c.matrices != first.matrices) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    private static final boolean FUSE = Boolean.parseBoolean(System.getProperty("moe4j.cpu.fuseLinears", "true"));
-
-    /** {@link #forward} of each linear on the same x, their products in one loop (the caller checked together). */
-    static void forwardTogether(List<? extends Linear> linears, float[] x, int tokens, List<float[]> ys) {
-        List<CpuMatrices.Packed> packed = new ArrayList<>();
-        List<float[]> xs = new ArrayList<>();
-        for (int i = 0; i < linears.size(); i++) {
-            CpuLinear l = (CpuLinear) linears.get(i);
-            Shapes.check(l.module, x, tokens, l.inFeatures(), ys.get(i), l.outFeatures());
-            packed.add(l.packed);
-            xs.add(l.prepared(x, tokens));
-        }
-        CpuLinear first = (CpuLinear) linears.getFirst();
-        first.matrices.multiplyAll(packed, xs, tokens, ys);
-        for (int i = 0; i < linears.size(); i++) {
-            CpuLinear l = (CpuLinear) linears.get(i);
-            LinearBias.add(l.bias, ys.get(i), tokens, l.outFeatures());
-        }
+        matrices.multiply(packed, q, tokens, y);
+        LinearBias.add(bias, y, tokens, out);
     }
 
     /** Zeros the values of x[off, off+len) below 2^-100 of its largest magnitude. */

@@ -1,6 +1,5 @@
 package io.moe4j.model.linear;
 
-import java.util.List;
 import java.util.Optional;
 
 /**
@@ -34,22 +33,5 @@ public interface Linear extends AutoCloseable {
 
     @Override
     default void close() {
-    }
-
-    /**
-     * {@code ys[i]} = linear i of x, for linears that read the same input (q, k and v): on the cpu kernels in one
-     * loop of the workers, elsewhere one after another.
-     */
-    static void forwardAll(List<? extends Linear> linears, float[] x, int tokens, List<float[]> ys) {
-        if (linears.size() != ys.size()) {
-            throw new IllegalArgumentException(linears.size() + " linears but " + ys.size() + " outputs");
-        }
-        if (CpuLinear.together(linears)) {
-            CpuLinear.forwardTogether(linears, x, tokens, ys);
-            return;
-        }
-        for (int i = 0; i < linears.size(); i++) {
-            linears.get(i).forward(x, tokens, ys.get(i));
-        }
     }
 }

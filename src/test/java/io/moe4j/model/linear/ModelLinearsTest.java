@@ -7,9 +7,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Random;
-import java.util.TreeMap;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -104,48 +102,6 @@ class ModelLinearsTest {
                             .isLessThan(1e-5);
                 }
             }
-        }
-    }
-
-    /**
-     * Linears run together ({@link Linear#forwardAll}: on cpu one loop of the workers over all their products) give
-     * each exactly what it gives alone: every linear of layer 0 and lm_head of every case on one input, at 1, 3 and 9
-     * tokens, bit for bit (the same tasks and kernels, only scheduled in one loop).
-     */
-    @ParameterizedTest
-    @MethodSource("cases")
-    void linearsRunTogetherGiveWhatEachGivesAlone(String name) {
-        ModelConfig config = ModelConfig.load(ModelCases.dir(name));
-        try (Checkpoint ckpt = Checkpoint.open(ModelCases.dir(name));
-             LinearFactory cpu = Linears.factory(ckpt, config, "cpu", 2)) {
-            Map<Integer, List<Linear>> byInput = new TreeMap<>();
-            for (DenseModules.Module m : layerZeroAndHead(config)) {
-                byInput.computeIfAbsent(m.in(), k -> new ArrayList<>()).add(cpu.load(m.name(), m.in(), m.out(),
-                        m.bias()));
-            }
-            int checked = 0;
-            for (var e : byInput.entrySet()) {
-                List<Linear> group = e.getValue();
-                if (group.size() < 2) {
-                    continue;
-                }
-                for (int tokens : new int[]{1, 3, 9}) {
-                    float[] x = randomInput(tokens, e.getKey(), 7L * tokens + e.getKey());
-                    List<float[]> together = new ArrayList<>();
-                    for (Linear l : group) {
-                        together.add(new float[tokens * l.outFeatures()]);
-                    }
-                    Linear.forwardAll(group, x, tokens, together);
-                    for (int i = 0; i < group.size(); i++) {
-                        float[] alone = new float[tokens * group.get(i).outFeatures()];
-                        group.get(i).forward(x, tokens, alone);
-                        assertThat(together.get(i)).as("%s %s, %d tokens", name, group.get(i).describe(), tokens)
-                                .containsExactly(alone);
-                        checked++;
-                    }
-                }
-            }
-            assertThat(checked).as("linears of %s that share an input width", name).isPositive();
         }
     }
 
