@@ -12,8 +12,9 @@ import io.moe4j.routing.Routing;
  * rows are all-gathered (each rank contributes the same number, padded with zero rows), every rank routes all of
  * them with the layer's (replicated) router and runs the experts it holds on them (experts held elsewhere contribute
  * zero), and a reduce-scatter sums the ranks' partial outputs, leaving each rank the sum for its own rows. This is
- * the all-gather / reduce-scatter form of the dispatch and combine: at two ranks it moves the same bytes as an
- * all-to-all of the chosen rows would, and it needs no counts exchanged before the move.
+ * the all-gather / reduce-scatter form of the dispatch and combine: with top-8 routing over 2 or 4 ranks a row
+ * reaches nearly every rank anyway, so an all-to-all of only the chosen rows would move about as many bytes (and
+ * NCCL's all-to-all measured slower: docs/expert-parallel.md); it needs no counts exchanged before the move.
  *
  * <p>Every rank must call {@link #routed} for the same layers with the same {@code perRank}, in the same order (the
  * collectives pair up across ranks). One pass at a time; the buffers grow on demand.
