@@ -78,9 +78,9 @@ final class ExpertExchange implements AutoCloseable {
         if (perRank <= capacity) {
             return;
         }
+        int rows = Math.max(perRank, 2 * capacity); // before close() clears the capacity
         ops.synchronize();
         close();
-        int rows = Math.max(perRank, 2 * capacity);
         long all = (long) comm.size() * rows;
         send = ops.allocate((long) FLOAT * rows * hidden);
         gathered = ops.allocate(FLOAT * all * hidden);
