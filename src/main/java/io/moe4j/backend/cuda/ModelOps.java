@@ -319,9 +319,12 @@ public final class ModelOps implements AutoCloseable {
     /**
      * By default, batches from this many tokens take the tensor-core linear (x as two bf16 terms: ~16 bits of each
      * product kept, against 24 on the CUDA cores); smaller ones the CUDA-core kernels, whose sums are the same for
-     * any batch. System property {@code moe4j.cuda.mmaLinearTokens} moves it (benches).
+     * any batch. H200, gpt-oss-20b shapes (DeviceModelBench, threshold 16 against 2, two rounds): batch 8 a step
+     * 6.95-7.06 -> 5.65-5.72 ms, batch 4 4.19-4.32 -> 4.20-4.25, batch 2 3.01-3.04 -> 3.29-3.31 (the tensor-core
+     * kernel stages x for 64 tokens whatever the batch). System property {@code moe4j.cuda.mmaLinearTokens} moves it
+     * (benches).
      */
-    public static final int MMA_LINEAR_TOKENS = 16;
+    public static final int MMA_LINEAR_TOKENS = 8;
     /** This instance's threshold ({@link #MMA_LINEAR_TOKENS} unless the system property says otherwise). */
     private final int mmaLinearTokens = Integer.getInteger("moe4j.cuda.mmaLinearTokens", MMA_LINEAR_TOKENS);
     /**
@@ -447,7 +450,8 @@ public final class ModelOps implements AutoCloseable {
         }
         if (tokens > 1 && (in & 7) == 0) {
             // batches: R rows a warp (the same sums as one token's), as many as keep two blocks a multiprocessor,
-            // or one from 16 tokens on, where reloading x for fewer rows costs more than idle multiprocessors
+            // or one from 16 tokens on (when the tensor-core threshold is moved that high), where reloading x for
+            // fewer rows costs more than idle multiprocessors
             int r = 8;
             int blocks = (tokens >= 16 ? 1 : 2) * engine.context().device().multiprocessors();
             while (r > 1 && Math.ceilDiv(out, WARPS * r) < blocks) {

@@ -232,7 +232,6 @@ moe_gemv_mxfp4_mma_pieces(const uint4* __restrict__ codes, const u32* __restrict
     // it, each warp's ring: S code slots of 512 bytes (32 lanes x 16), then S scale slots of 128 (32 lanes x 4).
     extern __shared__ uint2 xb[];
     __shared__ float partial[MMA_WARPS][16][P];
-    __shared__ float warpMax[MMA_WARPS];
     __shared__ int rowExp[P];
 
     if (!routesReady) wait_prior_grid(); // as in moe_gemv_mxfp4_mma: pieces and routes come with the routes
@@ -272,52 +271,48 @@ moe_gemv_mxfp4_mma_pieces(const uint4* __restrict__ codes, const u32* __restrict
 
     enter_after_prior_grid();
 
-    // Each x row -> power-of-two scale 2^e putting max|x| in [2^14, 2^15) -> two fp16 parts in B-fragment order.
-    // Loads go out X_BATCH at a time before any is used: issue is in order, so a loop that uses each load right
-    // away pays one L2 round trip per iteration, which made this preparation the largest cost of a decode call.
-    // K is a multiple of 32 for MXFP4, so x rows are whole float4s. Pairs past the piece's count are not prepared:
-    // their columns read the zero area.
-    constexpr int X_BATCH = 3; // 3 x 256 threads cover K = 3072 in one batch; more would cost registers
+    // Each x row -> power-of-two scale 2^e putting max|x| in [2^14, 2^15) -> two fp16 parts in B-fragment order,
+    // one warp a row, the rows of a piece side by side (a block-wide maximum per row, with two block barriers a row,
+    // put the rows one after another on every block's critical path). Loads go out PX_BATCH a lane before any is
+    // used: issue is in order, so a loop that uses each load right away pays one L2 round trip per iteration. K is a
+    // multiple of 32 for MXFP4, so x rows are whole float4s. Pairs past the piece's count are not prepared: their
+    // columns read the zero area.
+    constexpr int PX_BATCH = 8; // 8 float4 a lane: 32 registers, K = 2880 in three rounds
     const int nv = K >> 2;
     u16* xh = reinterpret_cast<u16*>(xb);
-    for (int q = 0; q < piece.z; ++q) {
+    for (int q = warp; q < piece.z; q += MMA_WARPS) {
         const float4* xv = reinterpret_cast<const float4*>(x + (size_t)routes[piece.y + q].y * K);
         float m = 0.0f;
-        for (int b = threadIdx.x; b < nv; b += X_BATCH * blockDim.x) {
-            float4 v[X_BATCH];
+        for (int b = lane; b < nv; b += PX_BATCH * 32) {
+            float4 v[PX_BATCH];
 #pragma unroll
-            for (int u = 0; u < X_BATCH; ++u) {
-                const int i = b + u * blockDim.x;
+            for (int u = 0; u < PX_BATCH; ++u) {
+                const int i = b + u * 32;
                 v[u] = i < nv ? __ldg(xv + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             }
 #pragma unroll
-            for (int u = 0; u < X_BATCH; ++u) {
+            for (int u = 0; u < PX_BATCH; ++u) {
                 m = fmaxf(m, fmaxf(fmaxf(fabsf(v[u].x), fabsf(v[u].y)), fmaxf(fabsf(v[u].z), fabsf(v[u].w))));
             }
         }
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-        if (lane == 0) warpMax[warp] = m;
-        __syncthreads();
-        m = warpMax[0];
-#pragma unroll
-        for (int w = 1; w < MMA_WARPS; ++w) m = fmaxf(m, warpMax[w]);
         const int biased = (int)((__float_as_uint(m) >> 23) & 0xFF);
         const int e = m == 0.0f ? 0 : max(-100, min(100, 141 - biased));
-        if (threadIdx.x == 0) rowExp[q] = e;
+        if (lane == 0) rowExp[q] = e;
         const float up = __uint_as_float((u32)(127 + e) << 23);
         // Element k lands in k-step k/16 at pair q's hi word (t = (k%8)/2), register (k%16)/8, half k%2; its lo
         // word is 4 uint2 further.
-        for (int b = threadIdx.x; b < BP * 16; b += X_BATCH * blockDim.x) {
-            float4 v[X_BATCH];
+        for (int b = lane; b < BP * 16; b += PX_BATCH * 32) {
+            float4 v[PX_BATCH];
 #pragma unroll
-            for (int u = 0; u < X_BATCH; ++u) {
-                const int i = b + u * blockDim.x;
+            for (int u = 0; u < PX_BATCH; ++u) {
+                const int i = b + u * 32;
                 v[u] = i < nv ? __ldg(xv + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             }
 #pragma unroll
-            for (int u = 0; u < X_BATCH; ++u) {
-                const int i = b + u * blockDim.x;
+            for (int u = 0; u < PX_BATCH; ++u) {
+                const int i = b + u * 32;
                 if (i < BP * 16) {
                     const float vals[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
 #pragma unroll
@@ -333,7 +328,6 @@ moe_gemv_mxfp4_mma_pieces(const uint4* __restrict__ codes, const u32* __restrict
                 }
             }
         }
-        __syncthreads(); // warpMax is reused by the next row
     }
     for (int i = threadIdx.x; i < 4 * PXB_STEP; i += blockDim.x) xb[BP * 4 * PXB_STEP + i] = make_uint2(0u, 0u);
     __syncthreads();
