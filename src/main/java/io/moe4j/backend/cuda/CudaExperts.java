@@ -283,11 +283,11 @@ final class CudaExperts implements Experts {
      * enqueued on the caller's {@code stream} with no host copy or wait, so that a model's decode step records as
      * one graph. The plan is the host's ({@link RoutePlan}: pairs grouped by expert, stable in token order) without
      * the tile GEMMs, whose launch shapes depend on the plan: one pair a CUDA-core GEMM batch, and one pair a GEMV
-     * block or, from two pairs an expert on average, the GEMV's pieces padded to their most. x and out [tokens,
-     * hidden] float32. The caller checked {@link #plansOnDevice}. {@code early}: bits ({@link #EARLY_PLAN}, ...) of
-     * the plan, activation and combine that let the next kernel launch at their entry (allow_next_grid_if in
-     * moe4j_common.cuh). {@code written}: the {@link #devicePlan} the selection already wrote (one token), so that no
-     * plan kernel runs; null: the plan kernel makes it.
+     * block or, from one pair an expert on average (more than one token), the GEMV's pieces padded to their most. x
+     * and out [tokens, hidden] float32. The caller checked {@link #plansOnDevice}. {@code early}: bits
+     * ({@link #EARLY_PLAN}, ...) of the plan, activation and combine that let the next kernel launch at their entry
+     * (allow_next_grid_if in moe4j_common.cuh). {@code written}: the {@link #devicePlan} the selection already wrote
+     * (one token), so that no plan kernel runs; null: the plan kernel makes it.
      */
     void enqueuePlanned(DeviceBuffer x, int tokens, int topK, boolean weightOnInput, DeviceBuffer out,
             DeviceRoutes routes, CudaStream stream, int early, DevicePlan written) {
