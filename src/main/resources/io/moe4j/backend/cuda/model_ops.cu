@@ -428,7 +428,9 @@ __device__ __forceinline__ void mma_bf16(float* c, u32 a0, u32 a1, u32 a2, u32 a
 // The 32-column chunk c of tokens n0 .. n0 + 63 of x as MMA fragments: MMA_LIN_TILES tiles x 32 lanes x 8 words,
 // lane (g, t) of tile j holding token n0 + 8j + g, columns 32c + 8t .. + 7 as bf16 pairs, hi then lo; tokens past the
 // end are zeros. Each thread takes X_SLOTS (tile, lane) slots of the 256: load_x_chunk fetches them into registers
-// (issued before the current chunk's MMAs, so their latency hides behind them), store_x_chunk splits and stores them.
+// (issued before the current chunk's MMAs, so their latency hides behind them), store_x_chunk splits and stores them,
+// skipping the tiles no token of the pass reaches (the MMAs stop before those: a batch of 8 tokens converted 64
+// tokens' worth of x a chunk for 8).
 #define X_SLOTS (MMA_LIN_TILES * 32 / (32 * MMA_LIN_WARPS))
 __device__ __forceinline__ void load_x_chunk(const float* __restrict__ x, int tokens, int in, int n0, int c,
                                              float4 (&v)[X_SLOTS][2]) {
@@ -447,10 +449,11 @@ __device__ __forceinline__ void load_x_chunk(const float* __restrict__ x, int to
     }
 }
 
-__device__ __forceinline__ void store_x_chunk(const float4 (&v)[X_SLOTS][2], uint4* __restrict__ frag) {
+__device__ __forceinline__ void store_x_chunk(const float4 (&v)[X_SLOTS][2], uint4* __restrict__ frag, int live) {
 #pragma unroll
     for (int k = 0; k < X_SLOTS; k++) {
         const int slot = threadIdx.x + k * 32 * MMA_LIN_WARPS;
+        if (8 * (slot >> 5) >= live) continue;  // tile j = slot / 32 holds tokens 8j .. 8j + 7 of the pass
         const float e[8] = {v[k][0].x, v[k][0].y, v[k][0].z, v[k][0].w, v[k][1].x, v[k][1].y, v[k][1].z, v[k][1].w};
         u32 hi[4], lo[4];
 #pragma unroll
@@ -490,7 +493,7 @@ model_linear_bf16_mma(const float* __restrict__ x, const u16* __restrict__ w, co
     for (int j = 0; j < MMA_LIN_TILES; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
     float4 xv[X_SLOTS][2];
     load_x_chunk(x, tokens, in, n0, 0, xv);
-    store_x_chunk(xv, frag[0]);
+    store_x_chunk(xv, frag[0], tokens - n0);
     __syncthreads();
     for (int c = 0; c < chunks; c++) {
         uint4 na = pa, nb = pb;
@@ -511,7 +514,7 @@ model_linear_bf16_mma(const float* __restrict__ x, const u16* __restrict__ w, co
             mma_bf16(acc[j], pa.z, pb.z, pa.w, pb.w, hi.z, hi.w);
             mma_bf16(acc[j], pa.z, pb.z, pa.w, pb.w, lo.z, lo.w);
         }
-        if (more) store_x_chunk(xv, frag[(c + 1) & 1]);  // the other buffer: free since the last barrier
+        if (more) store_x_chunk(xv, frag[(c + 1) & 1], tokens - n0);  // the other buffer: free since the last barrier
         pa = na;
         pb = nb;
         __syncthreads();  // the next chunk staged; this one's buffer free for the chunk after
