@@ -1,5 +1,6 @@
 package io.moe4j.model;
 
+import io.moe4j.backend.cpu.VectorExp;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
@@ -15,13 +16,13 @@ import jdk.incubator.vector.VectorSpecies;
  * heads of MLA's shared latent): {@link #dots} loads each key once for four queries, and {@link #weightedSum} keeps a
  * strip of the output in registers over all the values instead of loading and storing it once a value. The weighted
  * sum adds each value in position order, one fused multiply-add a value in the vector part (so it is bit for bit
- * what loading, adding and storing the output once a value gives); the dots sum each query in {@link #dot}'s chunks
- * (the Vector API leaves the order of a lane reduction open, so the last bit may differ between compiled and
- * interpreted code, as it may for {@link #dot} itself). A prompt's scores come from keys laid out as panels of
- * positions ({@link #toPanels}, {@link #panelDots}): a vector of positions a query, with no lane reduction.
+ * what loading, adding and storing the output once a value gives); the dots sum each query in {@link #dot}'s chunks,
+ * their lanes folded in {@link LaneSums}'s fixed order (compiled or not, the same bits). A prompt's scores come from
+ * keys laid out as panels of positions ({@link #toPanels}, {@link #panelDots}): a vector of positions a query, with
+ * no lane reduction.
  */
 final class AttentionMath {
-    private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Float> S = LaneSums.S;
     private static final int L = S.length();
 
     private AttentionMath() {
@@ -40,7 +41,7 @@ final class AttentionMath {
             s0 = FloatVector.fromArray(S, a, aOff + i).fma(FloatVector.fromArray(S, b, bOff + i), s0);
             i += L;
         }
-        float s = s0.add(s1).reduceLanes(VectorOperators.ADD);
+        float s = LaneSums.sum(s0.add(s1));
         for (; i < n; i++) {
             s += a[aOff + i] * b[bOff + i];
         }
@@ -100,10 +101,10 @@ final class AttentionMath {
             a3 = FloatVector.fromArray(S, q, q3 + i).fma(ka, a3);
             i += L;
         }
-        float s0 = a0.add(b0).reduceLanes(VectorOperators.ADD);
-        float s1 = a1.add(b1).reduceLanes(VectorOperators.ADD);
-        float s2 = a2.add(b2).reduceLanes(VectorOperators.ADD);
-        float s3 = a3.add(b3).reduceLanes(VectorOperators.ADD);
+        float s0 = LaneSums.sum(a0.add(b0));
+        float s1 = LaneSums.sum(a1.add(b1));
+        float s2 = LaneSums.sum(a2.add(b2));
+        float s3 = LaneSums.sum(a3.add(b3));
         for (; i < d; i++) {
             float kk = k[kOff + i];
             s0 += q[q0 + i] * kk;
@@ -176,14 +177,14 @@ final class AttentionMath {
         for (; j + L <= n; j += L) {
             FloatVector x = FloatVector.fromArray(S, s, off + j).sub(m);
             var dropped = x.compare(VectorOperators.LT, DROPPED_BELOW);
-            FloatVector e = x.max(DROPPED_BELOW).lanewise(VectorOperators.EXP).blend(0f, dropped);
+            FloatVector e = VectorExp.exp(x.max(DROPPED_BELOW)).blend(0f, dropped);
             e.intoArray(s, off + j);
             sum = sum.add(e);
         }
-        double total = sum.reduceLanes(VectorOperators.ADD);
+        double total = LaneSums.sum(sum);
         for (; j < n; j++) {
             float x = s[off + j] - max;
-            s[off + j] = x < DROPPED_BELOW ? 0f : (float) Math.exp(x);
+            s[off + j] = x < DROPPED_BELOW ? 0f : VectorExp.exp(x);
             total += s[off + j];
         }
         return total;

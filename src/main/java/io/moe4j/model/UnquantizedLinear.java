@@ -22,7 +22,7 @@ public final class UnquantizedLinear implements Linear {
     private static final ValueLayout.OfShort I16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     /** The machine's widest float vector (16 lanes with AVX-512), as the cpu kernels use. */
-    private static final VectorSpecies<Float> LANES = FloatVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Float> LANES = LaneSums.S;
     /** Rows handed to a thread at a time, at most (fewer where that leaves a worker without four blocks). */
     private static final int ROWS_PER_TASK = 64;
 
@@ -112,7 +112,7 @@ public final class UnquantizedLinear implements Linear {
         for (int end = LANES.loopBound(in); i < end; i += LANES.length()) {
             acc = FloatVector.fromArray(LANES, x, off + i).fma(FloatVector.fromArray(LANES, row, i), acc);
         }
-        float s = acc.reduceLanes(VectorOperators.ADD);
+        float s = LaneSums.sum(acc);
         for (; i < in; i++) {
             s += x[off + i] * row[i];
         }

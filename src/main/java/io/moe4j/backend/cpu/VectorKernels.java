@@ -82,8 +82,8 @@ final class VectorKernels implements CpuKernels {
     }
 
     /**
-     * SiLU-and-mul and SwiGLU-OAI in float32 with the vector exponential; the other activations as the scalar
-     * kernels compute them (in double).
+     * SiLU-and-mul and SwiGLU-OAI in float32 with {@link VectorExp} (the same bits compiled or not); the other
+     * activations as the scalar kernels compute them (in double).
      */
     @Override
     public void activate(Activation activation, GateLayout layout, float limit, int intermediate, float[] h, int hOff,
@@ -116,9 +116,9 @@ final class VectorKernels implements CpuKernels {
             if (oai) {
                 g = g.min(limit);
                 u = u.max(-limit).min(limit).add(1f);
-                v = g.div(g.mul(-Activation.OAI_ALPHA).lanewise(VectorOperators.EXP).add(1f)).mul(u);
+                v = g.div(VectorExp.exp(g.mul(-Activation.OAI_ALPHA)).add(1f)).mul(u);
             } else {
-                v = g.div(g.neg().lanewise(VectorOperators.EXP).add(1f)).mul(u);
+                v = g.div(VectorExp.exp(g.neg()).add(1f)).mul(u);
             }
             v.intoArray(out, outOff + j);
         }
