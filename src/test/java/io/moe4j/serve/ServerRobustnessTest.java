@@ -283,13 +283,16 @@ class ServerRobustnessTest {
                 assertThat(in.readLine()).startsWith("data: {");
                 assertThat(s.scheduler().queueLength()).isEqualTo(1);
             }
+            // The request leaves the queue, then its end is counted: wait for both.
+            String aborted = "moe4j_sequences_finished_total{reason=\"abort\"} 1";
             deadline = System.nanoTime() + 3_000_000_000L;
-            while (s.scheduler().queueLength() > 0 && System.nanoTime() < deadline) {
+            while ((s.scheduler().queueLength() > 0 || !s.metrics().prometheus().contains(aborted))
+                    && System.nanoTime() < deadline) {
                 Thread.sleep(5);
             }
             assertThat(s.scheduler().queueLength()).as("the queued request left with its client").isZero();
             assertThat(busy.isDone()).as("while the first still runs").isFalse();
-            assertThat(s.metrics().prometheus()).contains("moe4j_sequences_finished_total{reason=\"abort\"} 1");
+            assertThat(s.metrics().prometheus()).contains(aborted);
         }
     }
 
@@ -318,7 +321,7 @@ class ServerRobustnessTest {
                 chatWith("max_tokens", 2))).build(), HttpResponse.BodyHandlers.ofString());
         assertError(late, 503, null, "a request during shutdown");
         closer.join();
-        assertThat(quick.get().statusCode()).isEqualTo(200);
+        assertThat(quick.get().statusCode()).as(quick.get().body()).isEqualTo(200);
         String body = stream.get().body();
         assertThat(body).contains("\"finish_reason\":\"abort\"").endsWith("data: [DONE]\n\n");
         assertThat(slow.openSequences()).isZero();
@@ -341,12 +344,16 @@ class ServerRobustnessTest {
                 assertThat(in.readLine()).startsWith("data: {");
                 hungUp = System.nanoTime();
             }
+            // The first event may go out while the request still waits for a slot (no sequence open yet), so wait
+            // for the abort itself, then check that no sequence is left open.
+            String aborted = "moe4j_sequences_finished_total{reason=\"abort\"} 1";
             long deadline = hungUp + 5_000_000_000L;
-            while (slow.openSequences() > 0 && System.nanoTime() < deadline) {
+            while ((slow.openSequences() > 0 || !s.metrics().prometheus().contains(aborted))
+                    && System.nanoTime() < deadline) {
                 Thread.sleep(5);
             }
+            assertThat(s.metrics().prometheus()).contains(aborted);
             assertThat(slow.openSequences()).as("the sequence is freed after the client left").isZero();
-            assertThat(s.metrics().prometheus()).contains("moe4j_sequences_finished_total{reason=\"abort\"} 1");
             assertThat(s.metrics().generatedTokens()).isLessThan(1000);
         }
         assertStillServing();
