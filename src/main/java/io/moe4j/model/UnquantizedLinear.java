@@ -5,7 +5,6 @@ import io.moe4j.model.linear.Linear;
 import io.moe4j.safetensors.DType;
 import io.moe4j.safetensors.Tensor;
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 import java.lang.foreign.MemorySegment;

@@ -4,7 +4,6 @@ import io.moe4j.activation.Activation;
 import io.moe4j.activation.GateLayout;
 import io.moe4j.routing.Router;
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
