@@ -2,6 +2,7 @@ package io.moe4j.model;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.moe4j.testing.JitStability;
 import java.util.SplittableRandom;
 import jdk.incubator.vector.FloatVector;
 import org.junit.jupiter.api.Test;
@@ -53,13 +54,6 @@ class LaneSumsTest {
     @Test
     void theSameBitsBeforeAndAfterCompilation() {
         float[] a = values();
-        float[] first = sums(a);
-        float[] later = null;
-        for (int round = 0; round < 500; round++) {
-            later = sums(a);
-        }
-        for (int i = 0; i < first.length; i++) {
-            assertThat(Float.floatToRawIntBits(later[i])).isEqualTo(Float.floatToRawIntBits(first[i]));
-        }
+        JitStability.assertSameBitsAfterCompilation(() -> sums(a), 500);
     }
 }

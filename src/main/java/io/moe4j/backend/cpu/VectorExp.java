@@ -15,7 +15,8 @@ import jdk.incubator.vector.VectorOperators;
  * degree-7 minimax polynomial of the Cephes library's expf (about 1 ulp), times 2^n made in two halves so that every
  * n of the float range has its exponent field. Below -87 the result is 0 rather than a value near or under 2^-126
  * (Intel cores run subnormal operands through microcode assists, and e^-87 is 1.6e-38); above 88.72284 (float's
- * largest e^x) +infinity; NaN stays NaN. {@link #exp(float)} is the same arithmetic on one float, the definition the
+ * largest e^x) +infinity; NaN stays NaN. |x| under 2^-60 is taken as 0: e^x is 1 in float either way, and r·r of
+ * such an x would be subnormal. {@link #exp(float)} is the same arithmetic on one float, the definition the
  * tests hold the lanes to.
  */
 public final class VectorExp {
@@ -24,6 +25,8 @@ public final class VectorExp {
     /** Above this e^x exceeds Float.MAX_VALUE: +infinity. */
     static final float HIGH = 88.72283935546875f;
     private static final float LOG2E = 1.44269504088896341f;
+    /** Below this |x| the reduction starts from 0 (r·r would be subnormal; 1 + x rounds to 1 anyway). */
+    static final float TINY = 0x1p-60f;
     /** 1.5 * 2^23: adding it rounds to an integer (to nearest even), held in the low bits of the sum. */
     private static final float ROUNDER = 12582912f;
     private static final int ROUNDER_BITS = Float.floatToRawIntBits(ROUNDER);
@@ -41,7 +44,7 @@ public final class VectorExp {
 
     /** e^x lane by lane (see the class comment for the rules at the ends of the range). */
     public static FloatVector exp(FloatVector x) {
-        FloatVector xc = x.max(LOW).min(HIGH); // NaN stays NaN
+        FloatVector xc = x.max(LOW).min(HIGH).blend(0f, x.abs().compare(VectorOperators.LT, TINY)); // NaN stays NaN
         FloatVector t = xc.fma(LOG2E, ROUNDER);
         FloatVector n = t.sub(ROUNDER);
         IntVector ni = t.reinterpretAsInts().sub(ROUNDER_BITS);
@@ -69,7 +72,7 @@ public final class VectorExp {
         if (x > HIGH) {
             return Float.POSITIVE_INFINITY;
         }
-        float xc = Math.min(Math.max(x, LOW), HIGH);
+        float xc = Math.abs(x) < TINY ? 0f : Math.min(Math.max(x, LOW), HIGH);
         float t = Math.fma(xc, LOG2E, ROUNDER);
         float n = t - ROUNDER;
         int ni = Float.floatToRawIntBits(t) - ROUNDER_BITS;

@@ -2,6 +2,7 @@ package io.moe4j.backend.cpu;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.moe4j.testing.JitStability;
 import java.util.SplittableRandom;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
@@ -92,14 +93,21 @@ class VectorExpTest {
     @Test
     void theSameBitsBeforeAndAfterCompilation() {
         float[] x = inputs();
-        float[] first = lanes(x);
-        float[] later = null;
-        for (int round = 0; round < 200; round++) {
-            later = lanes(x);
-        }
+        JitStability.assertSameBitsAfterCompilation(() -> lanes(x), 200);
+    }
+
+    /** Inputs under 2^-60 in magnitude start the reduction from 0 (no subnormal r·r) and give exactly 1. */
+    @Test
+    void tinyInputsGiveOne() {
+        float[] x = new float[2 * S.length()];
         for (int i = 0; i < x.length; i++) {
-            assertThat(Float.floatToRawIntBits(later[i])).as("e^%s", x[i])
-                    .isEqualTo(Float.floatToRawIntBits(first[i]));
+            x[i] = (i % 2 == 0 ? 1 : -1) * Math.scalb(1f, -61 - 4 * i);
+        }
+        x[0] = Float.MIN_VALUE;
+        float[] got = lanes(x);
+        for (int i = 0; i < x.length; i++) {
+            assertThat(got[i]).as("e^%s", x[i]).isEqualTo(1f);
+            assertThat(VectorExp.exp(x[i])).as("e^%s", x[i]).isEqualTo(1f);
         }
     }
 }
