@@ -80,7 +80,8 @@ final class BenchCommand implements Callable<Integer> {
     long bandwidthMib;
 
     @Option(names = "--model-preset", description = "time a whole model instead of one layer: gpt-oss-20b, "
-            + "qwen3-30b-a3b, qwen3-235b-a22b, mixtral-8x7b or deepseek-v3 (real shape and scheme, synthetic weights, batch-1 decode)")
+            + "qwen3-30b-a3b, qwen3-235b-a22b, mixtral-8x7b or deepseek-v3 (real shape and scheme, synthetic weights, "
+            + "batch-1 decode)")
     String modelPreset;
 
     @Option(names = "--layers", description = "with --model-preset: layers to run (default: as many as fit "

@@ -55,8 +55,8 @@ final class ModelArgs {
             m = MoeModel.load(model, options().withLoadListener(bar));
         }
         System.err.printf("moe: loaded %s (%s, %d layers) on %s in %.1f s%n", model.getFileName(),
-                m.model().config().family().modelType(), m.model().config().layers().size(), gpus > 1 ? backend + " x " + gpus + " GPUs" : backend,
-                (System.nanoTime() - start) / 1e9);
+                m.model().config().family().modelType(), m.model().config().layers().size(),
+                gpus > 1 ? backend + " x " + gpus + " GPUs" : backend, (System.nanoTime() - start) / 1e9);
         return m;
     }
 

@@ -118,15 +118,16 @@ public final class ExpertParallelBench {
                 }
                 Arrays.sort(experts);
                 double e = experts[iterations / 2];
-                ExchangeTiming exchange = n == 1 ? null : ExchangeTiming.measure(nccl, n, Math.ceilDiv(tokens, n), HIDDEN,
-                        iterations);
+                ExchangeTiming exchange = n == 1 ? null
+                        : ExchangeTiming.measure(nccl, n, Math.ceilDiv(tokens, n), HIDDEN, iterations);
                 double r = exchange == null ? 0 : exchange.gatherScatterMs();
                 double tps = tokens / ((e + r) / 1e3);
                 if (n == 1) {
                     single[bi] = tps;
                 }
                 System.out.printf("%6d %3d %11.3f %12.3f %10.1f %10.3f %10.1f %10.0f %8.2f%n", tokens, n, e, r,
-                        exchange == null ? Double.NaN : exchange.gatherScatterGbps(), exchange == null ? Double.NaN : exchange.allToAllMs(),
+                        exchange == null ? Double.NaN : exchange.gatherScatterGbps(),
+                        exchange == null ? Double.NaN : exchange.allToAllMs(),
                         exchange == null ? Double.NaN : exchange.allToAllGbps(), tps, tps / single[bi]);
             }
         } finally {
