@@ -21,7 +21,7 @@ import java.util.List;
  * Codes stay packed ({@link UnitMatrix}: the checkpoint's rows padded to 32-element units), the input goes through
  * the scheme's quantize-dequantize ({@link DeviceQuant}, the row stage of the experts) and the CUDA-core GEMM
  * ({@code moe_gemm_units}) decodes the codes in registers. A bf16 matrix whose rows are whole units and whose input is
- * not quantized also runs on {@code model_linear_bf16} (one warp a row; tensor cores from 8 tokens), the faster path
+ * not quantized also runs on {@code model_linear_bf16} (one warp a row; tensor cores from 4 tokens), the faster path
  * for the bf16 attention and {@code lm_head} most checkpoints ship.
  *
  * <p>Made by {@link #upload}; run by {@link ModelOps#linear}. Closing frees its device memory.

@@ -319,12 +319,12 @@ public final class ModelOps implements AutoCloseable {
     /**
      * By default, batches from this many tokens take the tensor-core linear (x as two bf16 terms: ~16 bits of each
      * product kept, against 24 on the CUDA cores); smaller ones the CUDA-core kernels, whose sums are the same for
-     * any batch. H200, gpt-oss-20b shapes (DeviceModelBench, threshold 16 against 2, two rounds): batch 8 a step
-     * 6.95-7.06 -> 5.65-5.72 ms, batch 4 4.19-4.32 -> 4.20-4.25, batch 2 3.01-3.04 -> 3.29-3.31 (the tensor-core
-     * kernel stages x for 64 tokens whatever the batch). System property {@code moe4j.cuda.mmaLinearTokens} moves it
-     * (benches).
+     * any batch. H200, gpt-oss-20b shapes, DeviceModelBench, two rounds in one call, a step with the threshold at 2
+     * against 8 (the kernel converting x only for the 8-token tiles the batch reaches): batch 2 2.89 -> 3.14 ms,
+     * batch 4 4.17-4.18 -> 4.02, batch 6 5.56-5.63 -> 4.86-4.87; earlier, 8 against 16: batch 8 6.95-7.06 ->
+     * 5.65-5.72. System property {@code moe4j.cuda.mmaLinearTokens} moves it (benches).
      */
-    public static final int MMA_LINEAR_TOKENS = 8;
+    public static final int MMA_LINEAR_TOKENS = 4;
     /** This instance's threshold ({@link #MMA_LINEAR_TOKENS} unless the system property says otherwise). */
     private final int mmaLinearTokens = Integer.getInteger("moe4j.cuda.mmaLinearTokens", MMA_LINEAR_TOKENS);
     /**
