@@ -148,12 +148,14 @@ public final class Scheduler implements AutoCloseable {
     private void run() {
         try {
             while (!abortAll && (accepting || !active.isEmpty() || !waiting.isEmpty())) {
+                long start = System.nanoTime();
                 dropCancelled();
-                admit();
+                long idle = admit();
                 if (active.isEmpty()) {
                     continue;
                 }
-                step();
+                long model = step();
+                metrics.hostWork((System.nanoTime() - start - idle - model) / 1e9);
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -186,10 +188,21 @@ public final class Scheduler implements AutoCloseable {
         activeCount = active.size();
     }
 
-    /** Moves waiting requests into free slots; with nothing running, waits a little for one to arrive. */
-    private void admit() throws InterruptedException {
+    /**
+     * Moves waiting requests into free slots; with nothing running, waits a little for one to arrive. Returns the
+     * nanoseconds it spent waiting so.
+     */
+    private long admit() throws InterruptedException {
+        long idle = 0;
         while (active.size() < config.maxSequences()) {
-            Job job = active.isEmpty() ? waiting.poll(50, TimeUnit.MILLISECONDS) : waiting.poll();
+            Job job;
+            if (active.isEmpty()) {
+                long before = System.nanoTime();
+                job = waiting.poll(50, TimeUnit.MILLISECONDS);
+                idle += System.nanoTime() - before;
+            } else {
+                job = waiting.poll();
+            }
             if (job == null) {
                 break;
             }
@@ -210,9 +223,11 @@ public final class Scheduler implements AutoCloseable {
             active.add(job);
         }
         activeCount = active.size();
+        return idle;
     }
 
-    private void step() {
+    /** One batched step of every running sequence; returns the nanoseconds the model's step took. */
+    private long step() {
         List<Job> stepped = new ArrayList<>(active.size());
         List<StepModel.Sequence> sequences = new ArrayList<>(active.size());
         List<int[]> inputs = new ArrayList<>(active.size());
@@ -242,8 +257,11 @@ public final class Scheduler implements AutoCloseable {
             }
         }
         StepOutput output;
+        long started = System.nanoTime();
+        long took;
         try {
             output = model.step(sequences, inputs, draws);
+            took = System.nanoTime() - started;
             if (output.logits().length != stepped.size()) {
                 throw new IllegalStateException("the model returned " + output.logits().length + " logits rows for "
                         + stepped.size() + " sequences");
@@ -255,9 +273,9 @@ public final class Scheduler implements AutoCloseable {
             }
             active.removeAll(stepped);
             activeCount = active.size();
-            return;
+            return System.nanoTime() - started;
         }
-        metrics.step(stepped.size(), tokens);
+        metrics.step(stepped.size(), tokens, took / 1e9);
         for (int i = 0; i < stepped.size(); i++) {
             stepped.get(i).fed += inputs.get(i).length;
         }
@@ -277,6 +295,7 @@ public final class Scheduler implements AutoCloseable {
         }
         active.removeAll(ended);
         activeCount = active.size();
+        return took;
     }
 
     /**

@@ -4,13 +4,14 @@ import io.moe4j.generate.FinishReason;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.DoubleAdder;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.IntSupplier;
 
 /**
  * The server's counters, rendered as Prometheus text: HTTP requests by route and status, tokens in and out, finished
- * sequences by reason, steps and their batch sizes, time to first token, and the queue and batch now. One instance
- * per server; every method is thread-safe.
+ * sequences by reason, steps with their batch sizes and durations, the scheduler's own time around them, time to
+ * first token, and the queue and batch now. One instance per server; every method is thread-safe.
  */
 public final class ServeMetrics {
     private final Map<String, LongAdder> requests = new ConcurrentHashMap<>();
@@ -20,6 +21,9 @@ public final class ServeMetrics {
     private final LongAdder steps = new LongAdder();
     private final Histogram batchSize = new Histogram(1, 2, 4, 8, 16, 32, 64, 128, 256);
     private final Histogram stepTokens = new Histogram(1, 4, 16, 64, 256, 1024, 4096);
+    private final Histogram stepSeconds = new Histogram(0.001, 0.0025, 0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.1,
+            0.25, 0.5, 1, 2.5);
+    private final DoubleAdder hostSeconds = new DoubleAdder();
     private final Histogram timeToFirstToken = new Histogram(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30);
     private volatile IntSupplier queueLength = () -> 0;
     private volatile IntSupplier activeSequences = () -> 0;
@@ -46,10 +50,16 @@ public final class ServeMetrics {
         timeToFirstToken.observe(seconds);
     }
 
-    void step(int sequences, int tokens) {
+    void step(int sequences, int tokens, double seconds) {
         steps.increment();
         batchSize.observe(sequences);
         stepTokens.observe(tokens);
+        stepSeconds.observe(seconds);
+    }
+
+    /** Time the scheduler spent between model steps with sequences running (admission, sampling, streaming text). */
+    void hostWork(double seconds) {
+        hostSeconds.add(seconds);
     }
 
     void finished(FinishReason reason) {
@@ -88,6 +98,11 @@ public final class ServeMetrics {
         gauge(out, "moe4j_active_sequences", "Sequences being stepped.", activeSequences.getAsInt());
         batchSize.write(out, "moe4j_batch_size", "Sequences per model step.");
         stepTokens.write(out, "moe4j_step_tokens", "Tokens fed per model step (prompt chunks and decode tokens).");
+        stepSeconds.write(out, "moe4j_step_seconds", "Time of each batched model step (the engine's forward pass).");
+        out.append("# HELP moe4j_scheduler_host_seconds_total Time the scheduler spent outside model steps while "
+                + "sequences ran: admission, sampling, streaming text.\n");
+        out.append("# TYPE moe4j_scheduler_host_seconds_total counter\n");
+        out.append("moe4j_scheduler_host_seconds_total ").append(hostSeconds.sum()).append('\n');
         timeToFirstToken.write(out, "moe4j_time_to_first_token_seconds",
                 "From admission to the queue until the first sampled token.");
         return out.toString();

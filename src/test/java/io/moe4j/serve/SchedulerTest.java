@@ -17,7 +17,9 @@ import org.junit.jupiter.api.Timeout;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -238,6 +240,40 @@ class SchedulerTest {
             }
         }
         assertThat(toy.largestBatch()).isGreaterThan(1);
+    }
+
+    /**
+     * The step-time histogram counts every step with at least the model's own cost (the toy's 10 ms a step), and the
+     * scheduler's time around the steps is a separate, smaller total.
+     */
+    @Test
+    void stepTimesAndTheSchedulersOwnTimeAreMeasuredApart() throws Exception {
+        ToyModel slow = new ToyModel(4096, 0, 10_000_000L, 0);
+        ServeMetrics metrics = new ServeMetrics();
+        try (Scheduler s = new Scheduler(slow, TEXT, new SchedulerConfig(4, 8, 512), metrics)) {
+            List<Collector> collectors = new ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                Collector c = new Collector();
+                s.submit(request("prompt " + i, 8, SamplingParams.greedy()), c);
+                collectors.add(c);
+            }
+            for (Collector c : collectors) {
+                c.await();
+            }
+        }
+        Map<String, Double> samples = new HashMap<>();
+        for (String line : metrics.prometheus().split("\n")) {
+            if (!line.startsWith("#") && !line.contains("{")) {
+                String[] parts = line.split(" ");
+                samples.put(parts[0], Double.parseDouble(parts[1]));
+            }
+        }
+        double steps = samples.get("moe4j_steps_total");
+        assertThat(steps).isGreaterThanOrEqualTo(8);
+        assertThat(samples.get("moe4j_step_seconds_count")).isEqualTo(steps);
+        assertThat(samples.get("moe4j_step_seconds_sum")).isGreaterThanOrEqualTo(steps * 0.010);
+        assertThat(samples.get("moe4j_scheduler_host_seconds_total")).isGreaterThan(0.0)
+                .isLessThan(samples.get("moe4j_step_seconds_sum"));
     }
 
     @Test
