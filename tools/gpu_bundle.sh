@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stages what the GPU test suites need on a machine with no Java and no Maven into .gpu/ (git-ignored): a jlink
 # image of JDK 25 (tar.xz), the compiled classes and test classes, the test classpath's jars, the JUnit console
-# launcher and the whole-model fixtures of ../shared. On the GPU machine: `bash tools/gpu_tests.sh [JUnit selectors...]`.
+# launcher and the whole-model fixtures of ../shared (on the GPU machine: `bash tools/gpu_tests.sh [JUnit
+# selectors...]`), and the server's jars and a tokenizer for tools/gpu_serve_load.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export JAVA_HOME="${JAVA_HOME_25:-/usr/lib/jvm/temurin-25-jdk-amd64}"
@@ -17,6 +18,12 @@ mvn -q -B -DskipTests test-compile dependency:build-classpath -Dmdep.includeScop
 rm -f .gpu/lib/*.jar
 # Left out to keep the bundle under the device's 64 MiB: JMH (benches) and the HTTP server and client of the serve tests; JUnit comes with the console launcher.
 tr ':' '\n' < .gpu/cp.txt | grep -v -e jmh -e commons-math3 -e /junit- -e opentest4j -e apiguardian -e openai -e kotlin -e okhttp -e okio -e jetty -e javalin -e jackson-module -e jackson-datatype -e swagger | xargs -I{} cp {} .gpu/lib/
+# The server's jars apart, in .gpu/serve-lib, with the real gpt-oss tokenizer and chat template in
+# .gpu/serve-tokenizer: tools/gpu_serve_load.sh carries them instead of .gpu/shared.
+rm -rf .gpu/serve-lib .gpu/serve-tokenizer && mkdir -p .gpu/serve-lib .gpu/serve-tokenizer
+tr ':' '\n' < .gpu/cp.txt | grep -e jetty -e javalin -e jackson-module -e jackson-datatype -e kotlin \
+  | xargs -I{} cp {} .gpu/serve-lib/
+cp ../shared/tokenizers/gpt-oss/* .gpu/serve-tokenizer/
 mvn -q -B dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:1.11.4 -DoutputDirectory=.gpu
 rm -rf .gpu/classes .gpu/test-classes .gpu/shared
 cp -r target/classes .gpu/classes

@@ -35,6 +35,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class ServeLoad {
     private static final ObjectMapper JSON = new ObjectMapper();
 
+    /** A request's completion tokens and seconds to its first text (-1: it showed none). */
     record Outcome(long tokens, double ttftSeconds) {
     }
 
@@ -100,9 +101,14 @@ public final class ServeLoad {
             all.addAll(f.get());
         }
         long tokens = all.stream().mapToLong(Outcome::tokens).sum();
-        double[] ttft = all.stream().mapToDouble(Outcome::ttftSeconds).sorted().toArray();
-        System.out.printf(Locale.ROOT, "%8d %9d %8d %9.2f %12.1f %9.3fs %9.3fs%n", clients, requests, tokens, seconds,
-                tokens / seconds, Arrays.stream(ttft).average().orElse(0), ttft[(int) Math.floor(0.9 * (ttft.length - 1))]);
+        // requests whose reply showed no text (a random model's tokens may all be held back) have no time to first text
+        double[] ttft = all.stream().mapToDouble(Outcome::ttftSeconds).filter(t -> t >= 0).sorted().toArray();
+        String mean = ttft.length == 0 ? "-" : String.format(Locale.ROOT, "%.3fs", Arrays.stream(ttft).average()
+                .orElseThrow());
+        String p90 = ttft.length == 0 ? "-" : String.format(Locale.ROOT, "%.3fs",
+                ttft[(int) Math.floor(0.9 * (ttft.length - 1))]);
+        System.out.printf(Locale.ROOT, "%8d %9d %8d %9.2f %12.1f %10s %10s%n", clients, requests, tokens, seconds,
+                tokens / seconds, mean, p90);
     }
 
     private static Outcome one(HttpClient http, String url, String model, int i, int maxTokens) throws Exception {
@@ -141,6 +147,6 @@ public final class ServeLoad {
                 }
             }
         }
-        return new Outcome(tokens, Math.max(ttft, 0));
+        return new Outcome(tokens, ttft);
     }
 }
