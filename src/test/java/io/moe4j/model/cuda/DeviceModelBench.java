@@ -186,18 +186,21 @@ public final class DeviceModelBench {
     }
 
     /**
-     * Continuous batching: {@code batch} sessions of different lengths (prompts of 8 to 23 tokens) stepped together
-     * with {@link Model#step}, one token each a step; the median step gives tokens/s over the batch.
+     * Continuous batching: {@code batch} sessions of different lengths (prompts of 8 to 23 tokens, or from
+     * {@code -Dmoe4j.bench.batchPrompt=N} to N + 15: a server's chat requests start from ~80) stepped together with
+     * {@link Model#step}, one token each a step; the median step gives tokens/s over the batch.
      */
     private static void decodeBatch(Model model, int batch, int steps, boolean greedy) {
         java.util.List<Session> sessions = new java.util.ArrayList<>();
+        int shortest = shortestBatchPrompt();
         try {
             java.util.List<int[]> feed = new java.util.ArrayList<>();
             for (int i = 0; i < batch; i++) {
                 Session s = model.newSession();
                 sessions.add(s);
                 int seed = i * 7919;
-                int[] prompt = IntStream.range(0, 8 + i % 16).map(j -> 1 + (j * 31 + seed) % (VOCAB - 1)).toArray();
+                int[] prompt = IntStream.range(0, shortest + i % 16).map(j -> 1 + (j * 31 + seed) % (VOCAB - 1))
+                        .toArray();
                 feed.add(new int[] {argmax(s.prefillLast(prompt))});
             }
             double[] ms = new double[steps];
@@ -267,16 +270,22 @@ public final class DeviceModelBench {
         }
     }
 
+    /** The shortest prompt of a timed batch: {@code -Dmoe4j.bench.batchPrompt}, 8 unless set. */
+    private static int shortestBatchPrompt() {
+        return Integer.getInteger("moe4j.bench.batchPrompt", 8);
+    }
+
     /** Where a batched decode step's time goes ({@link DeviceBatch#PHASES}), and its recorded graph replayed alone. */
     private static void profileBatch(DeviceModel model, int batch, int steps) {
         java.util.List<io.moe4j.model.SequenceState> seqs = new java.util.ArrayList<>();
+        int shortest = shortestBatchPrompt();
         try {
             java.util.List<int[]> feed = new java.util.ArrayList<>();
             long[] starts = new long[batch];
             for (int i = 0; i < batch; i++) {
                 io.moe4j.model.SequenceState s = model.newSequence();
                 seqs.add(s);
-                int[] prompt = IntStream.range(0, 8 + i % 16).map(j -> 1 + j * 131).toArray();
+                int[] prompt = IntStream.range(0, shortest + i % 16).map(j -> 1 + j * 131).toArray();
                 feed.add(new int[] {argmax(s.forward(prompt, 0, false))});
                 starts[i] = prompt.length;
             }
