@@ -288,9 +288,9 @@ class ModelOpsKernelsTest {
 
     /**
      * model_attend_rows against softmax attention computed here in float64: groups of 1 to 16 query heads a kv head
-     * (every warp layout of the block: several warps a head, idle warps, two heads a warp), heads of 64, 80 and 128,
-     * full, sliding and chunked windows, sinks, a decode row (its span in many pieces, merged by the last block) and
-     * three rows at once, run twice (the arrival counters must be left at zero).
+     * (every warp layout of the block: several warps a head, idle warps, two heads a warp), heads of 32, 64, 80, 128
+     * and 256, full, sliding and chunked windows, sinks, a decode row (its span in many pieces, merged by the last
+     * block) and three rows at once, run twice (the arrival counters must be left at zero).
      */
     @Test
     void groupedQueryAttentionIsSoftmaxAttention() {
@@ -299,7 +299,7 @@ class ModelOpsKernelsTest {
         int kvHeads = 2;
         try (ModelOps ops = ModelOps.open(); Arena arena = Arena.ofConfined()) {
             for (int group : new int[] {1, 4, 5, 8, 12, 16}) {
-                for (int headDim : new int[] {64, 80, 128}) {
+                for (int headDim : new int[] {32, 64, 80, 128, 256}) {
                     int heads = kvHeads * group;
                     int width = kvHeads * headDim;
                     float[] cache = random(rnd, positions * 2 * width, 1.0);
