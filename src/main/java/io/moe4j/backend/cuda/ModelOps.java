@@ -591,9 +591,10 @@ public final class ModelOps implements AutoCloseable {
                     + needed + " bytes of partials and " + 4L * tokens * kvHeads + " of arrivals; got "
                     + partialsBytes + " and " + arrivalsBytes);
         }
-        launchZ("model_attend_rows", tokens, kvHeads, splits, GQA_THREADS, a -> a.pointer(q).i32(qStride)
-                .pointer(caches).i32(perRow ? 1 : 0).pointer(sinks).pointer(out).pointer(positions).i32(heads)
-                .i32(kvHeads).i32(headDim).i32(window).f32(scale).pointer(partials).pointer(arrivals)
+        List<String> variant = attendWidthCompiled ? List.of("-DGQA_HEAD_DIM=" + headDim) : List.of();
+        launch(SOURCE, "model_attend_rows", variant, tokens, kvHeads, splits, GQA_THREADS, 0, a -> a.pointer(q)
+                .i32(qStride).pointer(caches).i32(perRow ? 1 : 0).pointer(sinks).pointer(out).pointer(positions)
+                .i32(heads).i32(kvHeads).i32(headDim).i32(window).f32(scale).pointer(partials).pointer(arrivals)
                 .i32(early("attend", tokens)));
     }
 
@@ -638,6 +639,12 @@ public final class ModelOps implements AutoCloseable {
     private static final int TILE_ROWS = 64;
     private static final int TILE_KEYS = 32;
     private static final int TILE_DIM_MAX = 128;
+
+    /**
+     * Whether {@link #attendRows} runs the kernel compiled for the head's width (GQA_HEAD_DIM in the source; one
+     * module a width): unless {@code -Dmoe4j.cuda.attendWidthCompiled=false} (A/B runs).
+     */
+    private final boolean attendWidthCompiled = !"false".equals(System.getProperty("moe4j.cuda.attendWidthCompiled"));
 
     /** The most query heads a kv head may have in {@link #attendRows}: a warp each (GQA_WARPS in the source). */
     public static final int GQA_GROUP_MAX = 16;

@@ -725,6 +725,9 @@ extern "C" __global__ void model_position_rows(float* __restrict__ qkv, int head
 // positions: 2.81-2.90 ms with 2 a step, 2.73-2.74 with 8 (which spills a few registers at the 64 that two blocks a
 // multiprocessor leave), 2.82-2.88 with 4; after 16 positions no difference.
 #define GQA_STEP 8
+// GQA_HEAD_DIM (a define, optional): the kernel compiled for that head width only (the launch's headDim must equal
+// it), so that a lane's loops over its dimensions run as many times as the head needs, not HEAD_DIM_MAX / 32 with
+// the rest predicated off.
 
 __device__ __forceinline__ float warp_max_f(float v) {
 #pragma unroll
@@ -741,7 +744,13 @@ model_attend_rows(const float* __restrict__ q, int qStride, const unsigned long 
     __shared__ __align__(16) float sTiles[4 * GQA_TILE_FLOATS];  // keys [2][tile], then values [2][tile]
     __shared__ float sWeights[GQA_WARPS][GQA_PIECES_MAX];
     __shared__ int sLast;
+#ifdef GQA_HEAD_DIM
+    // compiled for one head width: the loops over a lane's dimensions unrolled to the head's, their bounds known
+    headDim = GQA_HEAD_DIM;
+    const int per = (GQA_HEAD_DIM + 31) / 32;
+#else
     const int per = HEAD_DIM_MAX / 32;
+#endif
     const int t = blockIdx.x, kvh = blockIdx.y, piece = blockIdx.z;
     const long long position = load_l2(positions + t);
     const float* cache = row_cache(caches, perRow, t);
