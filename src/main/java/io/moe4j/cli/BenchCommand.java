@@ -81,7 +81,7 @@ final class BenchCommand implements Callable<Integer> {
 
     @Option(names = "--model-preset", description = "time a whole model instead of one layer: gpt-oss-20b, "
             + "qwen3-30b-a3b, qwen3-235b-a22b, mixtral-8x7b or deepseek-v3 (real shape and scheme, synthetic weights, "
-            + "batch-1 decode)")
+            + "batch-1 decode; batched with --batches)")
     String modelPreset;
 
     @Option(names = "--layers", description = "with --model-preset: layers to run (default: as many as fit "
@@ -95,6 +95,10 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--decode-tokens", defaultValue = "16",
             description = "with --model-preset: timed decode steps, median reported (default: ${DEFAULT-VALUE})")
     int decodeTokens;
+
+    @Option(names = "--batches", split = ",", description = "with --model-preset: also time batched decode at these"
+            + " batch sizes, e.g. 8,64 (sequences stepped together as a server steps them; tokens/s over the batch)")
+    List<Integer> batches;
 
     @Option(names = "--prompt-tokens", defaultValue = "128",
             description = "with --model-preset: the prefill prompt's length (default: ${DEFAULT-VALUE})")
@@ -118,7 +122,7 @@ final class BenchCommand implements Callable<Integer> {
 
     /** The options only a whole-model run reads: without --model-preset they would be silently ignored. */
     private static final List<String> MODEL_PRESET_ONLY = List.of("--write-only", "--layers", "--experts",
-            "--decode-tokens", "--prompt-tokens", "--memory-gib", "--cache-dir");
+            "--decode-tokens", "--prompt-tokens", "--memory-gib", "--cache-dir", "--batches");
 
     @Spec
     CommandSpec spec;
@@ -224,7 +228,8 @@ final class BenchCommand implements Callable<Integer> {
         }
         io.moe4j.bench.model.ModelShape shape = io.moe4j.bench.model.MemoryFit.fit(p.shape(), layers, experts, budget);
         ModelBenchRun run = new ModelBenchRun(p, shape, backend, nThreads,
-                new io.moe4j.bench.model.ModelBench(warm, decodeTokens, promptTokens, SEED), cache, budget,
+                new io.moe4j.bench.model.ModelBench(warm, decodeTokens, promptTokens, SEED,
+                        batches == null ? List.of() : batches), cache, budget,
                 bandwidthMib << 20, json, activations.value());
         if (writeOnly) {
             System.out.println(run.write().toAbsolutePath());

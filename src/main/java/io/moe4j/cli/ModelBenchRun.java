@@ -19,8 +19,8 @@ import java.util.Locale;
 
 /**
  * {@code moe bench --model-preset P}: writes (or reuses) a synthetic model of the preset's real shape and scheme,
- * loads it through {@link Model#load}, times batch-1 decode and a prompt's prefill, and sets the bytes a token reads
- * against the read bandwidth measured in the same run.
+ * loads it through {@link Model#load}, times batch-1 decode, a prompt's prefill and any batched decode asked for, and
+ * sets the bytes a token reads against the read bandwidth measured in the same run.
  *
  * @param shape the preset's shape as run (fewer layers or experts where the whole model does not fit)
  * @param budget the memory budget the shape was fitted to, for the message
@@ -86,8 +86,10 @@ record ModelBenchRun(ModelPreset preset, ModelShape shape, String backend, int t
         ModelBench.Timing timing;
         try (Model model = Model.load(dir, options)) {
             System.err.printf(Locale.ROOT, "loaded in %.1f s%n", (System.nanoTime() - t0) / 1e9);
-            try (ProgressBar pb = DemoCommand.bar("decoding, then a " + bench.promptTokens() + "-token prefill",
-                    bench.warmupTokens() + bench.decodeTokens() + 2L)) {
+            String what = "decoding, then a " + bench.promptTokens() + "-token prefill"
+                    + (bench.batches().isEmpty() ? "" : ", then batches of " + bench.batches().stream()
+                    .map(String::valueOf).collect(java.util.stream.Collectors.joining(", ")));
+            try (ProgressBar pb = DemoCommand.bar(what, bench.steps())) {
                 timing = bench.run(model, pb::stepBy);
             }
         }
@@ -99,7 +101,8 @@ record ModelBenchRun(ModelPreset preset, ModelShape shape, String backend, int t
                 shape.fullLayers(), shape.experts(), shape.fullExperts(), bench.decodeTokens(), perToken * 1e3,
                 timing.decodeTokensPerS(), timing.promptTokens(), timing.prefillTokensPerS(),
                 timing.firstPrefillTokensPerS(), tb, effective, machine,
-                full, effective * 1e9 / full, timing.decodeCpuSeconds() / (timing.decodeWallSeconds() * threads));
+                full, effective * 1e9 / full, timing.decodeCpuSeconds() / (timing.decodeWallSeconds() * threads),
+                timing.batches());
         System.out.print(json ? r.json() + System.lineSeparator() : r.text());
         System.out.flush();
         return 0;

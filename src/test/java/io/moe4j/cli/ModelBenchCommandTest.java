@@ -38,7 +38,9 @@ class ModelBenchCommandTest {
                 "experts", "model_experts", "decode_tokens", "decode_ms_per_token", "decode_tokens_per_s",
                 "prompt_tokens", "prefill_tokens_per_s", "prefill_first_pass_tokens_per_s", "bytes_per_token", "bytes",
                 "effective_gbps", "machine_gbps",
-                "ratio", "full_model_bytes_per_token", "projected_full_model_tokens_per_s", "decode_cpu_share");
+                "ratio", "full_model_bytes_per_token", "projected_full_model_tokens_per_s", "decode_cpu_share",
+                "batches");
+        assertThat(j.get("batches")).isEmpty();
         assertThat(j.get("model_preset").asText()).isEqualTo("gpt-oss-20b");
         assertThat(j.get("layers").asInt()).isEqualTo(2);
         assertThat(j.get("model_layers").asInt()).isEqualTo(24);
@@ -69,6 +71,34 @@ class ModelBenchCommandTest {
                 / j.get("machine_gbps").asDouble(), org.assertj.core.data.Offset.offset(1e-3));
     }
 
+    /** --batches: each batch size's steps, their median step and tokens/s over the batch, in the JSON and the text. */
+    @Test
+    void batchedDecodeIsTimedForEachBatchSize(@TempDir Path tmp) throws Exception {
+        ModelShape tiny = new ModelShape(ModelShape.Family.GPT_OSS, 64, 2, 24, 4, 2, 16, 8, 32, 4, 64, 0, 300, 8, 0,
+                0, null);
+        ModelBench bench = new ModelBench(1, 3, 5, 1, List.of(2, 5));
+        ModelBenchRun json = new ModelBenchRun(ModelPreset.GPT_OSS_20B, tiny, "cpu", 2, bench, tmp, 1L << 30,
+                8L << 20, true);
+        JsonNode j = new ObjectMapper().readTree(capture(() -> assertThat(json.run()).isZero()).strip());
+        JsonNode batches = j.get("batches");
+        assertThat(batches).hasSize(2);
+        for (int i = 0; i < 2; i++) {
+            JsonNode b = batches.get(i);
+            int size = List.of(2, 5).get(i);
+            assertThat(b.get("batch").asInt()).isEqualTo(size);
+            assertThat(b.get("steps").asInt()).isEqualTo(3);
+            double ms = b.get("ms_per_step").asDouble();
+            assertThat(ms).isPositive();
+            assertThat(b.get("tokens_per_s").asDouble()).isCloseTo(size * 1e3 / ms,
+                    org.assertj.core.data.Percentage.withPercentage(1));
+        }
+        ModelBenchRun text = new ModelBenchRun(ModelPreset.GPT_OSS_20B, tiny, "cpu", 2, bench, tmp, 1L << 30,
+                8L << 20, false);
+        assertThat(capture(() -> assertThat(text.run()).isZero())).contains("decode batch 2 (median of 3 steps)",
+                "decode batch 5 (median of 3 steps)");
+        assertThat(bench.steps()).isEqualTo((1 + 3) * 3 + 2);
+    }
+
     @Test
     void optionsThatDoNotApplyAreUserErrors() {
         assertThat(MoeCommand.execute("bench", "--model-preset", "gpt-5")).isEqualTo(1);
@@ -77,6 +107,8 @@ class ModelBenchCommandTest {
         assertThat(MoeCommand.execute("bench", "--model-preset", "gpt-oss-20b", "--backend", "npu")).isEqualTo(1);
         assertThat(MoeCommand.execute("bench", "--model-preset", "gpt-oss-20b", "--layers", "25")).isEqualTo(1);
         assertThat(MoeCommand.execute("bench", "--model-preset", "gpt-oss-20b", "--experts", "2")).isEqualTo(1);
+        assertThat(MoeCommand.execute("bench", "--model-preset", "gpt-oss-20b", "--batches", "8,0")).isEqualTo(1);
+        assertThat(MoeCommand.execute("bench", "--batches", "8")).isEqualTo(1); // a layer bench has no batches
     }
 
     /** Without a GPU, --backend cuda is refused with the probe's reason before any weights are written. */

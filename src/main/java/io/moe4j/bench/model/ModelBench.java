@@ -2,8 +2,12 @@ package io.moe4j.bench.model;
 
 import io.moe4j.model.Model;
 import io.moe4j.model.Session;
+import io.moe4j.model.StepOutput;
+import io.moe4j.model.TokenDraw;
 
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.SplittableRandom;
 import java.util.function.IntConsumer;
 
@@ -14,17 +18,54 @@ import java.util.function.IntConsumer;
  * prompt kernels as it goes (on the 2-core Zen 3, gpt-oss-20b shapes with 2 layers, 512 tokens: 60.8 tokens/s, then
  * 179.1 and 165.6), so the second is the prefill's speed and the first what a process's first prompt sees.
  *
- * @param warmupTokens untimed decode steps first (JIT compilation)
+ * <p>With {@code batches}, it then times batched decode as a server runs it: that many sessions of different short
+ * prompts (8 to 23 tokens) stepped together by {@link Model#step}, each drawing its greedy token where the model
+ * draws (on the device for cuda), the same warm-up and timed steps; the median step gives tokens/s over the batch.
+ *
+ * @param warmupTokens untimed decode steps first (JIT compilation; a cuda batch records its step graph in them)
  * @param decodeTokens timed decode steps; the median is reported
  * @param promptTokens the prefill prompt's length
+ * @param batches      batch sizes of batched decode to time after the rest (none: batch 1 only)
  */
-public record ModelBench(int warmupTokens, int decodeTokens, int promptTokens, long seed) {
+public record ModelBench(int warmupTokens, int decodeTokens, int promptTokens, long seed, List<Integer> batches) {
     /** The prompt before the decode steps: a chat turn's worth of tokens. */
     static final int SHORT_PROMPT = 8;
 
     public ModelBench {
         if (warmupTokens < 0 || decodeTokens < 1 || promptTokens < 1) {
             throw new IllegalArgumentException("decode tokens and prompt tokens must be positive, warm-up at least 0");
+        }
+        batches = List.copyOf(batches);
+        for (int b : batches) {
+            if (b < 1) {
+                throw new IllegalArgumentException("batch sizes must be positive, got " + b);
+            }
+        }
+    }
+
+    /** Batch 1 only. */
+    public ModelBench(int warmupTokens, int decodeTokens, int promptTokens, long seed) {
+        this(warmupTokens, decodeTokens, promptTokens, seed, List.of());
+    }
+
+    /** Steps {@link #run} reports to its listener: every decode step, warm-up included, and the two prefills. */
+    public long steps() {
+        return (long) (warmupTokens + decodeTokens) * (1 + batches.size()) + 2;
+    }
+
+    /**
+     * A batch size's timed steps.
+     *
+     * @param stepSeconds each timed step's seconds, in order
+     */
+    public record BatchTiming(int batch, double[] stepSeconds) {
+        public double medianStepSeconds() {
+            return median(stepSeconds);
+        }
+
+        /** Tokens over the whole batch a second. */
+        public double tokensPerS() {
+            return batch / medianStepSeconds();
         }
     }
 
@@ -36,16 +77,13 @@ public record ModelBench(int warmupTokens, int decodeTokens, int promptTokens, l
      *                         the threads, it says the machine was busy with other work (or the workers idle)
      */
     public record Timing(double[] decodeSeconds, double prefillSeconds, double firstPrefillSeconds, int promptTokens,
-            double decodeCpuSeconds) {
+            double decodeCpuSeconds, List<BatchTiming> batches) {
         public double decodeWallSeconds() {
             return Arrays.stream(decodeSeconds).sum();
         }
 
         public double medianDecodeSeconds() {
-            double[] s = decodeSeconds.clone();
-            Arrays.sort(s);
-            int n = s.length;
-            return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+            return median(decodeSeconds);
         }
 
         public double decodeTokensPerS() {
@@ -87,7 +125,51 @@ public record ModelBench(int warmupTokens, int decodeTokens, int promptTokens, l
         step.accept(1);
         double prefill = prefill(model, prompt);
         step.accept(1);
-        return new Timing(decode, prefill, first, promptTokens, cpu / 1e9);
+        List<BatchTiming> batched = new ArrayList<>();
+        for (int b : batches) {
+            batched.add(decodeBatch(model, b, rnd, step));
+        }
+        return new Timing(decode, prefill, first, promptTokens, cpu / 1e9, batched);
+    }
+
+    /** {@code batch} sessions of 8 to 23 prompt tokens stepped together, greedy, drawn where the model draws. */
+    private BatchTiming decodeBatch(Model model, int batch, SplittableRandom rnd, IntConsumer step) {
+        int vocab = model.vocabSize();
+        List<Session> sessions = new ArrayList<>();
+        try {
+            List<int[]> feed = new ArrayList<>();
+            for (int i = 0; i < batch; i++) {
+                Session s = model.newSession();
+                sessions.add(s);
+                float[] logits = s.prefillLast(randomTokens(rnd, SHORT_PROMPT + i % 16, vocab));
+                feed.add(new int[] {io.moe4j.model.Logits.argmax(logits, 0, logits.length)});
+            }
+            TokenDraw[] draws = new TokenDraw[batch];
+            Arrays.fill(draws, TokenDraw.greedy());
+            double[] seconds = new double[decodeTokens];
+            for (int i = 0; i < warmupTokens + decodeTokens; i++) {
+                long t0 = System.nanoTime();
+                StepOutput out = model.step(sessions, feed, draws);
+                long t1 = System.nanoTime();
+                if (i >= warmupTokens) {
+                    seconds[i - warmupTokens] = (t1 - t0) / 1e9;
+                }
+                for (int j = 0; j < batch; j++) {
+                    feed.set(j, new int[] {Math.max(0, out.drawn()[j])}); // -1: no finite logit (not from these weights)
+                }
+                step.accept(1);
+            }
+            return new BatchTiming(batch, seconds);
+        } finally {
+            sessions.forEach(Session::close);
+        }
+    }
+
+    private static double median(double[] values) {
+        double[] s = values.clone();
+        Arrays.sort(s);
+        int n = s.length;
+        return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
     }
 
     /** Seconds of one pass of {@code prompt} through a fresh session. */

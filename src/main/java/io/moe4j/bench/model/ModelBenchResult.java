@@ -1,5 +1,6 @@
 package io.moe4j.bench.model;
 
+import java.util.List;
 import java.util.Locale;
 
 /**
@@ -19,12 +20,16 @@ import java.util.Locale;
  *                        well below 1, other programs had the cores (or the workers waited)
  * @param projectedTokensPerS the whole real model's decode tokens/s at this run's effective bandwidth (an estimate
  *                          when layers or experts were limited)
+ * @param batches         batched decode's timings, by batch size (none unless asked for)
  */
 public record ModelBenchResult(String preset, String scheme, String backend, int threads, int layers, int modelLayers,
                                int experts, int modelExperts, int decodeTokens, double decodeMsPerToken,
                                double decodeTokensPerS, int promptTokens, double prefillTokensPerS,
                                double firstPrefillTokensPerS, TokenBytes bytes, double effectiveGbps, double machineGbps, long fullBytesPerToken,
-                               double projectedTokensPerS, double cpuShare) {
+                               double projectedTokensPerS, double cpuShare, List<ModelBench.BatchTiming> batches) {
+    public ModelBenchResult {
+        batches = List.copyOf(batches);
+    }
 
     public long bytesPerToken() {
         return bytes.total();
@@ -50,12 +55,22 @@ public record ModelBenchResult(String preset, String scheme, String backend, int
                         + "\"attention\":%d,\"experts\":%d,\"dense\":%d,\"norms\":%d,\"lm_head\":%d},"
                         + "\"effective_gbps\":%.3f,\"machine_gbps\":%.3f,\"ratio\":%.4f,"
                         + "\"full_model_bytes_per_token\":%d,\"projected_full_model_tokens_per_s\":%.3f,"
-                        + "\"decode_cpu_share\":%.3f}",
+                        + "\"decode_cpu_share\":%.3f,\"batches\":[%s]}",
                 preset, scheme, backend, threads, layers, modelLayers, experts, modelExperts, decodeTokens,
                 decodeMsPerToken, decodeTokensPerS, promptTokens, prefillTokensPerS, firstPrefillTokensPerS,
                 bytes.total(), bytes.embeddingRow(),
                 bytes.attention(), bytes.experts(), bytes.dense(), bytes.norms(), bytes.lmHead(), effectiveGbps,
-                machineGbps, ratio(), fullBytesPerToken, projectedTokensPerS, cpuShare);
+                machineGbps, ratio(), fullBytesPerToken, projectedTokensPerS, cpuShare, batchesJson());
+    }
+
+    private String batchesJson() {
+        StringBuilder b = new StringBuilder();
+        for (ModelBench.BatchTiming t : batches) {
+            b.append(b.isEmpty() ? "" : ",").append(String.format(Locale.ROOT,
+                    "{\"batch\":%d,\"steps\":%d,\"ms_per_step\":%.3f,\"tokens_per_s\":%.3f}", t.batch(),
+                    t.stepSeconds().length, t.medianStepSeconds() * 1e3, t.tokensPerS()));
+        }
+        return b.toString();
     }
 
     /** A few lines for people. */
@@ -72,6 +87,11 @@ public record ModelBenchResult(String preset, String scheme, String backend, int
                 100 * cpuShare, threads));
         b.append(String.format(Locale.ROOT, "  prefill (%d tokens): %.1f tokens/s (the process's first pass, kernels "
                 + "compiling: %.1f)%n", promptTokens, prefillTokensPerS, firstPrefillTokensPerS));
+        for (ModelBench.BatchTiming t : batches) {
+            b.append(String.format(Locale.ROOT, "  decode batch %d (median of %d steps): %.1f ms a step, %.2f tokens/s"
+                    + " (%.2f a sequence)%n", t.batch(), t.stepSeconds().length, t.medianStepSeconds() * 1e3,
+                    t.tokensPerS(), 1 / t.medianStepSeconds()));
+        }
         b.append(String.format(Locale.ROOT, "  bytes a token reads: %.1f MB (experts %.1f, attention %.1f, dense %.1f,"
                         + " lm_head %.1f, norms %.3f, embedding row %.3f)%n", bytes.total() / 1e6,
                 bytes.experts() / 1e6, bytes.attention() / 1e6, bytes.dense() / 1e6, bytes.lmHead() / 1e6,
