@@ -15,10 +15,36 @@ import java.util.stream.IntStream;
  *
  * <p>{@code java ... io.moe4j.model.cuda.DevicePrefillBench [tokens=2048] [rounds=3] [after=0]}: with {@code after}
  * positions already in the cache (a later turn of a conversation, written once, untimed); {@code
- * -Dmoe4j.bench.phases=false} leaves out the profiled prompt (a kernel timeline then ends with a timed one).
+ * -Dmoe4j.bench.phases=false} leaves out the profiled prompt (a kernel timeline then ends with a timed one). With
+ * {@code -Dmoe4j.bench.sequences=N} the prompt is also timed as N sequences of tokens / N each in one step (as a server
+ * steps several joining prompts), after the single prompt's rounds and before the profiled one.
  */
 public final class DevicePrefillBench {
     private DevicePrefillBench() {
+    }
+
+    /** The prompt cut into {@code sequences} fresh sequences stepped together: one untimed step, then timed ones. */
+    private static void stepped(DeviceModel model, int[] prompt, int sequences, int rounds) {
+        int each = prompt.length / sequences;
+        for (int r = -1; r < rounds; r++) {
+            java.util.List<io.moe4j.model.SequenceState> seqs = new java.util.ArrayList<>();
+            java.util.List<int[]> tokens = new java.util.ArrayList<>();
+            try {
+                for (int i = 0; i < sequences; i++) {
+                    seqs.add(model.newSequence());
+                    tokens.add(java.util.Arrays.copyOfRange(prompt, i * each, (i + 1) * each));
+                }
+                long a = System.nanoTime();
+                model.step(seqs, tokens, new long[sequences], new io.moe4j.model.TokenDraw[sequences]);
+                double sec = (System.nanoTime() - a) / 1e9;
+                if (r >= 0) {
+                    System.out.printf("prefill %d sequences of %d tokens in one step: %.3f s = %.0f tokens/s%n",
+                            sequences, each, sec, sequences * each / sec);
+                }
+            } finally {
+                seqs.forEach(io.moe4j.model.SequenceState::close);
+            }
+        }
     }
 
     public static void main(String[] args) {
@@ -53,6 +79,10 @@ public final class DevicePrefillBench {
                 double sec = (System.nanoTime() - a) / 1e9;
                 System.out.printf("prefill %d tokens after %d: %.3f s = %.0f tokens/s%n", tokens, after, sec,
                         tokens / sec);
+            }
+            int sequences = Integer.getInteger("moe4j.bench.sequences", 1);
+            if (sequences > 1) {
+                stepped(model, prompt, sequences, rounds);
             }
             if (Boolean.parseBoolean(System.getProperty("moe4j.bench.phases", "true"))) {
                 s.profile(true);
