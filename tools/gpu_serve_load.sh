@@ -29,6 +29,7 @@ port=8765
 "$java" "${opts[@]}" -Xmx${HEAP:-48g} "${jfr[@]}" -cp "$cp" io.moe4j.cli.MoeCommand serve --model "$dir" --backend "${BACKEND:-cuda}" \
   --port "$port" --max-sequences "$most" --max-queue 256 > /tmp/moe4j-serve.log 2>&1 &
 server=$!
+trap 'kill "$server" 2>/dev/null || true' EXIT  # the load run failing leaves no server behind
 for _ in $(seq 1 300); do
   curl -sf "http://127.0.0.1:$port/health" > /dev/null && break
   kill -0 "$server" 2>/dev/null || break
