@@ -14,7 +14,7 @@
 //   model_router_logits router logits in float64 (exact float products), for the host's selection rules;
 //                       model_norm_router_logits with the norm before them, for a few rows
 //   model_linear_bf16_r{1,2,4,8}  model_linear_bf16 for batches of tokens, R output rows a warp
-//   model_linear_bf16_mma the same on tensor cores (x as two bf16 terms), from 8 tokens; _split for batches too
+//   model_linear_bf16_mma the same on tensor cores (x as two bf16 terms), from 4 tokens; _split for batches too
 //                       small to fill the GPU with its 64-row blocks; or sliced over K, model_linear_slices adding
 //                       the slices' sums
 //   model_gather_rows   rows picked by index (each sequence's last row of a batch, for lm_head)
@@ -391,7 +391,7 @@ LINEAR_ROWS_KERNEL(2)
 LINEAR_ROWS_KERNEL(4)
 LINEAR_ROWS_KERNEL(8)
 
-// model_linear_bf16 on tensor cores, for batches of 8 tokens or more (prefill, decode batches), where the
+// model_linear_bf16 on tensor cores, for batches of 4 tokens or more (prefill, decode batches), where the
 // CUDA-core kernels are bound by their instructions, not the weights' bytes. mma.m16n8k16 (bf16 in, float32
 // accumulate): A = 16 rows of W, B = 8 tokens of x. x is float32: it goes in as two bf16 terms, hi = bf16(x) and
 // lo = bf16(x - hi), each multiplied by the (exact) bf16 weights, so products keep ~16 bits of x (the CUDA-core
