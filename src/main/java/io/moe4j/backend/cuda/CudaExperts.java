@@ -265,10 +265,11 @@ final class CudaExperts implements Experts {
         int experts = w.numExperts();
         // The GEMV's pieces (up to four pairs of one expert a block) once the pairs are as many as the experts: an
         // expert then takes one or two pairs on average, and the pieces read each routed expert once instead of once
-        // a pair (H200, gpt-oss-20b shapes, a batch-8 step, 32 pairs on 32 experts: 5.72-5.83 ms a step with a pair
-        // a block, 5.44-5.48 with pieces). Their count varies with the routing, so the grid is the most there can be
-        // and the plan pads with empty pieces. One token's choices are distinct experts, a pair each: no pieces (and
-        // the selection writes that plan itself).
+        // a pair (H200, gpt-oss-20b shapes, 24 layers, a batch-8 step, 32 pairs on 32 experts, the old rule against
+        // this one alternated twice in one call: 5.58-5.62 ms a step with a pair a block, 5.22-5.31 with pieces).
+        // Their count varies with the routing, so the grid is the most there can be and the plan pads with empty
+        // pieces. One token's choices are distinct experts, a pair each: no pieces (and the selection writes that
+        // plan itself).
         boolean pieces = tokens > 1 && pairs >= experts && (w13 instanceof Mxfp4Matrix || w2 instanceof Mxfp4Matrix);
         int maxPieces = pieces ? Math.min(pairs, (pairs + 3 * Math.min(experts, pairs) + 3) / 4) : 0;
         DeviceBuffer meta = routes.buffer(DeviceRoutes.Slot.META,
