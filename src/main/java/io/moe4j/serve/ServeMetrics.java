@@ -99,16 +99,15 @@ public final class ServeMetrics {
         batchSize.write(out, "moe4j_batch_size", "Sequences per model step.");
         stepTokens.write(out, "moe4j_step_tokens", "Tokens fed per model step (prompt chunks and decode tokens).");
         stepSeconds.write(out, "moe4j_step_seconds", "Time of each batched model step (the engine's forward pass).");
-        out.append("# HELP moe4j_scheduler_host_seconds_total Time the scheduler spent outside model steps while "
-                + "sequences ran: admission, sampling, streaming text.\n");
-        out.append("# TYPE moe4j_scheduler_host_seconds_total counter\n");
-        out.append("moe4j_scheduler_host_seconds_total ").append(hostSeconds.sum()).append('\n');
+        counter(out, "moe4j_scheduler_host_seconds_total", "Time the scheduler spent outside model steps while "
+                + "sequences ran: admission, sampling, streaming text.", hostSeconds.sum());
         timeToFirstToken.write(out, "moe4j_time_to_first_token_seconds",
                 "From admission to the queue until the first sampled token.");
         return out.toString();
     }
 
-    private static void counter(StringBuilder out, String name, String help, long value) {
+    /** A counter's HELP, TYPE and sample; a whole count or seconds as Java prints them. */
+    private static void counter(StringBuilder out, String name, String help, Number value) {
         out.append("# HELP ").append(name).append(' ').append(help).append('\n');
         out.append("# TYPE ").append(name).append(" counter\n").append(name).append(' ').append(value).append('\n');
     }
