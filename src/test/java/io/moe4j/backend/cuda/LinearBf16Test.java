@@ -15,8 +15,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * {@link ModelOps#linearBf16} for batches against the same rows one token at a time: the CUDA-core batch kernels
- * (R rows a warp) give the one-token kernel's sums bit for bit; the tensor-core kernel (8 tokens and more, x as two
- * bf16 terms) agrees within its rounding; with bias, accumulation into y, and rows that do not fill a tile.
+ * (R rows a warp) give the one-token kernel's sums bit for bit; the tensor-core kernel (from
+ * {@link ModelOps#MMA_LINEAR_TOKENS} tokens, x as two bf16 terms) agrees within its rounding; with bias, accumulation
+ * into y, and rows that do not fill a tile.
  */
 class LinearBf16Test {
     private static final int IN = 288; // a multiple of 32, not of 64
@@ -59,8 +60,8 @@ class LinearBf16Test {
 
     /**
      * Wide outputs take more rows a warp (ModelOps keeps two blocks a multiprocessor): on a 132-multiprocessor H100 or
-     * H200 these widths run R = 2, 4 and 8 below 8 tokens, every one giving the one-token kernel's sums bit for bit;
-     * from 8 tokens the tensor-core kernels, 17000 rows taking the 64-row blocks that share x, the others the 16-row
+     * H200 these widths run R = 2, 4 and 8 below the tensor-core threshold, every one giving the one-token kernel's
+     * sums bit for bit; from it the tensor-core kernels, 17000 rows taking the 64-row blocks that share x, the others the 16-row
      * blocks that split K.
      */
     @Test
