@@ -155,7 +155,8 @@ public record ModelBench(int warmupTokens, int decodeTokens, int promptTokens, l
                     seconds[i - warmupTokens] = (t1 - t0) / 1e9;
                 }
                 for (int j = 0; j < batch; j++) {
-                    feed.set(j, new int[] {Math.max(0, out.drawn()[j])}); // -1: no finite logit (not from these weights)
+                    // -1 would mean no finite logit, which these weights do not give; token 0 keeps the step going
+                    feed.set(j, new int[] {Math.max(0, out.drawn()[j])});
                 }
                 step.accept(1);
             }

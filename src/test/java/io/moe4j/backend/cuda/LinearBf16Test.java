@@ -61,8 +61,8 @@ class LinearBf16Test {
     /**
      * Wide outputs take more rows a warp (ModelOps keeps two blocks a multiprocessor): on a 132-multiprocessor H100 or
      * H200 these widths run R = 2, 4 and 8 below the tensor-core threshold, every one giving the one-token kernel's
-     * sums bit for bit; from it the tensor-core kernels, 17000 rows taking the 64-row blocks that share x, the others the 16-row
-     * blocks that split K.
+     * sums bit for bit; from it the tensor-core kernels, 17000 rows taking the 64-row blocks that share x, the others
+     * the 16-row blocks that split K.
      */
     @Test
     void wideOutputsWithSeveralRowsAWarpGiveTheOneTokenSums() {
