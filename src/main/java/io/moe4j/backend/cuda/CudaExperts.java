@@ -220,10 +220,12 @@ final class CudaExperts implements Experts {
     /**
      * Where a plan built on the device lives in a {@link DeviceRoutes}: moe_route_plan's {@code meta} (pairToken,
      * pairExpert, pairWeight, tokenPair, tokenWeight and identity, {@code span} bytes apart, then the one-pair
-     * batches and the GEMV's pieces) and {@code routes} (GEMM1's then GEMM2's). {@code maxPieces}: the pieces' grid
-     * (0: none); {@code direct1}: GEMM1 reads x's rows by token.
+     * batches and the pieces) and {@code routes} (GEMM1's then GEMM2's). {@code maxPieces}: the pieces' grid (0:
+     * none), each of at most {@code pieceSize} pairs of one expert; {@code tiles}: the pieces are the MXFP4 tile
+     * GEMMs' M tiles, else the GEMV's; {@code direct1}: GEMM1 reads x's rows by token.
      */
-    record DevicePlan(int pairs, long span, DeviceBuffer meta, DeviceBuffer routes, int maxPieces, boolean direct1) {
+    record DevicePlan(int pairs, long span, DeviceBuffer meta, DeviceBuffer routes, int maxPieces, int pieceSize,
+            boolean tiles, boolean direct1) {
         long pairToken() {
             return meta.pointer();
         }
@@ -260,9 +262,19 @@ final class CudaExperts implements Experts {
     /** The {@link DevicePlan} of a pass of {@code tokens} x {@code topK} pairs, its buffers taken from routes. */
     DevicePlan devicePlan(int tokens, int topK, boolean weightOnInput, DeviceRoutes routes) {
         int pairs = tokens * topK;
-        boolean direct1 = a13.none() && !weightOnInput && w13.columnOrder() == null;
         long span = (4L * pairs + 15) & ~15L;
         int experts = w.numExperts();
+        int used = Math.min(experts, pairs);
+        boolean mxfp4 = w13 instanceof Mxfp4Matrix || w2 instanceof Mxfp4Matrix;
+        if (tokens > 1 && mxfp4 && (long) pairs >= (long) deviceTilePairs * experts) {
+            // The tile GEMMs (each expert's weights read once for all its pairs) once the experts average
+            // deviceTilePairs pairs. Their M tiles are pieces of tileTokens pairs, as many as the grid can need:
+            // each routed expert's count rounded up to whole tiles.
+            int tileTokens = deviceTileTokens(pairs, used);
+            int maxTiles = Math.min(pairs, (pairs + (tileTokens - 1) * (used + 1)) / tileTokens);
+            return newDevicePlan(routes, pairs, span, maxTiles, tileTokens, true, false);
+        }
+        boolean direct1 = a13.none() && !weightOnInput && w13.columnOrder() == null;
         // The GEMV's pieces (up to four pairs of one expert a block) once the pairs are as many as the experts: an
         // expert then takes one or two pairs on average, and the pieces read each routed expert once instead of once
         // a pair (H200, gpt-oss-20b shapes, 24 layers, a batch-8 step, 32 pairs on 32 experts, the old rule against
@@ -270,21 +282,58 @@ final class CudaExperts implements Experts {
         // Their count varies with the routing, so the grid is the most there can be and the plan pads with empty
         // pieces. One token's choices are distinct experts, a pair each: no pieces (and the selection writes that
         // plan itself).
-        boolean pieces = tokens > 1 && pairs >= experts && (w13 instanceof Mxfp4Matrix || w2 instanceof Mxfp4Matrix);
-        int maxPieces = pieces ? Math.min(pairs, (pairs + 3 * Math.min(experts, pairs) + 3) / 4) : 0;
+        boolean pieces = tokens > 1 && pairs >= experts && mxfp4;
+        int size = Mxfp4Gemv.PAIRS_PER_PIECE;
+        int maxPieces = pieces ? Math.min(pairs, (pairs + (size - 1) * (used + 1)) / size) : 0;
+        return newDevicePlan(routes, pairs, span, maxPieces, size, false, direct1);
+    }
+
+    private static DevicePlan newDevicePlan(DeviceRoutes routes, int pairs, long span, int maxPieces, int pieceSize,
+            boolean tiles, boolean direct1) {
         DeviceBuffer meta = routes.buffer(DeviceRoutes.Slot.META,
                 6 * span + 16L * pairs + 16L * Math.max(maxPieces, 1));
         DeviceBuffer droutes = routes.buffer(DeviceRoutes.Slot.ROUTES, 16L * pairs);
-        return new DevicePlan(pairs, span, meta, droutes, maxPieces, direct1);
+        return new DevicePlan(pairs, span, meta, droutes, maxPieces, pieceSize, tiles, direct1);
+    }
+
+    /**
+     * Routed pairs an expert (on average) from which a plan built on the device takes the MXFP4 tile GEMMs instead
+     * of the GEMV's pieces: {@code -Dmoe4j.cuda.deviceTilePairs}, default {@link #DEVICE_TILE_PAIRS}.
+     */
+    private final int deviceTilePairs = Math.max(1, Integer.getInteger("moe4j.cuda.deviceTilePairs",
+            DEVICE_TILE_PAIRS));
+
+    /**
+     * The default of {@link #deviceTilePairs}. The host-planned layer on the H200 (gpt-oss-20b shapes,
+     * CudaExpertsBench, docs/cuda.md) put tiles behind pieces at 4 pairs an expert (383 against 275 µs) and ahead
+     * from 8 (411 against 447; 128 pairs an expert 384 against 718).
+     */
+    static final int DEVICE_TILE_PAIRS = 8;
+
+    /**
+     * Pairs an M tile of a device-built plan: the mma.sync kernel's tileTokens, or the wgmma kernel's tokens halved
+     * down to 64 while they exceed the pairs of {@code used} experts' average ({@link #tileTokens(RoutePlan)}'s
+     * rule, with every expert the pairs can reach counted as used, since the plan is not known here).
+     */
+    private int deviceTileTokens(int pairs, int used) {
+        if (!wgmmaTiles) {
+            return tuning.tileTokens();
+        }
+        int n = tuning.wgmma().tokens();
+        while (n > 64 && (long) n * used > pairs) {
+            n /= 2;
+        }
+        return n;
     }
 
     /**
      * The forward call with its routing already on the device: the choices {@code routes} holds (moe_router_select's
      * ids and weights, [tokens, topK]) become the routing plan in moe_route_plan, then the experts' kernels run, all
      * enqueued on the caller's {@code stream} with no host copy or wait, so that a model's decode step records as
-     * one graph. The plan is the host's ({@link RoutePlan}: pairs grouped by expert, stable in token order) without
-     * the tile GEMMs, whose launch shapes depend on the plan: one pair a CUDA-core GEMM batch, and one pair a GEMV
-     * block or, from one pair an expert on average (more than one token), the GEMV's pieces padded to their most. x
+     * one graph. The plan is the host's ({@link RoutePlan}: pairs grouped by expert, stable in token order), with
+     * grids that do not depend on it: one pair a CUDA-core GEMM batch; for MXFP4, one pair a GEMV block or, from one
+     * pair an expert on average (more than one token), the GEMV's pieces, and from {@link #deviceTilePairs} pairs an
+     * expert the tile GEMMs' M tiles, either padded to their most with empty ones. x
      * and out [tokens, hidden] float32. The caller checked {@link #plansOnDevice}. {@code early}: bits
      * ({@link #EARLY_PLAN}, ...) of the plan, activation and combine that let the next kernel launch at their entry
      * (allow_next_grid_if in moe4j_common.cuh). {@code written}: the {@link #devicePlan} the selection already wrote
@@ -297,9 +346,17 @@ final class CudaExperts implements Experts {
         int pairs = plan.pairs();
         DeviceBuffer ids = routes.buffer(DeviceRoutes.Slot.IDS, 4L * pairs);
         DeviceBuffer weights = routes.buffer(DeviceRoutes.Slot.WEIGHTS, 4L * pairs);
-        DeviceBuffer in1 = plan.direct1() ? x : routes.buffer(DeviceRoutes.Slot.IN1, 4L * pairs * h);
+        boolean tile1 = plan.tiles() && w13 instanceof Mxfp4Matrix;
+        boolean tile2 = plan.tiles() && w2 instanceof Mxfp4Matrix;
+        // A tile GEMM reads f16 rows of whole block pairs with an exponent a row, as the host-planned call's.
+        int pitch1 = tile1 ? 64 * ((Mxfp4Matrix) w13).blockPairs() : h;
+        int pitch2 = tile2 ? 64 * ((Mxfp4Matrix) w2).blockPairs() : w.intermediate();
+        DeviceBuffer in1 = plan.direct1() ? x
+                : routes.buffer(DeviceRoutes.Slot.IN1, (long) pairs * pitch1 * (tile1 ? 2 : 4));
+        DeviceBuffer exp1 = tile1 ? routes.buffer(DeviceRoutes.Slot.EXP1, 4L * pairs) : null;
         DeviceBuffer hbuf = routes.buffer(DeviceRoutes.Slot.H, 4L * pairs * w.w13().rows());
-        DeviceBuffer act = routes.buffer(DeviceRoutes.Slot.ACT, 4L * pairs * w.intermediate());
+        DeviceBuffer act = routes.buffer(DeviceRoutes.Slot.ACT, (long) pairs * pitch2 * (tile2 ? 2 : 4));
+        DeviceBuffer exp2 = tile2 ? routes.buffer(DeviceRoutes.Slot.EXP2, 4L * pairs) : null;
         DeviceBuffer y = routes.buffer(DeviceRoutes.Slot.Y, 4L * pairs * h);
         if (written == null) {
             try (Arena arena = Arena.ofConfined()) {
@@ -308,7 +365,7 @@ final class CudaExperts implements Experts {
                         .pointer(plan.pairWeight()).pointer(plan.tokenPair()).pointer(plan.tokenWeight())
                         .pointer(plan.identity()).pointer(plan.batches()).pointer(plan.routes())
                         .i32(plan.direct1() ? 1 : 0).pointer(plan.pieces()).i32(plan.maxPieces())
-                        .i32((early & EARLY_PLAN) != 0 ? 1 : 0);
+                        .i32(plan.pieceSize()).i32((early & EARLY_PLAN) != 0 ? 1 : 0);
                 engine.kernels().get("router.cu", "moe_route_plan", List.of()).function()
                         .launch(1, 1, 1, ROW_THREADS, 1, 1, 12 * w.numExperts(), stream, args);
             }
@@ -316,11 +373,13 @@ final class CudaExperts implements Experts {
             throw new IllegalStateException("the selection writes the plan of one token's pass without GEMV pieces"
                     + ", not of " + tokens + " tokens (" + plan.maxPieces() + " pieces)");
         }
-        Launch launch = new Launch(null, tokens, pairs, topK, weightOnInput, plan.direct1(), false, false, x, in1, null,
-                h, hbuf, act, null, w.intermediate(), y, out, plan.routes(), plan.meta(), plan.pairToken(),
+        boolean tiles = plan.tiles();
+        Launch launch = new Launch(null, tokens, pairs, topK, weightOnInput, plan.direct1(), tile1, tile2, x, in1,
+                exp1, pitch1, hbuf, act, exp2, pitch2, y, out, plan.routes(), plan.meta(), plan.pairToken(),
                 plan.pairExpert(), plan.pairWeight(), plan.tokenPair(), plan.tokenWeight(), plan.identity(),
-                plan.batches(), pairs, 1, plan.batches(), pairs, 1, 0L, 0, tuning.tileTokens(), plan.pieces(),
-                plan.maxPieces(), early);
+                plan.batches(), pairs, 1, plan.batches(), pairs, 1, tiles ? plan.pieces() : 0L,
+                tiles ? plan.maxPieces() : 0, tiles ? plan.pieceSize() : tuning.tileTokens(),
+                tiles ? 0L : plan.pieces(), tiles ? 0 : plan.maxPieces(), early);
         enqueue(launch, stream, null);
     }
 

@@ -24,10 +24,14 @@ public final class DeviceRoutes implements AutoCloseable {
         ROUTES,
         /** GEMM1's input rows per pair, when it cannot read the tokens as they are. */
         IN1,
+        /** the tile GEMM1's input exponent a pair (its rows then f16). */
+        EXP1,
         /** GEMM1's output per pair. */
         H,
         /** GEMM2's input per pair. */
         ACT,
+        /** the tile GEMM2's input exponent a pair. */
+        EXP2,
         /** GEMM2's output per pair. */
         Y
     }

@@ -23,10 +23,11 @@
 // weight, are flushed to zero. The prefill path is f16-rounded on the input side anyway (see above).
 //
 // Grid: x over groups of TILE_WARPS * TILE_TPW row tiles, fastest, y over M tiles (expert, first pair, count <=
-// TILE_BN), which the plan sorts by expert. Blocks running together then share one M tile's x rows (read from DRAM
-// once, then from L2 by every row group) and one expert's weights (its M tiles are neighbours). The other order, M
-// tiles fastest, had every wave read all M tiles' x rows (~100 MB at T = 4096, twice the L2) once per row group:
-// DRAM-bound at 80% of its bandwidth (ncu). Output: float32 out[first + pair][row], rows of N.
+// TILE_BN; a count of 0 is an empty tile, which a plan built on the device pads its grid with), which the plan
+// sorts by expert. Blocks running together then share one M tile's x rows (read from DRAM once, then from L2 by
+// every row group) and one expert's weights (its M tiles are neighbours). The other order, M tiles fastest, had
+// every wave read all M tiles' x rows (~100 MB at T = 4096, twice the L2) once per row group: DRAM-bound at 80% of
+// its bandwidth (ncu). Output: float32 out[first + pair][row], rows of N.
 #include "mxfp4_mma.cuh"
 
 #ifndef TILE_WARPS
@@ -65,6 +66,7 @@ moe_gemm_mxfp4_tile(const uint4* __restrict__ codes, const u32* __restrict__ sca
     const int e = mt.x;
     const int first = mt.y;
     const int count = mt.z;
+    if (count == 0) return; // an empty tile a device-built plan pads its grid with
     const int tid = threadIdx.x;
     const int lane = tid & 31;
     const int warp = tid >> 5;

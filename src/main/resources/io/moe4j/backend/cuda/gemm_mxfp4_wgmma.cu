@@ -148,6 +148,7 @@ moe_gemm_mxfp4_wgmma(const uint4* __restrict__ codes, const u32* __restrict__ sc
     const int e = mt.x;
     const int first = mt.y;
     const int count = mt.z;
+    if (count == 0) return; // an empty tile a device-built plan pads its grid with
     const int tid = threadIdx.x;
     const int lane = tid & 31;
     const int warp = tid >> 5;

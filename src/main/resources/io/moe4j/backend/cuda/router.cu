@@ -353,9 +353,9 @@ moe_router_select(const double* __restrict__ logits, int slices, const float* __
 // order (as TokenGroups groups them), every expert local. Written into `meta` at the offsets the expert kernels read:
 // pairToken, pairExpert, pairWeight [P]; tokenPair, tokenWeight [T * K]; identity [P]; batches [P] int4 (expert,
 // pair, 1, 0): the CUDA-core GEMM's one-pair batches. routes [2P] int2: GEMM1's (expert, token or pair), then
-// GEMM2's (expert, pair). With maxPieces > 0, also the tensor-core GEMV's pieces (each expert's pairs cut into
-// pieces of at most 4, as RoutePlan.pieces) as int4 (expert, first pair, count, 0), padded with empty pieces to
-// maxPieces (the recorded grid). One block; a pair's slot is its expert's start plus the earlier pairs of that expert, so
+// GEMM2's (expert, pair). With maxPieces > 0, also each expert's pairs cut into pieces of at most pieceSize (as
+// RoutePlan.pieces) as int4 (expert, first pair, count, 0), padded with empty pieces to maxPieces (the recorded
+// grid): the tensor-core GEMV's pieces (pieceSize 4) or the tile GEMMs' M tiles (pieceSize their tokens). One block; a pair's slot is its expert's start plus the earlier pairs of that expert, so
 // the plan does not depend on thread timing. P is a decode batch's (at most a few thousand).
 // grid: 1; block: 256; shared: 12 E bytes
 extern "C" __global__ void __launch_bounds__(256)
@@ -363,7 +363,7 @@ moe_route_plan(const int* __restrict__ ids, const float* __restrict__ weights, i
                int* __restrict__ pairToken, int* __restrict__ pairExpert, float* __restrict__ pairWeight,
                int* __restrict__ tokenPair, float* __restrict__ tokenWeight, int* __restrict__ identity,
                int4* __restrict__ batches, int2* __restrict__ routes, int routesByToken,
-               int4* __restrict__ pieces, int maxPieces, int early) {
+               int4* __restrict__ pieces, int maxPieces, int pieceSize, int early) {
     allow_next_grid_if(early);
     enter_after_prior_grid();
     extern __shared__ int counts[]; // [E] counts, then [E] starts, then [E] first pieces
@@ -381,17 +381,18 @@ moe_route_plan(const int* __restrict__ ids, const float* __restrict__ weights, i
             starts[e] = at;
             at += counts[e];
             firstPiece[e] = piece;
-            piece += (counts[e] + 3) / 4;
+            piece += (counts[e] + pieceSize - 1) / pieceSize;
         }
     }
     __syncthreads();
     if (maxPieces > 0) {
         for (int e = threadIdx.x; e < E; e += blockDim.x) {
-            for (int i = 0; 4 * i < counts[e]; i++) {
-                pieces[firstPiece[e] + i] = make_int4(e, starts[e] + 4 * i, min(4, counts[e] - 4 * i), 0);
+            for (int i = 0; pieceSize * i < counts[e]; i++) {
+                pieces[firstPiece[e] + i] =
+                    make_int4(e, starts[e] + pieceSize * i, min(pieceSize, counts[e] - pieceSize * i), 0);
             }
         }
-        const int used = firstPiece[E - 1] + (counts[E - 1] + 3) / 4;
+        const int used = firstPiece[E - 1] + (counts[E - 1] + pieceSize - 1) / pieceSize;
         for (int i = used + threadIdx.x; i < maxPieces; i += blockDim.x) pieces[i] = make_int4(0, 0, 0, 0);
     }
     for (int p = threadIdx.x; p < P; p += blockDim.x) {

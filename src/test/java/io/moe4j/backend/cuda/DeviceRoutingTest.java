@@ -76,7 +76,8 @@ class DeviceRoutingTest {
     /**
      * The gpt-oss case's MXFP4 experts (GEMM1 reads the tokens as they are) and Mixtral's FP8 ones (per-tensor
      * activation scales: GEMM1 reads prepared rows, on the CUDA-core GEMM), routed on the device and on the host,
-     * from the same logits (so the same experts: the selection is checked above).
+     * from the same logits (so the same experts: the selection is checked above), through each path the device plan
+     * takes: one pair a GEMV block, the GEMV's pieces, the tile GEMMs (padded with empty tiles).
      */
     @ParameterizedTest
     @ValueSource(strings = {"m_gptoss_mxfp4", "m_mixtral_ct_fp8_tensor"})
@@ -98,6 +99,12 @@ class DeviceRoutingTest {
                         DeviceBuffer devicePlanned = ops.allocate(4L * tokens * h)) {
                     ops.experts(layer.experts(), dx, tokens, router.select(logits, tokens), hostPlanned);
                     ops.routeAndRunExperts(layer.experts(), spec, dl.pointer(), 0L, dx, tokens, devicePlanned, routes);
+                    // gpt-oss (8 experts, top-4): from 24 tokens (12 pairs an expert) the device plan takes the tile
+                    // GEMMs, below it the GEMV (pieces from 2 tokens); the FP8 experts never take tiles.
+                    boolean tiles = ((CudaExperts) layer.experts())
+                            .devicePlan(tokens, spec.topK(), spec.weightOnInput(), routes).tiles();
+                    assertThat(tiles).as("%s, %d tokens: tile GEMMs", model, tokens)
+                            .isEqualTo(model.equals("m_gptoss_mxfp4") && tokens >= 24);
                     float[] want = ops.readFloats(hostPlanned, 0, tokens * h);
                     float[] got = ops.readFloats(devicePlanned, 0, tokens * h);
                     // One token: the host plan takes the same kernels (one pair a GEMV block), so the same sums.
