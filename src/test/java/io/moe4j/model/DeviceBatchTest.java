@@ -101,13 +101,14 @@ class DeviceBatchTest {
 
     /**
      * Sequences of many rows in one step (three of 150 tokens, top-4: 1,800 pairs, one device-routed pass; three of
-     * 300: 3,600 pairs, beyond it, so the batch's MoE layers route on the host): each gets what it gets alone. A
+     * 3,000: 36,000 pairs, beyond {@code ModelOps.DEVICE_ROUTED_PAIRS}, so the batch's MoE layers route on the host):
+     * each gets what it gets alone. A
      * sequence alone attends in tiles, a batch row by row: float rounding apart, which a model whose linears quantize
      * their inputs to FP4 can turn into a flipped code (m_qwen3_ct_nvfp4, three random prompts of 300: 0, 0 and 0.019,
      * and all three 0 with -Dmoe4j.cuda.attendTileRows=0), so the model here keeps its attention inputs in bf16.
      */
     @ParameterizedTest(name = "{0} rows a sequence")
-    @org.junit.jupiter.params.provider.ValueSource(ints = {150, 300})
+    @org.junit.jupiter.params.provider.ValueSource(ints = {150, 3000})
     void aStepOfLongFeedsGivesEachSequenceWhatItGetsAlone(int rows) {
         ConformanceModelsTest.assumeGpu();
         ModelCases.Case c = ModelCases.load(CASE);

@@ -219,13 +219,14 @@ final class CudaExperts implements Experts {
 
     /**
      * Where a plan built on the device lives in a {@link DeviceRoutes}: moe_route_plan's {@code meta} (pairToken,
-     * pairExpert, pairWeight, tokenPair, tokenWeight and identity, {@code span} bytes apart, then the one-pair
-     * batches and the pieces) and {@code routes} (GEMM1's then GEMM2's). {@code maxPieces}: the pieces' grid (0:
-     * none), each of at most {@code pieceSize} pairs of one expert; {@code tiles}: the pieces are the MXFP4 tile
+     * pairExpert, pairWeight, tokenPair, tokenWeight and identity, {@code span} bytes apart, then the CUDA-core
+     * GEMM's batches and the pieces) and {@code routes} (GEMM1's then GEMM2's). {@code maxBatches}: the batches' grid,
+     * each of at most {@code batchSize} pairs of one expert (one a pair when 1); {@code maxPieces}: the pieces' grid
+     * (0: none), each of at most {@code pieceSize} pairs of one expert; {@code tiles}: the pieces are the MXFP4 tile
      * GEMMs' M tiles, else the GEMV's; {@code direct1}: GEMM1 reads x's rows by token.
      */
-    record DevicePlan(int pairs, long span, DeviceBuffer meta, DeviceBuffer routes, int maxPieces, int pieceSize,
-            boolean tiles, boolean direct1) {
+    record DevicePlan(int pairs, long span, DeviceBuffer meta, DeviceBuffer routes, int batchSize, int maxBatches,
+            int maxPieces, int pieceSize, boolean tiles, boolean direct1) {
         long pairToken() {
             return meta.pointer();
         }
@@ -265,6 +266,10 @@ final class CudaExperts implements Experts {
         long span = (4L * pairs + 15) & ~15L;
         int experts = w.numExperts();
         int used = Math.min(experts, pairs);
+        // The CUDA-core GEMM takes up to 8 pairs of an expert a block (its weights read once for them) once the
+        // experts average two pairs, as a host plan does when an expert has more than one; else one a block.
+        int batchSize = pairs >= 2L * experts ? unitsBatchSize(8) : 1;
+        int maxBatches = Math.min(pairs, (pairs + (batchSize - 1) * (used + 1)) / batchSize);
         boolean mxfp4 = w13 instanceof Mxfp4Matrix || w2 instanceof Mxfp4Matrix;
         if (tokens > 1 && mxfp4 && (long) pairs >= (long) deviceTilePairs * experts) {
             // The tile GEMMs (each expert's weights read once for all its pairs) once the experts average
@@ -272,7 +277,7 @@ final class CudaExperts implements Experts {
             // each routed expert's count rounded up to whole tiles.
             int tileTokens = deviceTileTokens(pairs, used);
             int maxTiles = Math.min(pairs, (pairs + (tileTokens - 1) * (used + 1)) / tileTokens);
-            return newDevicePlan(routes, pairs, span, maxTiles, tileTokens, true, false);
+            return newDevicePlan(routes, pairs, span, batchSize, maxBatches, maxTiles, tileTokens, true, false);
         }
         boolean direct1 = a13.none() && !weightOnInput && w13.columnOrder() == null;
         // The GEMV's pieces (up to four pairs of one expert a block) once the pairs are as many as the experts: an
@@ -285,15 +290,40 @@ final class CudaExperts implements Experts {
         boolean pieces = tokens > 1 && pairs >= experts && mxfp4;
         int size = Mxfp4Gemv.PAIRS_PER_PIECE;
         int maxPieces = pieces ? Math.min(pairs, (pairs + (size - 1) * (used + 1)) / size) : 0;
-        return newDevicePlan(routes, pairs, span, maxPieces, size, false, direct1);
+        return newDevicePlan(routes, pairs, span, batchSize, maxBatches, maxPieces, size, false, direct1);
     }
 
-    private static DevicePlan newDevicePlan(DeviceRoutes routes, int pairs, long span, int maxPieces, int pieceSize,
-            boolean tiles, boolean direct1) {
+    private static DevicePlan newDevicePlan(DeviceRoutes routes, int pairs, long span, int batchSize, int maxBatches,
+            int maxPieces, int pieceSize, boolean tiles, boolean direct1) {
         DeviceBuffer meta = routes.buffer(DeviceRoutes.Slot.META,
                 6 * span + 16L * pairs + 16L * Math.max(maxPieces, 1));
         DeviceBuffer droutes = routes.buffer(DeviceRoutes.Slot.ROUTES, 16L * pairs);
-        return new DevicePlan(pairs, span, meta, droutes, maxPieces, pieceSize, tiles, direct1);
+        return new DevicePlan(pairs, span, meta, droutes, batchSize, maxBatches, maxPieces, pieceSize, tiles,
+                direct1);
+    }
+
+    /**
+     * The CUDA-core GEMM's batch size for up to {@code wanted} pairs, the smaller of the two matrices' where they are
+     * units; 1 when neither is (the MXFP4 kernels do not read the batches).
+     */
+    private int unitsBatchSize(int wanted) {
+        int tb = Integer.MAX_VALUE;
+        for (DeviceMatrix m : new DeviceMatrix[] {w13, w2}) {
+            if (m instanceof UnitMatrix u) {
+                tb = Math.min(tb, u.batchSize(engine, tuning, wanted));
+            }
+        }
+        return tb == Integer.MAX_VALUE ? 1 : tb;
+    }
+
+    /**
+     * Warps of moe_route_plan's one block: 8 for a decode batch's pairs (as its recorded steps were measured), 32
+     * beyond 2048 pairs (a prompt's pass: each warp walks P / W pairs), fewer where the experts' W next-slot rows
+     * would pass 48 KB of shared memory with the four [E] arrays.
+     */
+    static int planWarps(int pairs, int experts) {
+        int fit = 12288 / Math.max(1, experts) - 4;
+        return Math.max(1, Math.min(pairs > 2048 ? 32 : 8, fit));
     }
 
     /**
@@ -364,12 +394,14 @@ final class CudaExperts implements Experts {
                         .i32(w.numExperts()).pointer(plan.pairToken()).pointer(plan.pairExpert())
                         .pointer(plan.pairWeight()).pointer(plan.tokenPair()).pointer(plan.tokenWeight())
                         .pointer(plan.identity()).pointer(plan.batches()).pointer(plan.routes())
-                        .i32(plan.direct1() ? 1 : 0).pointer(plan.pieces()).i32(plan.maxPieces())
-                        .i32(plan.pieceSize()).i32((early & EARLY_PLAN) != 0 ? 1 : 0);
+                        .i32(plan.direct1() ? 1 : 0).i32(plan.batchSize()).i32(plan.maxBatches())
+                        .pointer(plan.pieces()).i32(plan.maxPieces()).i32(plan.pieceSize())
+                        .i32((early & EARLY_PLAN) != 0 ? 1 : 0);
+                int warps = planWarps(pairs, w.numExperts());
                 engine.kernels().get("router.cu", "moe_route_plan", List.of()).function()
-                        .launch(1, 1, 1, ROW_THREADS, 1, 1, 12 * w.numExperts(), stream, args);
+                        .launch(1, 1, 1, 32 * warps, 1, 1, 4 * (4 + warps) * w.numExperts(), stream, args);
             }
-        } else if (tokens != 1 || plan.maxPieces() != 0) {
+        } else if (tokens != 1 || plan.maxPieces() != 0 || plan.batchSize() != 1) {
             throw new IllegalStateException("the selection writes the plan of one token's pass without GEMV pieces"
                     + ", not of " + tokens + " tokens (" + plan.maxPieces() + " pieces)");
         }
@@ -377,7 +409,8 @@ final class CudaExperts implements Experts {
         Launch launch = new Launch(null, tokens, pairs, topK, weightOnInput, plan.direct1(), tile1, tile2, x, in1,
                 exp1, pitch1, hbuf, act, exp2, pitch2, y, out, plan.routes(), plan.meta(), plan.pairToken(),
                 plan.pairExpert(), plan.pairWeight(), plan.tokenPair(), plan.tokenWeight(), plan.identity(),
-                plan.batches(), pairs, 1, plan.batches(), pairs, 1, tiles ? plan.pieces() : 0L,
+                plan.batches(), plan.maxBatches(), plan.batchSize(), plan.batches(), plan.maxBatches(),
+                plan.batchSize(), tiles ? plan.pieces() : 0L,
                 tiles ? plan.maxPieces() : 0, tiles ? plan.pieceSize() : tuning.tileTokens(),
                 tiles ? 0L : plan.pieces(), tiles ? 0 : plan.maxPieces(), early);
         enqueue(launch, stream, null);

@@ -860,8 +860,14 @@ public final class ModelOps implements AutoCloseable {
         cuda.forward(x, tokens, routing, out, expertsWorkspace);
     }
 
-    /** The most routed pairs (tokens x top-k) a layer routes on the device: moe_route_plan is one block. */
-    public static final int DEVICE_ROUTED_PAIRS = 2048;
+    /**
+     * The most routed pairs (tokens x top-k) a layer routes on the device, as many as a pass of 4096 tokens (the
+     * longest a session runs, {@code moe4j.passTokens}) of top-8 routing holds; beyond it (or with
+     * {@code -Dmoe4j.cuda.deviceRoutedPairs=N} lower, for comparisons) the choices go to the host, which plans the
+     * experts. moe_route_plan is one block, whose warps each walk a stretch of the pairs.
+     */
+    public static final int DEVICE_ROUTED_PAIRS = Math.clamp(Integer.getInteger("moe4j.cuda.deviceRoutedPairs",
+            32768), 1, 32768);
 
     /**
      * Whether {@link #routeAndRunExperts} takes this layer: experts prepared by the cuda backend, all of the router's

@@ -12,7 +12,7 @@
 // An element is (code - zero) * blockScale * shardScale (ExpertMatrix's definition); the shard scale is per row
 // and applied to the row's sum. Rows are padded with zero bytes to whole units on upload, and x with zeros.
 //
-// Grid: x over row groups of MOE4J_ROWS * MOE4J_WARPS, y over batches (expert, first entry, count <= TB). Entry i
+// Grid: x over row groups of MOE4J_ROWS * MOE4J_WARPS, y over batches (expert, first entry, count <= TB; 0: empty). Entry i
 // of a batch reads x row xRows[first + i] and writes output row first + i, outPitch floats apart: the sum times the
 // row's shard scale, plus bias[row] when given, added to what the row holds when accumulate is set.
 // A dense linear (one matrix, io.moe4j.backend.cuda.DeviceLinear) passes no batches and no xRows: batch y is then
@@ -197,6 +197,7 @@ moe_gemm_units(const u8* __restrict__ codes, const u8* __restrict__ scales, cons
         e = batch.x;
         first = batch.y;
         count = batch.z;
+        if (count == 0) return; // an empty batch a device-built plan pads its grid with
     } else {
         e = 0;
         first = blockIdx.y * TB;

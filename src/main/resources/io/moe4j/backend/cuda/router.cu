@@ -349,67 +349,114 @@ moe_router_select(const double* __restrict__ logits, int slices, const float* __
 }
 
 // The routing plan CudaExperts builds on the host (RoutePlan), built here from moe_router_select's choices so that
-// a decode step needs no host round trip: the P = T * K (token, choice) pairs grouped by expert, stable in token
-// order (as TokenGroups groups them), every expert local. Written into `meta` at the offsets the expert kernels read:
-// pairToken, pairExpert, pairWeight [P]; tokenPair, tokenWeight [T * K]; identity [P]; batches [P] int4 (expert,
-// pair, 1, 0): the CUDA-core GEMM's one-pair batches. routes [2P] int2: GEMM1's (expert, token or pair), then
-// GEMM2's (expert, pair). With maxPieces > 0, also each expert's pairs cut into pieces of at most pieceSize (as
-// RoutePlan.pieces) as int4 (expert, first pair, count, 0), padded with empty pieces to maxPieces (the recorded
-// grid): the tensor-core GEMV's pieces (pieceSize 4) or the tile GEMMs' M tiles (pieceSize their tokens). One block; a pair's slot is its expert's start plus the earlier pairs of that expert, so
-// the plan does not depend on thread timing. P is a decode batch's (at most a few thousand).
-// grid: 1; block: 256; shared: 12 E bytes
-extern "C" __global__ void __launch_bounds__(256)
+// a pass needs no host round trip: the P = T * K (token, choice) pairs grouped by expert, stable in token order (as
+// TokenGroups groups them), every expert local. Written into `meta` at the offsets the expert kernels read:
+// pairToken, pairExpert, pairWeight [P]; tokenPair, tokenWeight [T * K]; identity [P]; batches: the CUDA-core GEMM's
+// batches, each expert's pairs cut into pieces of at most batchSize as int4 (expert, first pair, count, 0) (one a
+// pair when batchSize is 1). routes [2P] int2: GEMM1's (expert, token or pair), then GEMM2's (expert, pair). With
+// maxPieces > 0, also each expert's pairs cut into pieces of at most pieceSize (as RoutePlan.pieces): the tensor-core
+// GEMV's pieces (pieceSize 4) or the tile GEMMs' M tiles (pieceSize their tokens). Batches and pieces are padded with
+// empty ones (count 0) to maxBatches and maxPieces, the recorded grids.
+//
+// One block of W warps. Warp w takes the w-th stretch of the pairs in order: it counts its pairs an expert, the
+// counts are summed over the warps in order (an expert's start, and each warp's first slot in it), and the warp walks
+// its stretch again, 32 pairs a step, a pair's slot its warp's next slot for the expert plus the lanes below it with
+// the same expert (match.any). The slots therefore follow the pair order whatever the timing, in O(P / W) steps a
+// warp (a prompt's pass may hold tens of thousands of pairs).
+// grid: 1; block: 32 W; shared: 4 (4 + W) E bytes
+extern "C" __global__ void __launch_bounds__(1024)
 moe_route_plan(const int* __restrict__ ids, const float* __restrict__ weights, int T, int K, int E,
                int* __restrict__ pairToken, int* __restrict__ pairExpert, float* __restrict__ pairWeight,
                int* __restrict__ tokenPair, float* __restrict__ tokenWeight, int* __restrict__ identity,
-               int4* __restrict__ batches, int2* __restrict__ routes, int routesByToken,
-               int4* __restrict__ pieces, int maxPieces, int pieceSize, int early) {
+               int4* __restrict__ batches, int2* __restrict__ routes, int routesByToken, int batchSize,
+               int maxBatches, int4* __restrict__ pieces, int maxPieces, int pieceSize, int early) {
     allow_next_grid_if(early);
     enter_after_prior_grid();
-    extern __shared__ int counts[]; // [E] counts, then [E] starts, then [E] first pieces
+    extern __shared__ int counts[]; // [E] counts, [E] starts, [E] first batches, [E] first pieces, [W][E] next slots
     int* starts = counts + E;
-    int* firstPiece = starts + E;
+    int* firstBatch = starts + E;
+    int* firstPiece = firstBatch + E;
+    int* next = firstPiece + E;
     const int P = T * K;
-    for (int e = threadIdx.x; e < E; e += blockDim.x) counts[e] = 0;
+    const int warps = blockDim.x >> 5;
+    const int warp = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31;
+    const int stretch = (P + warps - 1) / warps;
+    const int begin = min(P, warp * stretch);
+    const int end = min(P, begin + stretch);
+    for (int i = threadIdx.x; i < warps * E; i += blockDim.x) next[i] = 0;
     __syncthreads();
-    for (int p = threadIdx.x; p < P; p += blockDim.x) atomicAdd(&counts[ids[p]], 1);
+    for (int p0 = begin; p0 < end; p0 += 32) {
+        const int p = p0 + lane;
+        const int e = p < end ? ids[p] : -1;
+        const unsigned same = __match_any_sync(0xffffffffu, e);
+        if (e >= 0 && lane == __ffs(same) - 1) next[warp * E + e] += __popc(same);
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < E; e += blockDim.x) {
+        int c = 0;
+        for (int w = 0; w < warps; w++) {
+            const int v = next[w * E + e];
+            next[w * E + e] = c;
+            c += v;
+        }
+        counts[e] = c;
+    }
     __syncthreads();
     if (threadIdx.x == 0) {
-        int at = 0;
-        int piece = 0;
+        int at = 0, batch = 0, piece = 0;
         for (int e = 0; e < E; e++) {
             starts[e] = at;
-            at += counts[e];
+            firstBatch[e] = batch;
             firstPiece[e] = piece;
+            at += counts[e];
+            batch += (counts[e] + batchSize - 1) / batchSize;
             piece += (counts[e] + pieceSize - 1) / pieceSize;
         }
     }
     __syncthreads();
-    if (maxPieces > 0) {
-        for (int e = threadIdx.x; e < E; e += blockDim.x) {
+    for (int e = threadIdx.x; e < E; e += blockDim.x) {
+        for (int w = 0; w < warps; w++) next[w * E + e] += starts[e];
+        for (int i = 0; batchSize * i < counts[e]; i++) {
+            batches[firstBatch[e] + i] =
+                make_int4(e, starts[e] + batchSize * i, min(batchSize, counts[e] - batchSize * i), 0);
+        }
+        if (maxPieces > 0) {
             for (int i = 0; pieceSize * i < counts[e]; i++) {
                 pieces[firstPiece[e] + i] =
                     make_int4(e, starts[e] + pieceSize * i, min(pieceSize, counts[e] - pieceSize * i), 0);
             }
         }
+    }
+    const int usedBatches = firstBatch[E - 1] + (counts[E - 1] + batchSize - 1) / batchSize;
+    for (int i = usedBatches + threadIdx.x; i < maxBatches; i += blockDim.x) batches[i] = make_int4(0, 0, 0, 0);
+    if (maxPieces > 0) {
         const int used = firstPiece[E - 1] + (counts[E - 1] + pieceSize - 1) / pieceSize;
         for (int i = used + threadIdx.x; i < maxPieces; i += blockDim.x) pieces[i] = make_int4(0, 0, 0, 0);
     }
-    for (int p = threadIdx.x; p < P; p += blockDim.x) {
-        const int e = ids[p];
-        int rank = 0;
-        for (int q = 0; q < p; q++) rank += ids[q] == e;
-        const int slot = starts[e] + rank;
-        const int t = p / K;
-        const float wt = weights[p];
-        pairToken[slot] = t;
-        pairExpert[slot] = e;
-        pairWeight[slot] = wt;
-        tokenPair[p] = slot;
-        tokenWeight[p] = wt;
-        identity[p] = p;
-        batches[slot] = make_int4(e, slot, 1, 0);
-        routes[slot] = make_int2(e, routesByToken ? t : slot);
-        routes[P + slot] = make_int2(e, slot);
+    __syncthreads();
+    int* mine = next + warp * E;
+    for (int p0 = begin; p0 < end; p0 += 32) {
+        const int p = p0 + lane;
+        const bool in = p < end;
+        const int e = in ? ids[p] : -1;
+        const unsigned same = __match_any_sync(0xffffffffu, e);
+        const int below = __popc(same & ((1u << lane) - 1u));
+        if (in) {
+            const int slot = mine[e] + below;
+            const int t = p / K;
+            const float wt = weights[p];
+            pairToken[slot] = t;
+            pairExpert[slot] = e;
+            pairWeight[slot] = wt;
+            tokenPair[p] = slot;
+            tokenWeight[p] = wt;
+            identity[p] = p;
+            routes[slot] = make_int2(e, routesByToken ? t : slot);
+            routes[P + slot] = make_int2(e, slot);
+        }
+        __syncwarp();
+        if (in && below == 0) mine[e] += __popc(same);
+        __syncwarp();
     }
 }

@@ -91,7 +91,7 @@ class DeviceRoutingTest {
             RouterSpec spec = router.spec();
             assertThat(ModelOps.routesOnDevice(layer.experts(), spec)).isTrue();
             int h = router.hidden();
-            for (int tokens : new int[] {1, 2, 7, 24, 200}) {
+            for (int tokens : new int[] {1, 2, 7, 24, 200, 1100}) {
                 float[] x = gaussian(rnd, tokens * h, 1.0);
                 double[] logits = router.logits(x, tokens);
                 try (DeviceBuffer dx = ops.upload(x); DeviceBuffer dl = upload(ops, logits);
@@ -101,10 +101,15 @@ class DeviceRoutingTest {
                     ops.routeAndRunExperts(layer.experts(), spec, dl.pointer(), 0L, dx, tokens, devicePlanned, routes);
                     // gpt-oss (8 experts, top-4): from 24 tokens (12 pairs an expert) the device plan takes the tile
                     // GEMMs, below it the GEMV (pieces from 2 tokens); the FP8 experts never take tiles.
-                    boolean tiles = ((CudaExperts) layer.experts())
-                            .devicePlan(tokens, spec.topK(), spec.weightOnInput(), routes).tiles();
-                    assertThat(tiles).as("%s, %d tokens: tile GEMMs", model, tokens)
-                            .isEqualTo(model.equals("m_gptoss_mxfp4") && tokens >= 24);
+                    // The FP8 ones (8 experts, top-2) take batches of several pairs an expert from 8 tokens. 1100
+                    // tokens are more pairs than a decode step's (the plan kernel's wider block).
+                    CudaExperts.DevicePlan plan = ((CudaExperts) layer.experts())
+                            .devicePlan(tokens, spec.topK(), spec.weightOnInput(), routes);
+                    boolean gptOss = model.equals("m_gptoss_mxfp4");
+                    assertThat(plan.tiles()).as("%s, %d tokens: tile GEMMs", model, tokens)
+                            .isEqualTo(gptOss && tokens >= 24);
+                    assertThat(plan.batchSize() > 1).as("%s, %d tokens: batches of pairs", model, tokens)
+                            .isEqualTo(!gptOss && tokens >= 8);
                     float[] want = ops.readFloats(hostPlanned, 0, tokens * h);
                     float[] got = ops.readFloats(devicePlanned, 0, tokens * h);
                     // One token: the host plan takes the same kernels (one pair a GEMV block), so the same sums.
