@@ -52,6 +52,12 @@ final class CudaExperts implements Experts {
     private final WorkspacePool pool;
     /** Whether recorded graphs launch their kernels overlapped (programmatic dependent launch, sm_90+). */
     private final boolean overlapped;
+    /**
+     * Routed pairs an expert (on average) from which a plan built on the device takes the MXFP4 tile GEMMs instead
+     * of the GEMV's pieces: {@code -Dmoe4j.cuda.deviceTilePairs}, default {@link #DEVICE_TILE_PAIRS}.
+     */
+    private final int deviceTilePairs = Math.max(1, Integer.getInteger("moe4j.cuda.deviceTilePairs",
+            DEVICE_TILE_PAIRS));
 
     CudaExperts(ExpertWeights w, CudaEngine engine, CudaTuning tuning, DeviceMatrix w13, DeviceMatrix w2,
             DeviceBuffer bias13, DeviceBuffer bias2, DeviceQuant a13, DeviceQuant a2) {
@@ -269,14 +275,14 @@ final class CudaExperts implements Experts {
         // The CUDA-core GEMM takes up to 8 pairs of an expert a block (its weights read once for them) once the
         // experts average two pairs, as a host plan does when an expert has more than one; else one a block.
         int batchSize = pairs >= 2L * experts ? unitsBatchSize(8) : 1;
-        int maxBatches = Math.min(pairs, (pairs + (batchSize - 1) * (used + 1)) / batchSize);
+        int maxBatches = mostPieces(pairs, experts, batchSize);
         boolean mxfp4 = w13 instanceof Mxfp4Matrix || w2 instanceof Mxfp4Matrix;
         if (tokens > 1 && mxfp4 && (long) pairs >= (long) deviceTilePairs * experts) {
             // The tile GEMMs (each expert's weights read once for all its pairs) once the experts average
             // deviceTilePairs pairs. Their M tiles are pieces of tileTokens pairs, as many as the grid can need:
             // each routed expert's count rounded up to whole tiles.
             int tileTokens = deviceTileTokens(pairs, used);
-            int maxTiles = Math.min(pairs, (pairs + (tileTokens - 1) * (used + 1)) / tileTokens);
+            int maxTiles = mostPieces(pairs, experts, tileTokens);
             return newDevicePlan(routes, pairs, span, batchSize, maxBatches, maxTiles, tileTokens, true, false);
         }
         boolean direct1 = a13.none() && !weightOnInput && w13.columnOrder() == null;
@@ -289,8 +295,19 @@ final class CudaExperts implements Experts {
         // plan itself).
         boolean pieces = tokens > 1 && pairs >= experts && mxfp4;
         int size = Mxfp4Gemv.PAIRS_PER_PIECE;
-        int maxPieces = pieces ? Math.min(pairs, (pairs + (size - 1) * (used + 1)) / size) : 0;
+        int maxPieces = pieces ? mostPieces(pairs, experts, size) : 0;
         return newDevicePlan(routes, pairs, span, batchSize, maxBatches, maxPieces, size, false, direct1);
+    }
+
+    /**
+     * The most pieces of at most {@code size} pairs of one expert that {@code pairs} pairs over {@code experts}
+     * experts can make: each routed expert's count rounded up, so at most (pairs + (size - 1) used) / size for the
+     * used = min(experts, pairs) experts that can have pairs (one more size - 1 kept as a margin), and never more than
+     * the pairs. A device-built plan's grids take this many and pad with empty pieces.
+     */
+    static int mostPieces(int pairs, int experts, int size) {
+        long used = Math.min(experts, pairs);
+        return (int) Math.min(pairs, (pairs + (size - 1L) * (used + 1)) / size);
     }
 
     private static DevicePlan newDevicePlan(DeviceRoutes routes, int pairs, long span, int batchSize, int maxBatches,
@@ -327,13 +344,6 @@ final class CudaExperts implements Experts {
     }
 
     /**
-     * Routed pairs an expert (on average) from which a plan built on the device takes the MXFP4 tile GEMMs instead
-     * of the GEMV's pieces: {@code -Dmoe4j.cuda.deviceTilePairs}, default {@link #DEVICE_TILE_PAIRS}.
-     */
-    private final int deviceTilePairs = Math.max(1, Integer.getInteger("moe4j.cuda.deviceTilePairs",
-            DEVICE_TILE_PAIRS));
-
-    /**
      * The default of {@link #deviceTilePairs}. The host-planned layer on the H200 (gpt-oss-20b shapes,
      * CudaExpertsBench, docs/cuda.md) put tiles behind pieces at 4 pairs an expert (383 against 275 µs) and ahead
      * from 8 (411 against 447; 128 pairs an expert 384 against 718).
@@ -361,7 +371,8 @@ final class CudaExperts implements Experts {
      * ids and weights, [tokens, topK]) become the routing plan in moe_route_plan, then the experts' kernels run, all
      * enqueued on the caller's {@code stream} with no host copy or wait, so that a model's decode step records as
      * one graph. The plan is the host's ({@link RoutePlan}: pairs grouped by expert, stable in token order), with
-     * grids that do not depend on it: one pair a CUDA-core GEMM batch; for MXFP4, one pair a GEMV block or, from one
+     * grids that do not depend on it: the CUDA-core GEMM's batches (up to 8 pairs of an expert once they average two,
+     * else one), padded with empty ones; for MXFP4, one pair a GEMV block or, from one
      * pair an expert on average (more than one token), the GEMV's pieces, and from {@link #deviceTilePairs} pairs an
      * expert the tile GEMMs' M tiles, either padded to their most with empty ones. x
      * and out [tokens, hidden] float32. The caller checked {@link #plansOnDevice}. {@code early}: bits

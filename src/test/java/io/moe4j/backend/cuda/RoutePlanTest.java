@@ -70,4 +70,49 @@ class RoutePlanTest {
             assertThat(plan.routes(false)[2 * 7 + 1]).isEqualTo(7);
         }
     }
+
+    /**
+     * A plan built on the device pads its batches, GEMV pieces and M tiles to {@link CudaExperts#mostPieces}: no
+     * routing may need more than that (else the plan kernel would write past its grid), whether the pairs spread over
+     * every expert, crowd onto one, or fall unevenly.
+     */
+    @Test
+    void noRoutingNeedsMorePiecesThanTheDeviceGridHolds() {
+        SplittableRandom rnd = new SplittableRandom(5);
+        try (Arena arena = Arena.ofConfined()) {
+            for (int experts : new int[] {1, 4, 32}) {
+                ExpertWeights w = weights(arena, experts);
+                for (int round = 0; round < 60; round++) {
+                    int k = 1 + rnd.nextInt(Math.min(experts, 4));
+                    int tokens = 1 + rnd.nextInt(300);
+                    Routing r = switch (round % 3) {
+                        case 0 -> RandomWeights.routing(rnd, tokens, k, experts, false);
+                        case 1 -> skewed(rnd, tokens, k, experts, 1); // the first k experts take everything
+                        default -> skewed(rnd, tokens, k, experts, 1 + rnd.nextInt(experts));
+                    };
+                    RoutePlan plan = RoutePlan.of(r, w);
+                    for (int size : new int[] {1, 4, 8, 64, 128}) {
+                        assertThat(plan.pieces(size).length / 4)
+                                .as("%d experts, %d tokens of top-%d, pieces of %d", experts, tokens, k, size)
+                                .isLessThanOrEqualTo(CudaExperts.mostPieces(tokens * k, experts, size));
+                    }
+                }
+            }
+        }
+    }
+
+    /** Each token's k choices among the first {@code span} experts (at least k), distinct, weights 1/k. */
+    private static Routing skewed(SplittableRandom rnd, int tokens, int k, int experts, int span) {
+        int width = Math.min(experts, Math.max(k, span));
+        int[] ids = new int[tokens * k];
+        float[] weights = new float[tokens * k];
+        for (int t = 0; t < tokens; t++) {
+            int start = rnd.nextInt(width - k + 1);
+            for (int j = 0; j < k; j++) {
+                ids[t * k + j] = start + j;
+                weights[t * k + j] = 1f / k;
+            }
+        }
+        return new Routing(tokens, k, ids, weights, false);
+    }
 }
