@@ -25,7 +25,13 @@ final class DeviceSequence implements SequenceState {
     private final DeviceModel model;
     private final ModelOps ops;
     private final DevicePass pass;
-    private final DeviceBuffer[] caches;
+    /**
+     * Every layer's cache in one allocation, layer l's [cachePositions][cacheWidth(l)] floats at cacheOffsets[l]:
+     * growing it then costs one cuMemAlloc and one cuMemFree (each of which may wait for the device) instead of one a
+     * layer.
+     */
+    private DeviceBuffer cache;
+    private final long[] cacheOffsets;
     private int cachePositions;
     private PassScratch scratch;
     /** The decode step recorded whole (device routing), the pass generation it names, and whether one ran. */
@@ -45,7 +51,7 @@ final class DeviceSequence implements SequenceState {
         this.ops = model.openOps(); // a stream and landing buffer of its own: sessions of one model may run at once
         this.pass = new DevicePass(model, ops);
         this.clock = new PhaseClock(ops, PHASES.length);
-        this.caches = new DeviceBuffer[model.layers().size()];
+        this.cacheOffsets = new long[model.layers().size()];
     }
 
     @Override
@@ -100,9 +106,9 @@ final class DeviceSequence implements SequenceState {
         for (int t = 0; t < n; t++) {
             s.stageRow(staging, t, tokens[t], start + t);
         }
-        long[] addresses = new long[caches.length];
-        for (int l = 0; l < caches.length; l++) {
-            addresses[l] = caches[l].pointer();
+        long[] addresses = new long[cacheOffsets.length];
+        for (int l = 0; l < cacheOffsets.length; l++) {
+            addresses[l] = cachePointer(l);
         }
         s.stageCaches(staging, 0, addresses);
         if (draw != null) {
@@ -120,7 +126,7 @@ final class DeviceSequence implements SequenceState {
             return s;
         }
         pass.embed(s, n);
-        for (int l = 0; l < caches.length; l++) {
+        for (int l = 0; l < cacheOffsets.length; l++) {
             pass.attention(l, s, n);
             clock.mark(1);
             if (pass.onDevice(l, n)) {
@@ -137,7 +143,7 @@ final class DeviceSequence implements SequenceState {
 
     /** Whether every layer's feed-forward of n rows runs without the host. */
     private boolean onDevice(int n) {
-        for (int l = 0; l < caches.length; l++) {
+        for (int l = 0; l < cacheOffsets.length; l++) {
             if (!pass.onDevice(l, n)) {
                 return false;
             }
@@ -148,7 +154,7 @@ final class DeviceSequence implements SequenceState {
     /** A whole pass enqueued with no host round trip: ids in, logits of the last rows. */
     private void wholePass(PassScratch s, int n, int rows) {
         pass.embed(s, n);
-        for (int l = 0; l < caches.length; l++) {
+        for (int l = 0; l < cacheOffsets.length; l++) {
             pass.attention(l, s, n);
             pass.feedForward(l, s, n);
         }
@@ -223,7 +229,7 @@ final class DeviceSequence implements SequenceState {
 
     /** The device address of layer {@code layer}'s cache (it moves when {@link #reserveCache} grows it). */
     long cachePointer(int layer) {
-        return caches[layer].pointer();
+        return cache.pointer() + cacheOffsets[layer];
     }
 
     /** The model this sequence runs through. */
@@ -243,17 +249,24 @@ final class DeviceSequence implements SequenceState {
             return;
         }
         int grown = Math.min(model.contextLimit(), Math.max(positions, Math.max(16, 2 * cachePositions)));
-        ops.synchronize();
-        for (int l = 0; l < caches.length; l++) {
-            long row = 4L * model.layers().get(l).cacheWidth();
-            DeviceBuffer bigger = ops.allocate(row * grown);
-            if (caches[l] != null) {
-                bigger.copyFromDeviceAsync(caches[l], 0, 0, row * cachePositions, ops.stream());
-                ops.synchronize();
-                caches[l].close();
-            }
-            caches[l] = bigger;
+        long[] offsets = new long[cacheOffsets.length];
+        long bytes = 0;
+        for (int l = 0; l < offsets.length; l++) {
+            offsets[l] = bytes;
+            bytes += (4L * model.layers().get(l).cacheWidth() * grown + 255) & ~255L; // layers 256-byte aligned
         }
+        DeviceBuffer bigger = ops.allocate(bytes);
+        if (cache != null) {
+            // queued after every pass that used the old cache; its free below waits for the copies
+            for (int l = 0; l < offsets.length; l++) {
+                long row = 4L * model.layers().get(l).cacheWidth();
+                bigger.copyFromDeviceAsync(cache, cacheOffsets[l], offsets[l], row * cachePositions, ops.stream());
+            }
+            ops.synchronize();
+            cache.close();
+        }
+        cache = bigger;
+        System.arraycopy(offsets, 0, cacheOffsets, 0, offsets.length);
         cachePositions = grown;
     }
 
@@ -279,10 +292,8 @@ final class DeviceSequence implements SequenceState {
         if (scratch != null) {
             scratch.close();
         }
-        for (DeviceBuffer c : caches) {
-            if (c != null) {
-                c.close();
-            }
+        if (cache != null) {
+            cache.close();
         }
         ops.close();
     }
