@@ -20,6 +20,14 @@ final class PanelPacker {
     }
 
     static PanelMatrix pack(ExpertMatrix m, Arena arena, Workers pool) {
+        return pack(m, arena, pool, true);
+    }
+
+    /**
+     * {@link #pack}; {@code wordCopies} false packs every code through {@link LaneCodec#pack} even where the
+     * checkpoint's bytes are already the lane words (the tests compare both).
+     */
+    static PanelMatrix pack(ExpertMatrix m, Arena arena, Workers pool, boolean wordCopies) {
         if (m.groupParts() != 1) {
             // A panel reads one gathered input: each part with its own act-order map must be an expert of its own.
             throw new IllegalArgumentException("an act-order matrix with " + m.groupParts() + " column orders per "
@@ -57,7 +65,10 @@ final class PanelPacker {
         pool.run(experts * runsPerExpert, (task, worker) -> {
             int e = task / runsPerExpert;
             int from = (task % runsPerExpert) * perRun;
-            packPanels(pm, e, from, Math.min(panels, from + perRun));
+            int to = Math.min(panels, from + perRun);
+            if (!wordCopies || !packWordCopies(pm, e, from, to)) {
+                packPanels(pm, e, from, to);
+            }
         });
         return pm.withScalesChecked();
     }
@@ -103,6 +114,81 @@ final class PanelPacker {
             MemorySegment.copy(panelWords, 0, pm.words(), INT, pm.wordOffset(e, p, 0), panelWords.length);
             packPanelScales(pm, e, p);
         }
+    }
+
+    /**
+     * Panels [from, to) of expert e when a row's stored bytes, read as little-endian 32-bit words, are its lane words
+     * but for a fixed bit flip: FP4, FP8, INT4, INT8 and BF16 codes in column order (no act-order permutation, no
+     * padding), which {@link LaneCodec#pack} lays out slot j at bits (32 / slots)·j, the order the checkpoint
+     * stores them in. Such a panel is a transpose of its rows' words: no per-code work, the whole of loading time a
+     * MoE layer otherwise spends here. False (nothing written) for the other layouts, and for FP8 words holding NaN
+     * or infinite codes, which {@link #packPanels} refuses by position.
+     */
+    private static boolean packWordCopies(PanelMatrix pm, int e, int from, int to) {
+        ExpertMatrix m = pm.source();
+        LaneCodec codec = pm.codec();
+        ColumnPlan plan = pm.plan(e);
+        int flip = switch (codec) {
+            case FP4, FP8_E4M3, FP8_E5M2, BF16 -> 0;
+            case INT4 -> 0x88888888; // offset-binary nibbles: code + 8 is the two's-complement nibble with bit 3 flipped
+            case INT8 -> 0x80808080;
+            default -> -1;
+        };
+        int words = plan.words();
+        if (flip == -1 || !plan.identity() || (long) words * 4 != m.rowBytes()) {
+            return false;
+        }
+        int rows = m.rows();
+        int[] rowWords = new int[words];
+        int[] panelWords = new int[pm.wordsPerPanel() * LANES];
+        int padding = codec.pack(new int[codec.slots()], 0); // rows past the matrix: every code 0
+        for (int p = from; p < to; p++) {
+            for (int lane = 0; lane < LANES; lane++) {
+                int r = p * LANES + lane;
+                if (r >= rows) {
+                    for (int w = 0; w < words; w++) {
+                        panelWords[w * LANES + lane] = padding;
+                    }
+                    continue;
+                }
+                MemorySegment.copy(m.data(), INT, m.rowOffset(e, r), rowWords, 0, words);
+                switch (codec) {
+                    case FP8_E4M3, FP8_E5M2 -> {
+                        // NaN or infinity in any byte: E4M3 0x7F / 0xFF, E5M2 exponent all ones (0x7C mask); adding
+                        // the step to the masked byte carries into its bit 7 only for those
+                        int mask = codec == LaneCodec.FP8_E4M3 ? 0x7F7F7F7F : 0x7C7C7C7C;
+                        int step = codec == LaneCodec.FP8_E4M3 ? 0x01010101 : 0x04040404;
+                        for (int w = 0; w < words; w++) {
+                            if ((((rowWords[w] & mask) + step) & 0x80808080) != 0) {
+                                return false;
+                            }
+                        }
+                    }
+                    case BF16 -> {
+                        for (int w = 0; w < words; w++) {
+                            rowWords[w] = normalBf16Pair(rowWords[w]);
+                        }
+                    }
+                    default -> {
+                    }
+                }
+                for (int w = 0; w < words; w++) {
+                    panelWords[w * LANES + lane] = rowWords[w] ^ flip;
+                }
+            }
+            MemorySegment.copy(panelWords, 0, pm.words(), INT, pm.wordOffset(e, p, 0), panelWords.length);
+            packPanelScales(pm, e, p);
+        }
+        return true;
+    }
+
+    /** Two BF16 codes with each subnormal replaced by zero of its sign, as {@link LaneCodec#normalCode} does. */
+    private static int normalBf16Pair(int word) {
+        int lo = word & 0xFFFF;
+        int hi = word >>> 16;
+        lo = (lo & 0x7F80) == 0 ? lo & 0x8000 : lo;
+        hi = (hi & 0x7F80) == 0 ? hi & 0x8000 : hi;
+        return hi << 16 | lo;
     }
 
     /** Block scales and zero points of each segment for the panel's rows; shard scales per row. */

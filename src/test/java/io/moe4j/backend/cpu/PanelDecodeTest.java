@@ -1,6 +1,7 @@
 package io.moe4j.backend.cpu;
 
 import io.moe4j.bench.SyntheticScheme;
+import io.moe4j.bench.SyntheticWeights;
 import io.moe4j.activation.GateLayout;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ExpertWeights;
@@ -74,6 +75,36 @@ class PanelDecodeTest {
                                     e, p, i).isEqualTo(Float.floatToIntBits(scalar[i]));
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /**
+     * Where a checkpoint's row bytes are already lane words (FP4, FP8, INT4, INT8, BF16 in column order), packing
+     * copies them as words: the same panel words, scales and zero points as packing every code through the codec.
+     */
+    @ParameterizedTest
+    @EnumSource(SyntheticScheme.class)
+    void wordCopiesPackWhatTheCodecPacks(SyntheticScheme scheme) {
+        try (Arena arena = Arena.ofShared(); WorkerPool pool = new WorkerPool(2)) {
+            // The fixtures' odd widths take the codec everywhere; 264 x 128 (whole words and scale blocks, and 264
+            // rows of w2, which a 16-lane panel pads) is a checkpoint's case.
+            SyntheticWeights.Shape hub = new SyntheticWeights.Shape(3, 264, 128, GateLayout.CONCATENATED,
+                    io.moe4j.activation.Activation.SILU_AND_MUL, false);
+            ExpertWeights w = Fixtures.weights(scheme, hub, 5, arena);
+            java.util.List<ExpertMatrix> all = new java.util.ArrayList<>(java.util.List.of(matrices(scheme, arena)));
+            all.add(w.w13().partsAsExperts());
+            all.add(w.w2());
+            for (ExpertMatrix m : all) {
+                PanelMatrix copied = PanelPacker.pack(m, arena, pool, true);
+                PanelMatrix coded = PanelPacker.pack(m, arena, pool, false);
+                assertThat(copied.words().mismatch(coded.words())).as("%s words", scheme).isEqualTo(-1L);
+                if (coded.scales() != null) {
+                    assertThat(copied.scales().mismatch(coded.scales())).as("%s scales", scheme).isEqualTo(-1L);
+                }
+                if (coded.zeros() != null) {
+                    assertThat(copied.zeros().mismatch(coded.zeros())).as("%s zero points", scheme).isEqualTo(-1L);
                 }
             }
         }
