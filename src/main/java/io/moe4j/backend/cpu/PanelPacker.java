@@ -187,6 +187,9 @@ final class PanelPacker {
 
     /** Two BF16 codes with each subnormal replaced by zero of its sign, as {@link LaneCodec#normalCode} does. */
     private static int normalBf16Pair(int word) {
+        if ((word & 0x7F800000) != 0 && (word & 0x7F80) != 0) {
+            return word; // both exponents nonzero: no subnormal, no zero (the common case)
+        }
         int lo = word & 0xFFFF;
         int hi = word >>> 16;
         lo = (lo & 0x7F80) == 0 ? lo & 0x8000 : lo;
