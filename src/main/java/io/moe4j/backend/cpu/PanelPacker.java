@@ -120,9 +120,10 @@ final class PanelPacker {
      * Panels [from, to) of expert e when a row's stored bytes, read as little-endian 32-bit words, are its lane words
      * but for a fixed bit flip: FP4, FP8, INT4, INT8 and BF16 codes in column order (no act-order permutation, no
      * padding), which {@link LaneCodec#pack} lays out slot j at bits (32 / slots)·j, the order the checkpoint
-     * stores them in. Such a panel is a transpose of its rows' words: no per-code work, the whole of loading time a
-     * MoE layer otherwise spends here. False (nothing written) for the other layouts, and for FP8 words holding NaN
-     * or infinite codes, which {@link #packPanels} refuses by position.
+     * stores them in. Such a panel is a transpose of its rows' words, with no work a code (which had been most of a
+     * MoE layer's loading time). False for the other layouts (nothing written), and on FP8 words holding NaN or
+     * infinite codes (the caller then packs the range again through {@link #packPanels}, which refuses them by
+     * position).
      */
     private static boolean packWordCopies(PanelMatrix pm, int e, int from, int to) {
         ExpertMatrix m = pm.source();
@@ -197,7 +198,7 @@ final class PanelPacker {
     /**
      * Block scales and zero points of each segment for the panel's rows; shard scales per row. A panel's scales are
      * [segment][lane] and a row's are [segment] in the checkpoint: gathered into one array a panel and copied in one
-     * go (a copy call a scale had been most of the packing's time for MXFP4's 32-column blocks).
+     * go, instead of a copy call a scale (MXFP4's 32-column blocks make 90 scales a row of gpt-oss).
      */
     private static void packPanelScales(PanelMatrix pm, int e, int p) {
         ExpertMatrix m = pm.source();
