@@ -52,9 +52,12 @@ final class PanelPacker {
         BlockScales bs = m.blockScales();
         ScaleType scaleType = bs == null ? null : bs.type();
         long lanesTotal = (long) experts * panels * LANES;
-        MemorySegment words = arena.allocate(lanesTotal * wordsPerPanel * 4L, 64);
-        MemorySegment scales = bs == null ? null : arena.allocate(lanesTotal * groups * bs.type().bytes(), 64);
-        MemorySegment zeros = bs == null || m.zeroPoints() == null ? null : arena.allocate(lanesTotal * groups, 64);
+        // Every byte of the three is written below (each panel's words whole, each lane's scales and zero points).
+        MemorySegment words = UnzeroedMemory.allocate(arena, lanesTotal * wordsPerPanel * 4L, 64);
+        MemorySegment scales = bs == null ? null
+                : UnzeroedMemory.allocate(arena, lanesTotal * groups * bs.type().bytes(), 64);
+        MemorySegment zeros = bs == null || m.zeroPoints() == null ? null
+                : UnzeroedMemory.allocate(arena, lanesTotal * groups, 64);
         float[] shard = m.shardScales() == null ? null : new float[Math.toIntExact(lanesTotal)];
         PanelMatrix pm = new PanelMatrix(m, codec, panels, wordsPerPanel, plans, groups, words, scaleType, scales,
                 zeros, shard, false);
