@@ -134,7 +134,8 @@ final class PanelPacker {
         ColumnPlan plan = pm.plan(e);
         int flip = switch (codec) {
             case FP4, FP8_E4M3, FP8_E5M2, BF16 -> 0;
-            case INT4 -> 0x88888888; // offset-binary nibbles: code + 8 is the two's-complement nibble with bit 3 flipped
+            // offset-binary: code + 8 (+ 128) is the two's-complement nibble (byte) with its top bit flipped
+            case INT4 -> 0x88888888;
             case INT8 -> 0x80808080;
             default -> -1;
         };
