@@ -393,8 +393,34 @@ public final class ModelOps implements AutoCloseable {
         linearBf16(x, w, bias, y, tokens, in, out, accumulate, 0L, 0L);
     }
 
-    /** The most K slices a tensor-core linear splits into (model_linear_bf16_mma's gridDim.z). */
-    private static final int MAX_SLICES = 8;
+    /**
+     * The tensor-core linear's chunks in flight a warp (MMA_LIN_DEPTH in the source) when
+     * {@code -Dmoe4j.cuda.linearDepth} names one (benches); the source's default (2) otherwise. H200, 24 layers,
+     * batches of 8 / 64, two rounds in one call (`BATCHES=8,64 bash tools/gpu_flag_variants.sh 2 24`, with
+     * {@code -Dmoe4j.cuda.linearRowTiles}): one row tile a warp, depth 1 5.29 / 11.92 and 5.21 / 11.61 ms a step,
+     * depth 3 5.15 / 11.48 and 5.20 / 11.72; two row tiles, depth 1 4.98 / 11.38 and 5.18 / 11.07, depth 2 4.85 /
+     * 11.33 and 4.87 / 11.27, depth 3 5.08 / 11.24 and 5.32 / 11.55 (more registers: fewer blocks a multiprocessor).
+     */
+    private final int linearDepth = Integer.getInteger("moe4j.cuda.linearDepth", 0);
+    /**
+     * 16-row tiles a warp of the tensor-core linear (MMA_LIN_ROW_TILES in the source, {@link #MMA_ROW_TILES} unless
+     * {@code -Dmoe4j.cuda.linearRowTiles} says otherwise): a block of 4 warps covers 64 times that many rows.
+     */
+    private final int linearRowTiles = Integer.getInteger("moe4j.cuda.linearRowTiles", MMA_ROW_TILES);
+    /** The source's MMA_LIN_ROW_TILES. */
+    static final int MMA_ROW_TILES = 2;
+    /** The tensor-core linear's compile options: the row tiles, and the depth when a property names one. */
+    private final List<String> linearDefines = linearDepth > 0
+            ? List.of("-DMMA_LIN_ROW_TILES=" + linearRowTiles, "-DMMA_LIN_DEPTH=" + linearDepth)
+            : List.of("-DMMA_LIN_ROW_TILES=" + linearRowTiles);
+
+    /**
+     * The most K slices a tensor-core linear splits into (model_linear_bf16_mma's gridDim.z): a 64-token batch through
+     * gpt-oss-20b's o linear (23 blocks of 128 rows) takes 12. H200, 24 layers, `BATCHES=64 bash
+     * tools/gpu_flag_variants.sh 2 24` with {@code -Dmoe4j.cuda.linearMaxSlices} = 8, 12, 16 in one call: 11.27 /
+     * 11.37, 11.09 / 11.13 and 11.04 / 11.14 ms a step.
+     */
+    private static final int MAX_SLICES = Integer.getInteger("moe4j.cuda.linearMaxSlices", 12);
 
     /**
      * Bytes of the partial sums {@link #linearBf16(long, long, long, long, int, int, int, boolean, long, long)} may
@@ -406,7 +432,7 @@ public final class ModelOps implements AutoCloseable {
 
     /**
      * {@link #linearBf16} with device memory for partial sums ({@code partials}, {@code partialsBytes}; 0 for none):
-     * a tensor-core batch too small to fill the GPU with 64-row blocks then splits K over several blocks a row block
+     * a tensor-core batch too small to fill the GPU with 128-row blocks then splits K over several blocks a row block
      * (their sums added in a fixed order by a second kernel), instead of the 16-row blocks that read x per 16 rows.
      * The memory must outlive any graph the call is recorded into.
      */
@@ -416,11 +442,12 @@ public final class ModelOps implements AutoCloseable {
             throw new IllegalArgumentException("bf16 linear needs an even input width, got " + in);
         }
         if (tokens >= mmaLinearTokens && (in & 31) == 0 && engine.context().device().computeCapability() >= 80) {
-            // blocks of 64 rows (4 warps of 16, MMA_LIN_WARPS in the source) over passes of 64 tokens share one
-            // split of x; where those are too few to fill the GPU twice over (decode batches through the attention
-            // linears), blocks of 16 rows whose warps split K
+            // blocks of 128 rows (4 warps of 2 x 16, MMA_LIN_WARPS and MMA_LIN_ROW_TILES in the source) over passes
+            // of 64 tokens share one split of x; where those are too few to fill the GPU twice over (decode batches
+            // through the attention linears), K split into slices, or blocks of 16 rows whose warps split K
             int passes = Math.ceilDiv(tokens, 64);
-            int blocks = passes * Math.ceilDiv(out, 64);
+            int rowsPerBlock = 64 * linearRowTiles;
+            int blocks = passes * Math.ceilDiv(out, rowsPerBlock);
             int wanted = 2 * engine.context().device().multiprocessors();
             int chunks = in / 32;
             int slices = 1;
@@ -434,9 +461,10 @@ public final class ModelOps implements AutoCloseable {
             boolean sliced = slices > 1 && 4L * slices * tokens * out <= partialsBytes && partials != 0;
             if (blocks >= wanted || sliced) {
                 int z = sliced ? slices : 1;
-                launchZ("model_linear_bf16_mma", passes, Math.ceilDiv(out, 64), z, 128, a -> a.pointer(x).pointer(w)
-                        .pointer(bias).pointer(y).i32(tokens).i32(in).i32(out).i32(accumulate ? 1 : 0)
-                        .pointer(sliced ? partials : 0L));
+                int rowBlocks = Math.ceilDiv(out, rowsPerBlock);
+                launch(SOURCE, "model_linear_bf16_mma", linearDefines, passes, rowBlocks, z, 128, 0,
+                        a -> a.pointer(x).pointer(w).pointer(bias).pointer(y).i32(tokens).i32(in).i32(out)
+                                .i32(accumulate ? 1 : 0).pointer(sliced ? partials : 0L));
                 if (sliced) {
                     launch("model_linear_slices", (int) Math.ceilDiv((long) tokens * out, THREADS), 1, THREADS,
                             a -> a.pointer(partials).i32(z).pointer(bias).pointer(y).i32(tokens).i32(out)

@@ -398,12 +398,13 @@ LINEAR_ROWS_KERNEL(8)
 // kernels' float32 products keep 24; the conformance tolerances are far wider). A dot product does not care in which
 // order k runs, so each lane loads 8 consecutive columns of its two W rows and of its token's x (16-byte loads) and
 // the fragments name them as the MMA's k indices; A and B use the same mapping.
-// A block is MMA_LIN_WARPS warps of 16 rows each over one pass of 64 tokens. x is what limits a batch's linear: read
-// and split per 16 rows, a 64-token lm_head moved ~9 GB through L2 and ran at a fifth of the weights' bandwidth.
-// So the block's threads split each 32-column chunk of the pass's x once into hi/lo fragments in shared memory
-// (double-buffered: the next chunk is staged while this one multiplies) and every warp takes them from there.
-// in: a multiple of 32. grid: (ceil(tokens / 64), ceil(out / (16 MMA_LIN_WARPS))): token passes fastest, so the
-// blocks running together share one block of W rows; block: 32 MMA_LIN_WARPS.
+// A block is MMA_LIN_WARPS warps of 16 MMA_LIN_ROW_TILES rows each over one pass of 64 tokens. x is what limits a
+// batch's linear: read and split per 16 rows, a 64-token lm_head moved ~9 GB through L2 and ran at a fifth of the
+// weights' bandwidth. So the block's threads split each 32-column chunk of the pass's x once into hi/lo fragments in
+// shared memory (double-buffered: the next chunk is staged while this one multiplies) and every warp takes them from
+// there, each fragment feeding the MMAs of all the warp's row tiles.
+// in: a multiple of 32. grid: (ceil(tokens / 64), ceil(out / (16 MMA_LIN_WARPS MMA_LIN_ROW_TILES)), K slices):
+// token passes fastest, so the blocks running together share one block of W rows; block: 32 MMA_LIN_WARPS.
 #define MMA_LIN_WARPS 4
 #define MMA_LIN_TILES 8  // 8-token tiles a pass: 64 tokens
 __device__ __forceinline__ u32 pack_bf16(float lo, float hi) {
@@ -425,10 +426,12 @@ __device__ __forceinline__ void mma_bf16(float* c, u32 a0, u32 a1, u32 a2, u32 a
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// The 32-column chunk c of tokens n0 .. n0 + 63 of x as MMA fragments: MMA_LIN_TILES tiles x 32 lanes x 8 words,
-// lane (g, t) of tile j holding token n0 + 8j + g, columns 32c + 8t .. + 7 as bf16 pairs, hi then lo; tokens past the
-// end are zeros. Each thread takes X_SLOTS (tile, lane) slots of the 256: load_x_chunk fetches them into registers
-// (issued before the current chunk's MMAs, so their latency hides behind them), store_x_chunk splits and stores them,
+// The 32-column chunk c of tokens n0 .. n0 + 63 of x as MMA fragments: the hi words [MMA_LIN_TILES tiles][32 lanes]
+// uint4, then the lo words alike, lane (g, t) of tile j holding token n0 + 8j + g, columns 32c + 8t .. + 7 as bf16
+// pairs (hi and lo apart so that a warp's 16-byte reads of either are contiguous: interleaved, each read took twice
+// the shared-memory wavefronts); tokens past the end are zeros. Each thread takes X_SLOTS (tile, lane) slots of the
+// 256: load_x_chunk fetches them into registers (issued MMA_LIN_DEPTH chunks ahead, so their latency hides behind
+// the MMAs), store_x_chunk splits and stores them,
 // skipping the tiles no token of the pass reaches (the MMAs stop before those: a batch of 8 tokens converted 64
 // tokens' worth of x a chunk for 8).
 #define X_SLOTS (MMA_LIN_TILES * 32 / (32 * MMA_LIN_WARPS))
@@ -462,76 +465,130 @@ __device__ __forceinline__ void store_x_chunk(const float4 (&v)[X_SLOTS][2], uin
             hi[i] = pack_bf16(h0, h1);
             lo[i] = pack_bf16(e[2 * i] - h0, e[2 * i + 1] - h1);
         }
-        frag[2 * slot] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
-        frag[2 * slot + 1] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+        frag[slot] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+        frag[MMA_LIN_TILES * 32 + slot] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
     }
 }
+
+// Chunks in flight a warp: the weights (and the raw x) of chunk c + MMA_LIN_DEPTH are loaded while chunk c multiplies,
+// into a ring of registers (slot c % MMA_LIN_DEPTH; the loop is unrolled by the depth so every slot is a register).
+// One chunk ahead left a block's 20-90 chunks a chain of DRAM round trips.
+#ifndef MMA_LIN_DEPTH
+#define MMA_LIN_DEPTH 2
+#endif
+// 16-row tiles a warp: each x fragment read from shared memory feeds that many MMAs. Shared memory, not DRAM, bound
+// the one-tile kernel at 64 tokens (Nsight Compute on an H200, a 64-token lm_head: L1/shared throughput 98-99%, DRAM
+// 18%): a warp read 8 KB of x fragments a chunk for 1 KB of weights.
+#ifndef MMA_LIN_ROW_TILES
+#define MMA_LIN_ROW_TILES 2
+#endif
 
 extern "C" __global__ void __launch_bounds__(32 * MMA_LIN_WARPS)
 model_linear_bf16_mma(const float* __restrict__ x, const u16* __restrict__ w, const float* __restrict__ bias,
                       float* __restrict__ y, int tokens, int in, int out, int accumulate, float* __restrict__ partials) {
-    __shared__ uint4 frag[2][MMA_LIN_TILES * 32 * 2];  // two chunks' x fragments, 8 KB each
+    constexpr int D = MMA_LIN_DEPTH;
+    constexpr int RT = MMA_LIN_ROW_TILES;
+    // two chunks' x fragments, 8 KB each: [the tiles' hi words | the tiles' lo words], a warp's 16-byte reads of one
+    // half contiguous (no bank conflicts)
+    __shared__ uint4 frag[2][MMA_LIN_TILES * 32 * 2];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
-    const int row0 = (blockIdx.y * MMA_LIN_WARPS + warp) * 16;
+    const int row0 = (blockIdx.y * MMA_LIN_WARPS + warp) * 16 * RT;
     const int n0 = blockIdx.x * 8 * MMA_LIN_TILES;
-    const int rA = min(row0 + g, out - 1), rB = min(row0 + g + 8, out - 1); // rows past the end: computed, not stored
-    const uint4* wA = (const uint4*) (w + (long long) rA * in);
-    const uint4* wB = (const uint4*) (w + (long long) rB * in);
+    const uint4* wA[RT];
+    const uint4* wB[RT];
     // blockIdx.z of gridDim.z: a slice of the 32-column chunks (K split for batches too small to fill the GPU)
     const int all = in >> 5;
     const int per = (all + gridDim.z - 1) / gridDim.z;
     const int first = blockIdx.z * per;
     const int chunks = min(all, first + per) - first;
-    wA += 4 * first;
-    wB += 4 * first;
+#pragma unroll
+    for (int r = 0; r < RT; r++) {
+        // rows past the end: computed, not stored
+        const int rA = min(row0 + 16 * r + g, out - 1), rB = min(row0 + 16 * r + g + 8, out - 1);
+        wA[r] = (const uint4*) (w + (long long) rA * in) + 4 * first + t;
+        wB[r] = (const uint4*) (w + (long long) rB * in) + 4 * first + t;
+    }
     x += 32 * first;
-    uint4 pa = __ldg(wA + t), pb = __ldg(wB + t);  // chunk 0's weights: W is never written by a kernel
+    // slot d: columns 32c + 8t .. + 8 of each row tile's rows g and g + 8, for the chunk c = d (mod D) in flight
+    uint4 pa[D][RT], pb[D][RT];
+    float4 xv[D][X_SLOTS][2];
+#pragma unroll
+    for (int d = 0; d < D; d++) {  // W is never written by a kernel: its first chunks go out before the wait
+        if (d < chunks) {
+#pragma unroll
+            for (int r = 0; r < RT; r++) {
+                pa[d][r] = __ldg(wA[r] + 4 * d);
+                pb[d][r] = __ldg(wB[r] + 4 * d);
+            }
+        }
+    }
     enter_after_prior_grid();
-    float acc[MMA_LIN_TILES][4];
 #pragma unroll
-    for (int j = 0; j < MMA_LIN_TILES; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
-    float4 xv[X_SLOTS][2];
-    load_x_chunk(x, tokens, in, n0, 0, xv);
-    store_x_chunk(xv, frag[0], tokens - n0);
+    for (int d = 0; d < D; d++) {
+        if (d < chunks) load_x_chunk(x, tokens, in, n0, d, xv[d]);
+    }
+    float acc[RT][MMA_LIN_TILES][4];
+#pragma unroll
+    for (int r = 0; r < RT; r++)
+#pragma unroll
+        for (int j = 0; j < MMA_LIN_TILES; j++) acc[r][j][0] = acc[r][j][1] = acc[r][j][2] = acc[r][j][3] = 0.f;
+    store_x_chunk(xv[0], frag[0], tokens - n0);
     __syncthreads();
-    for (int c = 0; c < chunks; c++) {
-        uint4 na = pa, nb = pb;
-        const bool more = c + 1 < chunks;
-        if (more) {
-            load_x_chunk(x, tokens, in, n0, c + 1, xv);
-            na = __ldg(wA + 4 * (c + 1) + t);  // columns 32(c+1) + 8t .. + 8 of row g
-            nb = __ldg(wB + 4 * (c + 1) + t);  // ... of row g + 8
-        }
-        const uint4* f = frag[c & 1];
+    for (int c0 = 0; c0 < chunks; c0 += D) {
 #pragma unroll
-        for (int j = 0; j < MMA_LIN_TILES; j++) {
-            if (n0 + 8 * j >= tokens) break;
-            const uint4 hi = f[2 * (32 * j + lane)], lo = f[2 * (32 * j + lane) + 1];
-            // k-step s: MMA k 2t,2t+1 <- columns 8t+4s+{0,1}; k 2t+8,2t+9 <- columns 8t+4s+{2,3}
-            mma_bf16(acc[j], pa.x, pb.x, pa.y, pb.y, hi.x, hi.y);
-            mma_bf16(acc[j], pa.x, pb.x, pa.y, pb.y, lo.x, lo.y);
-            mma_bf16(acc[j], pa.z, pb.z, pa.w, pb.w, hi.z, hi.w);
-            mma_bf16(acc[j], pa.z, pb.z, pa.w, pb.w, lo.z, lo.w);
+        for (int d = 0; d < D; d++) {
+            const int c = c0 + d;
+            if (c >= chunks) break;
+            uint4 a[RT], b[RT];
+#pragma unroll
+            for (int r = 0; r < RT; r++) {
+                a[r] = pa[d][r];
+                b[r] = pb[d][r];
+            }
+            if (c + D < chunks) {  // slot d's x went into shared memory an iteration ago; refill it with chunk c + D
+#pragma unroll
+                for (int r = 0; r < RT; r++) {
+                    pa[d][r] = __ldg(wA[r] + 4 * (c + D));
+                    pb[d][r] = __ldg(wB[r] + 4 * (c + D));
+                }
+                load_x_chunk(x, tokens, in, n0, c + D, xv[d]);
+            }
+            const uint4* f = frag[c & 1];
+#pragma unroll
+            for (int j = 0; j < MMA_LIN_TILES; j++) {
+                if (n0 + 8 * j >= tokens) break;
+                const uint4 hi = f[32 * j + lane], lo = f[MMA_LIN_TILES * 32 + 32 * j + lane];
+#pragma unroll
+                for (int r = 0; r < RT; r++) {
+                    // k-step s: MMA k 2t,2t+1 <- columns 8t+4s+{0,1}; k 2t+8,2t+9 <- columns 8t+4s+{2,3}
+                    mma_bf16(acc[r][j], a[r].x, b[r].x, a[r].y, b[r].y, hi.x, hi.y);
+                    mma_bf16(acc[r][j], a[r].x, b[r].x, a[r].y, b[r].y, lo.x, lo.y);
+                    mma_bf16(acc[r][j], a[r].z, b[r].z, a[r].w, b[r].w, hi.z, hi.w);
+                    mma_bf16(acc[r][j], a[r].z, b[r].z, a[r].w, b[r].w, lo.z, lo.w);
+                }
+            }
+            // the next chunk's x (slot d + 1) into the other buffer: free since the last barrier
+            if (c + 1 < chunks) store_x_chunk(xv[(d + 1) % D], frag[(c + 1) & 1], tokens - n0);
+            __syncthreads();  // the next chunk staged; this one's buffer free for the chunk after
         }
-        if (more) store_x_chunk(xv, frag[(c + 1) & 1], tokens - n0);  // the other buffer: free since the last barrier
-        pa = na;
-        pb = nb;
-        __syncthreads();  // the next chunk staged; this one's buffer free for the chunk after
     }
 #pragma unroll
-    for (int j = 0; j < MMA_LIN_TILES; j++) {
+    for (int r = 0; r < RT; r++) {
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
-            // c0, c1: row g, tokens 2t, 2t + 1; c2, c3: row g + 8
-            const int row = row0 + g + (i >= 2 ? 8 : 0);
-            const int token = n0 + 8 * j + 2 * t + (i & 1);
-            if (row < out && token < tokens) {
-                if (gridDim.z > 1) {  // this slice's sums; model_linear_slices adds them up
-                    partials[((long long) blockIdx.z * tokens + token) * out + row] = acc[j][i];
-                } else {
-                    float* dst = y + (long long) token * out + row;
-                    *dst = (accumulate ? *dst : 0.f) + acc[j][i] + (bias == nullptr ? 0.f : bias[row]);
+        for (int j = 0; j < MMA_LIN_TILES; j++) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                // c0, c1: row g, tokens 2t, 2t + 1; c2, c3: row g + 8
+                const int row = row0 + 16 * r + g + (i >= 2 ? 8 : 0);
+                const int token = n0 + 8 * j + 2 * t + (i & 1);
+                if (row < out && token < tokens) {
+                    if (gridDim.z > 1) {  // this slice's sums; model_linear_slices adds them up
+                        partials[((long long) blockIdx.z * tokens + token) * out + row] = acc[r][j][i];
+                    } else {
+                        float* dst = y + (long long) token * out + row;
+                        *dst = (accumulate ? *dst : 0.f) + acc[r][j][i] + (bias == nullptr ? 0.f : bias[row]);
+                    }
                 }
             }
         }

@@ -61,8 +61,8 @@ class LinearBf16Test {
     /**
      * Wide outputs take more rows a warp (ModelOps keeps two blocks a multiprocessor): on a 132-multiprocessor H100 or
      * H200 these widths run R = 2, 4 and 8 below the tensor-core threshold, every one giving the one-token kernel's
-     * sums bit for bit; from it the tensor-core kernels, 17000 rows taking the 64-row blocks that share x, the others
-     * the 16-row blocks that split K.
+     * sums bit for bit; from it the tensor-core kernels, 17000 rows taking the 128-row blocks that share x (two row
+     * tiles a warp; 4300 and 9000 end inside a block's tiles), the others the 16-row blocks that split K.
      */
     @Test
     void wideOutputsWithSeveralRowsAWarpGiveTheOneTokenSums() {
@@ -84,7 +84,7 @@ class LinearBf16Test {
                         float[] want = ops.readFloats(single, 0, tokens * out);
                         if (tokens < ops.mmaLinearTokens()) {
                             assertThat(got).as("%d rows, %d tokens", out, tokens).containsExactly(want);
-                        } else { // 17000 rows: 64-row blocks fill the GPU; fewer rows: 16-row blocks splitting K
+                        } else { // 17000 rows: 128-row blocks fill the GPU; fewer rows: 16-row blocks splitting K
                             assertThat(io.moe4j.testing.Norms.relL2(got, want)).as("%d rows, %d tokens on tensor cores",
                                     out, tokens).isLessThanOrEqualTo(1e-5);
                         }
