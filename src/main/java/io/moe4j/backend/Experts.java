@@ -18,6 +18,15 @@ public interface Experts extends AutoCloseable {
     /** The backend that made these experts. */
     String backend();
 
+    /**
+     * Whether {@link #forward} still reads the memory of the loaded {@code ExpertWeights} (codes, scales) that these
+     * experts were prepared from. False where preparing copied them into memory of its own (the CPU's packed
+     * panels): the loader may then release the loaded copy, which would otherwise stay beside the packed one.
+     */
+    default boolean readsLoadedWeights() {
+        return true;
+    }
+
     @Override
     default void close() {
     }

@@ -110,6 +110,11 @@ public final class MoeLayer implements AutoCloseable {
                         QuantizationConfig.of(model)::linearMethod, arena);
                 shared = selection.chosen().prepare(sharedWeights, exec);
             }
+            // The loaded codes and scales (concatenated copies for most schemes) would otherwise stay beside the
+            // backend's packed copy for the layer's life: qwen3-30b-a3b FP8 on the CPU held ~2.8x its weights.
+            if (!experts.readsLoadedWeights() && (shared == null || !shared.readsLoadedWeights())) {
+                arena.close();
+            }
             tokenRouter = selection.chosen().prepareRouter(router, exec);
             if (tokenRouter != router) {
                 LOG.log(System.Logger.Level.INFO, "layer {0}: router on {1}", layer, tokenRouter.where());
@@ -126,7 +131,9 @@ public final class MoeLayer implements AutoCloseable {
             if (experts != null) {
                 experts.close();
             }
-            arena.close();
+            if (arena.scope().isAlive()) {
+                arena.close();
+            }
             throw e;
         }
     }
@@ -266,6 +273,11 @@ public final class MoeLayer implements AutoCloseable {
         return shared;
     }
 
+    /**
+     * The expert weights as loaded: scheme, shapes, biases and activation scales. Where the backend packed a copy of
+     * its own ({@link Experts#readsLoadedWeights} false, as on the CPU) their codes and block scales were released
+     * after packing, and reading those segments throws {@link IllegalStateException}.
+     */
     public ExpertWeights weights() {
         return weights;
     }
@@ -295,7 +307,9 @@ public final class MoeLayer implements AutoCloseable {
         if (shared != null) {
             shared.close();
         }
-        arena.close();
+        if (arena.scope().isAlive()) {
+            arena.close();
+        }
         if (ownsCheckpoint) {
             checkpoint.close();
         }

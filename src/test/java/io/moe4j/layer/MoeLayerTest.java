@@ -21,6 +21,7 @@ import java.util.stream.IntStream;
 import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
@@ -214,6 +215,29 @@ class MoeLayerTest {
             }
         } finally {
             jul.removeHandler(capture);
+        }
+    }
+
+    /**
+     * The CPU packs its own copy of the experts (routed and shared): the loaded codes, concatenated for FP8 blocks,
+     * are released once packed, and the layer still computes what emulation, which reads them, computes.
+     */
+    @Test
+    void cpuReleasesTheLoadedCopyOfItsExperts() {
+        String name = "deepseek_ct_fp8_block";
+        float[] x = input(name);
+        Path dir = ConformanceCases.dir(name);
+        try (MoeLayer cpu = MoeLayer.load(dir, 0, MoeLayerOptions.defaults().withBackend("cpu").withThreads(2));
+             MoeLayer emulation = MoeLayer.load(dir, 0, EMU)) {
+            assertThat(cpu.hasSharedExperts()).isTrue();
+            assertThatThrownBy(() -> cpu.weights().w13().data().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0))
+                    .isInstanceOf(IllegalStateException.class);
+            assertThatCode(() -> emulation.weights().w13().data().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0))
+                    .as("emulation reads the loaded codes").doesNotThrowAnyException();
+            int t = x.length / cpu.config().hidden();
+            float[] got = cpu.forward(x, t).output();
+            float[] want = emulation.forward(x, t).output();
+            assertThat(io.moe4j.testing.Norms.relL2(got, want)).isLessThan(1e-4);
         }
     }
 }

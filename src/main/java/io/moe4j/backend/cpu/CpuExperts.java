@@ -93,6 +93,12 @@ final class CpuExperts implements Experts {
         return CpuBackend.NAME;
     }
 
+    /** The panels are packed copies: after construction only {@code w}'s shapes, biases and scales are read. */
+    @Override
+    public boolean readsLoadedWeights() {
+        return false;
+    }
+
     /** Bytes of packed weights per expert, w13 and w2 together. */
     long packedBytesPerExpert() {
         return w13.bytesPerExpert() * parts13 + w2.bytesPerExpert();
