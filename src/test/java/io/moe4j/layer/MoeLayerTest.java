@@ -5,6 +5,8 @@ import io.moe4j.cli.ForwardJob;
 import io.moe4j.conformance.ConformanceCases;
 import io.moe4j.routing.Routing;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
@@ -24,6 +26,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /** MoeLayer behaviour beyond the conformance cases: batch edges, expert parallelism, top-k = E, bad calls. */
 class MoeLayerTest {
@@ -219,23 +222,29 @@ class MoeLayerTest {
     }
 
     /**
-     * The CPU packs its own copy of the experts (routed and shared): the loaded codes, concatenated for FP8 blocks,
-     * are released once packed, and the layer still computes what emulation, which reads them, computes.
+     * The CPU packs its own copy of the experts (routed and shared) and cuda uploads them: the loaded codes,
+     * concatenated for FP8 blocks, are released once copied, and the layer still computes what emulation, which reads
+     * them, computes. (cuda only where a device is.)
      */
-    @Test
-    void cpuReleasesTheLoadedCopyOfItsExperts() {
+    @ParameterizedTest
+    @ValueSource(strings = {"cpu", "cuda"})
+    void backendsWithTheirOwnCopyReleaseTheLoadedExperts(String backend) {
+        if (backend.equals("cuda")) {
+            io.moe4j.backend.cuda.driver.CudaProbe probe = io.moe4j.backend.cuda.driver.CudaRuntime.probe();
+            assumeTrue(probe.available(), () -> "no usable CUDA device: " + probe.reason());
+        }
         String name = "deepseek_ct_fp8_block";
         float[] x = input(name);
         Path dir = ConformanceCases.dir(name);
-        try (MoeLayer cpu = MoeLayer.load(dir, 0, MoeLayerOptions.defaults().withBackend("cpu").withThreads(2));
+        try (MoeLayer copied = MoeLayer.load(dir, 0, MoeLayerOptions.defaults().withBackend(backend).withThreads(2));
              MoeLayer emulation = MoeLayer.load(dir, 0, EMU)) {
-            assertThat(cpu.hasSharedExperts()).isTrue();
-            assertThatThrownBy(() -> cpu.weights().w13().data().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0))
+            assertThat(copied.hasSharedExperts()).isTrue();
+            assertThatThrownBy(() -> copied.weights().w13().data().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0))
                     .isInstanceOf(IllegalStateException.class);
             assertThatCode(() -> emulation.weights().w13().data().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0))
                     .as("emulation reads the loaded codes").doesNotThrowAnyException();
-            int t = x.length / cpu.config().hidden();
-            float[] got = cpu.forward(x, t).output();
+            int t = x.length / copied.config().hidden();
+            float[] got = copied.forward(x, t).output();
             float[] want = emulation.forward(x, t).output();
             assertThat(io.moe4j.testing.Norms.relL2(got, want)).isLessThan(1e-4);
         }

@@ -83,6 +83,12 @@ final class CudaExperts implements Experts {
         return CudaBackend.NAME;
     }
 
+    /** The weights live on the device (uploaded by {@link CudaBackend#prepare}); of {@code w} only shapes are read. */
+    @Override
+    public boolean readsLoadedWeights() {
+        return false;
+    }
+
     /** The kernels of each GEMM, for logs and tests. */
     String kernels() {
         return "w13: " + w13.kernels() + "; w2: " + w2.kernels();
