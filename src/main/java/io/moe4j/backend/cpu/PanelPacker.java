@@ -1,7 +1,7 @@
 package io.moe4j.backend.cpu;
 
 import io.moe4j.backend.Workers;
-
+import io.moe4j.memory.UnzeroedMemory;
 import io.moe4j.quant.BlockScales;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.ScaleType;
