@@ -21,7 +21,7 @@ public interface Experts extends AutoCloseable {
     /**
      * Whether {@link #forward} still reads the memory of the loaded {@code ExpertWeights} (codes, scales) that these
      * experts were prepared from. False where preparing copied them into memory of its own (the CPU's packed
-     * panels): the loader may then release the loaded copy, which would otherwise stay beside the packed one.
+     * panels, the GPU's upload): the loader may then release the loaded copy, which would otherwise stay beside it.
      */
     default boolean readsLoadedWeights() {
         return true;
