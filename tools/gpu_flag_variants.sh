@@ -10,15 +10,9 @@ cd "$(dirname "$0")/.."
 rounds="$1"
 layers="$2"
 shift 2
-[ -d /tmp/moe4j-jdk25 ] || tar -C /tmp -xJf .gpu/jdk25.tar.xz
-lib="$(ls .gpu/lib/*.jar | tr '\n' ':')"
-run() {
-  # shellcheck disable=SC2086
-  /tmp/moe4j-jdk25/bin/java ${MOE4J_JAVA_OPTS:-} --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED \
-    -Xmx48g -cp ".gpu/test-classes:.gpu/classes:$lib" "$@"
-}
+source tools/gpu_java.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed "s/^/# /" || true
-dir=$(run io.moe4j.cli.MoeCommand bench --model-preset gpt-oss-20b --layers "$layers" --write-only \
+dir=$(gpu_java .gpu/classes io.moe4j.cli.MoeCommand bench --model-preset gpt-oss-20b --layers "$layers" --write-only \
   --cache-dir /tmp/moe4j-flag-variants 2>/dev/null | tail -1)
 echo "# checkpoint $dir"
 for ((r = 1; r <= rounds; r++)); do
@@ -26,7 +20,7 @@ for ((r = 1; r <= rounds; r++)); do
     echo "# round $r: $flags"
     extra="$flags"; [ "$flags" = none ] && extra=""
     # shellcheck disable=SC2086
-    run $extra -Dmoe4j.bench.dir="$dir" -Dmoe4j.bench.batches="${BATCHES:-8}" io.moe4j.model.cuda.DeviceModelBench "$layers" 32 0 \
+    gpu_java .gpu/classes $extra -Dmoe4j.bench.dir="$dir" -Dmoe4j.bench.batches="${BATCHES:-8}" io.moe4j.model.cuda.DeviceModelBench "$layers" 32 0 \
       2>&1 | grep -E "greedy on the device \(decodeGreedy\)|replayed alone: the whole|decode batch [0-9]+ \(Model.step, greedy|Exception" \
       | sed -E 's/ = [0-9.]+ tokens.s//' || true
   done

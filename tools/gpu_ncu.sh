@@ -12,19 +12,14 @@ cd "$(dirname "$0")/.."
 kernel="$1"
 batch="${2:-64}"
 layers="${3:-2}"
-[ -d /tmp/moe4j-jdk25 ] || tar -C /tmp -xJf .gpu/jdk25.tar.xz
-java=/tmp/moe4j-jdk25/bin/java
-cp=".gpu/test-classes:.gpu/classes:$(ls .gpu/lib/*.jar | tr '\n' ':')"
+source tools/gpu_java.sh
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 out="${OUT:-.}/ncu.txt"
-# shellcheck disable=SC2086
-dir=$("$java" ${MOE4J_JAVA_OPTS:-} --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -cp "$cp" \
-  io.moe4j.cli.MoeCommand bench --model-preset gpt-oss-20b --layers "$layers" --write-only \
+dir=$(gpu_java .gpu/classes io.moe4j.cli.MoeCommand bench --model-preset gpt-oss-20b --layers "$layers" --write-only \
   --cache-dir /tmp/moe4j-ncu 2>/dev/null | tail -1)
-# shellcheck disable=SC2086
 "$ncu" --target-processes all -k "regex:$kernel" --filter-mode per-launch-config --launch-skip 2 --launch-count 1 \
   --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats \
-  "$java" ${MOE4J_JAVA_OPTS:-} --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -Xmx48g -cp "$cp" \
+  "${GPU_JAVA[@]}" -cp "$(gpu_cp .gpu/classes)" \
   -Dmoe4j.bench.dir="$dir" -Dmoe4j.bench.batches="$batch" io.moe4j.model.cuda.DeviceModelBench "$layers" 8 0 \
   2>&1 | grep -vE "INFO|WARN" > "$out"
 grep -E "^  [a-z_0-9]+ \(|Duration|DRAM Throughput|L1/TEX Cache Throughput|L2 Cache Throughput|Registers Per|Achieved Occ|stalled" \

@@ -11,15 +11,8 @@ cd "$(dirname "$0")/.."
 rounds="$1"
 tokens="$2"
 shift 2
-[ -d /tmp/moe4j-jdk25 ] || tar -C /tmp -xJf .gpu/jdk25.tar.xz
-lib="$(ls .gpu/lib/*.jar | tr '\n' ':')"
-run() { # classes, then java arguments
-  local classes="$1"; shift
-  # shellcheck disable=SC2086
-  /tmp/moe4j-jdk25/bin/java ${MOE4J_JAVA_OPTS:-} --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED \
-    -Xmx48g -cp ".gpu/test-classes:$classes:$lib" "$@"
-}
-dir=$(run .gpu/classes io.moe4j.cli.MoeCommand bench --model-preset "${PRESET:-gpt-oss-20b}" --layers "${LAYERS:-24}" \
+source tools/gpu_java.sh
+dir=$(gpu_java .gpu/classes io.moe4j.cli.MoeCommand bench --model-preset "${PRESET:-gpt-oss-20b}" --layers "${LAYERS:-24}" \
   --write-only --cache-dir /tmp/moe4j-prefill-variants 2>/dev/null | tail -1)
 echo "# checkpoint $dir, $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null)"
 for ((r = 1; r <= rounds; r++)); do
@@ -33,7 +26,7 @@ for ((r = 1; r <= rounds; r++)); do
     [ "$extra" = none ] && extra=""
     echo -n "round $r, $flags: "
     # shellcheck disable=SC2086
-    run "$classes" $extra -Dmoe4j.bench.dir="$dir" -Dmoe4j.bench.phases=false \
+    gpu_java "$classes" $extra -Dmoe4j.bench.dir="$dir" -Dmoe4j.bench.phases=false \
       -Dmoe4j.bench.sequences="${SEQUENCES:-1}" io.moe4j.model.cuda.DevicePrefillBench "$tokens" 3 2>&1 \
       | grep -E "^prefill [0-9]+ (tokens after|sequences)|Exception" | grep -v first \
       | sed -E 's/.*= ([0-9]+) tokens\/s/\1/' | tr '\n' ' ' || true
