@@ -1000,11 +1000,7 @@ public final class ModelOps implements AutoCloseable {
     }
 
     private void launch(String kernel, int gridX, int gridY, int threads, Args fill) {
-        launchZ(kernel, gridX, gridY, 1, threads, fill);
-    }
-
-    private void launchZ(String kernel, int gridX, int gridY, int gridZ, int threads, Args fill) {
-        launch(SOURCE, kernel, List.of(), gridX, gridY, gridZ, threads, 0, fill);
+        launch(SOURCE, kernel, List.of(), gridX, gridY, 1, threads, 0, fill);
     }
 
     /**
