@@ -12,8 +12,9 @@ import java.lang.invoke.MethodHandle;
 
 /**
  * Off-heap memory that is not zeroed first, for buffers whose every byte the caller writes before any is read (the
- * CPU's packed panels, a layer's concatenated expert codes). {@link Arena#allocate} zeroes what it hands out, one extra pass over memory on a single thread
- * before the parallel packing overwrites it (the packing threads then take the page faults instead). On the 2-core
+ * CPU's packed panels, a layer's concatenated expert codes). {@link Arena#allocate} zeroes what it hands out, one
+ * extra pass over memory on a single thread before the caller overwrites it (the writing threads then take the page
+ * faults instead). On the 2-core
  * development VM, loading gpt-oss-20b's 4-layer cut took 5.8-15.6 s with zeroed memory and 4.4-4.6 s without, a
  * qwen3-30b-a3b FP8 cut 22.3-29.2 s against 13.8-16.3 (alternated runs, docs/cpu.md). The memory comes from the C
  * library's {@code posix_memalign} and goes back through {@code free} when the arena closes; where the C library has
