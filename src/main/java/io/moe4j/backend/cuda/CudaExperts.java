@@ -54,10 +54,10 @@ final class CudaExperts implements Experts {
     private final boolean overlapped;
     /**
      * Routed pairs an expert (on average) from which a plan built on the device takes the MXFP4 tile GEMMs instead
-     * of the GEMV's pieces: {@code -Dmoe4j.cuda.deviceTilePairs}, default {@link #DEVICE_TILE_PAIRS}.
+     * of the GEMV's pieces: {@code -Dmoe4j.cuda.deviceTilePairs}, default {@link #DEVICE_TILE_PAIRS}, or
+     * {@link #DEVICE_WGMMA_TILE_PAIRS} for the wgmma kernel's blocks of 16 pairs.
      */
-    private final int deviceTilePairs = Math.max(1, Integer.getInteger("moe4j.cuda.deviceTilePairs",
-            DEVICE_TILE_PAIRS));
+    private final int deviceTilePairs;
 
     CudaExperts(ExpertWeights w, CudaEngine engine, CudaTuning tuning, DeviceMatrix w13, DeviceMatrix w2,
             DeviceBuffer bias13, DeviceBuffer bias2, DeviceQuant a13, DeviceQuant a2) {
@@ -76,6 +76,9 @@ final class CudaExperts implements Experts {
         this.wgmmaTiles = tuning.wgmma() != null && engine.context().device().hasWgmma()
                 && !(w13 instanceof Mxfp4Matrix m1 && m1.experts().specialScales())
                 && !(w2 instanceof Mxfp4Matrix m2 && m2.experts().specialScales());
+        boolean narrowBlocks = wgmmaTiles && tuning.wgmma().fewestTokens() <= 16;
+        this.deviceTilePairs = Math.max(1, Integer.getInteger("moe4j.cuda.deviceTilePairs",
+                narrowBlocks ? DEVICE_WGMMA_TILE_PAIRS : DEVICE_TILE_PAIRS));
     }
 
     @Override
@@ -121,18 +124,11 @@ final class CudaExperts implements Experts {
     }
 
     /**
-     * Pairs per tile-GEMM block for this plan: the mma.sync kernel's tileTokens, or the wgmma kernel's tokens, halved
-     * down to 64 while they exceed the experts' average group (the kernel multiplies whole blocks of pairs).
+     * Pairs per tile-GEMM block for this plan: the mma.sync kernel's tileTokens, or the wgmma kernel's width for the
+     * experts' average group ({@link CudaTuning.WgmmaTile#blockPairs}).
      */
     int tileTokens(RoutePlan plan) {
-        if (!wgmmaTiles) {
-            return tuning.tileTokens();
-        }
-        int n = tuning.wgmma().tokens();
-        while (n > 64 && (long) n * plan.groups() > plan.pairs()) {
-            n /= 2;
-        }
-        return n;
+        return wgmmaTiles ? tuning.wgmma().blockPairs(plan.pairs(), plan.groups()) : tuning.tileTokens();
     }
 
     /**
@@ -357,19 +353,18 @@ final class CudaExperts implements Experts {
     static final int DEVICE_TILE_PAIRS = 8;
 
     /**
-     * Pairs an M tile of a device-built plan: the mma.sync kernel's tileTokens, or the wgmma kernel's tokens halved
-     * down to 64 while they exceed the pairs of {@code used} experts' average ({@link #tileTokens(RoutePlan)}'s
-     * rule, with every expert the pairs can reach counted as used, since the plan is not known here).
+     * {@link #deviceTilePairs}' default where the wgmma kernel takes blocks of 16 pairs: a batch-32 decode step of
+     * gpt-oss-20b shapes (4 pairs an expert) on the H200 took 7.61-7.62 ms against 7.95-8.00 with the pieces (at 8,
+     * batch 64, the tiles had led already); batches of 16 and 24 (2 and 3 an expert) keep the pieces.
+     */
+    static final int DEVICE_WGMMA_TILE_PAIRS = 4;
+
+    /**
+     * Pairs an M tile of a device-built plan: {@link #tileTokens(RoutePlan)}'s rule, with every expert the pairs can
+     * reach counted as used, since the plan is not known here.
      */
     private int deviceTileTokens(int pairs, int used) {
-        if (!wgmmaTiles) {
-            return tuning.tileTokens();
-        }
-        int n = tuning.wgmma().tokens();
-        while (n > 64 && (long) n * used > pairs) {
-            n /= 2;
-        }
-        return n;
+        return wgmmaTiles ? tuning.wgmma().blockPairs(pairs, used) : tuning.tileTokens();
     }
 
     /**

@@ -32,17 +32,40 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
     /**
      * Shape of gemm_mxfp4_wgmma.cu's blocks.
      *
-     * @param groups    warpgroups per block (WG_GROUPS)
-     * @param tokens    routed pairs per block (WG_N: 64, 128 or 256); calls whose experts average fewer take less
-     * @param rowGroups groups of 64 weight rows each warpgroup multiplies by the block's x tile (WG_M)
-     * @param stages    shared-memory stages (WG_STAGES); block pairs are requested stages - 2 ahead
+     * @param groups       warpgroups per block (WG_GROUPS)
+     * @param tokens       routed pairs per block (WG_N: 16 to 256, a power of two); calls whose experts average
+     *                     fewer take less, down to {@code fewestTokens}
+     * @param rowGroups    groups of 64 weight rows each warpgroup multiplies by the block's x tile (WG_M)
+     * @param stages       shared-memory stages (WG_STAGES); block pairs are requested stages - 2 ahead
+     * @param fewestTokens the fewest pairs a block is shaped for. A block's MMAs cost the same for any count up to its
+     *                     width, so a narrow one suits small groups (a batch-64 decode step routes ~8 pairs to each
+     *                     expert), while an expert with more pairs than the width takes several blocks, each
+     *                     decoding the expert's weights again
      */
-    public record WgmmaTile(int groups, int tokens, int rowGroups, int stages) {
+    public record WgmmaTile(int groups, int tokens, int rowGroups, int stages, int fewestTokens) {
+        private static final List<Integer> WIDTHS = List.of(16, 32, 64, 128, 256);
+
         public WgmmaTile {
-            if (groups < 1 || groups > 2 || !List.of(64, 128, 256).contains(tokens) || rowGroups < 1 || rowGroups > 2
-                    || stages < 3 || stages > 8) {
+            if (groups < 1 || groups > 2 || !WIDTHS.contains(tokens) || rowGroups < 1 || rowGroups > 2
+                    || stages < 3 || stages > 8 || !WIDTHS.contains(fewestTokens) || fewestTokens > tokens) {
                 throw new IllegalArgumentException("wgmma tile out of range: " + this);
             }
+        }
+
+        /**
+         * Pairs a block takes when {@code pairs} pairs fall on {@code experts} experts: the tile's width, halved down
+         * to {@link #fewestTokens} while it exceeds their average, or below 64 pairs twice their average. A block's
+         * MMAs cost its width whatever its count, and an expert with more pairs than the width is decoded once for
+         * each block it takes: at 8 and 16 pairs an expert on average (batch-64 and -128 decode steps of
+         * gpt-oss-20b) blocks of 16 and 32 pairs measured fastest (docs/cuda.md), where nearly every expert's group
+         * fits one block; above 64 pairs the plain average was measured on prompts.
+         */
+        int blockPairs(long pairs, long experts) {
+            int n = tokens;
+            while (n > fewestTokens && (long) n * experts > (n > 64 ? 1 : 2) * pairs) {
+                n /= 2;
+            }
+            return n;
         }
 
         int warps() {
@@ -69,12 +92,16 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
         }
 
         String name() {
-            return "g" + groups + "n" + tokens + (rowGroups != 1 ? "m" + rowGroups : "") + (stages != 4 ? "s" + stages : "");
+            return "g" + groups + "n" + tokens + (rowGroups != 1 ? "m" + rowGroups : "") + (stages != 4 ? "s" + stages : "")
+                    + (fewestTokens != Math.min(DEFAULT_FEWEST_TOKENS, tokens) ? "f" + fewestTokens : "");
         }
     }
 
+    /** The fewest pairs a wgmma block is shaped for unless the tile spec says ("f64" for the floor before it). */
+    static final int DEFAULT_FEWEST_TOKENS = 16;
+
     private static final Pattern MMA_SYNC = Pattern.compile("w(\\d+)t(\\d+)n(\\d+)");
-    private static final Pattern WGMMA = Pattern.compile("g(\\d+)n(\\d+)(?:m(\\d+))?(?:s(\\d+))?");
+    private static final Pattern WGMMA = Pattern.compile("g(\\d+)n(\\d+)(?:m(\\d+))?(?:s(\\d+))?(?:f(\\d+))?");
     private static final Pattern UNITS = Pattern.compile("(\\d+)x(\\d+)");
 
     public CudaTuning {
@@ -86,7 +113,7 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
     }
 
     public static CudaTuning defaults() {
-        return new CudaTuning(4, 4, 2, 64, new WgmmaTile(2, 128, 1, 4), 2, 8, 2.0, true, true);
+        return new CudaTuning(4, 4, 2, 64, new WgmmaTile(2, 128, 1, 4, DEFAULT_FEWEST_TOKENS), 2, 8, 2.0, true, true);
     }
 
     /**
@@ -145,7 +172,8 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
     /**
      * The prefill tile kernel: "w8t2n64" the mma.sync kernel on every device (8 warps, 2 row tiles per warp, 64
      * pairs per block); "g2n128" the wgmma kernel where the device has it (2 warpgroups, 128 pairs per block), with
-     * optional "m2" (row groups per warpgroup) and "s5" (stages) suffixes.
+     * optional "m2" (row groups per warpgroup), "s5" (stages) and "f64" (the fewest pairs a block,
+     * {@link #DEFAULT_FEWEST_TOKENS} or the width when unset) suffixes.
      */
     public CudaTuning withTile(String spec) {
         Matcher m = MMA_SYNC.matcher(spec);
@@ -156,12 +184,14 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
         }
         m = WGMMA.matcher(spec);
         if (m.matches()) {
-            WgmmaTile w = new WgmmaTile(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
-                    m.group(3) == null ? 1 : Integer.parseInt(m.group(3)), m.group(4) == null ? 4 : Integer.parseInt(m.group(4)));
+            int tokens = Integer.parseInt(m.group(2));
+            WgmmaTile w = new WgmmaTile(Integer.parseInt(m.group(1)), tokens,
+                    m.group(3) == null ? 1 : Integer.parseInt(m.group(3)), m.group(4) == null ? 4 : Integer.parseInt(m.group(4)),
+                    m.group(5) == null ? Math.min(DEFAULT_FEWEST_TOKENS, tokens) : Integer.parseInt(m.group(5)));
             return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, w, unitsRows,
                     unitsWarps, gemvPiecePairs, mappedTransfers, overlappedLaunches);
         }
-        throw new IllegalArgumentException("tile variant " + spec + " is neither wNtNnN (mma.sync) nor gNnN[mN][sN] (wgmma)");
+        throw new IllegalArgumentException("tile variant " + spec + " is neither wNtNnN (mma.sync) nor gNnN[mN][sN][fN] (wgmma)");
     }
 
     public CudaTuning withGemvPiecePairs(double pairs) {

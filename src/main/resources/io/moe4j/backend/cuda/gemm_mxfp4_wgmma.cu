@@ -45,13 +45,34 @@
 #define STAGE_S (WG_M * WG_LANES * 4)
 #define STAGE_BYTES ((STAGE_X + STAGE_W + STAGE_S + 1023) / 1024 * 1024)
 
-#if WG_N != 64 && WG_N != 128 && WG_N != 256
-#error "WG_N must be 64, 128 or 256"
+#if WG_N != 16 && WG_N != 32 && WG_N != 64 && WG_N != 128 && WG_N != 256
+#error "WG_N must be 16, 32, 64, 128 or 256"
 #endif
 
 // wgmma m64nNk16 f32 += f16 * f16 for N = WG_N, A from registers, B from a shared-memory descriptor (K-major, no
 // transpose); d is the warp's share of the 64 x N accumulator.
-#if WG_N == 64
+#if WG_N == 16
+__device__ __forceinline__ void wgmma_k16(float (&d)[8], const u32 (&a)[4], u64 desc) {
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %13, 0;\n\t"
+                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7"
+                 "}, {%8, %9, %10, %11}, %12, p, 1, 1, 0;\n\t}"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
+}
+
+#elif WG_N == 32
+__device__ __forceinline__ void wgmma_k16(float (&d)[16], const u32 (&a)[4], u64 desc) {
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %21, 0;\n\t"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+                 "}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n\t}"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
+}
+
+#elif WG_N == 64
 __device__ __forceinline__ void wgmma_k16(float (&d)[32], const u32 (&a)[4], u64 desc) {
     asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %37, 0;\n\t"
                  "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"

@@ -208,11 +208,12 @@ class CudaBackendTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"w4t2n64", "g2n128", "g1n128", "g1n256", "g2n64", "g2n128m2", "g1n128m2s5"})
+    @ValueSource(strings = {"w4t2n64", "g2n128", "g1n128", "g1n256", "g2n64", "g2n128m2", "g1n128m2s5", "g2n32",
+        "g2n16", "g1n16m2s6"})
     void tileGemmAtGptOssShapeAgreesWithTheGemv(String tile) {
         // gpt-oss-20b's experts at full size but few of them: each tile kernel and shape (mma.sync wNtNnN, wgmma
         // gNnN on sm_90a) against the GEMV path (whose float32 accuracy the tests above pin to the reference), on
-        // 400 tokens: ~267 pairs per expert, enough for the 256-pair wgmma blocks.
+        // 400 tokens: ~267 pairs per expert, enough for the 256-pair wgmma blocks (and ~17 blocks of an expert at 16).
         CudaTuning tuning = TILES.withTile(tile);
         try (Arena arena = Arena.ofShared()) {
             SplittableRandom rnd = new SplittableRandom(20);

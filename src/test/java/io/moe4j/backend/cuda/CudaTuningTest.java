@@ -21,7 +21,7 @@ class CudaTuningTest {
         assertThat(mma.wgmma()).isNull();
         assertThat(mma.tileName()).isEqualTo("w8t1n32");
         CudaTuning wg = mma.withTile("g1n256m2s5");
-        assertThat(wg.wgmma()).isEqualTo(new CudaTuning.WgmmaTile(1, 256, 2, 5));
+        assertThat(wg.wgmma()).isEqualTo(new CudaTuning.WgmmaTile(1, 256, 2, 5, 16));
         assertThat(wg.tileName()).isEqualTo("g1n256m2s5");
         assertThat(wg.tileWarps()).as("the mma.sync shape stays for stacks the wgmma kernel cannot take").isEqualTo(8);
         assertThat(CudaTuning.defaults().withTile("g2n128").wgmma().defines(64))
@@ -32,8 +32,32 @@ class CudaTuningTest {
     }
 
     @Test
+    void wgmmaBlocksNarrowToTheExpertsAverageDownToTheFewestPairs() {
+        CudaTuning.WgmmaTile standard = CudaTuning.defaults().withTile("g2n128").wgmma();
+        assertThat(standard.fewestTokens()).isEqualTo(16);
+        assertThat(standard.blockPairs(8192, 32)).as("256 an expert").isEqualTo(128);
+        assertThat(standard.blockPairs(1920, 32)).as("60 an expert: the average above 64").isEqualTo(64);
+        assertThat(standard.blockPairs(512, 32)).as("16 an expert: twice it below 64").isEqualTo(32);
+        assertThat(standard.blockPairs(640, 32)).as("20 an expert").isEqualTo(32);
+        assertThat(standard.blockPairs(256, 32)).as("8 an expert").isEqualTo(16);
+        assertThat(standard.blockPairs(64, 32)).as("the floor").isEqualTo(16);
+        CudaTuning.WgmmaTile wide = CudaTuning.defaults().withTile("g2n128f64").wgmma();
+        assertThat(wide.name()).isEqualTo("g2n128f64");
+        assertThat(wide.blockPairs(256, 32)).as("8 an expert, floor 64").isEqualTo(64);
+        assertThat(CudaTuning.defaults().withTile("g2n32").wgmma())
+                .isEqualTo(new CudaTuning.WgmmaTile(2, 32, 1, 4, 16));
+        // per stage 16 pairs x 128 bytes + 8 warps x 32 lanes x 20 bytes = 7168; 4 stages + 1 KiB
+        assertThat(standard.sharedBytes(16)).isEqualTo(4 * 7168 + 1024);
+    }
+
+    @Test
     void malformedOrOutOfRangeShapesNameTheProblem() {
         assertThatThrownBy(() -> CudaTuning.defaults().withTile("g2n96"))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("out of range");
+        assertThatThrownBy(() -> CudaTuning.defaults().withTile("g2n64f128"))
+                .as("a floor above the width").isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("out of range");
+        assertThatThrownBy(() -> CudaTuning.defaults().withTile("g2n128f8"))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("out of range");
         assertThatThrownBy(() -> CudaTuning.defaults().withTile("x2"))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("x2");
