@@ -64,13 +64,14 @@ __device__ __forceinline__ void wait_stages() { asm volatile("cp.async.wait_grou
 // Shared by the prefill GEMMs (gemm_mxfp4_tile.cu, gemm_mxfp4_wgmma.cu): the per-row f16 pre-scaling of decoded weights.
 __device__ __forceinline__ float pow2(int n) { return __uint_as_float((u32)(127 + n) << 23); }
 
-// f16x2 (both halves) of 2^(s - r + 14), which turns decode_word's e2m1 * 2^-14 into e2m1 * 2^(s - r): field
-// s - r + 29; subnormal down to 2^-24, zero below. s <= r for every real block; the repack's padding blocks (zero
-// codes, scale 127) may exceed r and are clamped, since an infinite multiplier would turn their zeros into NaN.
+// f16x2 (both halves) of 2^(s - r + 14), which turns decode_word's e2m1 * 2^-14 into e2m1 * 2^(s - r): exponent
+// field s - r + 29. s <= r for every real block; the repack's padding blocks (zero codes, scale 127) may exceed r and
+// are clamped, since an infinite multiplier would turn their zeros into NaN. Fields of 0 and below (s - r <= -29)
+// give 0, not the subnormal multiplier 2^(s - r + 14): a weight is at most 6 * 2^-14, so its product with such a
+// multiplier is at most 6 * 2^-29, under half the smallest f16 subnormal, and rounds to 0 either way.
 __device__ __forceinline__ u32 f16_pow2(int s, int r) {
-    const int field = min(s - r, 0) + 29;
-    const u32 bits = field > 0 ? (u32)field << 10 : (field > -10 ? 1u << (field + 9) : 0u);
-    return bits | (bits << 16);
+    const int field = max(min(s - r, 0) + 29, 0);
+    return (u32)field * 0x04000400u; // field << 10 in both halves
 }
 
 __device__ __forceinline__ u32 hmul2(u32 a, u32 b) {
