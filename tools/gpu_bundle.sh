@@ -3,10 +3,27 @@
 # image of JDK 25 (tar.xz), the compiled classes and test classes, the test classpath's jars, the JUnit console
 # launcher and the whole-model fixtures of ../shared (on the GPU machine: `bash tools/gpu_tests.sh [JUnit
 # selectors...]`), and the server's jars and a tokenizer for tools/gpu_serve_load.sh.
+# `tools/gpu_bundle.sh --classes` (after a first full run) only recompiles offline and refreshes the classes and test
+# classes: the quick step between two device calls of an A/B.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export JAVA_HOME="${JAVA_HOME_25:-/usr/lib/jvm/temurin-25-jdk-amd64}"
 export PATH="$JAVA_HOME/bin:$PATH"
+# The compiled code only; test-classes' copy of the conformance fixtures stays out (src/test/resources travels, and
+# with it the carried tree would pass the device's 64 MiB).
+stage_classes() {
+  rm -rf .gpu/classes .gpu/test-classes
+  cp -r target/classes .gpu/classes
+  cp -r target/test-classes .gpu/test-classes
+  rm -rf .gpu/test-classes/conformance
+}
+if [ "${1:-}" = --classes ]; then
+  [ -d .gpu/lib ] || { echo "no .gpu/lib: run tools/gpu_bundle.sh once without --classes" >&2; exit 2; }
+  mvn -q -B -o -DskipTests test-compile
+  stage_classes
+  du -sh .gpu
+  exit 0
+fi
 mkdir -p .gpu/lib
 if [ ! -f .gpu/jdk25.tar.xz ]; then
   rm -rf /tmp/moe4j-jdk25
@@ -25,9 +42,7 @@ tr ':' '\n' < .gpu/cp.txt | grep -e jetty -e javalin -e jackson-module -e jackso
   | xargs -I{} cp {} .gpu/serve-lib/
 cp ../shared/tokenizers/gpt-oss/* .gpu/serve-tokenizer/
 mvn -q -B dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:1.11.4 -DoutputDirectory=.gpu
-rm -rf .gpu/classes .gpu/test-classes .gpu/shared
-cp -r target/classes .gpu/classes
-cp -r target/test-classes .gpu/test-classes
-rm -rf .gpu/test-classes/conformance   # tracked in src/test/resources, which travels anyway
+stage_classes
+rm -rf .gpu/shared
 mkdir -p .gpu/shared && cp -r ../shared/conformance-models .gpu/shared/
 du -sh .gpu
