@@ -5,6 +5,7 @@ import io.moe4j.format.Fp8Quant;
 import io.moe4j.format.Int8Quant;
 import io.moe4j.format.MxCodec;
 import io.moe4j.format.Nvfp4Codec;
+import java.util.Arrays;
 
 /**
  * Quantize-dequantize of one token's activation vector before a GEMM, with the exact numerics of its scheme
@@ -19,6 +20,20 @@ public sealed interface ActivationQuant {
     void qdqInPlace(float[] x, int off, int len, int expert);
 
     ActivationQuant NONE = new None();
+
+    /**
+     * Whether {@code a} and {@code b} quantize an input identically: the same rule with the same static scales
+     * (compared by value, which the records' own equality does not do for their arrays).
+     */
+    static boolean sameRule(ActivationQuant a, ActivationQuant b) {
+        return switch (a) {
+            case Fp8Static(float[] s) when b instanceof Fp8Static(float[] t) -> Arrays.equals(s, t);
+            case Nvfp4(float[] s) when b instanceof Nvfp4(float[] t) -> Arrays.equals(s, t);
+            case Int8Static(float[] s, int[] z) when b instanceof Int8Static(float[] t, int[] y) ->
+                    Arrays.equals(s, t) && Arrays.equals(z, y);
+            default -> a.equals(b);
+        };
+    }
 
     record None() implements ActivationQuant {
         public ActivationFormat format() {

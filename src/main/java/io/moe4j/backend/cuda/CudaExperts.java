@@ -637,8 +637,9 @@ final class CudaExperts implements Experts {
             }
         }
         stage(stages, 0, stream);
+        // GEMM1's routes were written before the row stage when there is one (two kernels back), else just before.
         gemm(w13, l.tile1(), l.in1(), l.exp1(), l.direct1() ? l.pairToken() : l.identity(), l.batches1(),
-                l.batchCount1(), l.tb1(), l.routes(), 0, false, l.mtiles(), l.mtileCount(), l.tileTokens(), l.pieces(),
+                l.batchCount1(), l.tb1(), l.routes(), 0, !l.direct1(), l.mtiles(), l.mtileCount(), l.tileTokens(), l.pieces(),
                 l.pieceCount(), l.pairs(), l.h(), stream);
         stage(stages, 1, stream);
         try (Arena arena = Arena.ofConfined()) {
@@ -759,15 +760,19 @@ final class CudaExperts implements Experts {
             case Mxfp4Matrix mx -> engine.mxfp4().forward(mx.experts(), in, routes, firstRoute, pairs, out,
                     routesReady, stream);
             case UnitMatrix u -> {
-                KernelCache.Kernel k = u.gemm(engine, tuning, tb);
-                long shared = 128L * tb * u.units();
-                int rowsPerBlock = tuning.unitsRows() * tuning.unitsWarps();
+                KernelCache.Kernel gemv = u.gemv(engine, tuning, tb);
+                KernelCache.Kernel k = gemv != null ? gemv : u.gemm(engine, tuning, tb);
+                long shared = u.sharedBytes(tb);
+                int rowsPerBlock = u.rowsPerBlock(tuning, gemv != null);
                 for (int first = 0; first < batchCount; first += MAX_GRID_Y) {
                     int count = Math.min(MAX_GRID_Y, batchCount - first);
                     try (Arena arena = Arena.ofConfined()) {
                         KernelArgs args = u.gemmArgs(new KernelArgs(arena), in.pointer(), batches + 16L * first,
                                 xRows, out.pointer())
                                 .i32(u.rows()).pointer(0L).i32(0).i32(0); // outPitch, no bias, overwrite, batches given
+                        if (gemv != null) {
+                            args.i32(routesReady ? 1 : 0); // the batches sit beside the routes
+                        }
                         k.function().launch(Math.ceilDiv(u.rows(), rowsPerBlock), count, 1, 32 * tuning.unitsWarps(), 1,
                                 1, (int) shared, stream, args);
                     }

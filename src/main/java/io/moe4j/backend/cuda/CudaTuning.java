@@ -24,10 +24,12 @@ import java.util.regex.Pattern;
  * @param overlappedLaunches    the kernels of a graph-replayed batch are recorded as overlapped launches (programmatic
  *                              dependent launch, sm_90+): each may start while the one before it finishes, the
  *                              second GEMM streaming its first weights meanwhile; see moe4j_common.cuh
+ * @param unitsGemv             one token's CUDA-core products (a decode step's quantized linears, routed pairs one to a
+ *                              batch) take moe_gemv_units, the same sums shaped for memory; false: moe_gemm_units
  */
 public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTilesPerWarp, int tileTokens,
         WgmmaTile wgmma, int unitsRows, int unitsWarps, double gemvPiecePairs, boolean mappedTransfers,
-        boolean overlappedLaunches) {
+        boolean overlappedLaunches, boolean unitsGemv) {
 
     /**
      * Shape of gemm_mxfp4_wgmma.cu's blocks.
@@ -113,15 +115,16 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
     }
 
     public static CudaTuning defaults() {
-        return new CudaTuning(4, 4, 2, 64, new WgmmaTile(2, 128, 1, 4, DEFAULT_FEWEST_TOKENS), 2, 8, 2.0, true, true);
+        return new CudaTuning(4, 4, 2, 64, new WgmmaTile(2, 128, 1, 4, DEFAULT_FEWEST_TOKENS), 2, 8, 2.0, true, true, true);
     }
 
     /**
      * The defaults with overrides from {@code -Dmoe4j.cuda.tileMinPairs=N}, {@code -Dmoe4j.cuda.tile=...} (see
      * {@link #withTile}) and {@code -Dmoe4j.cuda.units=RxW} (CUDA-core GEMM rows per warp x warps per block), e.g.
      * {@code 2x8}, {@code -Dmoe4j.cuda.gemvPiecePairs=F} (see {@link #gemvPiecePairs}; "Infinity" turns pieces off)
-     * {@code -Dmoe4j.cuda.transfers=copy|mapped} (see {@link #mappedTransfers}) and
-     * {@code -Dmoe4j.cuda.overlap=true|false} (see {@link #overlappedLaunches}).
+     * {@code -Dmoe4j.cuda.transfers=copy|mapped} (see {@link #mappedTransfers}),
+     * {@code -Dmoe4j.cuda.overlap=true|false} (see {@link #overlappedLaunches}) and
+     * {@code -Dmoe4j.cuda.unitsGemv=true|false} (see {@link #unitsGemv}).
      */
     public static CudaTuning fromSystemProperties() {
         CudaTuning t = defaults();
@@ -149,6 +152,10 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
         if (overlap != null) {
             t = t.withOverlappedLaunches(overlap);
         }
+        Boolean gemv = choice("moe4j.cuda.unitsGemv", "true", "false");
+        if (gemv != null) {
+            t = t.withUnitsGemv(gemv);
+        }
         return t;
     }
 
@@ -166,7 +173,7 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
 
     public CudaTuning withTileMinPairsPerExpert(int pairs) {
         return new CudaTuning(pairs, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows, unitsWarps,
-                gemvPiecePairs, mappedTransfers, overlappedLaunches);
+                gemvPiecePairs, mappedTransfers, overlappedLaunches, unitsGemv);
     }
 
     /**
@@ -180,7 +187,7 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
         if (m.matches()) {
             return new CudaTuning(tileMinPairsPerExpert, Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
                     Integer.parseInt(m.group(3)), null, unitsRows, unitsWarps, gemvPiecePairs, mappedTransfers,
-                    overlappedLaunches);
+                    overlappedLaunches, unitsGemv);
         }
         m = WGMMA.matcher(spec);
         if (m.matches()) {
@@ -189,14 +196,14 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
                     m.group(3) == null ? 1 : Integer.parseInt(m.group(3)), m.group(4) == null ? 4 : Integer.parseInt(m.group(4)),
                     m.group(5) == null ? Math.min(DEFAULT_FEWEST_TOKENS, tokens) : Integer.parseInt(m.group(5)));
             return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, w, unitsRows,
-                    unitsWarps, gemvPiecePairs, mappedTransfers, overlappedLaunches);
+                    unitsWarps, gemvPiecePairs, mappedTransfers, overlappedLaunches, unitsGemv);
         }
         throw new IllegalArgumentException("tile variant " + spec + " is neither wNtNnN (mma.sync) nor gNnN[mN][sN][fN] (wgmma)");
     }
 
     public CudaTuning withGemvPiecePairs(double pairs) {
         return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows,
-                unitsWarps, pairs, mappedTransfers, overlappedLaunches);
+                unitsWarps, pairs, mappedTransfers, overlappedLaunches, unitsGemv);
     }
 
     /** "2x8": 2 rows per warp, 8 warps per block. */
@@ -210,17 +217,22 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
 
     public CudaTuning withUnits(int rows, int warps) {
         return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, rows, warps,
-                gemvPiecePairs, mappedTransfers, overlappedLaunches);
+                gemvPiecePairs, mappedTransfers, overlappedLaunches, unitsGemv);
     }
 
     public CudaTuning withMappedTransfers(boolean mapped) {
         return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows,
-                unitsWarps, gemvPiecePairs, mapped, overlappedLaunches);
+                unitsWarps, gemvPiecePairs, mapped, overlappedLaunches, unitsGemv);
     }
 
     public CudaTuning withOverlappedLaunches(boolean overlapped) {
         return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows,
-                unitsWarps, gemvPiecePairs, mappedTransfers, overlapped);
+                unitsWarps, gemvPiecePairs, mappedTransfers, overlapped, unitsGemv);
+    }
+
+    public CudaTuning withUnitsGemv(boolean gemv) {
+        return new CudaTuning(tileMinPairsPerExpert, tileWarps, tileRowTilesPerWarp, tileTokens, wgmma, unitsRows,
+                unitsWarps, gemvPiecePairs, mappedTransfers, overlappedLaunches, gemv);
     }
 
     /** The prefill kernel's spec as {@link #withTile} reads it: the wgmma one where set. */

@@ -8,10 +8,10 @@ import io.moe4j.quant.CodeType;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.LinearWeights;
 import io.moe4j.quant.MatrixDequantizer;
+import io.moe4j.quant.RowStack;
 import io.moe4j.quant.WeightFormat;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -54,28 +54,16 @@ public final class DeviceLinear implements AutoCloseable {
 
     /**
      * Several linears that read the same input, as one: their weights stacked by rows in the order given (e.g. q, k
-     * and v), their biases likewise (all or none). Only bf16 weights without input quantization stack this way (one
-     * matrix, one launch); the caller checks {@link #stacks}.
+     * and v; {@link RowStack}), their biases likewise (all or none), so that one input preparation and one launch serve
+     * them all. The caller checks {@link #stacks}.
      */
     public static DeviceLinear stack(ModelOps ops, String module, List<LinearWeights> parts, List<float[]> biases) {
         if (!stacks(parts)) {
-            throw new IllegalArgumentException(module + ": only bf16 linears of one input width without input "
-                    + "quantization stack");
+            throw new IllegalArgumentException(module + ": these linears do not stack: "
+                    + (sameInput(parts) ? RowStack.unsupportedReason(weights(parts)) : "different input rules"));
         }
-        int cols = parts.getFirst().inFeatures();
-        int rows = 0;
-        long bytes = 0;
-        for (LinearWeights p : parts) {
-            rows += p.outFeatures();
-            bytes += p.weight().data().byteSize();
-        }
+        int rows = parts.stream().mapToInt(LinearWeights::outFeatures).sum();
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment all = arena.allocate(bytes, 64);
-            long at = 0;
-            for (LinearWeights p : parts) {
-                MemorySegment.copy(p.weight().data(), 0, all, at, p.weight().data().byteSize());
-                at += p.weight().data().byteSize();
-            }
             float[] b = null;
             if (biases.stream().anyMatch(x -> x != null)) {
                 b = new float[rows];
@@ -89,20 +77,26 @@ public final class DeviceLinear implements AutoCloseable {
                     o += part.length;
                 }
             }
-            ExpertMatrix m = ExpertMatrix.dense(1, rows, cols, CodeType.BF16, all);
+            ExpertMatrix m = RowStack.of(arena, weights(parts));
             return upload(ops, module, m, parts.getFirst(), b);
         }
     }
 
-    /** Whether {@link #stack} takes these linears: bf16, unquantized input, one input width. */
+    /**
+     * Whether {@link #stack} takes these linears: one input rule (the same quantization, static scales included) and
+     * weights {@link RowStack} stacks (one input width, code type and block-scale grid, no act-order).
+     */
     public static boolean stacks(List<LinearWeights> parts) {
-        int cols = parts.getFirst().inFeatures();
-        for (LinearWeights p : parts) {
-            if (!plainBf16(p.weight()) || !p.input().equals(ActivationQuant.NONE) || p.inFeatures() != cols) {
-                return false;
-            }
-        }
-        return true;
+        return sameInput(parts) && RowStack.unsupportedReason(weights(parts)) == null;
+    }
+
+    private static boolean sameInput(List<LinearWeights> parts) {
+        ActivationQuant first = parts.getFirst().input();
+        return parts.stream().allMatch(p -> ActivationQuant.sameRule(first, p.input()));
+    }
+
+    private static List<ExpertMatrix> weights(List<LinearWeights> parts) {
+        return parts.stream().map(LinearWeights::weight).toList();
     }
 
     private static boolean plainBf16(ExpertMatrix m) {
@@ -193,13 +187,14 @@ public final class DeviceLinear implements AutoCloseable {
         long source = prepareInput(ops, engine, x, tokens, rows, rowsBytes);
         // Tokens a block multiplies with each decoded weight unit: up to 8, as the experts take pairs.
         int tb = matrix.batchSize(engine, tuning, tokens > 1 ? 8 : 1);
-        KernelCache.Kernel k = matrix.gemm(engine, tuning, tb);
-        long shared = 128L * tb * matrix.units();
+        KernelCache.Kernel gemv = matrix.gemv(engine, tuning, tb);
+        KernelCache.Kernel k = gemv != null ? gemv : matrix.gemm(engine, tuning, tb);
+        long shared = matrix.sharedBytes(tb);
         if (shared > k.sharedLimit()) {
             throw new IllegalArgumentException(module + ": rows of " + in + " values need " + shared
                     + " bytes of shared memory; this device allows " + k.sharedLimit());
         }
-        int rowsPerBlock = tuning.unitsRows() * tuning.unitsWarps();
+        int rowsPerBlock = matrix.rowsPerBlock(tuning, gemv != null);
         int batches = Math.ceilDiv(tokens, tb);
         if (batches > 65535) {
             throw new IllegalArgumentException(module + ": " + tokens + " tokens in one call exceed the grid");
@@ -208,6 +203,9 @@ public final class DeviceLinear implements AutoCloseable {
             // no batches and no xRows: batch y is entries y·tb.. of the tokens, entry i reading x row i
             KernelArgs args = matrix.gemmArgs(new KernelArgs(arena), source, 0L, 0L, y).i32(yPitch)
                     .pointer(bias == null ? 0L : bias.pointer()).i32(accumulate ? 1 : 0).i32(tokens);
+            if (gemv != null) {
+                args.i32(0); // no batches to read
+            }
             k.function().launch(Math.ceilDiv(out, rowsPerBlock), batches, 1, 32 * tuning.unitsWarps(), 1, 1,
                     (int) shared, ops.stream(), args);
         }

@@ -21,9 +21,10 @@ import java.util.List;
  * as they are, and for act-order checkpoints the columns sorted by group (see {@link ActOrder}).
  *
  * @param units     32-element units per row
+ * @param unitBytes bytes of a unit's codes (4 x the code's bits)
  * @param defines   the kernel variant for this stack's code and scale types
  */
-record UnitMatrix(int experts, int rows, int cols, int units, List<String> defines, DeviceBuffer codes,
+record UnitMatrix(int experts, int rows, int cols, int units, int unitBytes, List<String> defines, DeviceBuffer codes,
         DeviceBuffer scales, DeviceBuffer zeros, DeviceBuffer shard, DeviceBuffer columnOrder, int rowBlocks,
         int colBlocks, int blockRows, int blockCols, int shards, int shardRows, String description)
         implements DeviceMatrix {
@@ -107,7 +108,8 @@ record UnitMatrix(int experts, int rows, int cols, int units, List<String> defin
             String what = m.codes() + (s == null ? "" : " with " + s.type() + " scales per " + s.blockRows() + "x"
                     + (s.colBlocks() == 1 ? "row" : s.blockCols())) + (zeros != null ? ", zero points" : "")
                     + (shard != null ? ", shard scales" : "") + (order != null ? ", act-order" : "");
-            return new UnitMatrix(m.experts(), m.rows(), m.cols(), units, defines, codes, scales, zeros, shard, order,
+            return new UnitMatrix(m.experts(), m.rows(), m.cols(), units, (int) unitBytes, defines, codes, scales, zeros,
+                    shard, order,
                     s == null ? 1 : s.rowBlocks(), s == null ? 1 : s.colBlocks(), s == null ? 1 : s.blockRows(),
                     s == null ? 1 : s.blockCols(), m.shards(), m.shardScales() == null ? 1 : m.shardRows(),
                     "CUDA-core grouped GEMM on packed " + what);
@@ -145,6 +147,46 @@ record UnitMatrix(int experts, int rows, int cols, int units, List<String> defin
         all.add("-DMOE4J_ROWS=" + tuning.unitsRows());
         all.add("-DMOE4J_WARPS=" + tuning.unitsWarps());
         return engine.kernels().get("gemm_units.cu", "moe_gemm_units", all);
+    }
+
+    /**
+     * The one-token product (gemm_units.cu's moe_gemv_units: the GEMM's sums at one entry a block, shaped for memory),
+     * when {@code tb} is 1 and the tuning takes it; null otherwise. It takes the GEMM's arguments and, last,
+     * batchesReady; a warp a row ({@link #rowsPerBlock}) and the GEMM's shared memory at one entry.
+     */
+    KernelCache.Kernel gemv(CudaEngine engine, CudaTuning tuning, int tb) {
+        if (tb != 1 || !tuning.unitsGemv()) {
+            return null;
+        }
+        List<String> all = new ArrayList<>(defines);
+        all.add("-DMOE4J_TB=1");
+        all.add("-DGEMV_R=" + gemvRowsPerWarp());
+        all.add("-DMOE4J_WARPS=" + tuning.unitsWarps());
+        return engine.kernels().get("gemm_units.cu", "moe_gemv_units", all);
+    }
+
+    /**
+     * Rows a warp of {@link #gemv} takes (GEMV_R): the most of 4, 2 and 1 whose chunk of 128 bytes a lane (GEMV_DEPTH
+     * units of each row) still holds a whole row, so that one round of loads brings a warp's rows in and the block's
+     * staged x serves more rows; 1 when no row fits.
+     */
+    int gemvRowsPerWarp() {
+        for (int r = 4; r > 1; r /= 2) {
+            if (unitBytes * r <= 128 && units <= 32 * (128 / (unitBytes * r))) {
+                return r;
+            }
+        }
+        return 1;
+    }
+
+    /** Rows a block of the GEMM or of {@link #gemv} computes: the grid's x is over them. */
+    int rowsPerBlock(CudaTuning tuning, boolean gemv) {
+        return (gemv ? gemvRowsPerWarp() : tuning.unitsRows()) * tuning.unitsWarps();
+    }
+
+    /** Dynamic shared memory of a block taking {@code tb} entries: their x rows, 128 bytes a unit an entry. */
+    long sharedBytes(int tb) {
+        return 128L * tb * units;
     }
 
     /**

@@ -63,8 +63,9 @@ public final class DeviceModel implements DecoderRuntime {
     }
 
     /**
-     * Grouped-query attention. q, k and v are one linear ({@code qkv}, their rows stacked) when they are bf16 and
-     * read their input as it is; otherwise three ({@code q}, {@code k}, {@code v}) writing into the same fused rows.
+     * Grouped-query attention. q, k and v are one linear ({@code qkv}, their rows stacked) when they share an input
+     * rule and a weight layout ({@link DeviceLinear#stacks}); otherwise three ({@code q}, {@code k}, {@code v})
+     * writing into the same fused rows.
      *
      * @param window     sliding window size (> 0), minus the chunk size (< 0), or 0 for full attention
      * @param qNorm      Qwen3's per-head q_norm weight (float32 [headDim]) or null; kNorm likewise

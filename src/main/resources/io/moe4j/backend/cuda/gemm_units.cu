@@ -177,6 +177,51 @@ __device__ __forceinline__ float scale_value(const u8* __restrict__ scales, size
 #endif
 }
 
+// The scales and zero points of unit u of row `row` of expert e: s0 and z0 for its first 16 elements, s1 and z1
+// for the rest (they differ only for NVFP4's 16-column blocks); the sub-byte codes' factor is folded into s.
+struct UnitScale {
+    float s0, s1, z0, z1;
+};
+
+__device__ __forceinline__ UnitScale unit_scale(const u8* __restrict__ scales, const signed char* __restrict__ zeros,
+                                                int e, int row, int u, int rowBlocks, int colBlocks, int blockRows,
+                                                int blockCols) {
+    constexpr float factor = (float)(1 << FACTOR_LOG2);
+#if MOE4J_SCALE != SCALE_NONE
+    const size_t gridRow = ((size_t)e * rowBlocks + row / blockRows) * colBlocks;
+#if MOE4J_HALF
+    const int cb0 = min(2 * u, colBlocks - 1);
+    const int cb1 = min(2 * u + 1, colBlocks - 1);
+#else
+    const int cb0 = min((int)(((long long)u * 32) / blockCols), colBlocks - 1);
+    const int cb1 = cb0;
+#endif
+    const float s0 = scale_value(scales, gridRow + cb0) * factor;
+    const float s1 = MOE4J_HALF ? scale_value(scales, gridRow + cb1) * factor : s0;
+#if MOE4J_ZERO
+    return {s0, s1, (float)__ldg(zeros + gridRow + cb0), (float)__ldg(zeros + gridRow + cb1)};
+#else
+    return {s0, s1, 0.0f, 0.0f};
+#endif
+#else
+    return {factor, factor, 0.0f, 0.0f};
+#endif
+}
+
+// A unit's 32 element values: its codes decoded, less the zero points, times the scales.
+__device__ __forceinline__ void scaled_unit(const u32 (&w)[UNIT_WORDS], const UnitScale& sc, float (&v)[32]) {
+    decode_unit(w, v);
+#if MOE4J_SCALE != SCALE_NONE
+#pragma unroll
+    for (int k = 0; k < 32; ++k) v[k] = (v[k] - (k < 16 ? sc.z0 : sc.z1)) * (k < 16 ? sc.s0 : sc.s1);
+#else
+    if (FACTOR_LOG2 != 0) {
+#pragma unroll
+        for (int k = 0; k < 32; ++k) v[k] *= sc.s0;
+    }
+#endif
+}
+
 // x rows are staged as [TB][KP] floats; unit u's 8 float4 slots are XOR-swizzled with u so that the lanes of a
 // warp, which read consecutive units, spread over all banks.
 __device__ __forceinline__ int x_index(int u, int j) { return u * 8 + (j ^ (u & 7)); }
@@ -241,33 +286,7 @@ moe_gemm_units(const u8* __restrict__ codes, const u8* __restrict__ scales, cons
             u32 w[UNIT_WORDS];
             load_unit(codes + ((size_t)e * N + row) * rowBytes + (size_t)u * UNIT_BYTES, w);
             float v[32];
-            decode_unit(w, v);
-            constexpr float factor = (float)(1 << FACTOR_LOG2);
-#if MOE4J_SCALE != SCALE_NONE
-            const size_t gridRow = ((size_t)e * rowBlocks + row / blockRows) * colBlocks;
-#if MOE4J_HALF
-            const int cb0 = min(2 * u, colBlocks - 1);
-            const int cb1 = min(2 * u + 1, colBlocks - 1);
-#else
-            const int cb0 = min((int)(((long long)u * 32) / blockCols), colBlocks - 1);
-            const int cb1 = cb0;
-#endif
-            const float s0 = scale_value(scales, gridRow + cb0) * factor;
-            const float s1 = MOE4J_HALF ? scale_value(scales, gridRow + cb1) * factor : s0;
-#if MOE4J_ZERO
-            const float z0 = (float)__ldg(zeros + gridRow + cb0);
-            const float z1 = (float)__ldg(zeros + gridRow + cb1);
-#else
-            const float z0 = 0.0f, z1 = 0.0f;
-#endif
-#pragma unroll
-            for (int k = 0; k < 32; ++k) v[k] = (v[k] - (k < 16 ? z0 : z1)) * (k < 16 ? s0 : s1);
-#else
-            if (FACTOR_LOG2 != 0) {
-#pragma unroll
-                for (int k = 0; k < 32; ++k) v[k] *= factor;
-            }
-#endif
+            scaled_unit(w, unit_scale(scales, zeros, e, row, u, rowBlocks, colBlocks, blockRows, blockCols), v);
 #pragma unroll
             for (int i = 0; i < TB; ++i) {
                 if (i < count) {
@@ -299,6 +318,132 @@ moe_gemm_units(const u8* __restrict__ codes, const u8* __restrict__ scales, cons
                 const float y = total * rowScale + (bias != nullptr ? bias[row] : 0.0f);
                 *o = accumulate ? *o + y : y;
             }
+        }
+    }
+}
+
+// One token's product (a decode step's linear, or routed pairs one to a batch): moe_gemm_units with TB = 1, same
+// arguments and the same sums bit for bit (lane l takes units l, l + 32, ... of a row, in that order, each unit's 32
+// products chained as there, against x staged in shared memory the same way), shaped for memory instead: each lane
+// holds GEMV_DEPTH units of each of its warp's GEMV_R rows in registers before using any, 128 bytes in all, so that a
+// warp has 4 KB of weights in flight; the host picks GEMV_R (1, 2 or 4) so that a row fits one such chunk where it
+// can (an FP8 row of 768 columns takes 4 rows a warp, of 2048 two, of 4096 one), which also spreads the block's x
+// staging over more rows. The weights do not depend on earlier kernels, so a dense linear's blocks (no batches) load
+// their first chunk before waiting for the kernel ahead, and routed pairs do the same when batchesReady says their
+// batches were written at least two kernels earlier (read through L2 before the wait, see moe4j_common.cuh); x is
+// staged after the wait.
+#ifndef GEMV_R
+#define GEMV_R 1
+#endif
+#define GEMV_DEPTH (UNIT_BYTES * GEMV_R >= 128 ? 1 : 128 / (UNIT_BYTES * GEMV_R))
+
+extern "C" __global__ void __launch_bounds__(MOE4J_WARPS * 32)
+moe_gemv_units(const u8* __restrict__ codes, const u8* __restrict__ scales, const signed char* __restrict__ zeros,
+               const float* __restrict__ shard, const float* __restrict__ x, const int4* __restrict__ batches,
+               const int* __restrict__ xRows, float* __restrict__ out, int N, int K, int U, int rowBlocks,
+               int colBlocks, int blockRows, int blockCols, int shards, int shardRows, int outPitch,
+               const float* __restrict__ bias, int accumulate, int tokens, int batchesReady) {
+    constexpr int R = GEMV_R;
+    constexpr int D = GEMV_DEPTH;
+    extern __shared__ float4 xs[]; // [U * 8] float4, swizzled as moe_gemm_units stages them
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    bool waited = false;
+    int e = 0;
+    int entry = blockIdx.y; // a dense linear: token y
+    if (batches != nullptr) {
+        int4 batch;
+        if (batchesReady) {
+            batch = load_l2(batches + blockIdx.y);
+        } else {
+            enter_after_prior_grid();
+            waited = true;
+            batch = batches[blockIdx.y];
+        }
+        if (batch.z == 0) { // an empty batch a device-built plan pads its grid with
+            if (!waited) enter_after_prior_grid();
+            return;
+        }
+        e = batch.x;
+        entry = batch.y;
+    }
+    const int row0 = (blockIdx.x * MOE4J_WARPS + warp) * R;
+    const size_t rowBytes = (size_t)U * UNIT_BYTES;
+    int rows[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) rows[r] = min(row0 + r, N - 1);
+
+    u32 w[D][R][UNIT_WORDS];
+    UnitScale sc[D][R];
+    auto load = [&](int chunk) {
+#pragma unroll
+        for (int j = 0; j < D; ++j) {
+            const int u = lane + 32 * (chunk * D + j);
+            if (u < U) {
+#pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    load_unit(codes + ((size_t)e * N + rows[r]) * rowBytes + (size_t)u * UNIT_BYTES, w[j][r]);
+                    sc[j][r] = unit_scale(scales, zeros, e, rows[r], u, rowBlocks, colBlocks, blockRows, blockCols);
+                }
+            }
+        }
+    };
+    if (row0 < N) load(0);
+    if (!waited) enter_after_prior_grid();
+
+    const float* xr = x + (size_t)(xRows != nullptr ? xRows[entry] : entry) * K;
+    for (int s = threadIdx.x; s < U * 8; s += blockDim.x) {
+        const int k = 4 * s;
+        float4 v;
+        if ((K & 3) == 0 && k + 3 < K) {
+            v = __ldg(reinterpret_cast<const float4*>(xr + k));
+        } else {
+            v = make_float4(k < K ? __ldg(xr + k) : 0.0f, k + 1 < K ? __ldg(xr + k + 1) : 0.0f,
+                            k + 2 < K ? __ldg(xr + k + 2) : 0.0f, k + 3 < K ? __ldg(xr + k + 3) : 0.0f);
+        }
+        xs[x_index(s >> 3, s & 7)] = v;
+    }
+    __syncthreads();
+    if (row0 >= N) return;
+
+    float acc[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+    const int chunks = (U + 32 * D - 1) / (32 * D);
+    for (int c = 0; c < chunks; ++c) {
+        if (c > 0) load(c);
+#pragma unroll
+        for (int j = 0; j < D; ++j) {
+            const int u = lane + 32 * (c * D + j);
+            if (u < U) {
+#pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    float v[32];
+                    scaled_unit(w[j][r], sc[j][r], v);
+                    float d = 0.0f;
+#pragma unroll
+                    for (int q = 0; q < 8; ++q) {
+                        const float4 xx = xs[x_index(u, q)];
+                        d = fmaf(v[4 * q], xx.x, d);
+                        d = fmaf(v[4 * q + 1], xx.y, d);
+                        d = fmaf(v[4 * q + 2], xx.z, d);
+                        d = fmaf(v[4 * q + 3], xx.w, d);
+                    }
+                    acc[r] += d;
+                }
+            }
+        }
+    }
+
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const int row = row0 + r;
+        const float total = warp_sum(acc[r]);
+        if (lane == 0 && row < N) {
+            const float rowScale = shard != nullptr ? __ldg(shard + (size_t)e * shards + row / shardRows) : 1.0f;
+            float* o = out + (size_t)entry * outPitch + row;
+            const float y = total * rowScale + (bias != nullptr ? bias[row] : 0.0f);
+            *o = accumulate ? *o + y : y;
         }
     }
 }

@@ -120,6 +120,59 @@ class CudaBackendTest {
         }
     }
 
+    static Stream<Arguments> everyUnitsLayout() {
+        return layouts().stream().filter(l -> !l.name().equals("mxfp4")).map(Arguments::of); // MXFP4: its own GEMV
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("everyUnitsLayout")
+    void oneTokenGemvGivesTheGemmsBits(Layout layout) {
+        // moe_gemv_units (pairs one to a batch) against moe_gemm_units at TB = 1: the same sums bit for bit, with
+        // GEMM1's input prepared (its batches then read before the overlapped launch's wait) and not, over replayed
+        // graphs of changing routings.
+        int[] hi = sizes(layout);
+        try (Arena arena = Arena.ofShared()) {
+            SplittableRandom rnd = new SplittableRandom(layout.name().hashCode() + 1);
+            for (ActivationQuant a13 : List.of(ActivationQuant.NONE, new ActivationQuant.Fp8PerToken())) {
+                ExpertWeights w = RandomWeights.layer(arena, rnd, layout, 5, hi[0], hi[1], Activation.SWIGLU_OAI,
+                        GateLayout.INTERLEAVED, true, a13, ActivationQuant.NONE);
+                try (Experts gemv = new CudaBackend(GEMV).prepare(w, new ExecutionOptions(1));
+                        Experts gemm = new CudaBackend(GEMV.withUnitsGemv(false)).prepare(w, new ExecutionOptions(1))) {
+                    for (int call = 0; call < 8; call++) {
+                        Routing r = RandomWeights.routing(rnd, call % 2 == 0 ? 1 : 3, 2, 5, call % 4 == 1);
+                        assertSameBits(gemv, gemm, w, r, rnd, layout + " " + a13 + " call " + call);
+                    }
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("wideUnitsLayouts")
+    void oneTokenGemvOfWideRowsGivesTheGemmsBits(Layout layout) {
+        // Rows of 4160 columns (130 units: a warp a row, an FP8 row in two chunks of loads) into 2048 (64 units: two
+        // rows a warp for FP8, four for 4-bit codes); the narrow test above takes four rows a warp where codes allow.
+        try (Arena arena = Arena.ofShared()) {
+            SplittableRandom rnd = new SplittableRandom(layout.name().hashCode() + 2);
+            ExpertWeights w = RandomWeights.layer(arena, rnd, layout, 3, 4160, 2048, Activation.SILU_AND_MUL,
+                    GateLayout.CONCATENATED, false, ActivationQuant.NONE, ActivationQuant.NONE);
+            try (Experts gemv = new CudaBackend(GEMV).prepare(w, new ExecutionOptions(1));
+                    Experts gemm = new CudaBackend(GEMV.withUnitsGemv(false)).prepare(w, new ExecutionOptions(1))) {
+                for (int call = 0; call < 4; call++) {
+                    assertSameBits(gemv, gemm, w, RandomWeights.routing(rnd, 1 + call % 2, 2, 3, false), rnd,
+                            layout + " call " + call);
+                }
+            }
+        }
+    }
+
+    static Stream<Arguments> wideUnitsLayouts() {
+        return Stream.of(Layout.dense(WeightFormat.BF16, CodeType.BF16),
+                Layout.scaled("fp8_block", WeightFormat.FP8_BLOCK, CodeType.FP8_E4M3, ScaleType.F32, 128, 128),
+                Layout.scaled("int4_g64", WeightFormat.INT4_GROUP, CodeType.INT4, ScaleType.F32, 1, 64).withZeros())
+                .map(Arguments::of);
+    }
+
     static Stream<Arguments> everyActivationQuant() {
         float[] scales = {0.02f, 0.03f, 0.025f, 0.02f, 0.04f};
         float[] nvGlobal = {448f * 6 / 3, 448f * 6 / 2.5f, 448f * 6 / 4, 448f * 6 / 3, 448f * 6 / 3.5f};
