@@ -715,7 +715,12 @@ final class CudaExperts implements Experts {
      * quantizer arithmetic) shrinks. The kernel's register budget caps it; the kernels take any multiple of 32.
      */
     private int rowThreads(KernelCache.Kernel k, int pairs) {
-        if (pairs >= engine.context().device().multiprocessors()) {
+        return rowThreads(k, pairs, engine.context().device().multiprocessors());
+    }
+
+    /** {@link #rowThreads(KernelCache.Kernel, int)} for a device of {@code multiprocessors}. */
+    static int rowThreads(KernelCache.Kernel k, int rows, int multiprocessors) {
+        if (rows >= multiprocessors) {
             return ROW_THREADS;
         }
         int limit = k.function().attribute(CudaDriver.FUNC_MAX_THREADS_PER_BLOCK) / 32 * 32;

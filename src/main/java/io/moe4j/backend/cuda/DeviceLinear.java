@@ -235,7 +235,9 @@ public final class DeviceLinear implements AutoCloseable {
             input.append(args);
             args.pointer(CudaExperts.pointerOf(matrix.columnOrder())).i32(0).pointer(rows).pointer(0L).pointer(0L)
                     .i32(in);
-            k.function().launch(tokens, 1, 1, 256, 1, 1, shared, ops.stream(), args);
+            // a decode step's row takes the most threads a block may have, as the experts' rows do
+            int threads = CudaExperts.rowThreads(k, tokens, ops.context().device().multiprocessors());
+            k.function().launch(tokens, 1, 1, threads, 1, 1, shared, ops.stream(), args);
         }
         return rows;
     }

@@ -286,64 +286,52 @@ moe_router_select(const double* __restrict__ logits, int slices, const float* __
         __syncwarp();
     }
 
+    // Choice j stays with lane j (K <= 32): the weights, their sum and each choice's place in expert order are then
+    // a few shuffles, where one lane walking arrays of K took them from local memory one dependent load at a time.
     u32 taken = 0;
-    int chosen[ROUTER_MAX_K];
+    int mine = -1;
     for (int j = 0; j < K; j++) {
         const int best = warp_argmax(choice, E, taken, lane);
-        chosen[j] = best;
+        if (lane == j) mine = best;
         if ((best & 31) == lane) taken |= 1u << (best >> 5);
     }
-
-    if (lane == 0) {
-        double wt[ROUTER_MAX_K];
-        if (kind == KIND_TOPK_SOFTMAX) {
-            double m = NEG_INF;
-            for (int j = 0; j < K; j++) m = fmax(m, l[chosen[j]]);
-            for (int j = 0; j < K; j++) wt[j] = exp(l[chosen[j]] - m);
-        } else if (kind == KIND_SIGMOID_TOP1) {
-            for (int j = 0; j < K; j++) wt[j] = sigmoid_d(l[chosen[j]]);
-        } else {
-            for (int j = 0; j < K; j++) wt[j] = score[chosen[j]];
-        }
-        if (kind == KIND_TOPK_SOFTMAX || renormalize && kind != KIND_SIGMOID_TOP1) {
-            double sum = kind == KIND_SIGMOID_GROUPED ? 1e-20 : 0.0;
-            for (int j = 0; j < K; j++) sum += wt[j];
-            for (int j = 0; j < K; j++) wt[j] /= sum;
-        }
-        if (kind == KIND_SIGMOID_GROUPED) {
-            for (int j = 0; j < K; j++) wt[j] *= scaling;
-        }
-        // each token's choices sorted by expert id (insertion sort: K is small)
-        for (int i = 1; i < K; i++) {
-            for (int j = i; j > 0 && chosen[j - 1] > chosen[j]; j--) {
-                const int ti = chosen[j];
-                chosen[j] = chosen[j - 1];
-                chosen[j - 1] = ti;
-                const double tw = wt[j];
-                wt[j] = wt[j - 1];
-                wt[j - 1] = tw;
-            }
-        }
-        for (int j = 0; j < K; j++) {
-            ids[(size_t)t * K + j] = chosen[j];
-            weights[(size_t)t * K + j] = (float)wt[j];
-        }
+    const bool holds = lane < K;
+    double wt = 0.0;
+    if (kind == KIND_TOPK_SOFTMAX) {
+        const double m = warp_max_d(holds ? l[mine] : NEG_INF);
+        wt = holds ? exp(l[mine] - m) : 0.0;
+    } else if (kind == KIND_SIGMOID_TOP1) {
+        wt = holds ? sigmoid_d(l[mine]) : 0.0;
+    } else {
+        wt = holds ? score[mine] : 0.0;
+    }
+    if (kind == KIND_TOPK_SOFTMAX || renormalize && kind != KIND_SIGMOID_TOP1) {
+        double sum = kind == KIND_SIGMOID_GROUPED ? 1e-20 : 0.0;
+        for (int j = 0; j < K; j++) sum += __shfl_sync(0xffffffffu, wt, j); // in choice order, as the host sums
+        wt /= sum;
+    }
+    if (kind == KIND_SIGMOID_GROUPED) wt *= scaling;
+    // each token's choices sorted by expert id: a choice's place is the number of chosen experts below it (distinct)
+    int rank = 0;
+    for (int j = 0; j < K; j++) rank += __shfl_sync(0xffffffffu, mine, j) < mine ? 1 : 0;
+    if (holds) {
+        ids[(size_t)t * K + rank] = mine;
+        weights[(size_t)t * K + rank] = (float)wt;
         if (plan != nullptr) {
             // One token's choices are distinct and sorted by expert, so each expert has one pair and pair j is
             // choice j: the slot moe_route_plan gives it (its expert's start) is j.
-            for (int j = 0; j < K; j++) {
-                const int e = chosen[j];
-                const float wj = (float)wt[j];
-                plan[j] = 0;                                              // pairToken
-                plan[planSpan + j] = e;                                   // pairExpert
-                reinterpret_cast<float*>(plan)[2 * planSpan + j] = wj;    // pairWeight
-                plan[3 * planSpan + j] = j;                               // tokenPair
-                reinterpret_cast<float*>(plan)[4 * planSpan + j] = wj;    // tokenWeight
-                plan[5 * planSpan + j] = j;                               // identity
-                reinterpret_cast<int4*>(plan + 6 * planSpan)[j] = make_int4(e, j, 1, 0);
-                planRoutes[j] = make_int2(e, routesByToken ? 0 : j);
-                planRoutes[K + j] = make_int2(e, j);
-            }
+            const int j = rank;
+            const int e = mine;
+            const float wj = (float)wt;
+            plan[j] = 0;                                              // pairToken
+            plan[planSpan + j] = e;                                   // pairExpert
+            reinterpret_cast<float*>(plan)[2 * planSpan + j] = wj;    // pairWeight
+            plan[3 * planSpan + j] = j;                               // tokenPair
+            reinterpret_cast<float*>(plan)[4 * planSpan + j] = wj;    // tokenWeight
+            plan[5 * planSpan + j] = j;                               // identity
+            reinterpret_cast<int4*>(plan + 6 * planSpan)[j] = make_int4(e, j, 1, 0);
+            planRoutes[j] = make_int2(e, routesByToken ? 0 : j);
+            planRoutes[K + j] = make_int2(e, j);
         }
     }
 }
