@@ -1,0 +1,87 @@
+package io.moe4j.backend.cuda;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.moe4j.backend.cuda.RandomWeights.Layout;
+import io.moe4j.backend.cuda.driver.CudaProbe;
+import io.moe4j.backend.cuda.driver.CudaRuntime;
+import io.moe4j.backend.cuda.driver.DeviceBuffer;
+import io.moe4j.format.ElementFormat;
+import io.moe4j.quant.ActivationFormat;
+import io.moe4j.quant.ActivationQuant;
+import io.moe4j.quant.CodeType;
+import io.moe4j.quant.LinearWeights;
+import io.moe4j.quant.QuantScheme;
+import io.moe4j.quant.ScaleType;
+import io.moe4j.quant.WeightFormat;
+import java.lang.foreign.Arena;
+import java.util.SplittableRandom;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * A quantized dense linear (an attention projection of a device model) gives a token the same bits alone (a decode
+ * step: the row stage, then moe_gemv_units) as in a batch of several (the row stage, then moe_gemm_units), for every
+ * input rule and with the weights' columns reordered (act-order).
+ */
+class DeviceLinearTest {
+
+    @BeforeEach
+    void requireGpu() {
+        CudaProbe probe = CudaRuntime.probe();
+        assumeTrue(probe.available(), () -> "no usable CUDA device: " + probe.reason());
+    }
+
+    static Stream<Arguments> linears() {
+        Layout int4 = Layout.scaled("int4_g32", WeightFormat.INT4_GROUP, CodeType.INT4, ScaleType.F32, 1, 32);
+        return Stream.of(
+                Arguments.of(Layout.scaled("fp8_block", WeightFormat.FP8_BLOCK, CodeType.FP8_E4M3, ScaleType.F32, 128,
+                        128), new ActivationQuant.Fp8Group(128)),
+                Arguments.of(Layout.scaled("fp8_channel", WeightFormat.FP8_CHANNEL, CodeType.FP8_E4M3, ScaleType.F32, 1,
+                        0), new ActivationQuant.Fp8PerToken()),
+                Arguments.of(Layout.scaled("int8_group64", WeightFormat.INT8_GROUP, CodeType.INT8, ScaleType.F32, 1, 64)
+                        .withZeros(), new ActivationQuant.Fp8Static(new float[] {0.03f})),
+                Arguments.of(int4, new ActivationQuant.Int8PerToken()),
+                Arguments.of(int4, new ActivationQuant.Int8Static(new float[] {0.02f}, new int[] {3})),
+                Arguments.of(Layout.scaled("nvfp4", WeightFormat.NVFP4, CodeType.FP4_E2M1, ScaleType.E4M3, 1, 16),
+                        new ActivationQuant.Nvfp4(new float[] {448f * 6 / 3})),
+                Arguments.of(Layout.scaled("mxfp6_e2m3", WeightFormat.MXFP6_E2M3, CodeType.FP6_E2M3, ScaleType.E8M0, 1,
+                        32), new ActivationQuant.Mx(ElementFormat.E2M3)),
+                Arguments.of(int4.withActOrder(), new ActivationQuant.Fp8PerToken()),
+                Arguments.of(Layout.dense(WeightFormat.BF16, CodeType.BF16), new ActivationQuant.Mx(ElementFormat.E2M1)));
+    }
+
+    @ParameterizedTest(name = "{0} {1}")
+    @MethodSource("linears")
+    void aTokenAloneGetsItsBitsInABatch(Layout layout, ActivationQuant input) {
+        int in = 384;
+        int out = 200;
+        int tokens = 5;
+        SplittableRandom rnd = new SplittableRandom(layout.name().hashCode() * 31 + input.getClass().hashCode());
+        try (ModelOps ops = ModelOps.open(); Arena arena = Arena.ofConfined()) {
+            LinearWeights w = new LinearWeights(new QuantScheme(layout.name(), layout.format(),
+                    ActivationFormat.NONE, layout.actOrder()), RandomWeights.matrix(arena, rnd, layout, 1, out, in, 0),
+                    input);
+            float[] bias = RandomWeights.gaussian(rnd, out, 0.1);
+            float[] x = RandomWeights.gaussian(rnd, tokens * in, 1.0);
+            try (DeviceLinear linear = DeviceLinear.upload(ops, "test_proj", w, bias);
+                    DeviceBuffer dx = ops.upload(x); DeviceBuffer batch = ops.allocate(4L * tokens * out);
+                    DeviceBuffer single = ops.allocate(4L * tokens * out);
+                    DeviceBuffer rows = ops.allocate(Math.max(4, linear.inputScratchBytes(tokens)))) {
+                ops.linear(linear, dx.pointer(), batch.pointer(), out, tokens, false, rows.pointer(),
+                        linear.inputScratchBytes(tokens), 0L, 0L);
+                for (int t = 0; t < tokens; t++) {
+                    ops.linear(linear, dx.pointer() + 4L * t * in, single.pointer() + 4L * t * out, out, 1, false,
+                            rows.pointer(), linear.inputScratchBytes(1), 0L, 0L);
+                }
+                float[] got = ops.readFloats(single, 0, tokens * out);
+                float[] want = ops.readFloats(batch, 0, tokens * out);
+                assertThat(got).as("%s with %s input", layout, input).doesNotContain(Float.NaN).containsExactly(want);
+            }
+        }
+    }
+}
