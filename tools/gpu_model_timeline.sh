@@ -20,35 +20,5 @@ LD_LIBRARY_PATH="$cuda/lib64:${LD_LIBRARY_PATH:-}" CUDA_INJECTION64_PATH="$work/
   MOE4J_KERNELS_OUT="$work/kernels.txt" /tmp/moe4j-jdk25/bin/java ${MOE4J_JAVA_OPTS:-} --add-modules jdk.incubator.vector \
   --enable-native-access=ALL-UNNAMED -Xmx48g -cp "$cp" io.moe4j.cli.MoeCommand bench --model-preset "$preset" \
   --backend cuda --layers "$layers" --cache-dir /tmp/moe4j-timeline "$@"
-python3 - "$work/kernels.txt" <<'PY'
-import sys
-recs = []
-for line in open(sys.argv[1]):
-    s, e, g, node, gx, gy, gz, name = line.split(" ", 7)
-    recs.append((int(s), int(e), int(g), int(node), f"{name.strip().split('(')[0][:34]}@{gx}x{gy}x{gz}"))
-graphs = {}
-for r in recs:
-    if r[2]:
-        graphs.setdefault(r[2], []).append(r)
-if not graphs:
-    sys.exit("no graph replays recorded")
-# the decode step: the graph with the most records (replays x kernels)
-gid = max(graphs, key=lambda g: len(graphs[g]))
-rs = sorted(graphs[gid])
-nodes = len({r[3] for r in rs})
-replays = [rs[i:i + nodes] for i in range(0, len(rs) - nodes + 1, nodes)]
-spans = [(r[-1][1] - r[0][0], i) for i, r in enumerate(replays)]
-span, at = sorted(spans)[len(spans) // 2]
-print(f"graph {gid}: {nodes} kernels, {len(replays)} replays; spans {min(spans)[0]/1e3:.1f}-{max(spans)[0]/1e3:.1f} us,"
-      f" median {span/1e3:.1f} us (from the first kernel's start to the last one's end)")
-stats, end = {}, None
-for s, e, _, _, key in sorted(replays[at]):
-    adds = e - end if end is not None else e - s
-    end = e if end is None else max(end, e)
-    a = stats.setdefault(key, [0, 0, 0])
-    a[0] += 1; a[1] += e - s; a[2] += adds
-print(f"{'kernel@grid':44} {'count':>5} {'mean us':>8} {'adds us':>8} {'total adds':>10}")
-for key, (n, d, a) in sorted(stats.items(), key=lambda kv: -kv[1][2]):
-    print(f"{key:44} {n:5d} {d / n / 1e3:8.2f} {a / n / 1e3:8.2f} {a / 1e3:10.1f}")
-PY
+python3 tools/graph_timeline.py "$work/kernels.txt"
 rm -rf "$work"
