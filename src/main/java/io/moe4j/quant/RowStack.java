@@ -73,7 +73,6 @@ public final class RowStack {
         float[] shard = null;
         int shardRows = 0;
         if (parts.stream().anyMatch(p -> p.shardScales() != null)) {
-            shardRows = 0;
             for (ExpertMatrix p : parts) {
                 shardRows = gcd(shardRows, p.rows());
                 if (p.shardScales() != null) {
