@@ -69,7 +69,7 @@ class CudaTuningTest {
 
     @Test
     void twoWaySwitchesReadTheirPropertiesAndNameABadValue() {
-        String[] keys = {"moe4j.cuda.transfers", "moe4j.cuda.overlap"};
+        String[] keys = {"moe4j.cuda.transfers", "moe4j.cuda.overlap", "moe4j.cuda.unitsGemv"};
         String[] saved = new String[keys.length];
         for (int i = 0; i < keys.length; i++) {
             saved[i] = System.clearProperty(keys[i]);
@@ -77,11 +77,15 @@ class CudaTuningTest {
         try {
             assertThat(CudaTuning.fromSystemProperties().overlappedLaunches()).isTrue();
             assertThat(CudaTuning.fromSystemProperties().mappedTransfers()).isTrue();
+            assertThat(CudaTuning.fromSystemProperties().unitsGemv()).isTrue();
             System.setProperty("moe4j.cuda.overlap", "false");
             System.setProperty("moe4j.cuda.transfers", " copy ");
+            System.setProperty("moe4j.cuda.unitsGemv", "false");
             CudaTuning t = CudaTuning.fromSystemProperties();
             assertThat(t.overlappedLaunches()).isFalse();
             assertThat(t.mappedTransfers()).isFalse();
+            assertThat(t.unitsGemv()).isFalse();
+            assertThat(t.withTile("g2n64").withUnits(2, 8).unitsGemv()).as("kept by the other withers").isFalse();
             System.setProperty("moe4j.cuda.overlap", "yes");
             assertThatThrownBy(CudaTuning::fromSystemProperties).isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("-Dmoe4j.cuda.overlap=yes").hasMessageContaining("true or false");
@@ -94,5 +98,28 @@ class CudaTuningTest {
                 }
             }
         }
+    }
+
+    @Test
+    void theOneTokenGemvTakesAsManyRowsAWarpAsLetOneChunkHoldEachRow() {
+        // 128 bytes of rows a lane: FP8 units are 32 bytes, so 4 rows of up to 32 units (768 columns), 2 of up to 64
+        // (2048), else one row in chunks of 4 units
+        assertThat(units(32, 24).gemvRowsPerWarp()).isEqualTo(4);
+        assertThat(units(32, 64).gemvRowsPerWarp()).isEqualTo(2);
+        assertThat(units(32, 65).gemvRowsPerWarp()).isEqualTo(1);
+        assertThat(units(32, 224).gemvRowsPerWarp()).isEqualTo(1);
+        assertThat(units(16, 64).gemvRowsPerWarp()).isEqualTo(4); // 4-bit codes
+        assertThat(units(16, 90).gemvRowsPerWarp()).isEqualTo(2);
+        assertThat(units(64, 10).gemvRowsPerWarp()).isEqualTo(2); // bf16: two 64-byte units at most
+        assertThat(units(128, 10).gemvRowsPerWarp()).isEqualTo(1); // float32
+        CudaTuning t = CudaTuning.defaults();
+        assertThat(units(32, 24).rowsPerBlock(t, true)).isEqualTo(4 * t.unitsWarps());
+        assertThat(units(32, 24).rowsPerBlock(t, false)).isEqualTo(t.unitsRows() * t.unitsWarps());
+    }
+
+    /** A stack's shape alone (no device memory): enough for the launch rules. */
+    private static UnitMatrix units(int unitBytes, int units) {
+        return new UnitMatrix(1, 64, 32 * units, units, unitBytes, java.util.List.of(), null, null, null, null, null,
+                1, 1, 1, 1, 1, 1, "shape only");
     }
 }
