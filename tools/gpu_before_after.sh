@@ -13,13 +13,7 @@ cd "$(dirname "$0")/.."
 rounds="${1:-2}"
 layers="${2:-24}"
 positions="${POSITIONS:-1024,8000}"
-old=.gpu/old-classes
-if [ ! -d "$old" ]; then
-  [ -n "${OLD_JAVA_OPTS:-}" ] || { echo "$0: no .gpu/old-classes (tools/gpu_stage_old.sh REV) and no OLD_JAVA_OPTS" >&2; exit 2; }
-  old=.gpu/classes
-fi
-[ -d /tmp/moe4j-jdk25 ] || tar -C /tmp -xJf .gpu/jdk25.tar.xz
-lib="$(ls .gpu/lib/*.jar | tr '\n' ':')"
+source tools/gpu_old_build.sh
 run() { # classes, then java arguments
   local classes="$1"; shift
   local extra="${MOE4J_JAVA_OPTS:-}"

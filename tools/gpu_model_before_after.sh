@@ -11,13 +11,7 @@ preset="$1"
 layers="$2"
 rounds="${3:-2}"
 shift 3 || shift $#
-old=.gpu/old-classes
-if [ ! -d "$old" ]; then
-  [ -n "${OLD_JAVA_OPTS:-}" ] || { echo "$0: no .gpu/old-classes (tools/gpu_stage_old.sh REV) and no OLD_JAVA_OPTS" >&2; exit 2; }
-  old=.gpu/classes
-fi
-[ -d /tmp/moe4j-jdk25 ] || tar -C /tmp -xJf .gpu/jdk25.tar.xz
-lib="$(ls .gpu/lib/*.jar | tr '\n' ':')"
+source tools/gpu_old_build.sh
 run() { # classes, extra flags, then java arguments
   local classes="$1" extra="$2"; shift 2
   # shellcheck disable=SC2086
