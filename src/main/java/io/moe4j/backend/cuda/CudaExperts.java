@@ -639,8 +639,8 @@ final class CudaExperts implements Experts {
         stage(stages, 0, stream);
         // GEMM1's routes were written before the row stage when there is one (two kernels back), else just before.
         gemm(w13, l.tile1(), l.in1(), l.exp1(), l.direct1() ? l.pairToken() : l.identity(), l.batches1(),
-                l.batchCount1(), l.tb1(), l.routes(), 0, !l.direct1(), l.mtiles(), l.mtileCount(), l.tileTokens(), l.pieces(),
-                l.pieceCount(), l.pairs(), l.h(), stream);
+                l.batchCount1(), l.tb1(), l.routes(), 0, !l.direct1(), l.mtiles(), l.mtileCount(), l.tileTokens(),
+                l.pieces(), l.pieceCount(), l.pairs(), l.h(), stream);
         stage(stages, 1, stream);
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(l.h()).pointer(l.pairExpert()).pointer(pointerOf(bias13))

@@ -115,7 +115,8 @@ public record CudaTuning(int tileMinPairsPerExpert, int tileWarps, int tileRowTi
     }
 
     public static CudaTuning defaults() {
-        return new CudaTuning(4, 4, 2, 64, new WgmmaTile(2, 128, 1, 4, DEFAULT_FEWEST_TOKENS), 2, 8, 2.0, true, true, true);
+        return new CudaTuning(4, 4, 2, 64, new WgmmaTile(2, 128, 1, 4, DEFAULT_FEWEST_TOKENS), 2, 8, 2.0, true, true,
+                true);
     }
 
     /**

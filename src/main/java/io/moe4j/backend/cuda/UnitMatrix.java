@@ -108,10 +108,9 @@ record UnitMatrix(int experts, int rows, int cols, int units, int unitBytes, Lis
             String what = m.codes() + (s == null ? "" : " with " + s.type() + " scales per " + s.blockRows() + "x"
                     + (s.colBlocks() == 1 ? "row" : s.blockCols())) + (zeros != null ? ", zero points" : "")
                     + (shard != null ? ", shard scales" : "") + (order != null ? ", act-order" : "");
-            return new UnitMatrix(m.experts(), m.rows(), m.cols(), units, (int) unitBytes, defines, codes, scales, zeros,
-                    shard, order,
-                    s == null ? 1 : s.rowBlocks(), s == null ? 1 : s.colBlocks(), s == null ? 1 : s.blockRows(),
-                    s == null ? 1 : s.blockCols(), m.shards(), m.shardScales() == null ? 1 : m.shardRows(),
+            return new UnitMatrix(m.experts(), m.rows(), m.cols(), units, (int) unitBytes, defines, codes, scales,
+                    zeros, shard, order, s == null ? 1 : s.rowBlocks(), s == null ? 1 : s.colBlocks(),
+                    s == null ? 1 : s.blockRows(), s == null ? 1 : s.blockCols(), m.shards(), m.shardScales() == null ? 1 : m.shardRows(),
                     "CUDA-core grouped GEMM on packed " + what);
         } catch (RuntimeException e) {
             made.forEach(DeviceBuffer::close);
