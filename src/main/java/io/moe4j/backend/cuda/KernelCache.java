@@ -16,6 +16,8 @@ final class KernelCache implements AutoCloseable {
     private final CudaContext context;
     private final KernelCompiler compiler;
     private final Map<Key, Loaded> loaded = new HashMap<>();
+    /** How often each kernel name was asked for: every dispatch asks right before it launches, so tests can tell. */
+    private final Map<String, Long> requests = new HashMap<>();
 
     private record Key(String file, List<String> defines) {
     }
@@ -33,6 +35,7 @@ final class KernelCache implements AutoCloseable {
     }
 
     synchronized Kernel get(String file, String name, List<String> defines) {
+        requests.merge(name, 1L, Long::sum);
         Key key = new Key(file, List.copyOf(defines));
         Loaded l = loaded.get(key);
         if (l == null) {
@@ -50,6 +53,11 @@ final class KernelCache implements AutoCloseable {
             l.functions().put(name, k);
         }
         return k;
+    }
+
+    /** How many times {@link #get} was asked for a kernel of this name, compiled or not. */
+    synchronized long requests(String name) {
+        return requests.getOrDefault(name, 0L);
     }
 
     @Override

@@ -226,6 +226,31 @@ __device__ __forceinline__ void scaled_unit(const u32 (&w)[UNIT_WORDS], const Un
 // warp, which read consecutive units, spread over all banks.
 __device__ __forceinline__ int x_index(int u, int j) { return u * 8 + (j ^ (u & 7)); }
 
+// Staged slot s of an x row: x[4s .. 4s + 3], zero past K (16-byte loads where the row allows).
+__device__ __forceinline__ float4 x_slot(const float* __restrict__ xr, int s, int K) {
+    const int k = 4 * s;
+    if ((K & 3) == 0 && k + 3 < K && (reinterpret_cast<size_t>(xr) & 15) == 0) {
+        return __ldg(reinterpret_cast<const float4*>(xr + k));
+    }
+    return make_float4(k < K ? __ldg(xr + k) : 0.0f, k + 1 < K ? __ldg(xr + k + 1) : 0.0f,
+                       k + 2 < K ? __ldg(xr + k + 2) : 0.0f, k + 3 < K ? __ldg(xr + k + 3) : 0.0f);
+}
+
+// Unit u's 32 values times the staged x row xv: one chain of products in element order. Both kernels sum a unit
+// through this, which keeps their results bit for bit the same.
+__device__ __forceinline__ float unit_dot(const float (&v)[32], const float4* xv, int u) {
+    float d = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        const float4 xx = xv[x_index(u, j)];
+        d = fmaf(v[4 * j], xx.x, d);
+        d = fmaf(v[4 * j + 1], xx.y, d);
+        d = fmaf(v[4 * j + 2], xx.z, d);
+        d = fmaf(v[4 * j + 3], xx.w, d);
+    }
+    return d;
+}
+
 extern "C" __global__ void __launch_bounds__(MOE4J_WARPS * 32)
 moe_gemm_units(const u8* __restrict__ codes, const u8* __restrict__ scales, const signed char* __restrict__ zeros,
                const float* __restrict__ shard, const float* __restrict__ x, const int4* __restrict__ batches,
@@ -257,15 +282,7 @@ moe_gemm_units(const u8* __restrict__ codes, const u8* __restrict__ scales, cons
         const int entry = first + min(i, count - 1);
         const float* xr = x + (size_t)(xRows != nullptr ? xRows[entry] : entry) * K;
         for (int s = threadIdx.x; s < slots; s += blockDim.x) {
-            const int k = 4 * s;
-            float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            if (i < count) {
-                v.x = k < K ? __ldg(xr + k) : 0.0f;
-                v.y = k + 1 < K ? __ldg(xr + k + 1) : 0.0f;
-                v.z = k + 2 < K ? __ldg(xr + k + 2) : 0.0f;
-                v.w = k + 3 < K ? __ldg(xr + k + 3) : 0.0f;
-            }
-            xs[i * slots + x_index(s >> 3, s & 7)] = v;
+            xs[i * slots + x_index(s >> 3, s & 7)] = i < count ? x_slot(xr, s, K) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         }
     }
     __syncthreads();
@@ -289,19 +306,7 @@ moe_gemm_units(const u8* __restrict__ codes, const u8* __restrict__ scales, cons
             scaled_unit(w, unit_scale(scales, zeros, e, row, u, rowBlocks, colBlocks, blockRows, blockCols), v);
 #pragma unroll
             for (int i = 0; i < TB; ++i) {
-                if (i < count) {
-                    const float4* xv = xs + i * slots;
-                    float d = 0.0f;
-#pragma unroll
-                    for (int j = 0; j < 8; ++j) {
-                        const float4 xx = xv[x_index(u, j)];
-                        d = fmaf(v[4 * j], xx.x, d);
-                        d = fmaf(v[4 * j + 1], xx.y, d);
-                        d = fmaf(v[4 * j + 2], xx.z, d);
-                        d = fmaf(v[4 * j + 3], xx.w, d);
-                    }
-                    acc[r][i] += d;
-                }
+                if (i < count) acc[r][i] += unit_dot(v, xs + i * slots, u);
             }
         }
     }
@@ -392,17 +397,7 @@ moe_gemv_units(const u8* __restrict__ codes, const u8* __restrict__ scales, cons
     if (!waited) enter_after_prior_grid();
 
     const float* xr = x + (size_t)(xRows != nullptr ? xRows[entry] : entry) * K;
-    for (int s = threadIdx.x; s < U * 8; s += blockDim.x) {
-        const int k = 4 * s;
-        float4 v;
-        if ((K & 3) == 0 && k + 3 < K) {
-            v = __ldg(reinterpret_cast<const float4*>(xr + k));
-        } else {
-            v = make_float4(k < K ? __ldg(xr + k) : 0.0f, k + 1 < K ? __ldg(xr + k + 1) : 0.0f,
-                            k + 2 < K ? __ldg(xr + k + 2) : 0.0f, k + 3 < K ? __ldg(xr + k + 3) : 0.0f);
-        }
-        xs[x_index(s >> 3, s & 7)] = v;
-    }
+    for (int s = threadIdx.x; s < U * 8; s += blockDim.x) xs[x_index(s >> 3, s & 7)] = x_slot(xr, s, K);
     __syncthreads();
     if (row0 >= N) return;
 
@@ -420,16 +415,7 @@ moe_gemv_units(const u8* __restrict__ codes, const u8* __restrict__ scales, cons
                 for (int r = 0; r < R; ++r) {
                     float v[32];
                     scaled_unit(w[j][r], sc[j][r], v);
-                    float d = 0.0f;
-#pragma unroll
-                    for (int q = 0; q < 8; ++q) {
-                        const float4 xx = xs[x_index(u, q)];
-                        d = fmaf(v[4 * q], xx.x, d);
-                        d = fmaf(v[4 * q + 1], xx.y, d);
-                        d = fmaf(v[4 * q + 2], xx.z, d);
-                        d = fmaf(v[4 * q + 3], xx.w, d);
-                    }
-                    acc[r] += d;
+                    acc[r] += unit_dot(v, xs, u);
                 }
             }
         }

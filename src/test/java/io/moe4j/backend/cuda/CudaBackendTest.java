@@ -138,10 +138,12 @@ class CudaBackendTest {
                         GateLayout.INTERLEAVED, true, a13, ActivationQuant.NONE);
                 try (Experts gemv = new CudaBackend(GEMV).prepare(w, new ExecutionOptions(1));
                         Experts gemm = new CudaBackend(GEMV.withUnitsGemv(false)).prepare(w, new ExecutionOptions(1))) {
+                    GemvDispatches seen = new GemvDispatches();
                     for (int call = 0; call < 8; call++) {
                         Routing r = RandomWeights.routing(rnd, call % 2 == 0 ? 1 : 3, 2, 5, call % 4 == 1);
-                        assertSameBits(gemv, gemm, w, r, rnd, layout + " " + a13 + " call " + call);
+                        seen.assertSameBits(gemv, gemm, w, r, rnd, layout + " " + a13 + " call " + call);
                     }
+                    seen.assertOnlyTheFirstTookTheGemv(layout + " " + a13);
                 }
             }
         }
@@ -158,10 +160,12 @@ class CudaBackendTest {
                     GateLayout.CONCATENATED, false, ActivationQuant.NONE, ActivationQuant.NONE);
             try (Experts gemv = new CudaBackend(GEMV).prepare(w, new ExecutionOptions(1));
                     Experts gemm = new CudaBackend(GEMV.withUnitsGemv(false)).prepare(w, new ExecutionOptions(1))) {
+                GemvDispatches seen = new GemvDispatches();
                 for (int call = 0; call < 4; call++) {
-                    assertSameBits(gemv, gemm, w, RandomWeights.routing(rnd, 1 + call % 2, 2, 3, false), rnd,
+                    seen.assertSameBits(gemv, gemm, w, RandomWeights.routing(rnd, 1 + call % 2, 2, 3, false), rnd,
                             layout + " call " + call);
                 }
+                seen.assertOnlyTheFirstTookTheGemv(layout.toString());
             }
         }
     }
@@ -394,6 +398,36 @@ class CudaBackendTest {
     }
 
     /** Both layers on one random batch routed by {@code r}: every output bit equal, none NaN. */
+    /**
+     * The GEMV tests' pairs of backends (units GEMV on, then off) compared call by call, counting how often each asked
+     * the kernel cache for moe_gemv_units (every dispatch asks right before it launches; a replayed graph does not
+     * ask again): the bits alone would also match if the dispatch never chose the GEMV.
+     */
+    private static final class GemvDispatches {
+        private final KernelCache kernels = CudaEngine.forDevice(0).kernels();
+        private long first;
+        private long second;
+
+        void assertSameBits(Experts a, Experts b, ExpertWeights w, Routing r, SplittableRandom rnd, String what) {
+            float[] x = RandomWeights.gaussian(rnd, r.tokens() * w.hidden(), 1.0);
+            float[] ya = new float[x.length];
+            float[] yb = new float[x.length];
+            Arrays.fill(ya, Float.NaN);
+            long start = kernels.requests("moe_gemv_units");
+            a.forward(x, r.tokens(), r, ya);
+            long mid = kernels.requests("moe_gemv_units");
+            b.forward(x, r.tokens(), r, yb);
+            first += mid - start;
+            second += kernels.requests("moe_gemv_units") - mid;
+            assertThat(ya).as(what).doesNotContain(Float.NaN).isEqualTo(yb);
+        }
+
+        void assertOnlyTheFirstTookTheGemv(String what) {
+            assertThat(first).as("%s: moe_gemv_units dispatches with the GEMV on", what).isPositive();
+            assertThat(second).as("%s: moe_gemv_units dispatches with the GEMV off", what).isZero();
+        }
+    }
+
     private static void assertSameBits(Experts first, Experts second, ExpertWeights w, Routing r, SplittableRandom rnd,
             String what) {
         float[] x = RandomWeights.gaussian(rnd, r.tokens() * w.hidden(), 1.0);
