@@ -7,8 +7,9 @@
 //   read      one kernel reading all the bytes, no steps: the read bandwidth
 //   chain     one kernel a step (the engine's shape): launched with programmatic stream serialization, every kernel
 //             letting the next launch once it has waited, the big ones loading their first 64 bytes a thread before
-//             waiting (as the engine's GEMVs do); captured in one graph, replayed. Also with the reads alone and with
-//             the short steps alone
+//             waiting (as the engine's GEMVs do); captured in one graph, replayed. Also with the reads alone, with
+//             the short steps alone, and with only 3 or 2 of a layer's 6 short steps (the others taken, for free,
+//             into a neighbour: what a deeper fusion could reach at best)
 //   persist   one cooperative kernel for the whole step, a block a multiprocessor: a grid barrier (arrival counter,
 //             generation word) after each big read, the block arriving last running the short steps that follow it
 //             before releasing the others; "ahead": the waiting blocks first copy up to that many bytes of their
@@ -225,28 +226,37 @@ int main() {
     // The step: a layer's big reads and short steps, 24 layers, then the last norm and lm_head.
     const long long qkv = 29491200, o = 23592960, router = 184320, gateUp = 35233920, down = 17616960;
     const long long lmHead = 201088LL * 2880 * 2;
-    std::vector<Phase> phases;
+    // keep: which of a layer's short steps are steps of their own (the rest taken into a neighbour, for free).
+    enum { NORM = 1, POSITION = 2, ATTENTION = 4, SELECTION = 8, ACTIVATION = 16, COMBINE = 32, ALL = 63 };
     long long off = 0;
-    auto big = [&](long long bytes) {
-        phases.push_back({off / 16, bytes / 16});
-        off += (bytes + 255) / 256 * 256;
+    auto build = [&](int keep) {
+        std::vector<Phase> steps;
+        off = 0;
+        auto big = [&](long long bytes) {
+            steps.push_back({off / 16, bytes / 16});
+            off += (bytes + 255) / 256 * 256;
+        };
+        auto small = [&](int which) {
+            if (keep & which) steps.push_back({-1, 0});
+        };
+        for (int l = 0; l < 24; ++l) {
+            small(NORM);
+            big(qkv);
+            small(POSITION);
+            small(ATTENTION);
+            big(o);
+            big(router); // with the post-attention norm
+            small(SELECTION);
+            big(gateUp);
+            small(ACTIVATION);
+            big(down);
+            small(COMBINE);
+        }
+        small(NORM);
+        big(lmHead);
+        return steps;
     };
-    auto small = [&]() { phases.push_back({-1, 0}); };
-    for (int l = 0; l < 24; ++l) {
-        small();      // input norm
-        big(qkv);     // q|k|v
-        small();      // position
-        small();      // attention
-        big(o);       // o
-        big(router);  // norm-router
-        small();      // selection
-        big(gateUp);  // gate_up
-        small();      // activation
-        big(down);    // down
-        small();      // combine
-    }
-    small();
-    big(lmHead);
+    const std::vector<Phase> phases = build(ALL);
     const long long total = off;
     // The same step as groups for persist: each big read and the short steps after it; the first group has no read.
     std::vector<Group> groups;
@@ -305,7 +315,7 @@ int main() {
     CHECK(cudaFree(c1));
     printf("copy bandwidth %.0f GB/s\n", copyGBs);
     auto report = [&](const char* name, float us) {
-        printf("%-46s %8.1f us a step  %6.0f GB/s  %.3f of copy bandwidth\n", name, us, total / us / 1e3,
+        printf("%-66s %8.1f us a step  %6.0f GB/s  %.3f of copy bandwidth\n", name, us, total / us / 1e3,
                total / us / 1e3 / copyGBs);
     };
 
@@ -349,6 +359,8 @@ int main() {
     chain("chain", phases);
     chain("chain, reads only", bigOnly);
     chain("chain, short steps only", shortOnly);
+    chain("chain, 3 short steps a layer (attention, selection, activation)", build(ATTENTION | SELECTION | ACTIVATION));
+    chain("chain, 2 short steps a layer (attention, selection)", build(ATTENTION | SELECTION));
 
     // persist: one cooperative kernel a step, over groups.
     auto persistent = [&](const char* what, const std::vector<Group>& gs, int threads, int kb) {
