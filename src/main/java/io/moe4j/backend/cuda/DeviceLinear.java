@@ -159,6 +159,21 @@ public final class DeviceLinear implements AutoCloseable {
         return !input.none() || matrix.columnOrder() != null;
     }
 
+    /**
+     * Whether a norm kernel may apply this linear's input rule to rows of {@code n} values as it writes them
+     * ({@link ModelOps#rmsNormForLinear}): a quantize-dequantize to apply, no column order, rows the norm holds in
+     * registers. The linear is then enqueued with its input prepared.
+     */
+    public boolean normPreparesInput(int n) {
+        return !bf16Rows && !input.none() && matrix.columnOrder() == null && matrix.cols() == n
+                && ModelOps.normHolds(n);
+    }
+
+    /** Appends this linear's input rule as a kernel's Qdq arguments (kind, element, group, scales, zero points). */
+    KernelArgs appendInputRule(KernelArgs args) {
+        return input.append(args);
+    }
+
     /** For logs: the format and the kernel, e.g. {@code bf16 on model_linear_bf16}. */
     public String describe() {
         return scheme + (bf16Rows ? " on model_linear_bf16" : ", " + matrix.kernels());
@@ -168,9 +183,10 @@ public final class DeviceLinear implements AutoCloseable {
      * Enqueues y [tokens, out] (rows {@code yPitch} floats apart) = qdq(x [tokens, in]) · Wᵀ + bias on {@code ops}'
      * stream, added to y's values when {@code accumulate}. {@code rows}: device memory of at least
      * {@link #inputScratchBytes} for the prepared input; {@code partials}: the bf16 kernels' slice sums (0 for none).
+     * {@code prepared}: x already went through the input rule ({@link #normPreparesInput}).
      */
     void enqueue(ModelOps ops, CudaEngine engine, CudaTuning tuning, long x, long y, int yPitch, int tokens,
-            boolean accumulate, long rows, long rowsBytes, long partials, long partialsBytes) {
+            boolean accumulate, long rows, long rowsBytes, long partials, long partialsBytes, boolean prepared) {
         int in = matrix.cols();
         int out = matrix.rows();
         if (yPitch < out) {
@@ -184,7 +200,7 @@ public final class DeviceLinear implements AutoCloseable {
                     accumulate, partials, partialsBytes);
             return;
         }
-        long source = prepareInput(ops, engine, x, tokens, rows, rowsBytes);
+        long source = prepared ? x : prepareInput(ops, engine, x, tokens, rows, rowsBytes);
         // Tokens a block multiplies with each decoded weight unit: up to 8, as the experts take pairs.
         int tb = matrix.batchSize(engine, tuning, tokens > 1 ? 8 : 1);
         KernelCache.Kernel gemv = matrix.gemv(engine, tuning, tb);

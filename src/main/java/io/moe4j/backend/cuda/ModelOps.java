@@ -297,6 +297,43 @@ public final class ModelOps implements AutoCloseable {
                         .i32(early("norm", rows)));
     }
 
+    /**
+     * {@link #rmsNorm(long, long, long, long, int, int, float)} with {@code next}'s input rule (its quantize-dequantize)
+     * applied to the normed rows as they are written (model_rms_norm_qdq): out then holds what {@code next} reads,
+     * for {@link #linearOfPrepared}, and the linear's own input stage, a kernel of its own on a decode step's chain,
+     * goes. The norm's sums are model_rms_norm's own; the rule is the input stage's code, so the bits are the same.
+     */
+    public void rmsNormForLinear(long x, long add, long add2, long weight, long out, int rows, int n, float eps,
+            DeviceLinear next) {
+        if (!next.normPreparesInput(n)) {
+            throw new IllegalArgumentException("the input rule of " + next.describe() + " is not one a norm applies"
+                    + " to rows of " + n);
+        }
+        if (add2 != 0 && add == 0) {
+            throw new IllegalArgumentException("a second residual input needs a first");
+        }
+        KernelCache.Kernel k = engine.kernels().get(SOURCE, "model_rms_norm_qdq", List.of());
+        int hold = normThreads(n);
+        int threads = Math.max(hold, Math.min(NORM_QDQ_THREADS,
+                CudaExperts.rowThreads(k, rows, engine.context().device().multiprocessors())));
+        launch(SOURCE, "model_rms_norm_qdq", List.of(), rows, 1, 1, threads, 4 * (n + 32),
+                a -> next.appendInputRule(a.pointer(x).pointer(add).pointer(add2).pointer(weight).pointer(out).i32(n)
+                        .f32(eps).i32(early("norm", rows)).i32(hold)));
+    }
+
+    /**
+     * The most threads of model_rms_norm_qdq's block on a decode step's row (the quantizer's loops take them; the norm
+     * only the first {@link #normThreads}). H200, Qwen3-30B-A3B FP8 (2048 values, 16 groups of 128, a warp a group),
+     * 12 layers, the decode step's graph under CUPTI, twice each in one call: 512 threads 4.50-4.59 µs added a layer,
+     * 1024 4.88-4.95, 256 5.57-5.60.
+     */
+    private static final int NORM_QDQ_THREADS = 512;
+
+    /** Whether model_rms_norm holds rows of {@code n} values in registers (a multiple of 4, at most 4 · 4096). */
+    static boolean normHolds(int n) {
+        return n % 4 == 0 && n / 4 <= NORM_HOLD * 1024;
+    }
+
     /** float4 a thread of model_rms_norm holds in registers (NORM_HOLD in the source). */
     private static final int NORM_HOLD = 4;
 
@@ -808,7 +845,20 @@ public final class ModelOps implements AutoCloseable {
     public void linear(DeviceLinear linear, long x, long y, int yPitch, int tokens, boolean accumulate, long rows,
             long rowsBytes, long partials, long partialsBytes) {
         linear.enqueue(this, engine, tuning, x, y, yPitch, tokens, accumulate, rows, rowsBytes, partials,
-                partialsBytes);
+                partialsBytes, false);
+    }
+
+    /**
+     * {@link #linear} of rows that {@link #rmsNormForLinear} already took through this linear's input rule (no input
+     * stage of its own).
+     */
+    public void linearOfPrepared(DeviceLinear linear, long x, long y, int yPitch, int tokens, boolean accumulate,
+            long partials, long partialsBytes) {
+        if (!linear.normPreparesInput(linear.inFeatures())) {
+            throw new IllegalArgumentException("the input rule of " + linear.describe() + " is not one a norm applies");
+        }
+        linear.enqueue(this, engine, tuning, x, y, yPitch, tokens, accumulate, 0L, 0L, partials, partialsBytes,
+                true);
     }
 
     /**

@@ -68,9 +68,10 @@ final class DevicePass implements AutoCloseable {
         float eps = model.config().normEps();
         long h = s.h().pointer();
         long xn = s.xn().pointer();
-        residualNorm(l, s, rows, layer.inputNorm().pointer(), h, xn);
+        DeviceLinear qkvPrepared = qkvPreparedByNorm(layer);
+        residualNorm(l, s, rows, layer.inputNorm().pointer(), h, xn, qkvPrepared);
         switch (layer.attention()) {
-            case DeviceModel.Gqa g -> gqa(l, g, s, rows);
+            case DeviceModel.Gqa g -> gqa(l, g, s, rows, qkvPrepared != null);
             case DeviceModel.Mla m -> mla(l, m, s, rows);
         }
         if (!normInRouter(l, rows)) {
@@ -87,11 +88,29 @@ final class DevicePass implements AutoCloseable {
                 && model.layers().get(l).feedForward() instanceof DeviceModel.Moe;
     }
 
-    /** h += the output of layer l - 1's feed-forward (routed and shared) and out = norm(h) with {@code weight}. */
-    private void residualNorm(int l, PassScratch s, int rows, long weight, long h, long out) {
+    /**
+     * The stacked q|k|v linear of layer {@code layer} when its input norm can apply the linear's input rule as it
+     * writes xn ({@link ModelOps#rmsNormForLinear}: quantized activations, one rule for q, k and v), else null.
+     */
+    private DeviceLinear qkvPreparedByNorm(DeviceModel.Layer layer) {
+        return layer.attention() instanceof DeviceModel.Gqa g && g.qkv() != null
+                && g.qkv().normPreparesInput(model.config().hidden()) ? g.qkv() : null;
+    }
+
+    /**
+     * h += the output of layer l - 1's feed-forward (routed and shared) and out = norm(h) with {@code weight}, taken
+     * through {@code next}'s input rule when given.
+     */
+    private void residualNorm(int l, PassScratch s, int rows, long weight, long h, long out, DeviceLinear next) {
         long add = l > 0 ? s.ffOut().pointer() : 0L;
         long add2 = l > 0 ? sharedOutput(l - 1, s) : 0L;
-        ops.rmsNorm(h, add, add2, weight, out, rows, model.config().hidden(), model.config().normEps());
+        int hidden = model.config().hidden();
+        float eps = model.config().normEps();
+        if (next != null) {
+            ops.rmsNormForLinear(h, add, add2, weight, out, rows, hidden, eps, next);
+        } else {
+            ops.rmsNorm(h, add, add2, weight, out, rows, hidden, eps);
+        }
     }
 
     /** Where layer l's shared experts leave their output (added into h beside ffOut), or 0 when it has none. */
@@ -112,7 +131,8 @@ final class DevicePass implements AutoCloseable {
                 model.finalNorm().pointer(), s.xn().pointer(), count, hidden, model.config().normEps());
     }
 
-    private void gqa(int l, DeviceModel.Gqa g, PassScratch s, int rows) {
+    /** Layer l's attention; {@code qkvPrepared}: xn already went through the stacked q|k|v linear's input rule. */
+    private void gqa(int l, DeviceModel.Gqa g, PassScratch s, int rows, boolean qkvPrepared) {
         GqaSpec spec = g.spec();
         int hidden = model.config().hidden();
         int d = spec.headDim();
@@ -121,7 +141,10 @@ final class DevicePass implements AutoCloseable {
         int qkvWidth = g.qkvWidth();
         long xn = s.xn().pointer();
         long qkv = s.qkv().pointer();
-        if (g.qkv() != null) {
+        if (qkvPrepared) {
+            ops.linearOfPrepared(g.qkv(), xn, qkv, qkvWidth, rows, false, s.partials().pointer(),
+                    s.partials().byteSize());
+        } else if (g.qkv() != null) {
             linear(g.qkv(), xn, qkv, qkvWidth, rows, false, s);
         } else {
             linear(g.q(), xn, qkv, qkvWidth, rows, false, s);

@@ -1,6 +1,7 @@
 // moe4j: the decoder's ops on the device, for a model resident there (io.moe4j.model.cuda.DeviceModel).
 //   model_embed         token ids -> float32 rows of a bf16 embedding table
-//   model_rms_norm      RMSNorm of rows (sum of squares in float64, as the host's RmsNorm), after adding a residual
+//   model_rms_norm      RMSNorm of rows (sum of squares in float64, as the host's RmsNorm), after adding a residual;
+//                       model_rms_norm_qdq with the next linear's input quantization after it
 //   model_linear_bf16   y = x W^T + b for a bf16 W [out, in], optionally added into y (the residual stream);
 //                       _staged for one token, its weights in shared memory before the kernel ahead ends
 //   model_position_rows q/k norms, rotary embedding and temperature of the q and k heads of fused q|k|v rows (cos/sin
@@ -24,6 +25,7 @@
 // Everything is float32 with float32 accumulation unless said otherwise. Positions and caches are read from tables in
 // device memory (row_cache), so that a decode step's launches are the same every step and replay from a CUDA graph.
 #include "moe4j_common.cuh"
+#include "moe4j_quant.cuh"
 #include "attention.cuh"
 
 #define LINEAR_TOKENS 4   // tokens a warp of model_linear_bf16 takes per pass over its weight row
@@ -72,6 +74,58 @@ __device__ __forceinline__ double block_sum_dbl(double s) {
     return partial[0];
 }
 
+// model_rms_norm's row held in registers: the first T threads of the block take float4 i, i + T, ... (T a multiple
+// of 32, n a multiple of 4, n / 4 <= NORM_HOLD * T); the others hold nothing but join the block sum, where their
+// partial 0 changes nothing, so a block of any size >= T sums in the order a block of T does. r += plus (+ plus2)
+// first when given; the normed row goes to dst (global or shared memory).
+__device__ __forceinline__ void rms_norm_held(float* __restrict__ r, const float* __restrict__ plus,
+                                              const float* __restrict__ plus2, const float* __restrict__ weight,
+                                              float4* dst, int n, int T, float eps) {
+    const int n4 = n >> 2;
+    const bool holds = (int) threadIdx.x < T;
+    float4 wv[NORM_HOLD], v[NORM_HOLD];
+#pragma unroll
+    for (int k = 0; k < NORM_HOLD; k++) {
+        int i = threadIdx.x + k * T;
+        wv[k] = weight != nullptr && holds && i < n4 ? ((const float4*) weight)[i] : make_float4(1.f, 1.f, 1.f, 1.f);
+    }
+    enter_after_prior_grid();
+#pragma unroll
+    for (int k = 0; k < NORM_HOLD; k++) {
+        int i = threadIdx.x + k * T;
+        v[k] = holds && i < n4 ? ((const float4*) r)[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    double s = 0;
+#pragma unroll
+    for (int k = 0; k < NORM_HOLD; k++) {
+        int i = threadIdx.x + k * T;
+        if (holds && i < n4) {
+            if (plus != nullptr) {
+                float4 b = ((const float4*) plus)[i];
+                if (plus2 != nullptr) {
+                    float4 c = ((const float4*) plus2)[i];
+                    b.x += c.x; b.y += c.y; b.z += c.z; b.w += c.w;
+                }
+                v[k].x += b.x; v[k].y += b.y; v[k].z += b.z; v[k].w += b.w;
+                ((float4*) r)[i] = v[k];
+            }
+            s += (double) v[k].x * v[k].x + (double) v[k].y * v[k].y + (double) v[k].z * v[k].z
+                    + (double) v[k].w * v[k].w;
+        }
+    }
+    double inv = 1.0 / sqrt(block_sum_dbl(s) / n + (double) eps);
+#pragma unroll
+    for (int k = 0; k < NORM_HOLD; k++) {
+        int i = threadIdx.x + k * T;
+        if (holds && i < n4) {
+            float4 y;
+            y.x = wv[k].x * (float) (v[k].x * inv); y.y = wv[k].y * (float) (v[k].y * inv);
+            y.z = wv[k].z * (float) (v[k].z * inv); y.w = wv[k].w * (float) (v[k].w * inv);
+            dst[i] = y;
+        }
+    }
+}
+
 // __launch_bounds__: rows of over 4096 float4 take 1024 threads, which the kernel must fit in registers
 extern "C" __global__ void __launch_bounds__(1024) model_rms_norm(float* __restrict__ x, const float* __restrict__ add,
                                           const float* __restrict__ add2, const float* __restrict__ weight,
@@ -83,47 +137,7 @@ extern "C" __global__ void __launch_bounds__(1024) model_rms_norm(float* __restr
     float* o = out + (long long) blockIdx.x * n;
     const int n4 = n >> 2;
     if ((n & 3) == 0 && n4 <= NORM_HOLD * (int) blockDim.x) {
-        float4 wv[NORM_HOLD], v[NORM_HOLD];
-#pragma unroll
-        for (int k = 0; k < NORM_HOLD; k++) {
-            int i = threadIdx.x + k * blockDim.x;
-            wv[k] = weight != nullptr && i < n4 ? ((const float4*) weight)[i] : make_float4(1.f, 1.f, 1.f, 1.f);
-        }
-        enter_after_prior_grid();
-#pragma unroll
-        for (int k = 0; k < NORM_HOLD; k++) {
-            int i = threadIdx.x + k * blockDim.x;
-            v[k] = i < n4 ? ((const float4*) r)[i] : make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-        double s = 0;
-#pragma unroll
-        for (int k = 0; k < NORM_HOLD; k++) {
-            int i = threadIdx.x + k * blockDim.x;
-            if (i < n4) {
-                if (plus != nullptr) {
-                    float4 b = ((const float4*) plus)[i];
-                    if (plus2 != nullptr) {
-                        float4 c = ((const float4*) plus2)[i];
-                        b.x += c.x; b.y += c.y; b.z += c.z; b.w += c.w;
-                    }
-                    v[k].x += b.x; v[k].y += b.y; v[k].z += b.z; v[k].w += b.w;
-                    ((float4*) r)[i] = v[k];
-                }
-                s += (double) v[k].x * v[k].x + (double) v[k].y * v[k].y + (double) v[k].z * v[k].z
-                        + (double) v[k].w * v[k].w;
-            }
-        }
-        double inv = 1.0 / sqrt(block_sum_dbl(s) / n + (double) eps);
-#pragma unroll
-        for (int k = 0; k < NORM_HOLD; k++) {
-            int i = threadIdx.x + k * blockDim.x;
-            if (i < n4) {
-                float4 y;
-                y.x = wv[k].x * (float) (v[k].x * inv); y.y = wv[k].y * (float) (v[k].y * inv);
-                y.z = wv[k].z * (float) (v[k].z * inv); y.w = wv[k].w * (float) (v[k].w * inv);
-                ((float4*) o)[i] = y;
-            }
-        }
+        rms_norm_held(r, plus, plus2, weight, (float4*) o, n, blockDim.x, eps);
         return;
     }
     enter_after_prior_grid();
@@ -142,6 +156,28 @@ extern "C" __global__ void __launch_bounds__(1024) model_rms_norm(float* __restr
         float normed = (float) (r[i] * inv);
         o[i] = weight == nullptr ? normed : weight[i] * normed;
     }
+}
+
+// model_rms_norm followed by a linear's input rule (moe4j_quant.cuh's qdq_row, as moe_prepare_rows applies it for
+// DeviceLinear), so that the linear reads its prepared input from out and the separate input stage goes: one kernel
+// fewer on a decode step's chain. The norm is model_rms_norm's held path with T = normThreads threads (the same sums,
+// so the same bits), the row then staged in shared memory (n floats and 32 of scratch) for the whole block to
+// quantize-dequantize. Rows of a multiple of 4 with n / 4 <= NORM_HOLD * normThreads only (the caller checks).
+extern "C" __global__ void __launch_bounds__(1024) model_rms_norm_qdq(float* __restrict__ x, const float* __restrict__ add,
+        const float* __restrict__ add2, const float* __restrict__ weight, float* __restrict__ out, int n, float eps,
+        int early, int normThreads, int qKind, int qElem, int qGroup, const float* __restrict__ qScale,
+        const int* __restrict__ qZero) {
+    extern __shared__ float staged[]; // n values, then 32 floats of scratch
+    allow_next_grid_if(early);
+    float* r = x + (long long) blockIdx.x * n;
+    const float* plus = add == nullptr ? nullptr : add + (long long) blockIdx.x * n;
+    const float* plus2 = add2 == nullptr ? nullptr : add2 + (long long) blockIdx.x * n;
+    rms_norm_held(r, plus, plus2, weight, (float4*) staged, n, normThreads, eps);
+    __syncthreads();
+    const Qdq q = {qKind, qElem, qGroup, qScale, qZero};
+    qdq_row(staged, n, q, 0, staged + n);
+    float4* o = (float4*) (out + (long long) blockIdx.x * n);
+    for (int i = threadIdx.x; i < (n >> 2); i += blockDim.x) o[i] = ((const float4*) staged)[i];
 }
 
 // s + the dot product of 8 bf16 weights (16 bytes, in order) with the 8 floats at xr, one fused multiply-add at a

@@ -84,4 +84,54 @@ class DeviceLinearTest {
             }
         }
     }
+
+    @ParameterizedTest(name = "{0} {1}")
+    @MethodSource("linears")
+    void aNormThatAppliesTheInputRuleGivesTheInputStagesBits(Layout layout, ActivationQuant input) {
+        // model_rms_norm_qdq (the norm with the linear's input rule, then the linear with no input stage) against
+        // model_rms_norm, moe_prepare_rows and the linear: the same residual, the same prepared rows, the same
+        // output, bit for bit, for one row (a decode step: the block of up to 1024 threads) and for several.
+        int in = 384;
+        int out = 200;
+        SplittableRandom rnd = new SplittableRandom(layout.name().hashCode() * 17 + input.getClass().hashCode());
+        try (ModelOps ops = ModelOps.open(); Arena arena = Arena.ofConfined()) {
+            LinearWeights w = new LinearWeights(new QuantScheme(layout.name(), layout.format(),
+                    ActivationFormat.NONE, layout.actOrder()), RandomWeights.matrix(arena, rnd, layout, 1, out, in, 0),
+                    input);
+            try (DeviceLinear linear = DeviceLinear.upload(ops, "test_proj", w, null)) {
+                if (!linear.normPreparesInput(in)) {
+                    assertThat(layout.actOrder()).as("only act-order (a column order) is left to the input stage")
+                            .isTrue();
+                    return;
+                }
+                for (int tokens : new int[] {1, 5}) {
+                    float[] h = RandomWeights.gaussian(rnd, tokens * in, 1.0);
+                    try (DeviceBuffer hA = ops.upload(h); DeviceBuffer hB = ops.upload(h);
+                            DeviceBuffer add = ops.upload(RandomWeights.gaussian(rnd, tokens * in, 0.5));
+                            DeviceBuffer add2 = ops.upload(RandomWeights.gaussian(rnd, tokens * in, 0.5));
+                            DeviceBuffer weight = ops.upload(RandomWeights.gaussian(rnd, in, 1.0));
+                            DeviceBuffer xnA = ops.allocate(4L * tokens * in);
+                            DeviceBuffer xnB = ops.allocate(4L * tokens * in);
+                            DeviceBuffer rows = ops.allocate(linear.inputScratchBytes(tokens));
+                            DeviceBuffer yA = ops.allocate(4L * tokens * out);
+                            DeviceBuffer yB = ops.allocate(4L * tokens * out)) {
+                        ops.rmsNorm(hA.pointer(), add.pointer(), add2.pointer(), weight.pointer(), xnA.pointer(),
+                                tokens, in, 1e-5f);
+                        ops.linear(linear, xnA.pointer(), yA.pointer(), out, tokens, false, rows.pointer(),
+                                linear.inputScratchBytes(tokens), 0L, 0L);
+                        ops.rmsNormForLinear(hB.pointer(), add.pointer(), add2.pointer(), weight.pointer(),
+                                xnB.pointer(), tokens, in, 1e-5f, linear);
+                        ops.linearOfPrepared(linear, xnB.pointer(), yB.pointer(), out, tokens, false, 0L, 0L);
+                        String what = layout + " with " + input + ", " + tokens + " rows";
+                        assertThat(ops.readFloats(hB, 0, tokens * in)).as("residual, " + what)
+                                .containsExactly(ops.readFloats(hA, 0, tokens * in));
+                        assertThat(ops.readFloats(xnB, 0, tokens * in)).as("prepared rows, " + what)
+                                .containsExactly(ops.readFloats(rows, 0, tokens * in));
+                        assertThat(ops.readFloats(yB, 0, tokens * out)).as("output, " + what)
+                                .doesNotContain(Float.NaN).containsExactly(ops.readFloats(yA, 0, tokens * out));
+                    }
+                }
+            }
+        }
+    }
 }
