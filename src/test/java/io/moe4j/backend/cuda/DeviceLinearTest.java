@@ -26,7 +26,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * A quantized dense linear (an attention projection of a device model) gives a token the same bits alone (a decode
  * step: the row stage, then moe_gemv_units) as in a batch of several (the row stage, then moe_gemm_units), for every
- * input rule and with the weights' columns reordered (act-order).
+ * input rule and with the weights' columns reordered (act-order); and a norm that applies the linear's input rule
+ * itself gives the bits of the separate row stage.
  */
 class DeviceLinearTest {
 
@@ -72,12 +73,19 @@ class DeviceLinearTest {
                     DeviceBuffer dx = ops.upload(x); DeviceBuffer batch = ops.allocate(4L * tokens * out);
                     DeviceBuffer single = ops.allocate(4L * tokens * out);
                     DeviceBuffer rows = ops.allocate(Math.max(4, linear.inputScratchBytes(tokens)))) {
+                KernelCache kernels = CudaEngine.forDevice(0).kernels();
+                long before = kernels.requests("moe_gemv_units");
                 ops.linear(linear, dx.pointer(), batch.pointer(), out, tokens, false, rows.pointer(),
                         linear.inputScratchBytes(tokens), 0L, 0L);
+                long afterBatch = kernels.requests("moe_gemv_units");
                 for (int t = 0; t < tokens; t++) {
                     ops.linear(linear, dx.pointer() + 4L * t * in, single.pointer() + 4L * t * out, out, 1, false,
                             rows.pointer(), linear.inputScratchBytes(1), 0L, 0L);
                 }
+                // the bits alone would also match if one token took the GEMM: each dispatch asks for its kernel
+                assertThat(afterBatch - before).as("moe_gemv_units asked for by the batch").isZero();
+                assertThat(kernels.requests("moe_gemv_units") - afterBatch).as("moe_gemv_units asked for by one token")
+                        .isEqualTo(tokens);
                 float[] got = ops.readFloats(single, 0, tokens * out);
                 float[] want = ops.readFloats(batch, 0, tokens * out);
                 assertThat(got).as("%s with %s input", layout, input).doesNotContain(Float.NaN).containsExactly(want);
