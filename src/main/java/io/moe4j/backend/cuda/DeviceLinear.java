@@ -186,7 +186,8 @@ public final class DeviceLinear implements AutoCloseable {
      * {@code prepared}: x already went through the input rule ({@link #normPreparesInput}).
      */
     void enqueue(ModelOps ops, CudaEngine engine, CudaTuning tuning, long x, long y, int yPitch, int tokens,
-            boolean accumulate, long rows, long rowsBytes, long partials, long partialsBytes, boolean prepared) {
+            boolean accumulate, long rows, long rowsBytes, long partials, long partialsBytes,
+            boolean prepared) {
         int in = matrix.cols();
         int out = matrix.rows();
         if (yPitch < out) {

@@ -27,9 +27,9 @@ public record KernelSource(String name, String text, Map<String, String> headers
     private static final Set<String> OVERLAP_READY = Set.of("moe_copy_in", "moe_prepare_rows", "moe_activate_rows",
             "moe_activate_elements", "moe_combine", "moe_gemv_mxfp4_mma", "moe_gemv_mxfp4_mma_pieces",
             "moe_gemm_units", "moe_gemv_units", "moe_gemm_mxfp4_tile", "moe_gemm_mxfp4_wgmma",
-            "model_embed", "model_rms_norm", "model_rms_norm_qdq", "model_linear_bf16", "model_position_rows", "model_attend_rows",
-            "model_mla_position_rows", "model_mla_store_rows", "model_attend_latent_rows", "model_silu_mul",
-            "model_fill_choices", "model_router_logits", "model_norm_router_logits", "moe_router_select",
+            "model_embed", "model_rms_norm", "model_rms_norm_qdq", "model_linear_bf16", "model_position_rows",
+            "model_attend_rows", "model_mla_position_rows", "model_mla_store_rows", "model_attend_latent_rows",
+            "model_silu_mul", "model_fill_choices", "model_router_logits", "model_norm_router_logits", "moe_router_select",
             "moe_route_plan", "model_gather_rows", "model_linear_bf16_r1", "model_linear_bf16_r2",
             "model_linear_bf16_r4", "model_linear_bf16_r8", "model_linear_bf16_staged", "model_linear_bf16_mma",
             "model_linear_bf16_mma_split", "model_linear_slices", "model_argmax");

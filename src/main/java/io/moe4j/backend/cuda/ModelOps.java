@@ -298,10 +298,11 @@ public final class ModelOps implements AutoCloseable {
     }
 
     /**
-     * {@link #rmsNorm(long, long, long, long, int, int, float)} with {@code next}'s input rule (its quantize-dequantize)
-     * applied to the normed rows as they are written (model_rms_norm_qdq): out then holds what {@code next} reads,
-     * for {@link #linearOfPrepared}, and the linear's own input stage, a kernel of its own on a decode step's chain,
-     * goes. The norm's sums are model_rms_norm's own; the rule is the input stage's code, so the bits are the same.
+     * {@link #rmsNorm(long, long, long, long, int, int, float)} with {@code next}'s input rule (its
+     * quantize-dequantize) applied to the normed rows as they are written (model_rms_norm_qdq): out then holds what
+     * {@code next} reads, for {@link #linearOfPrepared}, and the linear's own input stage, a kernel of its own on a
+     * decode step's chain, goes. The norm's sums are model_rms_norm's own; the rule is the input stage's code, so the
+     * bits are the same.
      */
     public void rmsNormForLinear(long x, long add, long add2, long weight, long out, int rows, int n, float eps,
             DeviceLinear next) {

@@ -163,8 +163,9 @@ extern "C" __global__ void __launch_bounds__(1024) model_rms_norm(float* __restr
 // fewer on a decode step's chain. The norm is model_rms_norm's held path with T = normThreads threads (the same sums,
 // so the same bits), the row then staged in shared memory (n floats and 32 of scratch) for the whole block to
 // quantize-dequantize. Rows of a multiple of 4 with n / 4 <= NORM_HOLD * normThreads only (the caller checks).
-extern "C" __global__ void __launch_bounds__(1024) model_rms_norm_qdq(float* __restrict__ x, const float* __restrict__ add,
-        const float* __restrict__ add2, const float* __restrict__ weight, float* __restrict__ out, int n, float eps,
+extern "C" __global__ void __launch_bounds__(1024) model_rms_norm_qdq(float* __restrict__ x,
+        const float* __restrict__ add, const float* __restrict__ add2, const float* __restrict__ weight,
+        float* __restrict__ out, int n, float eps,
         int early, int normThreads, int qKind, int qElem, int qGroup, const float* __restrict__ qScale,
         const int* __restrict__ qZero) {
     extern __shared__ float staged[]; // n values, then 32 floats of scratch
