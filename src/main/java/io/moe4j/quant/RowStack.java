@@ -1,14 +1,17 @@
 package io.moe4j.quant;
 
+import io.moe4j.memory.UnzeroedMemory;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 import java.util.List;
 
 /**
  * Several one-matrix {@link ExpertMatrix}es of one input width stacked by rows into one, in the order given, each
  * element keeping its value: codes, block scales and zero points concatenated, shard scales spread over shards that
- * tile every part. The linears that read the same input (attention's q, k and v) then run as one GEMM over one
- * prepared input, whatever their format.
+ * tile every part. The linears that read the same input (attention's q, k and v, a shared expert's gate and up) then
+ * run as one GEMM over one prepared input, whatever their format.
  */
 public final class RowStack {
     private RowStack() {
@@ -16,6 +19,10 @@ public final class RowStack {
 
     /** Why {@code parts} cannot stack, or null when {@link #of} takes them. */
     public static String unsupportedReason(List<ExpertMatrix> parts) {
+        return reason(parts, false);
+    }
+
+    private static String reason(List<ExpertMatrix> parts, boolean actOrder) {
         ExpertMatrix first = parts.getFirst();
         BlockScales fs = first.blockScales();
         for (int i = 0; i < parts.size(); i++) {
@@ -26,8 +33,14 @@ public final class RowStack {
             if (p.cols() != first.cols() || p.codes() != first.codes()) {
                 return "different input widths or code types";
             }
-            if (p.groupIndex() != null) {
+            if (p.groupIndex() != null && !actOrder) {
                 return "act-order columns";
+            }
+            if ((p.groupIndex() == null) != (first.groupIndex() == null)) {
+                return "act-order columns in some parts only";
+            }
+            if (p.groupParts() != 1) {
+                return "a part with " + p.groupParts() + " act-order maps";
             }
             if ((p.zeroPoints() == null) != (first.zeroPoints() == null)) {
                 return "zero points in some parts only";
@@ -51,7 +64,20 @@ public final class RowStack {
 
     /** The stacked matrix, its data allocated in {@code arena}; fails when {@link #unsupportedReason} says why. */
     public static ExpertMatrix of(Arena arena, List<ExpertMatrix> parts) {
-        String reason = unsupportedReason(parts);
+        return stack(arena, parts, false);
+    }
+
+    /**
+     * {@link #of} for parts that may carry an act-order map each (all or none): the stack takes one map when they
+     * agree (one GEMM on every backend), else one per part ({@link ExpertMatrix#groupParts()}), since GPTQ quantizes
+     * each projection on its own and gate and up may order their columns differently.
+     */
+    public static ExpertMatrix withColumnOrders(Arena arena, List<ExpertMatrix> parts) {
+        return stack(arena, parts, true);
+    }
+
+    private static ExpertMatrix stack(Arena arena, List<ExpertMatrix> parts, boolean actOrder) {
+        String reason = reason(parts, actOrder);
         if (reason != null) {
             throw new IllegalArgumentException("these matrices do not stack by rows: " + reason);
         }
@@ -87,7 +113,19 @@ public final class RowStack {
                 }
             }
         }
-        return new ExpertMatrix(1, rows, first.cols(), first.codes(), codes, scales, zeros, shard, shardRows, null);
+        return new ExpertMatrix(1, rows, first.cols(), first.codes(), codes, scales, zeros, shard, shardRows,
+                columnOrders(parts));
+    }
+
+    private static int[][] columnOrders(List<ExpertMatrix> parts) {
+        int[][] first = parts.getFirst().groupIndex();
+        if (first == null) {
+            return null;
+        }
+        if (parts.stream().allMatch(p -> Arrays.equals(p.groupIndex()[0], first[0]))) {
+            return new int[][]{first[0]};
+        }
+        return parts.stream().map(p -> p.groupIndex()[0]).toArray(int[][]::new);
     }
 
     /** The one expert's grid of a one-matrix stack's block scales. */
@@ -95,9 +133,10 @@ public final class RowStack {
         return s.data().asSlice(0, (long) s.rowBlocks() * s.colBlocks() * s.type().bytes());
     }
 
+    /** The parts' bytes one after another, in memory not zeroed first (every byte is copied over). */
     private static MemorySegment concat(Arena arena, List<MemorySegment> parts) {
         long bytes = parts.stream().mapToLong(MemorySegment::byteSize).sum();
-        MemorySegment all = arena.allocate(Math.max(bytes, 1), 64).asSlice(0, bytes);
+        MemorySegment all = UnzeroedMemory.allocate(arena, Math.max(bytes, 1), 64).asSlice(0, bytes);
         long at = 0;
         for (MemorySegment p : parts) {
             MemorySegment.copy(p, 0, all, at, p.byteSize());

@@ -19,7 +19,7 @@ import java.util.List;
  * every token passes through beside the routed experts, loaded as a one-expert {@link ExpertWeights} so any backend
  * can run it. Its three projections are linears: each is stored in the scheme the quantization config gives its
  * module (unquantized where the config excludes it, as most producers do), gate and up stacked into w13
- * ({@link RowStack}), the input of each GEMM quantize-dequantized by that scheme's rule.
+ * ({@link GateUpStack}), the input of each GEMM quantize-dequantized by that scheme's rule.
  */
 public final class SharedExpertLoader {
     private SharedExpertLoader() {
@@ -51,11 +51,11 @@ public final class SharedExpertLoader {
             throw new MoeException(what + ": its projections are stored in different schemes (" + gate.scheme()
                     + ", " + up.scheme() + ", " + down.scheme() + "); moe4j needs one for all three");
         }
-        ExpertMatrix w13 = RowStack.matrices(what, List.of(gate, up), arena);
+        ExpertMatrix w13 = GateUpStack.matrices(what, List.of(gate, up), arena);
         ExpertMatrix w2 = down.weight();
         QuantScheme scheme = gate.scheme();
         return new ExpertWeights(scheme, 1, h, i, w13, w2, null, null, GateLayout.CONCATENATED, layer.activation(),
-                layer.swigluLimit(), RowStack.input(what, List.of(gate, up)), down.input(), null);
+                layer.swigluLimit(), GateUpStack.input(what, List.of(gate, up)), down.input(), null);
     }
 
     private static LinearWeights projection(Checkpoint checkpoint, MoeLayerConfig.SharedExpert shared, Projection p,

@@ -85,6 +85,31 @@ class RowStackTest {
     }
 
     @Test
+    void actOrderPartsStackWithTheirColumnOrders() {
+        // a shared expert's gate and up (GateUpStack): one map when they agree, else one a part
+        SplittableRandom rnd = new SplittableRandom(9);
+        Layout int4 = Layout.scaled("int4_g32", WeightFormat.INT4_GROUP, CodeType.INT4, ScaleType.F32, 1, 32)
+                .withActOrder();
+        try (Arena arena = Arena.ofConfined()) {
+            ExpertMatrix gate = RandomWeights.matrix(arena, rnd, int4, 1, 64, 256, 0);
+            ExpertMatrix up = RandomWeights.matrix(arena, rnd, int4, 1, 64, 256, 0);
+            ExpertMatrix agreeing = RowStack.withColumnOrders(arena, List.of(gate, gate));
+            assertThat(agreeing.groupParts()).isEqualTo(1);
+            assertThat(agreeing.groupIndex()[0]).isEqualTo(gate.groupIndex()[0]);
+            assertSameRows(agreeing, List.of(gate, gate));
+            ExpertMatrix differing = RowStack.withColumnOrders(arena, List.of(gate, up));
+            assertThat(differing.groupParts()).isEqualTo(2);
+            assertThat(differing.groupIndex()[1]).isEqualTo(up.groupIndex()[0]);
+            assertSameRows(differing, List.of(gate, up));
+            ExpertMatrix plain = RandomWeights.matrix(arena, rnd,
+                    Layout.scaled("int4_g32", WeightFormat.INT4_GROUP, CodeType.INT4, ScaleType.F32, 1, 32), 1, 64,
+                    256, 0);
+            assertThatThrownBy(() -> RowStack.withColumnOrders(arena, List.of(gate, plain)))
+                    .hasMessageContaining("some parts only");
+        }
+    }
+
+    @Test
     void linearsStackOnlyWithOneInputRule() {
         SplittableRandom rnd = new SplittableRandom(5);
         Layout block = Layout.scaled("fp8_block", WeightFormat.FP8_BLOCK, CodeType.FP8_E4M3, ScaleType.F32, 128, 128);
