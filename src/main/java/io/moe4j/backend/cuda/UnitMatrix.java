@@ -110,7 +110,8 @@ record UnitMatrix(int experts, int rows, int cols, int units, int unitBytes, Lis
                     + (shard != null ? ", shard scales" : "") + (order != null ? ", act-order" : "");
             return new UnitMatrix(m.experts(), m.rows(), m.cols(), units, (int) unitBytes, defines, codes, scales,
                     zeros, shard, order, s == null ? 1 : s.rowBlocks(), s == null ? 1 : s.colBlocks(),
-                    s == null ? 1 : s.blockRows(), s == null ? 1 : s.blockCols(), m.shards(), m.shardScales() == null ? 1 : m.shardRows(),
+                    s == null ? 1 : s.blockRows(), s == null ? 1 : s.blockCols(), m.shards(),
+                    m.shardScales() == null ? 1 : m.shardRows(),
                     "CUDA-core grouped GEMM on packed " + what);
         } catch (RuntimeException e) {
             made.forEach(DeviceBuffer::close);
