@@ -41,8 +41,11 @@ final class Int8Kernels implements CpuKernels {
         float[] out = s.panel;
         boolean fp4 = codec == LaneCodec.FP4;
         int offset = codec == LaneCodec.INT4 ? codec.offset() : 0;
-        // Plain E8M0 scales (no 0, no 255) are read in the loop as exponent fields, as FusedGemv does.
-        java.lang.foreign.MemorySegment e8m0 = fp4 && m.plainE8m0() ? m.scales() : null;
+        // One FP4 token may go through byte lookups (Int8PanelDot.fp4Bytes), with the panel's block scales decoded
+        // first: read in its loop, they took the kernel past C2's inlining budget. Elsewhere plain E8M0 scales (no 0,
+        // no 255) are read in the loop as exponent fields, as FusedGemv does.
+        boolean bytes = q.byteLanes != null;
+        java.lang.foreign.MemorySegment e8m0 = fp4 && m.plainE8m0() && !bytes ? m.scales() : null;
         float[] zeros = m.zeros() == null ? null : s.zeros;
         // FP4 codes are multiplied as twice their value (integers): halved once at the store.
         double unit = fp4 ? 0.5 : 1.0;
@@ -59,6 +62,11 @@ final class Int8Kernels implements CpuKernels {
             }
             long base = m.wordOffset(expert, p, 0);
             long scaleAt = m.scaleIndex(expert, p, 0);
+            if (bytes) {
+                Int8PanelDot.fp4Bytes(m.words(), base, seg, s.scales, q.byteLanes[0], q.scales[0], out);
+                store(m, expert, p, rowTo, out, 0, unit * q.post[0], y, yOff);
+                continue;
+            }
             int t = 0;
             for (; t + 2 <= q.n && pairs; t += 2) {
                 if (codec == LaneCodec.INT8) {

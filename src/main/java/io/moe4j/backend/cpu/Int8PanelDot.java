@@ -1,10 +1,12 @@
 package io.moe4j.backend.cpu;
 
+import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShape;
+import jdk.incubator.vector.VectorShuffle;
 import jdk.incubator.vector.VectorSpecies;
 
 import java.lang.foreign.MemorySegment;
@@ -37,8 +39,41 @@ final class Int8PanelDot {
     private static final VectorOperators.Binary SAR = VectorOperators.ASHR;
     /** Twice the E2M1 value of each FP4 code (sign in bit 3): integers, exact. */
     private static final ShortVector FP4_TWICE = ShortVector.fromArray(S, fp4Twice(S.length()), 0);
+    /** 16 bytes: four rows' lane words, or 16 FP4 codes' values ({@link #fp4Bytes}). */
+    private static final VectorSpecies<Byte> B16 = ByteVector.SPECIES_128;
+    /** Twice the value of each FP4 code, as bytes. */
+    private static final byte[] FP4_TWICE_BYTES = fp4TwiceBytes();
+    /**
+     * Whether one FP4 token goes through {@link #fp4Bytes}: 8-lane panels on a machine without the one-instruction
+     * 16-bit lookup of AVX-512 (there {@link #nibbles}' lookup is several instructions). Several tokens keep
+     * {@link #decodeFp4}, which looks each code up once for all of them (measured faster from 8 tokens on).
+     * {@code -Dmoe4j.cpu.fp4Bytes=false} turns it off, for comparison.
+     */
+    static final boolean FP4_BYTES = L == 8 && S.length() == 16 && !SlotDecode.WIDE_FP4_LOOKUP
+            && Boolean.parseBoolean(System.getProperty("moe4j.cpu.fp4Bytes", "true"));
+    private static final VectorShuffle<Float> ROWS_0_3 = VectorShuffle.fromValues(F, pick(0));
+    private static final VectorShuffle<Float> ROWS_4_7 = VectorShuffle.fromValues(F, pick(4));
+    private static final VectorShuffle<Float> NEXT = VectorShuffle.fromOp(F, i -> (i + 1) % F.length());
+    private static final VectorShuffle<Float> EVENS = VectorShuffle.fromOp(F, i -> (2 * i) % F.length());
 
     private Int8PanelDot() {
+    }
+
+    private static byte[] fp4TwiceBytes() {
+        byte[] t = new byte[16];
+        for (int c = 0; c < 16; c++) {
+            t[c] = (byte) (2 * LaneCodec.FP4.value(c));
+        }
+        return t;
+    }
+
+    /** Lane i holds row first + i/2 (each row of four in two lanes). */
+    private static int[] pick(int first) {
+        int[] p = new int[F.length()];
+        for (int i = 0; i < p.length; i++) {
+            p[i] = (first + i / 2) % F.length();
+        }
+        return p;
     }
 
     static short[] fp4Twice(int length) {
@@ -155,6 +190,74 @@ final class Int8PanelDot {
             accA = sA.fma(FusedGemv.fp4Scale(e8m0, scaleAt, g, scales), accA);
         }
         accA.intoArray(out, 0);
+    }
+
+    /**
+     * {@link #nibbles} for FP4 by 16-byte table lookups, for 8-lane panels: a lane word's 32 bytes are four rows'
+     * words twice, and a byte holds slots 2i (low nibble) and 2i + 1 (high nibble) of its row. A byte lookup (one
+     * {@code vpshufb}) turns 16 nibbles into twice their values as bytes, which widen to 16-bit lanes (row r, byte i
+     * at lane 4r + i) and meet the token's codes in the same arrangement ({@link Q8Inputs#byteLanes}). Once a block
+     * each 32-bit lane's halves are added (a row's sum in two int lanes) and become floats; a row's two float lanes
+     * are added once at the end.
+     *
+     * <p>16-bit sums are exact: a lane adds two products a word over a block's 4 words, 8 · 12 · 127 = 12192 at most.
+     */
+    static void fp4Bytes(MemorySegment words, long base, int[] seg, float[] scales, short[] xs, float[] d,
+                         float[] out) {
+        // One loop over the panel's words with the block's end as a branch in it: with a loop a block, C2 kept the
+        // 16-bit sums on the stack (a store and a load every word). The float sums wait in out[0, 2L).
+        FloatVector.zero(F).intoArray(out, 0);
+        FloatVector.zero(F).intoArray(out, L);
+        int vl = S.length();
+        int last = seg.length - 1;
+        int g = 0;
+        int b = 0;
+        int blockEnd = Math.min(seg[0] + 4, seg[1]);
+        ShortVector lo = ShortVector.zero(S);
+        ShortVector hi = lo;
+        for (int v = seg[0], end = seg[last]; v < end; v++) {
+            long o = base + WB * v;
+            ShortVector xe = ShortVector.fromArray(S, xs, 2 * vl * v);
+            ShortVector xo = ShortVector.fromArray(S, xs, 2 * vl * v + vl);
+            ByteVector r0 = ByteVector.fromMemorySegment(B16, words, o, LE);
+            ByteVector r4 = ByteVector.fromMemorySegment(B16, words, o + 16, LE);
+            lo = lo.add(twice(r0).mul(xe)).add(twice(high(r0)).mul(xo));
+            hi = hi.add(twice(r4).mul(xe)).add(twice(high(r4)).mul(xo));
+            if (v + 1 == blockEnd) {
+                FloatVector s = FloatVector.fromArray(F, scales, g * L).mul(d[b]);
+                ((FloatVector) widen(lo).convert(VectorOperators.I2F, 0))
+                        .fma(s.rearrange(ROWS_0_3), FloatVector.fromArray(F, out, 0)).intoArray(out, 0);
+                ((FloatVector) widen(hi).convert(VectorOperators.I2F, 0))
+                        .fma(s.rearrange(ROWS_4_7), FloatVector.fromArray(F, out, L)).intoArray(out, L);
+                lo = ShortVector.zero(S);
+                hi = lo;
+                b++;
+                if (blockEnd == seg[g + 1] && ++g == last) {
+                    break;
+                }
+                blockEnd = Math.min(blockEnd + 4, seg[g + 1]);
+            }
+        }
+        // row r's two lanes: 2r and 2r + 1
+        FloatVector accLo = FloatVector.fromArray(F, out, 0);
+        FloatVector accHi = FloatVector.fromArray(F, out, L);
+        accLo.add(accLo.rearrange(NEXT)).rearrange(EVENS).intoArray(out, 0);
+        accHi.add(accHi.rearrange(NEXT)).rearrange(EVENS).intoArray(out, 4);
+    }
+
+    /**
+     * The FP4 codes in each byte's low nibble as twice their values, widened to 16-bit lanes. {@code selectFrom}
+     * wraps its indices to the 16 entries (an AND of the low four bits, then {@code vpshufb}), which drops the
+     * high nibble.
+     */
+    private static ShortVector twice(ByteVector codes) {
+        return (ShortVector) codes.selectFrom(ByteVector.fromArray(B16, FP4_TWICE_BYTES, 0))
+                .convertShape(VectorOperators.B2S, S, 0);
+    }
+
+    /** Each byte's high nibble moved to its low nibble (the bits above it are dropped by {@link #twice}). */
+    private static ByteVector high(ByteVector codes) {
+        return codes.reinterpretAsShorts().lanewise(SHR, 4).reinterpretAsBytes();
     }
 
     /**

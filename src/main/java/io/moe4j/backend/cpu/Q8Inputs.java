@@ -38,9 +38,16 @@ final class Q8Inputs extends Inputs {
     final int[][] sums;
     /** Per token: 2^-K, or NaN for a token that holds NaN or infinity. */
     final double[] post;
+    /**
+     * For {@link Int8PanelDot#fp4Bytes} (one FP4 token where {@link Int8PanelDot#FP4_BYTES}, else null): 32 shorts a
+     * lane word, the even columns c, c+2, c+4, c+6 four times, then the odd ones, as the kernel's 16-bit lanes pair
+     * them.
+     */
+    final short[][] byteLanes;
 
-    private Q8Inputs(Inputs in, int[][] codes, float[][] scales, int[][] sums, double[] post) {
+    private Q8Inputs(Inputs in, int[][] codes, float[][] scales, int[][] sums, double[] post, short[][] byteLanes) {
         super(in.n, in.padded, in.x);
+        this.byteLanes = byteLanes;
         this.codes = codes;
         this.scales = scales;
         this.sums = sums;
@@ -75,6 +82,7 @@ final class Q8Inputs extends Inputs {
         float[][] scales = new float[in.n][blocks];
         int[][] sums = new int[in.n][blocks];
         double[] post = new double[in.n];
+        short[][] byteLanes = codec == LaneCodec.FP4 && in.n == 1 && Int8PanelDot.FP4_BYTES ? new short[1][] : null;
         int[] q = new int[padded];
         for (int t = 0; t < in.n; t++) {
             int xb = t * padded;
@@ -126,8 +134,25 @@ final class Q8Inputs extends Inputs {
                     out[o++] = q[c + half] << 16 | (q[c] & 0xFFFF);
                 }
             }
+            if (byteLanes != null) {
+                byteLanes[t] = byteLanes(q, padded / slots);
+            }
         }
-        return new Q8Inputs(in, codes, scales, sums, post);
+        return new Q8Inputs(in, codes, scales, sums, post, byteLanes);
+    }
+
+    private static short[] byteLanes(int[] q, int words) {
+        short[] out = new short[32 * words];
+        for (int w = 0, o = 0; w < words; w++) {
+            for (int parity = 0; parity < 2; parity++) {
+                for (int row = 0; row < 4; row++) {
+                    for (int i = 0; i < 4; i++) {
+                        out[o++] = (short) q[8 * w + 2 * i + parity];
+                    }
+                }
+            }
+        }
+        return out;
     }
 
     private static double absMax(float[] x, int from, int n) {

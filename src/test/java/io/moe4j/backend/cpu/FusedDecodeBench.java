@@ -17,8 +17,9 @@ import java.util.Random;
  * heap shows here first). G multiply-adds/s compare across vector widths (an 8-row panel at 256 bits, 16 rows at
  * 512), which ns per panel do not. The figures of docs/cpu-decode.md's kernel table come from here.
  *
- * <p>Usage: {@code bin/bench FusedDecodeBench [tokens] [scheme...]} (cli names, e.g. {@code fp8-channel}; default
- * one token, every scheme).
+ * <p>Usage: {@code bin/bench FusedDecodeBench [tokens] [--int8] [scheme...]} (cli names, e.g. {@code fp8-channel};
+ * default one token, every scheme); {@code --int8} times the int8-activation kernels ({@link Int8Kernels}) instead,
+ * for the schemes they take.
  */
 public final class FusedDecodeBench {
     private static final int ROUNDS = 40;
@@ -33,6 +34,8 @@ public final class FusedDecodeBench {
         }
         int tokens = args.length > 0 ? Integer.parseInt(args[0]) : 1;
         java.util.Set<String> only = new java.util.HashSet<>(java.util.Arrays.asList(args).subList(Math.min(1, args.length), args.length));
+        boolean int8 = only.remove("--int8");
+        CpuKernels int8Kernels = int8 ? KernelSelection.int8(new VectorKernels()) : null;
         SyntheticWeights.Shape shape = new SyntheticWeights.Shape(2, 1024, 512, GateLayout.CONCATENATED,
                 Activation.SILU_AND_MUL, false);
         System.out.printf("%-16s %-10s %6s %10s %10s %12s%n", "scheme", "codec", "rows", "GMAC/s", "ns/8x1024", "bytes/panel");
@@ -56,9 +59,13 @@ public final class FusedDecodeBench {
                 for (int i = 0; i < x.length; i++) {
                     x[i] = (float) rnd.nextGaussian();
                 }
-                FusedInputs[] in = new FusedInputs[shape.experts()];
+                if (int8 && Int8Support.refusal(w.scheme(), java.util.Optional.empty()).isPresent()) {
+                    continue;
+                }
+                Inputs[] in = new Inputs[shape.experts()];
                 for (int e = 0; e < in.length; e++) {
-                    in[e] = FusedInputs.of(m, e, Inputs.gather(m, e, x, 0, tokens));
+                    in[e] = int8 ? int8Kernels.prepare(m, e, x, 0, tokens)
+                            : FusedInputs.of(m, e, Inputs.gather(m, e, x, 0, tokens));
                 }
                 float[] y = new float[m.rows() * tokens];
                 double best = Double.MAX_VALUE;
@@ -68,7 +75,11 @@ public final class FusedDecodeBench {
                     long t0 = System.nanoTime();
                     for (int pass = 0; pass < PASSES; pass++) {
                         for (int e = 0; e < shape.experts(); e++) {
-                            FusedGemv.multiply(m, e, 0, m.rows(), in[e], y, 0, m.rows(), s);
+                            if (int8) {
+                                int8Kernels.multiply(m, e, 0, m.rows(), in[e], y, 0, m.rows(), s);
+                            } else {
+                                FusedGemv.multiply(m, e, 0, m.rows(), (FusedInputs) in[e], y, 0, m.rows(), s);
+                            }
                         }
                     }
                     long t1 = System.nanoTime();

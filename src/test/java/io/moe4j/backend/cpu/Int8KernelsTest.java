@@ -107,6 +107,48 @@ class Int8KernelsTest {
         return out;
     }
 
+    /**
+     * Where one FP4 token takes the byte lookups ({@link Int8PanelDot#FP4_BYTES}: 8-lane panels without AVX-512, as in
+     * surefire's {@code -XX:UseAVX=2} run), it does take them, and gives the 16-bit lookup's sums to float rounding.
+     */
+    @ParameterizedTest
+    @EnumSource(value = SyntheticScheme.class, names = {"MXFP4", "NVFP4_A16"})
+    void oneFp4TokenByByteLookupsGivesTheSixteenBitLookupsSums(SyntheticScheme s) {
+        assumeTrue(vectorRuns() && Int8PanelDot.FP4_BYTES, "byte lookups do not run here");
+        CpuKernels int8 = KernelSelection.int8(KernelSelection.select());
+        try (Arena arena = Arena.ofShared(); WorkerPool pool = new WorkerPool(1)) {
+            ExpertWeights w = Fixtures.weights(s, Fixtures.shape(s, GateLayout.CONCATENATED, 3), 13, arena);
+            PanelMatrix m = PanelPacker.pack(w.w13(), arena, pool);
+            Scratch scratch = new Scratch();
+            scratch.fit(m);
+            SplittableRandom rnd = new SplittableRandom(17);
+            float[] x = new float[m.cols()];
+            for (int i = 0; i < x.length; i++) {
+                x[i] = (float) (rnd.nextGaussian() * Math.scalb(1.0, rnd.nextInt(-6, 6)));
+            }
+            for (int e = 0; e < w.w13().experts(); e++) {
+                Q8Inputs q = (Q8Inputs) int8.prepare(m, e, x, 0, 1);
+                assertThat(q.byteLanes).as("the byte lookups' inputs").isNotNull();
+                float[] y = new float[m.rows()];
+                int8.multiply(m, e, 0, m.rows(), q, y, 0, m.rows(), scratch);
+                int[] seg = m.plan(e).segmentWords();
+                float[] sums = new float[2 * PanelMatrix.LANES];
+                for (int p = 0; p < m.panels(); p++) {
+                    VectorScales.scales(m, e, p, scratch.scales);
+                    Int8PanelDot.nibbles(m.words(), m.wordOffset(e, p, 0), seg, true, 0, null, null, 0,
+                            scratch.scales, q.codes[0], q.scales[0], q.sums[0], sums);
+                    for (int lane = 0; lane < PanelMatrix.LANES && p * PanelMatrix.LANES + lane < m.rows(); lane++) {
+                        int row = p * PanelMatrix.LANES + lane;
+                        double shard = m.shard() == null ? 1 : m.shard()[e * m.panels() * PanelMatrix.LANES + row];
+                        double want = sums[lane] * 0.5 * q.post[0] * shard;
+                        assertThat((double) y[row]).as("%s expert %d row %d", s, e, row).isCloseTo(want,
+                                org.assertj.core.data.Offset.offset(1e-5 * (1 + Math.abs(want))));
+                    }
+                }
+            }
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(value = SyntheticScheme.class, names = {"MXFP4", "W4A16_ASYM", "W8A16"})
     void layerStaysNearTheExactReference(SyntheticScheme s) {
