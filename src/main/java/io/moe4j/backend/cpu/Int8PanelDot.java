@@ -210,9 +210,9 @@ final class Int8PanelDot {
         FloatVector.zero(F).intoArray(out, L);
         int vl = S.length();
         int last = seg.length - 1;
-        int g = 0;
+        int g = nonEmpty(seg, 0);
         int b = 0;
-        int blockEnd = Math.min(seg[0] + 4, seg[1]);
+        int blockEnd = g < last ? Math.min(seg[g] + 4, seg[g + 1]) : 0;
         ShortVector lo = ShortVector.zero(S);
         ShortVector hi = lo;
         for (int v = seg[0], end = seg[last]; v < end; v++) {
@@ -232,8 +232,11 @@ final class Int8PanelDot {
                 lo = ShortVector.zero(S);
                 hi = lo;
                 b++;
-                if (blockEnd == seg[g + 1] && ++g == last) {
-                    break;
+                if (blockEnd == seg[g + 1]) {
+                    g = nonEmpty(seg, g + 1);
+                    if (g == last) {
+                        break;
+                    }
                 }
                 blockEnd = Math.min(blockEnd + 4, seg[g + 1]);
             }
@@ -243,6 +246,14 @@ final class Int8PanelDot {
         FloatVector accHi = FloatVector.fromArray(F, out, L);
         accLo.add(accLo.rearrange(NEXT)).rearrange(EVENS).intoArray(out, 0);
         accHi.add(accHi.rearrange(NEXT)).rearrange(EVENS).intoArray(out, 4);
+    }
+
+    /** The first segment from g on that holds words (an empty one has no blocks), or the segment count. */
+    private static int nonEmpty(int[] seg, int g) {
+        while (g < seg.length - 1 && seg[g + 1] == seg[g]) {
+            g++;
+        }
+        return g;
     }
 
     /**

@@ -149,6 +149,44 @@ class Int8KernelsTest {
         }
     }
 
+    /** An empty segment (no words, no blocks) between two others leaves the byte lookups' sums as they were. */
+    @Test
+    void byteLookupsSkipAnEmptySegment() {
+        assumeTrue(vectorRuns() && Int8PanelDot.FP4_BYTES, "byte lookups do not run here");
+        SyntheticScheme s = SyntheticScheme.MXFP4;
+        CpuKernels int8 = KernelSelection.int8(KernelSelection.select());
+        try (Arena arena = Arena.ofShared(); WorkerPool pool = new WorkerPool(1)) {
+            ExpertWeights w = Fixtures.weights(s, Fixtures.shape(s, GateLayout.CONCATENATED, 1), 3, arena);
+            PanelMatrix m = PanelPacker.pack(w.w13(), arena, pool);
+            SplittableRandom rnd = new SplittableRandom(23);
+            float[] x = new float[m.cols()];
+            for (int i = 0; i < x.length; i++) {
+                x[i] = (float) rnd.nextGaussian();
+            }
+            Q8Inputs q = (Q8Inputs) int8.prepare(m, 0, x, 0, 1);
+            int[] seg = m.plan(0).segmentWords();
+            int lanes = PanelMatrix.LANES;
+            float[] scales = new float[m.groups() * lanes];
+            VectorScales.scales(m, 0, 0, scales);
+            // segment 1 repeated as an empty one before it, with a scale of its own that must not count
+            int[] withEmpty = new int[seg.length + 1];
+            float[] moreScales = new float[scales.length + lanes];
+            withEmpty[0] = seg[0];
+            withEmpty[1] = seg[1];
+            System.arraycopy(seg, 1, withEmpty, 2, seg.length - 1);
+            System.arraycopy(scales, 0, moreScales, 0, lanes);
+            java.util.Arrays.fill(moreScales, lanes, 2 * lanes, Float.NaN);
+            System.arraycopy(scales, lanes, moreScales, 2 * lanes, scales.length - lanes);
+            float[] want = new float[4 * lanes];
+            float[] got = new float[4 * lanes];
+            long base = m.wordOffset(0, 0, 0);
+            Int8PanelDot.fp4Bytes(m.words(), base, seg, scales, q.byteLanes[0], q.scales[0], want);
+            Int8PanelDot.fp4Bytes(m.words(), base, withEmpty, moreScales, q.byteLanes[0], q.scales[0], got);
+            assertThat(java.util.Arrays.copyOf(got, lanes)).containsExactly(java.util.Arrays.copyOf(want, lanes));
+            assertThat(want[0]).isNotZero();
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(value = SyntheticScheme.class, names = {"MXFP4", "W4A16_ASYM", "W8A16"})
     void layerStaysNearTheExactReference(SyntheticScheme s) {
