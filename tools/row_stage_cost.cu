@@ -24,14 +24,7 @@
 #include <cuda_runtime.h>
 #include "moe4j_quant.cuh"
 
-#define CHECK(x)                                                                                                      \
-    do {                                                                                                              \
-        cudaError_t e_ = (x);                                                                                         \
-        if (e_ != cudaSuccess) {                                                                                      \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));                      \
-            exit(1);                                                                                                  \
-        }                                                                                                             \
-    } while (0)
+#include "cuda_check.h"
 
 constexpr int N = 2048;
 constexpr int CHAIN = 200;

@@ -765,21 +765,15 @@ final class CudaExperts implements Experts {
             case Mxfp4Matrix mx -> engine.mxfp4().forward(mx.experts(), in, routes, firstRoute, pairs, out,
                     routesReady, stream);
             case UnitMatrix u -> {
-                KernelCache.Kernel gemv = u.gemv(engine, tuning, tb);
-                KernelCache.Kernel k = gemv != null ? gemv : u.gemm(engine, tuning, tb);
-                long shared = u.sharedBytes(tb);
-                int rowsPerBlock = u.rowsPerBlock(tuning, gemv != null);
+                UnitMatrix.Product product = u.product(engine, tuning, tb);
                 for (int first = 0; first < batchCount; first += MAX_GRID_Y) {
                     int count = Math.min(MAX_GRID_Y, batchCount - first);
                     try (Arena arena = Arena.ofConfined()) {
                         KernelArgs args = u.gemmArgs(new KernelArgs(arena), in.pointer(), batches + 16L * first,
                                 xRows, out.pointer())
                                 .i32(u.rows()).pointer(0L).i32(0).i32(0); // outPitch, no bias, overwrite, batches given
-                        if (gemv != null) {
-                            args.i32(routesReady ? 1 : 0); // the batches sit beside the routes
-                        }
-                        k.function().launch(Math.ceilDiv(u.rows(), rowsPerBlock), count, 1, 32 * tuning.unitsWarps(), 1,
-                                1, (int) shared, stream, args);
+                        // the GEMV's batches sit beside the routes: ready when the routes are
+                        product.launch(u.rows(), count, args, routesReady, stream);
                     }
                 }
             }

@@ -204,14 +204,11 @@ public final class DeviceLinear implements AutoCloseable {
         long source = prepared ? x : prepareInput(ops, engine, x, tokens, rows, rowsBytes);
         // Tokens a block multiplies with each decoded weight unit: up to 8, as the experts take pairs.
         int tb = matrix.batchSize(engine, tuning, tokens > 1 ? 8 : 1);
-        KernelCache.Kernel gemv = matrix.gemv(engine, tuning, tb);
-        KernelCache.Kernel k = gemv != null ? gemv : matrix.gemm(engine, tuning, tb);
-        long shared = matrix.sharedBytes(tb);
-        if (shared > k.sharedLimit()) {
-            throw new IllegalArgumentException(module + ": rows of " + in + " values need " + shared
-                    + " bytes of shared memory; this device allows " + k.sharedLimit());
+        UnitMatrix.Product product = matrix.product(engine, tuning, tb);
+        if (product.shared() > product.kernel().sharedLimit()) {
+            throw new IllegalArgumentException(module + ": rows of " + in + " values need " + product.shared()
+                    + " bytes of shared memory; this device allows " + product.kernel().sharedLimit());
         }
-        int rowsPerBlock = matrix.rowsPerBlock(tuning, gemv != null);
         int batches = Math.ceilDiv(tokens, tb);
         if (batches > 65535) {
             throw new IllegalArgumentException(module + ": " + tokens + " tokens in one call exceed the grid");
@@ -220,11 +217,7 @@ public final class DeviceLinear implements AutoCloseable {
             // no batches and no xRows: batch y is entries y·tb.. of the tokens, entry i reading x row i
             KernelArgs args = matrix.gemmArgs(new KernelArgs(arena), source, 0L, 0L, y).i32(yPitch)
                     .pointer(bias == null ? 0L : bias.pointer()).i32(accumulate ? 1 : 0).i32(tokens);
-            if (gemv != null) {
-                args.i32(0); // no batches to read
-            }
-            k.function().launch(Math.ceilDiv(out, rowsPerBlock), batches, 1, 32 * tuning.unitsWarps(), 1, 1,
-                    (int) shared, ops.stream(), args);
+            product.launch(out, batches, args, false, ops.stream()); // no batches to read
         }
     }
 

@@ -317,7 +317,7 @@ public final class ModelOps implements AutoCloseable {
         int hold = normThreads(n);
         int threads = Math.max(hold, Math.min(NORM_QDQ_THREADS,
                 CudaExperts.rowThreads(k, rows, engine.context().device().multiprocessors())));
-        launch(SOURCE, "model_rms_norm_qdq", List.of(), rows, 1, 1, threads, 4 * (n + 32),
+        launch(k, "model_rms_norm_qdq", rows, 1, 1, threads, 4 * (n + 32),
                 a -> next.appendInputRule(a.pointer(x).pointer(add).pointer(add2).pointer(weight).pointer(out).i32(n)
                         .f32(eps).i32(early("norm", rows)).i32(hold)));
     }
@@ -1062,7 +1062,12 @@ public final class ModelOps implements AutoCloseable {
      */
     private void launch(String source, String kernel, List<String> defines, int gridX, int gridY, int gridZ,
             int threads, int sharedBytes, Args fill) {
-        KernelCache.Kernel k = engine.kernels().get(source, kernel, defines);
+        launch(engine.kernels().get(source, kernel, defines), kernel, gridX, gridY, gridZ, threads, sharedBytes, fill);
+    }
+
+    /** {@link #launch(String, String, List, int, int, int, int, int, Args)} of a kernel already looked up. */
+    private void launch(KernelCache.Kernel k, String kernel, int gridX, int gridY, int gridZ, int threads,
+            int sharedBytes, Args fill) {
         if (sharedBytes > k.sharedLimit()) {
             throw new IllegalArgumentException(kernel + " needs " + sharedBytes + " bytes of shared memory a block;"
                     + " this device allows " + k.sharedLimit());

@@ -5,6 +5,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import io.moe4j.MoeException;
 import io.moe4j.backend.cuda.driver.CudaContext;
+import io.moe4j.backend.cuda.driver.CudaStream;
 import io.moe4j.backend.cuda.driver.DeviceBuffer;
 import io.moe4j.backend.cuda.driver.KernelArgs;
 import io.moe4j.quant.BlockScales;
@@ -182,6 +183,36 @@ record UnitMatrix(int experts, int rows, int cols, int units, int unitBytes, Lis
     /** Rows a block of the GEMM or of {@link #gemv} computes: the grid's x is over them. */
     int rowsPerBlock(CudaTuning tuning, boolean gemv) {
         return (gemv ? gemvRowsPerWarp() : tuning.unitsRows()) * tuning.unitsWarps();
+    }
+
+    /**
+     * The kernel for blocks of {@code tb} entries and its launch shape: {@link #gemv} where it applies, else
+     * {@link #gemm}.
+     */
+    Product product(CudaEngine engine, CudaTuning tuning, int tb) {
+        KernelCache.Kernel gemv = gemv(engine, tuning, tb);
+        boolean one = gemv != null;
+        return new Product(one ? gemv : gemm(engine, tuning, tb), one, rowsPerBlock(tuning, one), sharedBytes(tb),
+                tuning.unitsWarps());
+    }
+
+    /**
+     * A chosen product of this matrix: the kernel, whether it is the GEMV, rows a block, the block's dynamic shared
+     * memory and warps.
+     */
+    record Product(KernelCache.Kernel kernel, boolean gemv, int rowsPerBlock, long shared, int warps) {
+        /**
+         * Launches it over {@code rows} rows (grid x) and {@code batches} batches (grid y). {@code args}: the
+         * {@link #gemmArgs} and the caller's outPitch, bias, accumulate and tokens; the GEMV's last argument,
+         * batchesReady, is added here.
+         */
+        void launch(int rows, int batches, KernelArgs args, boolean batchesReady, CudaStream stream) {
+            if (gemv) {
+                args.i32(batchesReady ? 1 : 0);
+            }
+            kernel.function().launch(Math.ceilDiv(rows, rowsPerBlock), batches, 1, 32 * warps, 1, 1, (int) shared,
+                    stream, args);
+        }
     }
 
     /** Dynamic shared memory of a block taking {@code tb} entries: their x rows, 128 bytes a unit an entry. */
