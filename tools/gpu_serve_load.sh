@@ -6,8 +6,8 @@
 # token) for each concurrency in CLIENTS (default 1,16,64), 64 requests of MAX_TOKENS (default 32) each, and prints
 # the server's /metrics. With PROFILE=1 the server runs under JFR (settings=profile); the recording goes to $OUT.
 # Needs .gpu/ from tools/gpu_bundle.sh; carry .gpu/jdk25.tar.xz, .gpu/classes, .gpu/test-classes, .gpu/lib,
-# .gpu/serve-lib and .gpu/serve-tokenizer. BACKEND=cpu runs it on the host (a check of the script). Measurement
-# tooling, not part of the engine.
+# .gpu/serve-lib and .gpu/serve-tokenizer. BACKEND=cpu runs it on the host (a check of the script); GPUS=N serves on N
+# GPUs (expert parallelism, `--gpus N`). Measurement tooling, not part of the engine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 layers="${1:-24}" clients="${2:-1,16,64}" maxTokens="${3:-32}"
@@ -20,14 +20,17 @@ dir=$("$java" "${opts[@]}" -Xmx${HEAP:-48g} -cp "$cp" io.moe4j.cli.MoeCommand be
   --layers "$layers" --write-only --cache-dir /tmp/moe4j-serve-load 2>/dev/null | tail -1)
 [ -d "$dir" ] || { echo "gpu_serve_load.sh: no checkpoint written ($dir)" >&2; exit 1; }
 cp .gpu/serve-tokenizer/* "$dir"/
-echo "# checkpoint $dir, $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null)"
+echo "# checkpoint $dir, $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | tr -s ' '), --gpus ${GPUS:-1}"
 jfr=()
 if [ "${PROFILE:-0}" = 1 ]; then
   jfr=("-XX:StartFlightRecording=settings=profile,filename=${OUT:-/tmp}/serve.jfr,dumponexit=true")
 fi
 port=8765
+export NCCL_NVLS_ENABLE=0  # NVLink multicast stays off on the shared machines (bin/moe does the same)
+gpus=()
+[ -n "${GPUS:-}" ] && gpus=(--gpus "$GPUS")
 "$java" "${opts[@]}" -Xmx${HEAP:-48g} "${jfr[@]}" -cp "$cp" io.moe4j.cli.MoeCommand serve --model "$dir" --backend "${BACKEND:-cuda}" \
-  --port "$port" --max-sequences "$most" --max-queue 256 > /tmp/moe4j-serve.log 2>&1 &
+  --port "$port" --max-sequences "$most" --max-queue 256 "${gpus[@]}" > /tmp/moe4j-serve.log 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true' EXIT  # the load run failing leaves no server behind
 for _ in $(seq 1 300); do
