@@ -22,6 +22,11 @@ public final class RowStack {
         return reason(parts, false);
     }
 
+    /** Why {@code parts} cannot stack with their act-order maps, or null when {@link #withColumnOrders} takes them. */
+    public static String unsupportedReasonWithColumnOrders(List<ExpertMatrix> parts) {
+        return reason(parts, true);
+    }
+
     private static String reason(List<ExpertMatrix> parts, boolean actOrder) {
         ExpertMatrix first = parts.getFirst();
         BlockScales fs = first.blockScales();

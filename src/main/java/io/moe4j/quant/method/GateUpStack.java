@@ -2,7 +2,6 @@ package io.moe4j.quant.method;
 
 import io.moe4j.MoeException;
 import io.moe4j.quant.ActivationQuant;
-import io.moe4j.quant.BlockScales;
 import io.moe4j.quant.ExpertMatrix;
 import io.moe4j.quant.LinearWeights;
 import io.moe4j.quant.RowStack;
@@ -13,45 +12,32 @@ import java.util.List;
 
 /**
  * A gated MLP's gate and up as one matrix and one input quantization, so a backend runs them as one GEMM: the
- * weights stacked by {@link io.moe4j.quant.RowStack} (gate's rows, then up's; act-order maps kept, one per part where
- * they differ) once they are checked to be two halves of one w13, and one input quantization (static scales: the
- * largest, the seeds' post-load rule).
+ * weights stacked by {@link RowStack} (gate's rows, then up's; act-order maps kept, one per part where they differ;
+ * its checks name what does not stack) once they are two halves of one w13, and one input quantization (static
+ * scales: the largest, the seeds' post-load rule).
  */
 final class GateUpStack {
     private GateUpStack() {
     }
 
     static ExpertMatrix matrices(String what, List<LinearWeights> parts, Arena arena) {
-        ExpertMatrix first = parts.getFirst().weight();
-        for (LinearWeights p : parts) {
-            ExpertMatrix m = p.weight();
-            if (m.codes() != first.codes() || m.cols() != first.cols()
-                    || (m.blockScales() == null) != (first.blockScales() == null)
-                    || (m.zeroPoints() == null) != (first.zeroPoints() == null)
-                    || (m.groupIndex() == null) != (first.groupIndex() == null)) {
-                throw new MoeException(what + ": the stacked projections differ in format (" + first.codes() + " × "
-                        + first.cols() + " vs " + m.codes() + " × " + m.cols() + ")");
-            }
-            if (m.groupParts() != 1) {
-                throw new MoeException(what + ": a stacked projection has " + m.groupParts() + " act-order maps");
-            }
+        List<ExpertMatrix> weights = parts.stream().map(LinearWeights::weight).toList();
+        String why = RowStack.unsupportedReasonWithColumnOrders(weights);
+        if (why != null) {
+            throw new MoeException(what + ": the stacked projections do not stack by rows: " + why);
+        }
+        ExpertMatrix first = weights.getFirst();
+        for (ExpertMatrix m : weights) {
+            // two halves of one w13: as many rows each, and a shard scale each (what the backends' w13 take)
             if (m.rows() != first.rows()) {
                 throw new MoeException(what + ": the stacked projections have " + first.rows() + " and " + m.rows()
                         + " rows");
-            }
-            BlockScales s = m.blockScales();
-            BlockScales s0 = first.blockScales();
-            if (s != null && (s.type() != s0.type() || s.blockRows() != s0.blockRows()
-                    || s.blockCols() != s0.blockCols() || s.colBlocks() != s0.colBlocks()
-                    || m.rows() % s.blockRows() != 0)) {
-                throw new MoeException(what + ": the block scales of the stacked projections cannot be stacked ("
-                        + m.rows() + " rows in blocks of " + s.blockRows() + ")");
             }
             if (m.shardScales() != null && m.shards() != 1) {
                 throw new MoeException(what + ": a stacked projection has " + m.shards() + " shard scales, not one");
             }
         }
-        return RowStack.withColumnOrders(arena, parts.stream().map(LinearWeights::weight).toList());
+        return RowStack.withColumnOrders(arena, weights);
     }
 
     /** The one input quantization of linears that read the same input. */
