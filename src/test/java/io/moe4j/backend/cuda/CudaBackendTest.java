@@ -397,7 +397,6 @@ class CudaBackendTest {
         }
     }
 
-    /** Both layers on one random batch routed by {@code r}: every output bit equal, none NaN. */
     /**
      * The GEMV tests' pairs of backends (units GEMV on, then off) compared call by call, counting how often each asked
      * the kernel cache for moe_gemv_units (every dispatch asks right before it launches; a replayed graph does not
@@ -409,17 +408,11 @@ class CudaBackendTest {
         private long second;
 
         void assertSameBits(Experts a, Experts b, ExpertWeights w, Routing r, SplittableRandom rnd, String what) {
-            float[] x = RandomWeights.gaussian(rnd, r.tokens() * w.hidden(), 1.0);
-            float[] ya = new float[x.length];
-            float[] yb = new float[x.length];
-            Arrays.fill(ya, Float.NaN);
             long start = kernels.requests("moe_gemv_units");
-            a.forward(x, r.tokens(), r, ya);
-            long mid = kernels.requests("moe_gemv_units");
-            b.forward(x, r.tokens(), r, yb);
-            first += mid - start;
-            second += kernels.requests("moe_gemv_units") - mid;
-            assertThat(ya).as(what).doesNotContain(Float.NaN).isEqualTo(yb);
+            long[] mid = new long[1];
+            CudaBackendTest.assertSameBits(a, b, w, r, rnd, what, () -> mid[0] = kernels.requests("moe_gemv_units"));
+            first += mid[0] - start;
+            second += kernels.requests("moe_gemv_units") - mid[0];
         }
 
         void assertOnlyTheFirstTookTheGemv(String what) {
@@ -428,13 +421,21 @@ class CudaBackendTest {
         }
     }
 
+    /** Both layers on one random batch routed by {@code r}: every output bit equal, none NaN. */
     private static void assertSameBits(Experts first, Experts second, ExpertWeights w, Routing r, SplittableRandom rnd,
             String what) {
+        assertSameBits(first, second, w, r, rnd, what, () -> { });
+    }
+
+    /** {@link #assertSameBits} with {@code between} run after the first layer's call and before the second's. */
+    private static void assertSameBits(Experts first, Experts second, ExpertWeights w, Routing r, SplittableRandom rnd,
+            String what, Runnable between) {
         float[] x = RandomWeights.gaussian(rnd, r.tokens() * w.hidden(), 1.0);
         float[] a = new float[x.length];
         float[] b = new float[x.length];
         Arrays.fill(a, Float.NaN);
         first.forward(x, r.tokens(), r, a);
+        between.run();
         second.forward(x, r.tokens(), r, b);
         assertThat(a).as(what).doesNotContain(Float.NaN).isEqualTo(b);
     }

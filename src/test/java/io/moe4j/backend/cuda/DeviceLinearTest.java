@@ -56,6 +56,13 @@ class DeviceLinearTest {
                 Arguments.of(Layout.dense(WeightFormat.BF16, CodeType.BF16), new ActivationQuant.Mx(ElementFormat.E2M1)));
     }
 
+    /** A random one-matrix linear of {@code layout} [out, in] whose input goes through {@code input}. */
+    private static LinearWeights weights(Arena arena, SplittableRandom rnd, Layout layout, ActivationQuant input,
+            int out, int in) {
+        return new LinearWeights(new QuantScheme(layout.name(), layout.format(), ActivationFormat.NONE,
+                layout.actOrder()), RandomWeights.matrix(arena, rnd, layout, 1, out, in, 0), input);
+    }
+
     @ParameterizedTest(name = "{0} {1}")
     @MethodSource("linears")
     void aTokenAloneGetsItsBitsInABatch(Layout layout, ActivationQuant input) {
@@ -64,9 +71,7 @@ class DeviceLinearTest {
         int tokens = 5;
         SplittableRandom rnd = new SplittableRandom(layout.name().hashCode() * 31 + input.getClass().hashCode());
         try (ModelOps ops = ModelOps.open(); Arena arena = Arena.ofConfined()) {
-            LinearWeights w = new LinearWeights(new QuantScheme(layout.name(), layout.format(),
-                    ActivationFormat.NONE, layout.actOrder()), RandomWeights.matrix(arena, rnd, layout, 1, out, in, 0),
-                    input);
+            LinearWeights w = weights(arena, rnd, layout, input, out, in);
             float[] bias = RandomWeights.gaussian(rnd, out, 0.1);
             float[] x = RandomWeights.gaussian(rnd, tokens * in, 1.0);
             try (DeviceLinear linear = DeviceLinear.upload(ops, "test_proj", w, bias);
@@ -103,9 +108,7 @@ class DeviceLinearTest {
         int out = 200;
         SplittableRandom rnd = new SplittableRandom(layout.name().hashCode() * 17 + input.getClass().hashCode());
         try (ModelOps ops = ModelOps.open(); Arena arena = Arena.ofConfined()) {
-            LinearWeights w = new LinearWeights(new QuantScheme(layout.name(), layout.format(),
-                    ActivationFormat.NONE, layout.actOrder()), RandomWeights.matrix(arena, rnd, layout, 1, out, in, 0),
-                    input);
+            LinearWeights w = weights(arena, rnd, layout, input, out, in);
             try (DeviceLinear linear = DeviceLinear.upload(ops, "test_proj", w, null)) {
                 if (!linear.normPreparesInput(in)) {
                     assertThat(layout.actOrder()).as("only act-order (a column order) is left to the input stage")
