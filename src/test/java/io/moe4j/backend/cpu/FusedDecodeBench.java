@@ -17,9 +17,10 @@ import java.util.Random;
  * heap shows here first). G multiply-adds/s compare across vector widths (an 8-row panel at 256 bits, 16 rows at
  * 512), which ns per panel do not. The figures of docs/cpu-decode.md's kernel table come from here.
  *
- * <p>Usage: {@code bin/bench FusedDecodeBench [tokens] [--int8] [scheme...]} (cli names, e.g. {@code fp8-channel};
- * default one token, every scheme); {@code --int8} times the int8-activation kernels ({@link Int8Kernels}) instead,
- * for the schemes they take.
+ * <p>Usage: {@code bin/bench FusedDecodeBench [tokens] [--int8] [--experts=N] [scheme...]} (cli names, e.g.
+ * {@code fp8-channel}; default one token, every scheme); {@code --int8} times the int8-activation kernels
+ * ({@link Int8Kernels}) instead, for the schemes they take; {@code --experts=N} (default 2) spreads the panels over N
+ * experts, so that with N = 256 (128 MB of MXFP4) every pass streams them from memory instead of the cache.
  */
 public final class FusedDecodeBench {
     private static final int ROUNDS = 40;
@@ -35,8 +36,17 @@ public final class FusedDecodeBench {
         int tokens = args.length > 0 ? Integer.parseInt(args[0]) : 1;
         java.util.Set<String> only = new java.util.HashSet<>(java.util.Arrays.asList(args).subList(Math.min(1, args.length), args.length));
         boolean int8 = only.remove("--int8");
+        int experts = 2;
+        for (String a : java.util.List.copyOf(only)) {
+            if (a.startsWith("--experts=")) {
+                experts = Integer.parseInt(a.substring("--experts=".length()));
+                only.remove(a);
+            }
+        }
+        // the same number of panels a round whatever the expert count
+        int passes = Math.max(1, PASSES * 2 / experts);
         CpuKernels int8Kernels = int8 ? KernelSelection.int8(new VectorKernels()) : null;
-        SyntheticWeights.Shape shape = new SyntheticWeights.Shape(2, 1024, 512, GateLayout.CONCATENATED,
+        SyntheticWeights.Shape shape = new SyntheticWeights.Shape(experts, 1024, 512, GateLayout.CONCATENATED,
                 Activation.SILU_AND_MUL, false);
         System.out.printf("%-16s %-10s %6s %10s %10s %12s%n", "scheme", "codec", "rows", "GMAC/s", "ns/8x1024", "bytes/panel");
         for (SyntheticScheme scheme : SyntheticScheme.values()) {
@@ -73,7 +83,7 @@ public final class FusedDecodeBench {
                 for (int round = 0; round < ROUNDS; round++) {
                     long a0 = threads.getCurrentThreadAllocatedBytes();
                     long t0 = System.nanoTime();
-                    for (int pass = 0; pass < PASSES; pass++) {
+                    for (int pass = 0; pass < passes; pass++) {
                         for (int e = 0; e < shape.experts(); e++) {
                             if (int8) {
                                 int8Kernels.multiply(m, e, 0, m.rows(), in[e], y, 0, m.rows(), s);
@@ -84,7 +94,7 @@ public final class FusedDecodeBench {
                     }
                     long t1 = System.nanoTime();
                     long a1 = threads.getCurrentThreadAllocatedBytes();
-                    double panels = (double) PASSES * shape.experts() * m.panels();
+                    double panels = (double) passes * shape.experts() * m.panels();
                     best = Math.min(best, (t1 - t0) / panels);
                     bytes = (a1 - a0) / panels;
                 }
