@@ -165,8 +165,26 @@ public final class DeviceLinear implements AutoCloseable {
      * registers. The linear is then enqueued with its input prepared.
      */
     public boolean normPreparesInput(int n) {
-        return !bf16Rows && !input.none() && matrix.columnOrder() == null && matrix.cols() == n
-                && ModelOps.normHolds(n);
+        return kernelsPrepareInput() && matrix.cols() == n && ModelOps.normHolds(n);
+    }
+
+    /**
+     * Whether the attention kernel may apply this linear's input rule to each head of {@code headDim} values as it
+     * writes it ({@link ModelOps#attendRows} with this linear as {@code next}): a quantize-dequantize whose groups lie
+     * within a head (FP8 groups of 128 with heads of 128, as Qwen3's hub FP8 o_proj; MX, NVFP4, static scales), no
+     * column order.
+     */
+    public boolean headsPrepareInput(int headDim) {
+        return kernelsPrepareInput() && matrix.cols() % headDim == 0 && input.localTo(headDim);
+    }
+
+    /**
+     * Whether a kernel ahead of this linear may take its input through the input rule ({@link #normPreparesInput},
+     * {@link #headsPrepareInput}): a quantize-dequantize to apply and no column order (the unit kernels read x as
+     * it is; the bf16 ones take no rule).
+     */
+    boolean kernelsPrepareInput() {
+        return !bf16Rows && !input.none() && matrix.columnOrder() == null;
     }
 
     /** Appends this linear's input rule as a kernel's Qdq arguments (kind, element, group, scales, zero points). */

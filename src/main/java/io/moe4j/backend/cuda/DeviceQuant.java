@@ -87,10 +87,28 @@ final class DeviceQuant implements AutoCloseable {
         return kind == NONE;
     }
 
+    /**
+     * Whether a warp may apply this rule to each {@code width} values of a row on their own (qdq_span with 32 lanes,
+     * as model_attend_rows does to each head's output): every group or block lies within them, and no maximum is
+     * taken over the whole row (the per-token kinds).
+     */
+    boolean localTo(int width) {
+        return switch (kind) {
+            case FP8_STATIC, INT8_STATIC -> true;
+            case MX, NVFP4, FP8_GROUP -> width % group == 0;
+            default -> false;
+        };
+    }
+
     /** Appends qKind, qElem, qGroup, qScale, qZero. */
     KernelArgs append(KernelArgs args) {
         return args.i32(kind).i32(element).i32(group).pointer(scale == null ? 0L : scale.pointer())
                 .pointer(zero == null ? 0L : zero.pointer());
+    }
+
+    /** Appends the Qdq arguments of no rule (QDQ_NONE), for a kernel that takes one optionally. */
+    static KernelArgs appendNone(KernelArgs args) {
+        return args.i32(NONE).i32(0).i32(0).pointer(0L).pointer(0L);
     }
 
     @Override

@@ -637,14 +637,21 @@ public final class ModelOps implements AutoCloseable {
      * and {@code arrivals} (an int a row and kv head, zero, and left zero) carry the pieces to the block that merges
      * them. A pass of one sequence's rows ({@code perRow} false) of at least {@link #attendTileRows} rows attends in
      * tiles instead ({@link #attendTiles}), where the head's width allows.
+     *
+     * <p>With {@code next} (the linear that reads out, or null) whose rule {@link DeviceLinear#headsPrepareInput},
+     * the row kernel writes each head through that rule (the input stage's code, so the same bits) and this returns
+     * true: out is then for {@link #linearOfPrepared}. It returns false where out holds the attention as it is (no
+     * {@code next}, another rule, or a pass in tiles).
      */
-    public void attendRows(long q, int qStride, long caches, boolean perRow, long sinks, long out, int tokens,
+    public boolean attendRows(long q, int qStride, long caches, boolean perRow, long sinks, long out, int tokens,
             long positions, int heads, int kvHeads, int headDim, int window, float scale, long partials,
-            long partialsBytes, long arrivals, long arrivalsBytes) {
+            long partialsBytes, long arrivals, long arrivalsBytes, DeviceLinear next) {
         if (attendsInTiles(perRow, tokens, headDim)) {
             attendTiles(q, qStride, caches, sinks, out, tokens, positions, heads, kvHeads, headDim, window, scale);
-            return;
+            return false;
         }
+        boolean prepares = next != null && headsPrepareInput && next.headsPrepareInput(headDim)
+                && next.inFeatures() == heads * headDim;
         if (headDim > HEAD_DIM_MAX || headDim % 4 != 0 || heads % kvHeads != 0 || heads / kvHeads > GQA_GROUP_MAX) {
             throw new IllegalArgumentException("attention of " + heads + " heads over " + kvHeads + " kv heads of "
                     + headDim + ": the device kernel takes up to " + GQA_GROUP_MAX + " query heads a kv head, heads"
@@ -661,8 +668,15 @@ public final class ModelOps implements AutoCloseable {
         launch(SOURCE, "model_attend_rows", variant, tokens, kvHeads, splits, GQA_THREADS, 0, a -> a.pointer(q)
                 .i32(qStride).pointer(caches).i32(perRow ? 1 : 0).pointer(sinks).pointer(out).pointer(positions)
                 .i32(heads).i32(kvHeads).i32(headDim).i32(window).f32(scale).pointer(partials).pointer(arrivals)
-                .i32(early("attend", tokens)));
+                .i32(early("attend", tokens)).with(b -> prepares ? next.appendInputRule(b) : DeviceQuant.appendNone(b)));
+        return prepares;
     }
+
+    /**
+     * Whether {@link #attendRows} applies the next linear's input rule where it can ({@code
+     * -Dmoe4j.cuda.headsPrepareInput}, default true; false for A/B runs).
+     */
+    private final boolean headsPrepareInput = !"false".equals(System.getProperty("moe4j.cuda.headsPrepareInput"));
 
     /**
      * The fewest rows of one sequence's pass that {@link #attendRows} attends in tiles: {@code
@@ -850,13 +864,14 @@ public final class ModelOps implements AutoCloseable {
     }
 
     /**
-     * {@link #linear} of rows that {@link #rmsNormForLinear} already took through this linear's input rule (no input
-     * stage of its own).
+     * {@link #linear} of rows that a kernel ahead ({@link #rmsNormForLinear}, {@link #attendRows}) already took
+     * through this linear's input rule (no input stage of its own).
      */
     public void linearOfPrepared(DeviceLinear linear, long x, long y, int yPitch, int tokens, boolean accumulate,
             long partials, long partialsBytes) {
-        if (!linear.normPreparesInput(linear.inFeatures())) {
-            throw new IllegalArgumentException("the input rule of " + linear.describe() + " is not one a norm applies");
+        if (!linear.kernelsPrepareInput()) {
+            throw new IllegalArgumentException("the input rule of " + linear.describe()
+                    + " is not one a kernel ahead applies");
         }
         linear.enqueue(this, engine, tuning, x, y, yPitch, tokens, accumulate, 0L, 0L, partials, partialsBytes,
                 true);

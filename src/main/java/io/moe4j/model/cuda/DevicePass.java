@@ -156,10 +156,17 @@ final class DevicePass implements AutoCloseable {
                 rope == null ? 0L : rope.sin().pointer(), rope != null && rope.interleaved(), g.normMode(),
                 pointer(g.qNorm()), pointer(g.kNorm()), model.config().normEps(), g.temperature(), s.positions(),
                 s.caches(l), perRow(s));
-        ops.attendRows(qkv, qkvWidth, s.caches(l), perRow(s), pointer(g.sinks()), s.attended().pointer(), rows,
-                s.positions(), spec.heads(), spec.kvHeads(), d, g.window(), spec.scale(), s.attendPartials().pointer(),
-                s.attendPartials().byteSize(), s.arrivals().pointer(), s.arrivals().byteSize());
-        linear(g.o(), s.attended().pointer(), s.h().pointer(), hidden, rows, true, s);
+        // o's input rule goes into the attention's output where it can: one kernel fewer on the step's chain
+        boolean oPrepared = ops.attendRows(qkv, qkvWidth, s.caches(l), perRow(s), pointer(g.sinks()),
+                s.attended().pointer(), rows, s.positions(), spec.heads(), spec.kvHeads(), d, g.window(),
+                spec.scale(), s.attendPartials().pointer(), s.attendPartials().byteSize(), s.arrivals().pointer(),
+                s.arrivals().byteSize(), g.o());
+        if (oPrepared) {
+            ops.linearOfPrepared(g.o(), s.attended().pointer(), s.h().pointer(), hidden, rows, true,
+                    s.partials().pointer(), s.partials().byteSize());
+        } else {
+            linear(g.o(), s.attended().pointer(), s.h().pointer(), hidden, rows, true, s);
+        }
     }
 
     private void mla(int l, DeviceModel.Mla m, PassScratch s, int rows) {

@@ -829,13 +829,28 @@ __device__ __forceinline__ float warp_max_f(float v) {
     return v;
 }
 
+// A head's output, staged in shared memory (lane d wrote d), to out: through `next` first unless QDQ_NONE, by the
+// warp (qdq_span with its 32 lanes: the rule's groups lie within the head, DeviceLinear.headsPrepareInput).
+__device__ __forceinline__ void store_head(float* staged, float* out, int headDim, int lane, const Qdq& next) {
+    if (next.kind != QDQ_NONE) {
+        __syncwarp();
+        qdq_span(staged, headDim, next, 0, nullptr, lane, 32);
+        __syncwarp();
+    }
+    for (int d = lane; d < headDim; d += 32) out[d] = staged[d];
+}
+
 extern "C" __global__ void __launch_bounds__(32 * GQA_WARPS)
 model_attend_rows(const float* __restrict__ q, int qStride, const unsigned long long* __restrict__ caches, int perRow,
                   const float* __restrict__ sinks, float* __restrict__ out, const long long* __restrict__ positions,
                   int heads, int kvHeads, int headDim, int window, float scale, float* __restrict__ partials,
-                  int* __restrict__ arrivals, int early) {
+                  int* __restrict__ arrivals, int early, int qKind, int qElem, int qGroup,
+                  const float* __restrict__ qScale, const int* __restrict__ qZero) {
     allow_next_grid_if(early);
     __shared__ __align__(16) float sTiles[4 * GQA_TILE_FLOATS];  // keys [2][tile], then values [2][tile]
+    // the next linear's input rule (o's), applied to each head's output as it is written when not QDQ_NONE: a rule
+    // local to a head's values (DeviceLinear.headsPrepareInput), so its own input stage goes
+    const Qdq next = {qKind, qElem, qGroup, qScale, qZero};
     __shared__ float sWeights[GQA_WARPS][GQA_PIECES_MAX];
     __shared__ int sLast;
 #ifdef GQA_HEAD_DIM
@@ -1007,6 +1022,7 @@ model_attend_rows(const float* __restrict__ q, int qStride, const unsigned long 
         const float mx = pieces > 1 || sink == nullptr ? top : fmaxf(top, *sink);
         const float den = sum * __expf(top - mx) + (pieces > 1 || sink == nullptr ? 0.f : __expf(*sink - mx));
         float* entry = partials + (((long long) t * heads + h) * gridDim.z + piece) * stride;
+        float* own = sTiles + warp * stride + 2;  // this warp's slot (warp == g): lane d reads and writes only d
         for (int d = lane; d < headDim; d += 32) {
             float v = 0.f;
             for (int w = g; w < group * warpsPerHead; w += group) {
@@ -1016,13 +1032,14 @@ model_attend_rows(const float* __restrict__ q, int qStride, const unsigned long 
             if (pieces > 1) {
                 entry[2 + d] = v;
             } else {
-                out[((long long) t * heads + h) * headDim + d] = v * __expf(top - mx) / den;
+                own[d] = v * __expf(top - mx) / den;
             }
         }
         if (pieces > 1 && lane == 0) {
             entry[0] = top;
             entry[1] = sum;
         }
+        if (pieces == 1) store_head(own, out + ((long long) t * heads + h) * headDim, headDim, lane, next);
     }
     if (pieces == 1) return;
 
@@ -1060,11 +1077,13 @@ model_attend_rows(const float* __restrict__ q, int qStride, const unsigned long 
     }
     const float den = warp_sum_f(part) + (sink == nullptr ? 0.f : __expf(*sink - top));
     __syncwarp();
+    float* own = sTiles + warp * stride + 2;  // free since the block's barrier above
     for (int d = lane; d < headDim; d += 32) {
         float v = 0.f;
         for (int e = 0; e < pieces; e++) v += __ldcg(entries + (long long) e * stride + 2 + d) * sWeights[warp][e];
-        out[((long long) t * heads + h) * headDim + d] = v / den;
+        own[d] = v / den;
     }
+    store_head(own, out + ((long long) t * heads + h) * headDim, headDim, lane, next);
 }
 
 // DeepSeek's multi-head latent attention, after q_b_proj (q [tokens, heads, nope + rope]) and kv_a_proj_with_mqa

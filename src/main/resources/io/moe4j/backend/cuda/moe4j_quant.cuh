@@ -119,14 +119,13 @@ __device__ __forceinline__ float lanes_amax(float v, int width) {
     return v;
 }
 
-// Quantize-dequantize s[0, n) in place (shared memory), as the input of local expert e, with the whole thread
-// block (blockDim.x a multiple of 32). The block formats spread each block over lanes: MX and NVFP4 a lane per
-// element (a warp holds one MX block or two NVFP4 blocks per pass), FP8 groups a warp per group. A thread per
-// block, looping over its elements in float64, made these stages cost more than the GEMMs at decode. The maximum
-// is order-free, so the results are the same bits as a serial loop's.
-__device__ void qdq_row(float* s, int n, const Qdq& q, int e, float* scratch) {
-    const int tid = threadIdx.x;
-    const int nt = blockDim.x;
+// Quantize-dequantize s[0, n) in place (shared memory), as the input of local expert e, by threads tid of nt (nt a
+// multiple of 32, whole warps; no barrier at the end). The block formats spread each block over lanes: MX and NVFP4
+// a lane per element (a warp holds one MX block or two NVFP4 blocks per pass), FP8 groups a warp per group. A thread
+// per block, looping over its elements in float64, made these stages cost more than the GEMMs at decode. The maximum
+// is order-free, so the results are the same bits as a serial loop's, whoever runs it. The per-token kinds
+// (FP8_TOKEN, INT8_TOKEN) take their maximum over the whole block (block_amax): only qdq_row passes them.
+__device__ void qdq_span(float* s, int n, const Qdq& q, int e, float* scratch, int tid, int nt) {
     switch (q.kind) {
         case QDQ_MX: { // MxCodec.qdqInPlace
             const ElemFormat f = elem_format(q.elem);
@@ -206,6 +205,11 @@ __device__ void qdq_row(float* s, int n, const Qdq& q, int e, float* scratch) {
         default:
             break;
     }
+}
+
+// qdq_span by the whole thread block (blockDim.x a multiple of 32), every kind, then a block barrier.
+__device__ void qdq_row(float* s, int n, const Qdq& q, int e, float* scratch) {
+    qdq_span(s, n, q, e, scratch, threadIdx.x, blockDim.x);
     __syncthreads();
 }
 

@@ -16,6 +16,8 @@ import io.moe4j.quant.QuantScheme;
 import io.moe4j.quant.ScaleType;
 import io.moe4j.quant.WeightFormat;
 import java.lang.foreign.Arena;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeEach;
@@ -26,8 +28,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * A quantized dense linear (an attention projection of a device model) gives a token the same bits alone (a decode
  * step: the row stage, then moe_gemv_units) as in a batch of several (the row stage, then moe_gemm_units), for every
- * input rule and with the weights' columns reordered (act-order); and a norm that applies the linear's input rule
- * itself gives the bits of the separate row stage.
+ * input rule and with the weights' columns reordered (act-order); and a norm, or the attention ahead of it, that
+ * applies the linear's input rule itself gives the bits of the separate row stage.
  */
 class DeviceLinearTest {
 
@@ -138,6 +140,77 @@ class DeviceLinearTest {
                                 .containsExactly(ops.readFloats(hA, 0, tokens * in));
                         assertThat(ops.readFloats(xnB, 0, tokens * in)).as("prepared rows, " + what)
                                 .containsExactly(ops.readFloats(rows, 0, tokens * in));
+                        assertThat(ops.readFloats(yB, 0, tokens * out)).as("output, " + what)
+                                .doesNotContain(Float.NaN).containsExactly(ops.readFloats(yA, 0, tokens * out));
+                    }
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "{0} {1}")
+    @MethodSource("linears")
+    void anAttentionThatAppliesTheInputRuleGivesTheInputStagesBits(Layout layout, ActivationQuant input) {
+        // model_attend_rows with o's input rule applied to each head as it is written, then the linear with no input
+        // stage, against the attention, moe_prepare_rows and the linear: the same prepared rows and output bit for
+        // bit, for a span in one piece and one in many (merged by the last block), one row and three. Rules whose
+        // groups do not lie within a head (per-token maxima) and column orders are refused.
+        int headDim = 128;
+        int heads = 3;
+        int in = heads * headDim;
+        int out = 200;
+        int positions = 700;
+        SplittableRandom rnd = new SplittableRandom(layout.name().hashCode() * 13 + input.getClass().hashCode());
+        try (ModelOps ops = ModelOps.open(); Arena arena = Arena.ofConfined()) {
+            LinearWeights w = weights(arena, rnd, layout, input, out, in);
+            try (DeviceLinear linear = DeviceLinear.upload(ops, "test_proj", w, null)) {
+                boolean local = input instanceof ActivationQuant.Fp8Group || input instanceof ActivationQuant.Mx
+                        || input instanceof ActivationQuant.Nvfp4 || input instanceof ActivationQuant.Fp8Static
+                        || input instanceof ActivationQuant.Int8Static;
+                boolean expected = local && !layout.actOrder();
+                assertThat(linear.headsPrepareInput(headDim)).as("%s with %s", layout, input).isEqualTo(expected);
+                float[] cache = RandomWeights.gaussian(rnd, positions * 2 * headDim, 1.0);
+                for (long[] at : new long[][] {{40}, {positions - 1}, {3, 400, positions - 1}}) {
+                    int tokens = at.length;
+                    int stride = in + 2 * headDim; // q|k|v rows, one kv head
+                    float[] q = RandomWeights.gaussian(rnd, tokens * stride, 1.0);
+                    try (DeviceBuffer dCache = ops.upload(cache); DeviceBuffer dq = ops.upload(q);
+                            DeviceBuffer dPositions = ops.upload(arena.allocateFrom(ValueLayout.JAVA_LONG, at));
+                            DeviceBuffer table = ops.upload(arena.allocateFrom(ValueLayout.JAVA_LONG,
+                                    dCache.pointer()));
+                            DeviceBuffer partials = ops.allocate(ops.attendPartialsBytes(tokens, heads, 1, headDim));
+                            DeviceBuffer arrivals = ops.upload(new float[tokens]);
+                            DeviceBuffer attA = ops.allocate(4L * tokens * in);
+                            DeviceBuffer attB = ops.allocate(4L * tokens * in);
+                            DeviceBuffer rows = ops.allocate(Math.max(4, linear.inputScratchBytes(tokens)));
+                            DeviceBuffer yA = ops.allocate(4L * tokens * out);
+                            DeviceBuffer yB = ops.allocate(4L * tokens * out)) {
+                        float scale = (float) (1 / Math.sqrt(headDim));
+                        assertThat(ops.attendRows(dq.pointer(), stride, table.pointer(), false, 0L, attA.pointer(),
+                                tokens, dPositions.pointer(), heads, 1, headDim, 0, scale, partials.pointer(),
+                                partials.byteSize(), arrivals.pointer(), arrivals.byteSize(), null)).isFalse();
+                        long prepared = ops.linearInput(linear, attA.pointer(), tokens, rows.pointer(),
+                                rows.byteSize());
+                        ops.linear(linear, attA.pointer(), yA.pointer(), out, tokens, false, rows.pointer(),
+                                rows.byteSize(), 0L, 0L);
+                        boolean applied = ops.attendRows(dq.pointer(), stride, table.pointer(), false, 0L,
+                                attB.pointer(), tokens, dPositions.pointer(), heads, 1, headDim, 0, scale,
+                                partials.pointer(), partials.byteSize(), arrivals.pointer(), arrivals.byteSize(),
+                                linear);
+                        String what = layout + " with " + input + ", rows at " + Arrays.toString(at);
+                        assertThat(applied).as(what).isEqualTo(expected);
+                        if (!applied) {
+                            assertThat(ops.readFloats(attB, 0, tokens * in)).as("attention, " + what)
+                                    .containsExactly(ops.readFloats(attA, 0, tokens * in));
+                            continue;
+                        }
+                        float[] want = ops.readFloats(rows, 0, tokens * in);
+                        assertThat(prepared).as("the stage wrote its rows").isEqualTo(rows.pointer());
+                        assertThat(want).as("the rule changed the attention, " + what)
+                                .isNotEqualTo(ops.readFloats(attA, 0, tokens * in));
+                        assertThat(ops.readFloats(attB, 0, tokens * in)).as("prepared rows, " + what)
+                                .containsExactly(want);
+                        ops.linearOfPrepared(linear, attB.pointer(), yB.pointer(), out, tokens, false, 0L, 0L);
                         assertThat(ops.readFloats(yB, 0, tokens * out)).as("output, " + what)
                                 .doesNotContain(Float.NaN).containsExactly(ops.readFloats(yA, 0, tokens * out));
                     }

@@ -325,7 +325,7 @@ class ModelOpsKernelsTest {
                                             withSinks ? dSinks.pointer() : 0L, out.pointer(), tokens,
                                             dPositions.pointer(), heads, kvHeads, headDim, window, scale,
                                             partials.pointer(), partials.byteSize(), arrivals.pointer(),
-                                            arrivals.byteSize());
+                                            arrivals.byteSize(), null);
                                     return ops.readFloats(out, 0, tokens * heads * headDim);
                                 });
                                 assertThat(attentionError(first, q, stride, cache, at, heads, group, headDim,

@@ -36,6 +36,11 @@ public final class KernelArgs {
     }
 
     /** A device pointer argument. */
+    /** Appends what {@code more} appends: a helper's arguments in the middle of a chain. */
+    public KernelArgs with(java.util.function.UnaryOperator<KernelArgs> more) {
+        return more.apply(this);
+    }
+
     public KernelArgs pointer(DeviceBuffer buffer) {
         return pointer(buffer.pointer());
     }
