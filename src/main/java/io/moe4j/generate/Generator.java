@@ -72,7 +72,8 @@ public final class Generator {
                 reason = FinishReason.CANCELLED;
                 break;
             }
-            int token = chosen >= 0 ? chosen : reply.draw(logits, vocab, budget.room(count, session.position()));
+            int token = chosen >= 0 ? chosen : drawn(reply, logits, vocab, budget.room(count, session.position()),
+                    session.position());
             if (count == made.length) {
                 made = Arrays.copyOf(made, made.length * 2);
             }
@@ -101,6 +102,16 @@ public final class Generator {
         long decode = firstToken == 0 ? 0 : end - firstToken;
         return new GenerationResult(prompt.length, Arrays.copyOf(made, count), text.toString(), reason,
                 prefill, decode);
+    }
+
+    /** reply.draw, its failure (no finite logit to draw from: NaN output) named for the user. */
+    private static int drawn(ReplyStream reply, float[] logits, int vocab, int room, long position) {
+        try {
+            return reply.draw(logits, vocab, room);
+        } catch (IllegalStateException e) {
+            throw new MoeException("no token to draw: every logit after position " + (position - 1)
+                    + " is NaN or -infinity" + (reply.drawsInModel() ? "" : " among the tokens the constraint allows"));
+        }
     }
 
     private static void emit(String piece, StringBuilder text, Consumer<String> onText) {

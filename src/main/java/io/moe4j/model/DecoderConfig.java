@@ -72,6 +72,11 @@ public record DecoderConfig(ModelConfig model, ModelFamily family, int hidden, i
             int layers = requiredInt("num_hidden_layers");
             int vocab = requiredInt("vocab_size");
             float eps = (float) text.path("rms_norm_eps").asDouble(1e-6);
+            if (!(eps > 0) || Float.isInfinite(eps)) {
+                // zero or less makes a norm of zeros divide by nothing: NaN logits, not an error, downstream
+                throw new MoeException(where + ": rms_norm_eps must be a positive number, got "
+                        + text.path("rms_norm_eps"));
+            }
             int maxPositions = requiredInt("max_position_embeddings");
             boolean tie = text.path("tie_word_embeddings").asBoolean(root.path("tie_word_embeddings").asBoolean(false));
             String act = text.path("hidden_act").asText("silu");

@@ -50,7 +50,13 @@ public record TokenDraw(double temperature, int topK, double topP, double minP, 
      */
     public int pick(float[] logits, int off, int vocab, boolean[] allowed) {
         if (isGreedy()) {
-            return argmax(logits, off, vocab, allowed);
+            int best = argmax(logits, off, vocab, allowed);
+            if (!Float.isFinite(logits[off + best]) && logits[off + best] != Float.POSITIVE_INFINITY) {
+                // argmax stops at a NaN (no value is greater), or every allowed logit is -infinity: as the
+                // draws below, no finite candidate
+                throw new IllegalStateException("no token is allowed at this step");
+            }
+            return best;
         }
         return cuts() ? pickCut(logits, off, vocab, allowed) : pickAll(logits, off, vocab, allowed);
     }

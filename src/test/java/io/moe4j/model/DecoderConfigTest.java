@@ -105,6 +105,17 @@ class DecoderConfigTest {
         assertThat(parse(json).layers()).allMatch(l -> ((GqaSpec) l.attention()).window().equals(AttentionWindow.sliding(4096)));
     }
 
+    @Test
+    void aNormEpsilonOfZeroOrLessIsRefusedByName() throws IOException {
+        for (double eps : new double[] {0, -1}) {
+            ObjectNode json = (ObjectNode) JSON.readTree(ModelCases.root().resolve("m_qwen3_hf_fp8_block/config.json").toFile());
+            json.put("rms_norm_eps", eps);
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> parse(json))
+                    .isInstanceOf(io.moe4j.MoeException.class).hasMessageContaining("config.json")
+                    .hasMessageContaining("rms_norm_eps must be a positive number");
+        }
+    }
+
     static org.assertj.core.data.Offset<Double> within(double d) {
         return org.assertj.core.data.Offset.offset(d);
     }

@@ -62,6 +62,25 @@ class TokenDrawTest {
     }
 
     /**
+     * Greedy takes argmax's id (its rule stops at a NaN, which no value exceeds, as the device kernel does) and fails
+     * where that id's logit is NaN or -infinity, as the draws fail without a finite candidate: a NaN model output is
+     * an error, not token 0.
+     */
+    @Test
+    void greedyFailsOnANanOrNegativeInfinityChoice() {
+        assertThat(draw(0, 0, 1, 0, 0).pick(new float[] {1f, 3f, Float.POSITIVE_INFINITY}, 0, 3, null)).isEqualTo(2);
+        for (float[] row : new float[][] {{Float.NaN, 2f, 1f}, {Float.NaN, Float.NaN},
+                {Float.NEGATIVE_INFINITY, Float.NEGATIVE_INFINITY}}) {
+            assertThatThrownBy(() -> draw(0, 0, 1, 0, 0).pick(row, 0, row.length, null))
+                    .hasMessageContaining("no token");
+            assertThat(TokenDraw.pickOrNone(TokenDraw.greedy(), row)).isEqualTo(-1);
+        }
+        boolean[] onlyTheNan = {true, false, false};
+        assertThatThrownBy(() -> draw(0, 0, 1, 0, 0).pick(new float[] {Float.NaN, 2f, 1f}, 0, 3, onlyTheNan))
+                .hasMessageContaining("no token");
+    }
+
+    /**
      * The cuts sort only the candidates in the bins that hold the kept prefix; every candidate sorted (the rule as
      * written) must give the same token, over rows of distinct logits, of large groups of equal logits, with NaN,
      * -infinity and masks, and rules that cut by each of top-k, top-p and min-p and their combinations.
