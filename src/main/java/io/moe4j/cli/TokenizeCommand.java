@@ -42,8 +42,8 @@ final class TokenizeCommand implements Callable<Integer> {
         ChatTemplate template = null;
         ObjectMapper json = new ObjectMapper();
         int lines = 0;
-        try (BufferedReader in = Files.newBufferedReader(input, StandardCharsets.UTF_8);
-             BufferedWriter out = Files.newBufferedWriter(output, StandardCharsets.UTF_8)) {
+        try (BufferedReader in = open(input, () -> Files.newBufferedReader(input, StandardCharsets.UTF_8));
+             BufferedWriter out = open(output, () -> Files.newBufferedWriter(output, StandardCharsets.UTF_8))) {
             String line;
             int number = 0;
             while ((line = in.readLine()) != null) {
@@ -65,7 +65,7 @@ final class TokenizeCommand implements Callable<Integer> {
                     }
                     try {
                         text = template.render(ChatRequest.fromJson(node));
-                    } catch (IllegalArgumentException e) {
+                    } catch (IllegalArgumentException | MoeException e) {
                         throw new MoeException(input + " line " + number + ": " + e.getMessage());
                     }
                     result.put("text", text);
@@ -83,8 +83,37 @@ final class TokenizeCommand implements Callable<Integer> {
                 out.newLine();
                 lines++;
             }
+        } catch (java.io.UncheckedIOException e) {
+            throw new MoeException(e.getMessage());
+        } catch (IOException e) { // reading a line or writing one: the path is in front of the reason
+            throw new MoeException(input + " -> " + output + ": " + reason(e));
         }
         System.err.printf("moe: %d lines → %s%n", lines, output);
         return 0;
+    }
+
+    private interface Opener<T> {
+        T open() throws IOException;
+    }
+
+    /** The file {@code opener} opens, or an error naming {@code path} and why (no such file, a directory, ...). */
+    private static <T> T open(Path path, Opener<T> opener) {
+        if (Files.isDirectory(path)) {
+            throw new MoeException(path + ": is a directory, not a JSON lines file");
+        }
+        try {
+            return opener.open();
+        } catch (IOException e) {
+            throw new MoeException(path + ": " + reason(e));
+        }
+    }
+
+    private static String reason(IOException e) {
+        return switch (e) {
+            case java.nio.file.NoSuchFileException n -> "no such file or directory";
+            case java.nio.file.AccessDeniedException a -> "permission denied";
+            case java.nio.file.FileSystemException f when f.getReason() != null -> f.getReason();
+            default -> e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+        };
     }
 }

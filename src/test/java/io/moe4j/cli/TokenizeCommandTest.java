@@ -68,4 +68,35 @@ class TokenizeCommandTest {
                 "--input", in.toString(), "--output", tmp.resolve("out.jsonl").toString());
         assertThat(code).isEqualTo(1);
     }
+
+    /** Files that cannot be read or written, and a chat line the template refuses: one line naming them, exit 1. */
+    @Test
+    void unreadableFilesAndRefusedChatLinesAreNamedInOneLine(@TempDir Path tmp) throws IOException {
+        Path good = tmp.resolve("in.jsonl");
+        Files.writeString(good, "{\"text\": \"ok\"}\n");
+        Path chat = tmp.resolve("chat.jsonl");
+        Files.writeString(chat, "{\"text\": \"ok\"}\n{\"messages\": []}\n");
+        Path out = tmp.resolve("out.jsonl");
+        String[][] cases = {
+                {tmp.resolve("missing.jsonl").toString(), out.toString(), "missing.jsonl: no such file or directory"},
+                {tmp.toString(), out.toString(), tmp + ": is a directory"},
+                {good.toString(), tmp.resolve("no/dir/out.jsonl").toString(), "out.jsonl: no such file or directory"},
+                {chat.toString(), out.toString(), chat + " line 2: "}};
+        for (String[] c : cases) {
+            java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+            java.io.PrintStream saved = System.err;
+            int code;
+            try {
+                System.setErr(new java.io.PrintStream(err, true, java.nio.charset.StandardCharsets.UTF_8));
+                code = MoeCommand.execute("tokenize", "--model",
+                        RandomModels.sharedTokenizers().resolve("qwen3").toString(), "--input", c[0], "--output", c[1]);
+            } finally {
+                System.setErr(saved);
+            }
+            String said = err.toString(java.nio.charset.StandardCharsets.UTF_8).strip();
+            assertThat(code).as(said).isEqualTo(1);
+            assertThat(said).startsWith("moe: ").contains(c[2]).doesNotContain("\tat ").doesNotContain("Exception");
+            assertThat(said.lines()).hasSize(1);
+        }
+    }
 }
