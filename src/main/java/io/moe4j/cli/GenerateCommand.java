@@ -55,7 +55,7 @@ final class GenerateCommand implements Callable<Integer> {
                 messages.addObject().put("role", "user").put("content", prompt);
                 ids = model.encodeChat(ChatRequest.of(messages, true));
             } else {
-                ids = model.tokenizer().encode(prompt);
+                ids = model.tokenizer().encodePrompt(prompt);
             }
             GenerationRequest request = sampling.request(model);
             OutputView view = OutputView.of(model, chat && !raw, out);

@@ -115,7 +115,8 @@ public final class MoeModel implements AutoCloseable {
     public GenerationResult complete(String prompt, GenerationRequest request, Consumer<String> onText,
                                      BooleanSupplier cancelled) {
         try (Session session = model.newSession()) {
-            return new Generator(tokenizer).generate(session, tokenizer.encode(prompt), request, onText, cancelled);
+            return new Generator(tokenizer).generate(session, tokenizer.encodePrompt(prompt), request, onText,
+                    cancelled);
         }
     }
 

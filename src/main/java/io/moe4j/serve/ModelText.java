@@ -92,7 +92,12 @@ public final class ModelText implements TextCodec {
 
     @Override
     public int[] encode(String prompt) {
-        return model.tokenizer().encode(prompt);
+        return model.tokenizer().encodePrompt(prompt);
+    }
+
+    @Override
+    public int[] encodeChatText(String text) {
+        return model.tokenizer().encode(text);
     }
 
     @Override

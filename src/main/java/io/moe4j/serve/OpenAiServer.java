@@ -200,7 +200,7 @@ public final class OpenAiServer implements AutoCloseable {
                     + served.id() + "'", "invalid_request_error", "model", "model_not_found");
         }
         String promptText = chat ? chatText(request) : null;
-        int[] prompt = promptText != null ? served.text().encode(promptText) : prompt(request);
+        int[] prompt = promptText != null ? served.text().encodeChatText(promptText) : prompt(request);
         String param = chat ? "messages" : "prompt";
         if (prompt.length == 0) {
             throw ApiError.badRequest("the prompt is empty", param);

@@ -28,6 +28,11 @@ public interface TextCodec {
     /** A plain-text prompt as token ids (with whatever prefix, such as BOS, the model expects). */
     int[] encode(String prompt);
 
+    /** {@link #renderChatText}'s text as token ids: the template wrote its own markers, so nothing is added. */
+    default int[] encodeChatText(String text) {
+        return encode(text);
+    }
+
     /** Token ids that end generation (end of sequence, end of turn); they are never shown as text. */
     int[] eosIds();
 

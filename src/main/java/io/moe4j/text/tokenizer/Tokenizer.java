@@ -36,10 +36,13 @@ public final class Tokenizer {
     private final OptionalInt bosId;
     private final OptionalInt eosId;
     private final List<AddedToken> addedTokens;
+    /** tokenizer_config.json's add_bos_token and add_eos_token: what {@link #encodePrompt} adds around a text. */
+    private final boolean addBos;
+    private final boolean addEos;
 
     Tokenizer(String source, TextNormalizer normalizer, PreTokenizer preTokenizer, BpeModel model,
               List<AddedToken> added, String[] tokens, boolean[] special, Decoding decoding,
-              String bosToken, String eosToken) {
+              String bosToken, String eosToken, boolean addBos, boolean addEos) {
         this.source = source;
         this.normalizer = normalizer;
         this.preTokenizer = preTokenizer;
@@ -67,6 +70,8 @@ public final class Tokenizer {
         this.eosToken = eosToken;
         this.bosId = idOrEmpty(bosToken);
         this.eosId = idOrEmpty(eosToken);
+        this.addBos = addBos;
+        this.addEos = addEos;
     }
 
     /**
@@ -83,6 +88,30 @@ public final class Tokenizer {
 
     private OptionalInt idOrEmpty(String token) {
         return token == null ? OptionalInt.empty() : id(token);
+    }
+
+    /**
+     * The ids of a raw prompt as the model's tokenizer makes them by default (transformers' {@code tokenizer(text)},
+     * what vLLM feeds a completion): {@link #encode}, with the beginning-of-sequence token in front where
+     * tokenizer_config.json sets {@code add_bos_token} (DeepSeek-V3) and the end-of-sequence token behind where it
+     * sets {@code add_eos_token}. A chat template writes its own markers, so rendered chats take {@link #encode}.
+     */
+    public int[] encodePrompt(String text) {
+        int[] ids = encode(text);
+        boolean bos = addBos && bosId.isPresent();
+        boolean eos = addEos && eosId.isPresent();
+        if (!bos && !eos) {
+            return ids;
+        }
+        int[] out = new int[ids.length + (bos ? 1 : 0) + (eos ? 1 : 0)];
+        if (bos) {
+            out[0] = bosId.getAsInt();
+        }
+        System.arraycopy(ids, 0, out, bos ? 1 : 0, ids.length);
+        if (eos) {
+            out[out.length - 1] = eosId.getAsInt();
+        }
+        return out;
     }
 
     /**

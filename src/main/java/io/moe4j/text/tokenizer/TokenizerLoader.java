@@ -140,7 +140,13 @@ final class TokenizerLoader {
         String bos = config == null ? null : specialTokenName(config, "bos_token", configFile);
         String eos = config == null ? null : specialTokenName(config, "eos_token", configFile);
         Tokenizer tokenizer = new Tokenizer(file.toString(), normalizer, preTokenizer, model, added, tokens, special,
-                decoding, bos, eos);
+                decoding, bos, eos, flag(config, "add_bos_token", configFile), flag(config, "add_eos_token", configFile));
+        if (flag(config, "add_bos_token", configFile) && tokenizer.bosId().isEmpty()) {
+            throw new MoeException(configFile + ": add_bos_token is true but there is no bos_token");
+        }
+        if (flag(config, "add_eos_token", configFile) && tokenizer.eosId().isEmpty()) {
+            throw new MoeException(configFile + ": add_eos_token is true but there is no eos_token");
+        }
         if (bos != null && tokenizer.bosId().isEmpty()) {
             throw new MoeException(configFile + ": bos_token: \"" + bos + "\" is no token of " + file);
         }
@@ -344,6 +350,18 @@ final class TokenizerLoader {
     }
 
     /** A special-token entry of tokenizer_config.json: a string, an AddedToken object, or null. */
+    /** A boolean of tokenizer_config.json (absent or null: false). */
+    private static boolean flag(JsonNode config, String key, Path configFile) {
+        JsonNode v = config == null ? null : config.get(key);
+        if (v == null || v.isNull()) {
+            return false;
+        }
+        if (!v.isBoolean()) {
+            throw new MoeException(configFile + ": " + key + ": expected true or false, got " + v);
+        }
+        return v.booleanValue();
+    }
+
     private static String specialTokenName(JsonNode config, String key, Path configFile) {
         JsonNode n = config.get(key);
         if (n == null || n.isNull()) {

@@ -117,6 +117,31 @@ class TokenizerEdgeCaseTest {
         assertThat(t.encode("Hello")).doesNotContain(t.bosId().orElseThrow());
     }
 
+    /**
+     * A raw prompt ({@link Tokenizer#encodePrompt}, transformers' {@code tokenizer(text)}) takes the BOS token in
+     * front exactly where tokenizer_config.json sets add_bos_token (DeepSeek-V3), and an EOS token behind where it
+     * sets add_eos_token (none of the three); otherwise it is {@link Tokenizer#encode}.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"gpt-oss", "qwen3", "deepseek-v3"})
+    void aRawPromptTakesTheBosTheConfigAsksFor(String name) throws IOException {
+        Tokenizer t = tokenizer(name);
+        JsonNode config = config(name);
+        String text = "Hello world";
+        int[] plain = t.encode(text);
+        int[] prompt = t.encodePrompt(text);
+        boolean bos = config.path("add_bos_token").asBoolean(false);
+        assertThat(config.path("add_eos_token").asBoolean(false)).isFalse();
+        if (bos) {
+            assertThat(prompt).hasSize(plain.length + 1);
+            assertThat(prompt[0]).isEqualTo(t.bosId().orElseThrow());
+            assertThat(java.util.Arrays.copyOfRange(prompt, 1, prompt.length)).containsExactly(plain);
+        } else {
+            assertThat(prompt).containsExactly(plain);
+        }
+        assertThat(bos).isEqualTo(name.equals("deepseek-v3"));
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"gpt-oss", "qwen3", "deepseek-v3"})
     void specialLookingTextThatIsNoTokenIsOrdinaryText(String name) {
