@@ -22,6 +22,13 @@ public final class Conversation implements AutoCloseable {
     private final ArrayNode messages = JsonNodeFactory.instance.arrayNode();
     private int[] fed = new int[0];
     private int reusedLastTurn;
+    /**
+     * The longest rewind a turn prepares for: a reply and {@link #REWIND_TAIL}. A sliding-window layer keeps that
+     * many rows beyond its window (gpt-oss-20b: 48 KB a position over its 12 sliding layers, 400 MB at this length).
+     */
+    static final int REWIND_TOKENS = 8192;
+    /** Tokens around a reply that a template may render differently in the next turn (its header, its end). */
+    static final int REWIND_TAIL = 64;
 
     Conversation(MoeModel model) {
         this.model = model;
@@ -49,6 +56,10 @@ public final class Conversation implements AutoCloseable {
             keep = 0;
         }
         reusedLastTurn = keep;
+        // A template may render this reply anew in the next turn (gpt-oss drops its analysis, Qwen3 its thinking):
+        // that turn then rewinds to where the reply began, which a sliding-window layer can only do if it kept the
+        // rows a query there sees. Kept for replies of up to REWIND_TOKENS; a longer one makes the next turn start over.
+        session.keepForRewind((int) Math.min(REWIND_TOKENS, request.maxTokens() + (long) REWIND_TAIL));
         int[] rest = Arrays.copyOfRange(prompt, keep, prompt.length);
         GenerationResult result = new Generator(model.tokenizer()).generate(session, rest, request, onText, cancelled);
         // The session now holds the prompt and every generated token but the last (which was never fed back).

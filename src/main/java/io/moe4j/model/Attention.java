@@ -6,6 +6,11 @@ public interface Attention extends AutoCloseable {
     /** An empty cache for one sequence. */
     KvBuffer newCache();
 
+    /** The positions a query sees ({@link AttentionWindow}); its cache drops the rows none can see any more. */
+    default AttentionWindow window() {
+        return AttentionWindow.FULL;
+    }
+
     /**
      * Attends the {@code tokens} rows of x [tokens, hidden] at positions start .. start+tokens-1 to themselves and to
      * what {@code cache} holds of the earlier positions; appends the new rows to the cache, drops the rows no later

@@ -51,6 +51,11 @@ public final class GroupedQueryAttention implements Attention {
     }
 
     @Override
+    public AttentionWindow window() {
+        return spec.window();
+    }
+
+    @Override
     public float[] forward(float[] x, int tokens, long start, KvBuffer cache) {
         return forward(x, tokens, List.of(new Segment(0, tokens, start, cache)));
     }
@@ -127,7 +132,7 @@ public final class GroupedQueryAttention implements Attention {
 
         if (tokens >= PANEL_TOKENS) {
             attendPrompt(s, qs, attended);
-            cache.dropBefore(spec.window().keepFrom(start + tokens));
+            cache.dropInvisible(spec.window(), start + tokens);
             return;
         }
         int group = heads / kvHeads;
@@ -166,7 +171,7 @@ public final class GroupedQueryAttention implements Attention {
                 }
             }
         });
-        cache.dropBefore(spec.window().keepFrom(start + tokens));
+        cache.dropInvisible(spec.window(), start + tokens);
     }
 
     /**

@@ -46,8 +46,8 @@ final class HostSequence implements SequenceState {
 
     @Override
     public boolean rewind(long position) {
-        for (KvBuffer c : caches) {
-            if (c.first() > 0) {
+        for (int l = 0; l < caches.length; l++) {
+            if (!caches[l].canRewind(model.layers().get(l).attention().window(), position)) {
                 return false;
             }
         }
@@ -55,6 +55,13 @@ final class HostSequence implements SequenceState {
             c.truncate(position);
         }
         return true;
+    }
+
+    @Override
+    public void keepForRewind(int positions) {
+        for (KvBuffer c : caches) {
+            c.keepForRewind(positions);
+        }
     }
 
     @Override

@@ -14,6 +14,8 @@ public final class KvBuffer {
     private int startRow;
     private int rows;
     private long first;
+    /** Positions a rewind may go back and still find every row its next query sees ({@link #keepForRewind}). */
+    private int rewindable;
 
     public KvBuffer(int width) {
         this.width = width;
@@ -55,6 +57,30 @@ public final class KvBuffer {
         ensureRoom(n);
         System.arraycopy(src, 0, data, (startRow + rows) * width, n * width);
         rows += n;
+    }
+
+    /**
+     * Keeps, beyond the rows later queries see, those that a query up to {@code positions} back would see, so that
+     * the sequence can rewind that far ({@link #dropInvisible}); 0 (the default) keeps only the window.
+     */
+    public void keepForRewind(int positions) {
+        if (positions < 0) {
+            throw new IllegalArgumentException("positions to keep for a rewind must be 0 or more, got " + positions);
+        }
+        rewindable = positions;
+    }
+
+    /**
+     * Drops the rows that no query at {@code next} or later can see through {@code window}, keeping those a query
+     * {@link #keepForRewind} positions earlier would.
+     */
+    public void dropInvisible(AttentionWindow window, long next) {
+        dropBefore(window.keepFrom(Math.max(0, next - rewindable)));
+    }
+
+    /** Whether, after going back to {@code position}, the next query there finds every row it sees. */
+    public boolean canRewind(AttentionWindow window, long position) {
+        return first <= window.keepFrom(position);
     }
 
     /** Drops the rows before {@code position}. */

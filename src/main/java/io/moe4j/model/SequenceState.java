@@ -42,6 +42,13 @@ public interface SequenceState extends AutoCloseable {
     /** Forgets the positions from {@code position} on (at most the current one); false, changing nothing, if it cannot. */
     boolean rewind(long position);
 
+    /**
+     * Keeps what a rewind of up to {@code positions} positions needs (a windowed host layer otherwise drops every
+     * row no later query sees). A runtime whose caches keep every row ignores it.
+     */
+    default void keepForRewind(int positions) {
+    }
+
     @Override
     void close();
 }

@@ -217,6 +217,15 @@ public final class Session implements AutoCloseable {
         return true;
     }
 
+    /**
+     * Keeps, from now on, what a {@link #rewind} of up to {@code positions} positions needs: a sliding or chunked
+     * host layer then holds that many rows beyond its window (a conversation rewinds past its last reply where the
+     * chat template renders that reply anew).
+     */
+    public void keepForRewind(int positions) {
+        state.keepForRewind(positions);
+    }
+
     /** Frees the session's caches; a closed session is not used again. */
     @Override
     public void close() {

@@ -107,6 +107,40 @@ class KvCacheTest {
         }
     }
 
+    /**
+     * A session that keeps rows for a rewind ({@link Session#keepForRewind}) holds them beyond the window, goes back
+     * past the window's start and, fed again, gives the reference logits (sliding gpt-oss, chunked Llama-4); one that
+     * does not refuses the same rewind, changing nothing; nor can the kept one go back further than it kept rows for.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"m_gptoss_mxfp4", "m_llama4_bf16"})
+    void aSessionKeptForRewindGoesBackPastTheWindow(String name) {
+        ModelCases.Case c = ModelCases.load(name); // layer 0: a window of 8 positions (sliding or chunked)
+        int[] ids = c.inputIds();
+        int v = c.vocab();
+        int rewind = 12;
+        int back = ids.length - rewind;
+        try (Model model = Model.load(c.dir(), options()); Session plain = model.newSession();
+                Session kept = model.newSession()) {
+            AttentionWindow window = model.layers().get(0).attention().window();
+            assertThat(window.kind()).isNotEqualTo(AttentionWindow.Kind.FULL);
+            long first = window.keepFrom(back);
+            assertThat(first).as("the rewind goes past the window's start").isPositive();
+            plain.prefill(ids);
+            assertThat(plain.rewind(back)).as("without rows kept").isFalse();
+            assertThat(plain.position()).isEqualTo(ids.length);
+            kept.keepForRewind(rewind);
+            kept.prefill(ids);
+            assertThat(kept.cachedPositions(0)).as("rows kept beyond the window").isEqualTo(ids.length - first);
+            assertThat(kept.rewind(first - 1)).as("further back than kept").isFalse();
+            assertThat(kept.rewind(back)).isTrue();
+            assertThat(kept.position()).isEqualTo(back);
+            float[] again = kept.prefill(Arrays.copyOfRange(ids, back, ids.length));
+            float[] want = Arrays.copyOfRange(c.logits(), back * v, ids.length * v);
+            assertThat(relL2(again, want)).isLessThanOrEqualTo(c.tolerance("emulation"));
+        }
+    }
+
     @Test
     void chunkedLayersHoldTheCurrentChunkAndNopeLayersEverything() {
         ModelCases.Case c = ModelCases.load("m_llama4_bf16"); // layers 0-2 chunked by 8, layer 3 NoPE and full
