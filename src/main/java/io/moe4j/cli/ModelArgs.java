@@ -43,6 +43,16 @@ final class ModelArgs {
     boolean noWarmup;
 
     ModelOptions options() {
+        // named as the user wrote them (ModelOptions' own checks speak of its fields)
+        if (context < 0) {
+            throw new IllegalArgumentException("--context must be 0 (the model's) or positive, got " + context);
+        }
+        if (threads != null && threads <= 0) {
+            throw new IllegalArgumentException("--threads must be positive, got " + threads);
+        }
+        if (gpus <= 0) {
+            throw new IllegalArgumentException("--gpus must be positive, got " + gpus);
+        }
         ModelOptions o = ModelOptions.defaults().withBackend(backend).withContextLimit(context)
                 .withKernelActivations(activations.value()).withGpus(gpus);
         return threads == null ? o : o.withThreads(threads);

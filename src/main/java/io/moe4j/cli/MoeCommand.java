@@ -12,7 +12,8 @@ import java.util.Properties;
 @Command(name = "moe",
         mixinStandardHelpOptions = true,
         versionProvider = MoeCommand.Version.class,
-        description = "Mixture-of-Experts layers of real quantized checkpoints, on the JVM.",
+        description = "Mixture-of-Experts models from their real quantized checkpoints, on the JVM: chat, generate"
+                + " and serve them; run, time and inspect their layers.",
         subcommands = {DemoCommand.class, GenerateCommand.class, ChatCommand.class, ServeCommand.class, TokenizeCommand.class, InspectCommand.class, ForwardCommand.class, BackendsCommand.class,
                 BenchCommand.class, LogitsCommand.class,
                 CommandLine.HelpCommand.class})
@@ -23,7 +24,9 @@ public final class MoeCommand implements Runnable {
 
     @Override
     public void run() {
-        spec.commandLine().usage(System.out);
+        // no command: a usage error (picocli prints the reason and the usage on stderr, exit 2)
+        throw new CommandLine.ParameterException(spec.commandLine(), "Missing a command: one of "
+                + String.join(", ", spec.commandLine().getSubcommands().keySet()));
     }
 
     public static void main(String[] args) {

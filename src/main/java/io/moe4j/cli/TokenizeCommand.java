@@ -55,7 +55,8 @@ final class TokenizeCommand implements Callable<Integer> {
                 try {
                     node = json.readTree(line);
                 } catch (IOException e) {
-                    throw new MoeException(input + " line " + number + ": not valid JSON: " + e.getMessage());
+                    throw new MoeException(input + " line " + number + ": not valid JSON: "
+                            + io.moe4j.config.JsonErrors.describe(e));
                 }
                 ObjectNode result = json.createObjectNode();
                 String text;

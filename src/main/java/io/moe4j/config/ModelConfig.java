@@ -55,7 +55,7 @@ public final class ModelConfig {
             }
             return new ModelConfig(file, root);
         } catch (IOException e) {
-            throw new MoeException(file + ": not valid JSON: " + e.getMessage());
+            throw new MoeException(file + ": not valid JSON: " + JsonErrors.describe(e));
         }
     }
 
@@ -137,7 +137,7 @@ public final class ModelConfig {
                 String block = base + "block_sparse_moe.";
                 yield new MoeLayerConfig(family, layer, hidden, requiredInt("intermediate_size"),
                         RouterSpec.simple(RouterKind.SOFTMAX_TOPK, requiredInt("num_local_experts"),
-                                requiredInt("num_experts_per_tok"), true),
+                                topK("num_experts_per_tok", requiredInt("num_local_experts")), true),
                         activation(), 0f, new ExpertNaming(block, block + "experts.", false, "w1", "w3", "w2"),
                         block + "gate.weight", null, null, false, false, false, null);
             }
@@ -145,7 +145,7 @@ public final class ModelConfig {
                 String block = base + "mlp.";
                 yield new MoeLayerConfig(family, layer, hidden, requiredInt("moe_intermediate_size"),
                         RouterSpec.simple(RouterKind.SOFTMAX_TOPK, qwen3Experts(),
-                                requiredInt("num_experts_per_tok"), text.path("norm_topk_prob").asBoolean(false)),
+                                topK("num_experts_per_tok", qwen3Experts()), text.path("norm_topk_prob").asBoolean(false)),
                         activation(), 0f, perExpert(block), block + "gate.weight", null, null, false, false, false, null);
             }
             case DEEPSEEK_V3 -> {
@@ -157,7 +157,8 @@ public final class ModelConfig {
                 int moeI = requiredInt("moe_intermediate_size");
                 int nShared = text.path("n_shared_experts").asInt(0);
                 RouterSpec router = new RouterSpec(RouterKind.SIGMOID_GROUPED_TOPK, requiredInt("n_routed_experts"),
-                        requiredInt("num_experts_per_tok"), text.path("norm_topk_prob").asBoolean(true),
+                        topK("num_experts_per_tok", requiredInt("n_routed_experts")),
+                        text.path("norm_topk_prob").asBoolean(true),
                         text.path("n_group").asInt(1), text.path("topk_group").asInt(1),
                         text.path("routed_scaling_factor").asDouble(1.0));
                 yield new MoeLayerConfig(family, layer, hidden, moeI, router, activation(), 0f, perExpert(block),
@@ -166,7 +167,8 @@ public final class ModelConfig {
             }
             case GPT_OSS -> {
                 String block = base + "mlp.";
-                int topK = text.has("experts_per_token") ? requiredInt("experts_per_token") : requiredInt("num_experts_per_tok");
+                int topK = topK(text.has("experts_per_token") ? "experts_per_token" : "num_experts_per_tok",
+                        requiredInt("num_local_experts"));
                 yield new MoeLayerConfig(family, layer, hidden, requiredInt("intermediate_size"),
                         RouterSpec.simple(RouterKind.TOPK_SOFTMAX, requiredInt("num_local_experts"), topK, false),
                         Activation.SWIGLU_OAI, (float) text.path("swiglu_limit").asDouble(Activation.OAI_LIMIT),
@@ -177,13 +179,23 @@ public final class ModelConfig {
                 String block = base + "feed_forward.";
                 yield new MoeLayerConfig(family, layer, hidden, requiredInt("intermediate_size"),
                         RouterSpec.simple(RouterKind.SIGMOID_TOP1_ON_INPUT, requiredInt("num_local_experts"),
-                                requiredInt("num_experts_per_tok"), false),
+                                topK("num_experts_per_tok", requiredInt("num_local_experts")), false),
                         activation(), 0f,
                         new ExpertNaming(block, block + "experts.", true, "gate_proj", "up_proj", "down_proj"),
                         block + "router.weight", null, null, false, true, false,
                         new MoeLayerConfig.SharedExpert(block + "shared_expert.", requiredInt("intermediate_size")));
             }
         };
+    }
+
+    /** The experts a token is routed to, from {@code key}: 1 to {@code experts}, or an error naming the key. */
+    private int topK(String key, int experts) {
+        int k = requiredInt(key);
+        if (k < 1 || k > experts) {
+            throw new MoeException(source + ": " + key + " " + k + " must be in [1, " + experts + "] (the experts a"
+                    + " layer has)");
+        }
+        return k;
     }
 
     /** Qwen3-MoE's expert count: {@code num_experts} on the hub, {@code num_local_experts} as transformers v5 saves it. */

@@ -56,6 +56,12 @@ public final class MoeModel implements AutoCloseable {
         ChatTemplate template = ChatTemplate.find(dir).orElse(null);
         Model model = Model.load(dir, options);
         try {
+            if (tokenizer.vocabSize() > model.config().vocab()) {
+                // ids past the embedding table would fail only at the first prompt that uses them
+                throw new MoeException(dir.resolve("tokenizer.json") + ": " + tokenizer.vocabSize() + " tokens, more than"
+                        + " the model's vocab_size of " + model.config().vocab() + " (config.json): not this model's"
+                        + " tokenizer");
+            }
             Set<Integer> eos = new LinkedHashSet<>(model.generationConfig().eosTokenIds());
             tokenizer.eosId().ifPresent(eos::add);
             return new MoeModel(dir, model, tokenizer, template, Set.copyOf(eos));

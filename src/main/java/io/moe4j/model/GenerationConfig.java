@@ -58,7 +58,7 @@ public record GenerationConfig(List<Integer> eosTokenIds, Integer bosTokenId, In
             }
             return n;
         } catch (IOException e) {
-            throw new MoeException(file + ": not valid JSON: " + e.getMessage());
+            throw new MoeException(file + ": not valid JSON: " + io.moe4j.config.JsonErrors.describe(e));
         }
     }
 

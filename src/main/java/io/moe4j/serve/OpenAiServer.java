@@ -488,7 +488,8 @@ public final class OpenAiServer implements AutoCloseable {
         try {
             return json.readTree(bytes);
         } catch (JsonProcessingException e) {
-            throw ApiError.badRequest("the body is not valid JSON: " + e.getOriginalMessage(), null, "invalid_json");
+            throw ApiError.badRequest("the body is not valid JSON: " + io.moe4j.config.JsonErrors.describe(e), null,
+                    "invalid_json");
         }
     }
 

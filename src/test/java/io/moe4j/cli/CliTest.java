@@ -147,6 +147,24 @@ class CliTest {
 
     /** Several GPUs are a cuda option: asked of another backend, a one-line error naming both. */
     @Test
+    void noCommandIsAUsageError() {
+        Run r = moe();
+        assertThat(r.exit()).isEqualTo(2);
+        assertThat(r.err()).contains("Missing a command").contains("generate").contains("Usage:");
+    }
+
+    @Test
+    void modelOptionsOutOfRangeAreNamedAsWritten() {
+        String[][] cases = {{"--context", "-1"}, {"--threads", "0"}, {"--gpus", "0"}};
+        for (String[] c : cases) {
+            Run r = moe("generate", "--model", "no-such-model", "--prompt", "hi", c[0], c[1]);
+            assertThat(r.exit()).as(r.err()).isEqualTo(1);
+            assertThat(r.err().strip()).startsWith("moe: " + c[0] + " must be").contains(c[1])
+                    .doesNotContain("\n").doesNotContain("Exception");
+        }
+    }
+
+    @Test
     void gpusOnAnotherBackendIsAOneLineError() {
         for (String sub : List.of("generate", "chat", "serve")) {
             assertThat(moe(sub, "--help").out()).as(sub).contains("--gpus=");

@@ -56,6 +56,39 @@ class ModelBadInputTest {
     }
 
     @Test
+    void aTopKOutsideTheExpertsNamesItsKey(@TempDir Path tmp) throws IOException {
+        for (int k : new int[] {0, 17}) {
+            Path dir = Files.createDirectories(tmp.resolve("k" + k));
+            withConfig(dir, "m_qwen3_hf_fp8_block", c -> c.put("num_experts_per_tok", k));
+            assertThatThrownBy(() -> Model.load(dir, options()).close()).isInstanceOf(MoeException.class)
+                    .hasMessageContaining("config.json").hasMessageContaining("num_experts_per_tok " + k
+                            + " must be in [1, 16]");
+        }
+    }
+
+    @Test
+    void configJsonThatDoesNotParseIsOneLineWithWhere(@TempDir Path tmp) throws IOException {
+        Path dir = withConfig(tmp, GPT_OSS, c -> { });
+        Files.writeString(dir.resolve("config.json"), "{\"model_type\": \"gpt_oss\",\n }");
+        assertThatThrownBy(() -> Model.load(dir, options()).close()).isInstanceOf(MoeException.class)
+                .hasMessageContaining("config.json: not valid JSON").hasMessageContaining("(line 2, column 2)")
+                .hasMessageNotContaining("\n").hasMessageNotContaining("Source:");
+    }
+
+    @Test
+    void aTokenizerLargerThanTheVocabularyIsRefusedAtLoad(@TempDir Path tmp) throws IOException {
+        Path dir = withConfig(tmp, "m_qwen3_hf_fp8_block", c -> { });
+        Path tokenizers = io.moe4j.testing.RandomModels.sharedTokenizers().resolve("qwen3");
+        try (var in = new java.util.zip.GZIPInputStream(Files.newInputStream(tokenizers.resolve("tokenizer.json.gz")))) {
+            Files.copy(in, dir.resolve("tokenizer.json"));
+        }
+        Files.copy(tokenizers.resolve("tokenizer_config.json"), dir.resolve("tokenizer_config.json"));
+        assertThatThrownBy(() -> io.moe4j.generate.MoeModel.load(dir, options()).close())
+                .isInstanceOf(MoeException.class).hasMessageContaining("tokenizer.json")
+                .hasMessageContaining("more than the model's vocab_size of 256");
+    }
+
+    @Test
     void anUnknownModelTypeIsNamed(@TempDir Path tmp) throws IOException {
         Path dir = withConfig(tmp, GPT_OSS, c -> c.put("model_type", "mamba"));
         assertThatThrownBy(() -> Model.load(dir, options())).isInstanceOf(MoeException.class)

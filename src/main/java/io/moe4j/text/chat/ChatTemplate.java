@@ -59,7 +59,7 @@ public final class ChatTemplate {
             try {
                 config = JSON.readTree(Files.readString(configFile, StandardCharsets.UTF_8));
             } catch (JsonProcessingException e) {
-                throw new MoeException(configFile + ": not valid JSON: " + e.getOriginalMessage());
+                throw new MoeException(configFile + ": not valid JSON: " + io.moe4j.config.JsonErrors.describe(e));
             } catch (IOException e) {
                 throw new MoeException(configFile + ": cannot read: " + e.getMessage(), e);
             }

@@ -97,8 +97,7 @@ final class TokenizerLoader {
                 }
             }
         } catch (JsonProcessingException e) {
-            throw new MoeException(file + ": does not parse as JSON: " + e.getOriginalMessage() + " (line "
-                    + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr() + ")", e);
+            throw new MoeException(file + ": does not parse as JSON: " + io.moe4j.config.JsonErrors.describe(e), e);
         } catch (IOException e) {
             throw new MoeException(file + ": cannot read: " + e.getMessage(), e);
         }
@@ -343,7 +342,7 @@ final class TokenizerLoader {
             }
             return root;
         } catch (JsonProcessingException e) {
-            throw new MoeException(configFile + ": does not parse as JSON: " + e.getOriginalMessage(), e);
+            throw new MoeException(configFile + ": does not parse as JSON: " + io.moe4j.config.JsonErrors.describe(e), e);
         } catch (IOException e) {
             throw new MoeException(configFile + ": cannot read: " + e.getMessage(), e);
         }
