@@ -45,6 +45,9 @@ final class GenerateCommand implements Callable<Integer> {
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
+        if (system != null && !chat) {
+            throw new IllegalArgumentException("--system needs --chat (a raw prompt has no system message)");
+        }
         try (MoeModel model = modelArgs.load(); Session session = model.model().newSession()) {
             int[] ids;
             if (chat) {

@@ -57,6 +57,9 @@ public final class ServeCommand implements Callable<Integer> {
     @Override
     public Integer call() throws InterruptedException {
         String key = apiKey != null ? apiKey : System.getenv("MOE_API_KEY");
+        if (shutdownGrace < 0) {
+            throw new IllegalArgumentException("--shutdown-grace must be 0 or more seconds, got " + shutdownGrace);
+        }
         ServerConfig serverConfig = new ServerConfig(host, port, key, 4 << 20, Duration.ofSeconds(shutdownGrace),
                 Duration.ofSeconds(5));
         SchedulerConfig schedulerConfig = new SchedulerConfig(maxSequences, maxQueue, prefillTokens);

@@ -133,9 +133,9 @@ final class RequestParser {
             throw ApiError.badRequest("'n' must be 1: one choice per request is served", "n");
         }
         double temperature = optionalNumber(body, "temperature", 0, 2, 1.0);
-        double topP = optionalNumber(body, "top_p", 0, 1, 1.0);
-        if (topP == 0) {
-            throw ApiError.badRequest("'top_p' must be in (0, 1]", "top_p");
+        double topP = optionalNumber(body, "top_p", Double.NEGATIVE_INFINITY, Double.POSITIVE_INFINITY, 1.0);
+        if (!(topP > 0 && topP <= 1)) {
+            throw ApiError.badRequest("'top_p' must be in (0, 1], got " + body.get("top_p"), "top_p");
         }
         double minP = optionalNumber(body, "min_p", 0, 1, 0.0);
         Integer topK = optionalInt(body, "top_k", -1);
@@ -284,7 +284,10 @@ final class RequestParser {
         }
     }
 
-    /** {@code chat_template_kwargs} (an object of any values) and {@code reasoning_effort} (a string). */
+    /** The reasoning efforts a chat template is given (gpt-oss's harmony format knows these three). */
+    static final java.util.List<String> REASONING_EFFORTS = java.util.List.of("low", "medium", "high");
+
+    /** {@code chat_template_kwargs} (an object of any values) and {@code reasoning_effort} (low, medium or high). */
     private static Map<String, JsonNode> templateArgs(JsonNode body) {
         Map<String, JsonNode> args = new LinkedHashMap<>();
         JsonNode kwargs = nullToNull(body.get("chat_template_kwargs"));
@@ -296,8 +299,9 @@ final class RequestParser {
         }
         JsonNode effort = nullToNull(body.get("reasoning_effort"));
         if (effort != null) {
-            if (!effort.isTextual()) {
-                throw ApiError.badRequest("'reasoning_effort' must be a string", "reasoning_effort");
+            if (!effort.isTextual() || !REASONING_EFFORTS.contains(effort.asText())) {
+                throw ApiError.badRequest("'reasoning_effort' must be one of " + REASONING_EFFORTS + ", got " + effort,
+                        "reasoning_effort");
             }
             args.put("reasoning_effort", effort);
         }

@@ -165,6 +165,16 @@ class CliTest {
     }
 
     @Test
+    void optionsThatWouldBeIgnoredOrMeaninglessAreRefused() {
+        Run system = moe("generate", "--model", "no-such-model", "--prompt", "hi", "--system", "be brief");
+        assertThat(system.exit()).isEqualTo(1);
+        assertThat(system.err().strip()).isEqualTo("moe: --system needs --chat (a raw prompt has no system message)");
+        Run grace = moe("serve", "--model", "toy", "--shutdown-grace", "-5");
+        assertThat(grace.exit()).isEqualTo(1);
+        assertThat(grace.err().strip()).startsWith("moe: --shutdown-grace must be 0 or more");
+    }
+
+    @Test
     void gpusOnAnotherBackendIsAOneLineError() {
         for (String sub : List.of("generate", "chat", "serve")) {
             assertThat(moe(sub, "--help").out()).as(sub).contains("--gpus=");

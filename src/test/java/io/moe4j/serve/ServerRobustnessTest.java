@@ -151,6 +151,8 @@ class ServerRobustnessTest {
                 "chat_template_kwargs"});
         cases.put("reasoning_effort not a string", new Object[] {CHAT, chatWith("reasoning_effort", 3), 400,
                 "reasoning_effort"});
+        cases.put("reasoning_effort unknown", new Object[] {CHAT, chatWith("reasoning_effort", "extreme"), 400,
+                "reasoning_effort"});
         cases.put("tools not an array", new Object[] {CHAT, chatWith("tools", Map.of("type", "function")), 400, "tools"});
         cases.put("prompt over the context", new Object[] {CHAT, chatWith("messages", List.of(Map.of("role", "user",
                 "content", "y".repeat(200)))), 400, "messages"});
