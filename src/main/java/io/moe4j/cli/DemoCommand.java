@@ -5,8 +5,6 @@ import io.moe4j.layer.MoeLayerOptions;
 import io.moe4j.layer.MoeOutput;
 import io.moe4j.routing.Routing;
 import me.tongfei.progressbar.ProgressBar;
-import me.tongfei.progressbar.ProgressBarBuilder;
-import me.tongfei.progressbar.ProgressBarStyle;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -131,9 +129,7 @@ final class DemoCommand implements java.util.concurrent.Callable<Integer> {
     }
 
     static ProgressBar bar(String task, long max) {
-        return new ProgressBarBuilder().setTaskName(task).setInitialMax(max).setStyle(ProgressBarStyle.ASCII)
-                .setUpdateIntervalMillis(200).continuousUpdate().setConsumer(new me.tongfei.progressbar.ConsoleProgressBarConsumer(System.err))
-                .build();
+        return Progress.bar(task, max);
     }
 
     private static void deleteTree(Path dir) {

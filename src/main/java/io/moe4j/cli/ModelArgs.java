@@ -90,7 +90,7 @@ final class ModelArgs {
      */
     private static final class LayerBar implements io.moe4j.model.LoadListener, AutoCloseable {
         private final String task;
-        private final boolean shown = System.console() != null && System.console().isTerminal();
+        private final boolean shown = Progress.onTerminal();
         private me.tongfei.progressbar.ProgressBar bar;
 
         LayerBar(String task) {

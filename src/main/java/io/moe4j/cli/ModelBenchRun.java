@@ -9,10 +9,7 @@ import io.moe4j.bench.model.SyntheticModel;
 import io.moe4j.bench.model.TokenBytes;
 import io.moe4j.model.Model;
 import io.moe4j.model.ModelOptions;
-import me.tongfei.progressbar.ConsoleProgressBarConsumer;
 import me.tongfei.progressbar.ProgressBar;
-import me.tongfei.progressbar.ProgressBarBuilder;
-import me.tongfei.progressbar.ProgressBarStyle;
 
 import java.nio.file.Path;
 import java.util.Locale;
@@ -56,10 +53,8 @@ record ModelBenchRun(ModelPreset preset, ModelShape shape, String backend, int t
         if (SyntheticModel.isWritten(dir, shape)) {
             System.err.println("reusing " + dir);
         } else {
-            try (ProgressBar pb = new ProgressBarBuilder().setTaskName("writing " + dir.getFileName())
-                    .setInitialMax(bytes).setUnit(" MB", 1_000_000).setStyle(ProgressBarStyle.ASCII)
-                    .setUpdateIntervalMillis(500).continuousUpdate()
-                    .setConsumer(new ConsoleProgressBarConsumer(System.err)).build()) {
+            try (ProgressBar pb = Progress.builder("writing " + dir.getFileName(), 500).setInitialMax(bytes)
+                    .setUnit(" MB", 1_000_000).build()) {
                 SyntheticModel.writeIfAbsent(dir, shape, SEED, pb::stepBy);
             }
         }
