@@ -233,15 +233,15 @@ public final class OpenAiServer implements AutoCloseable {
         ResponseShapes shapes = new ResponseShapes(json, chat, id, System.currentTimeMillis() / 1000, served.id());
         ServletContextRequest core = ServletContextRequest.getServletContextRequest(ctx.req());
         if (core != null) {
-            // Failures Jetty reports while the request runs end its sequence too. A client that hangs up is seen only
-            // when a write fails, so a streamed request notices at its next token and a plain one runs to its end.
+            // Failures Jetty reports while the request runs end its sequence too. A client that hangs up is seen when a
+            // write fails (a streamed request at its next token, or keep-alive line) or by a plain request's probe.
             core.addFailureListener(failure -> ticket.cancel());
         }
         try {
             if (request.stream()) {
                 stream(ctx, channel, ticket, shapes, request.includeUsage(), reader);
             } else {
-                respond(ctx, channel, shapes, reader);
+                respond(ctx, channel, ticket, HangUpProbe.of(core), shapes, reader);
             }
         } catch (InterruptedException e) {
             ticket.cancel();
@@ -320,11 +320,16 @@ public final class OpenAiServer implements AutoCloseable {
         }
     }
 
-    private void respond(Context ctx, RequestChannel channel, ResponseShapes shapes, ReplyReader reader)
-            throws InterruptedException {
+    private void respond(Context ctx, RequestChannel channel, Ticket ticket, HangUpProbe probe, ResponseShapes shapes,
+                         ReplyReader reader) throws InterruptedException {
         StringBuilder text = new StringBuilder();
         while (true) {
-            RequestChannel.Event event = channel.next(60_000);
+            if (probe.clientGone()) {
+                // nobody to answer: free the sequence at the next step boundary
+                ticket.cancel();
+                return;
+            }
+            RequestChannel.Event event = channel.next(HangUpProbe.INTERVAL_NANOS / 1_000_000);
             if (event == null) {
                 continue;
             }
@@ -343,6 +348,9 @@ public final class OpenAiServer implements AutoCloseable {
             } else {
                 reader.finish();
                 body = shapes.wholeReply(reader.answer(), reader.reasoning(), reader.toolCalls(), end);
+            }
+            if (probe.tookData()) {
+                ctx.header("Connection", "close");
             }
             ctx.contentType("application/json").result(body.toString());
             return;

@@ -12,6 +12,7 @@ import org.junit.jupiter.api.Timeout;
 
 import java.io.BufferedReader;
 import java.io.InputStream;
+import java.io.OutputStream;
 import java.io.InputStreamReader;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -348,6 +349,41 @@ class ServerRobustnessTest {
             }
             // The first event may go out while the request still waits for a slot (no sequence open yet), so wait
             // for the abort itself, then check that no sequence is left open.
+            String aborted = "moe4j_sequences_finished_total{reason=\"abort\"} 1";
+            long deadline = hungUp + 5_000_000_000L;
+            while ((slow.openSequences() > 0 || !s.metrics().prometheus().contains(aborted))
+                    && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertThat(s.metrics().prometheus()).contains(aborted);
+            assertThat(slow.openSequences()).as("the sequence is freed after the client left").isZero();
+            assertThat(s.metrics().generatedTokens()).isLessThan(1000);
+        }
+        assertStillServing();
+    }
+
+    @Test
+    void aClientThatHangsUpOnAPlainRequestIsCancelled() throws Exception {
+        // 5 ms a step: the 2000 tokens asked for would take 10 s had the client stayed; a plain (not streamed)
+        // request writes nothing before its answer, so the server must notice the closed connection by itself.
+        ToyModel slow = new ToyModel(4096, 0, 5_000_000, 0);
+        try (OpenAiServer s = new OpenAiServer(new ServedModel("toy", slow, new ByteText()),
+                SchedulerConfig.defaults(), ServerConfig.local(0)).start()) {
+            byte[] body = chatWith("max_tokens", 2000).getBytes(StandardCharsets.UTF_8);
+            long hungUp;
+            try (java.net.Socket socket = new java.net.Socket("127.0.0.1", s.port())) {
+                OutputStream out = socket.getOutputStream();
+                out.write(("POST " + CHAT + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                        + "Content-Length: " + body.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+                out.write(body);
+                out.flush();
+                long started = System.nanoTime() + 5_000_000_000L;
+                while (s.metrics().generatedTokens() < 20 && System.nanoTime() < started) {
+                    Thread.sleep(5);
+                }
+                assertThat(s.metrics().generatedTokens()).as("generating").isGreaterThanOrEqualTo(20);
+                hungUp = System.nanoTime();
+            }
             String aborted = "moe4j_sequences_finished_total{reason=\"abort\"} 1";
             long deadline = hungUp + 5_000_000_000L;
             while ((slow.openSequences() > 0 || !s.metrics().prometheus().contains(aborted))
