@@ -84,6 +84,7 @@ public final class ServeCommand implements Callable<Integer> {
         io.moe4j.generate.MoeModel loaded = modelArgs.loadWarmedUp();
         String id = servedName != null ? servedName
                 : modelArgs.model.toAbsolutePath().normalize().getFileName().toString();
-        return new ServedModel(id, new io.moe4j.serve.ModelSteps(loaded.model()), new io.moe4j.serve.ModelText(loaded));
+        return new ServedModel(id, new io.moe4j.serve.ModelSteps(loaded.model()), new io.moe4j.serve.ModelText(loaded),
+                io.moe4j.serve.SamplingDefaults.of(loaded.generationConfig()));
     }
 }

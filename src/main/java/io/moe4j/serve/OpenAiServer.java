@@ -193,8 +193,8 @@ public final class OpenAiServer implements AutoCloseable {
 
     private void generate(Context ctx, boolean chat) throws IOException {
         JsonNode body = readBody(ctx);
-        ApiRequest request = chat ? RequestParser.chat(body)
-                : RequestParser.completion(body, served.model().vocabSize());
+        ApiRequest request = chat ? RequestParser.chat(body, served.sampling())
+                : RequestParser.completion(body, served.model().vocabSize(), served.sampling());
         if (!request.model().equals(served.id())) {
             throw new ApiError(404, "the model '" + request.model() + "' does not exist; this server serves '"
                     + served.id() + "'", "invalid_request_error", "model", "model_not_found");

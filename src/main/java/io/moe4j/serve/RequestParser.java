@@ -29,6 +29,11 @@ final class RequestParser {
     }
 
     static ApiRequest chat(JsonNode body) {
+        return chat(body, SamplingDefaults.OPENAI);
+    }
+
+    /** A chat request; {@code defaults} fill the sampling fields it leaves out. */
+    static ApiRequest chat(JsonNode body, SamplingDefaults defaults) {
         requireObject(body);
         String model = requiredString(body, "model");
         JsonNode messagesNode = body.get("messages");
@@ -84,10 +89,15 @@ final class RequestParser {
         Integer maxTokens = optionalInt(body, "max_completion_tokens", 1);
         Integer legacyMax = optionalInt(body, "max_tokens", 1);
         return common(body, true, model, new ChatPrompt(messages, tools, templateArgs(body)), null, null,
-                maxTokens != null ? maxTokens : legacyMax, toolChoice, format);
+                maxTokens != null ? maxTokens : legacyMax, toolChoice, format, defaults);
     }
 
     static ApiRequest completion(JsonNode body, int vocabSize) {
+        return completion(body, vocabSize, SamplingDefaults.OPENAI);
+    }
+
+    /** A completion request; {@code defaults} fill the sampling fields it leaves out. */
+    static ApiRequest completion(JsonNode body, int vocabSize, SamplingDefaults defaults) {
         requireObject(body);
         String model = requiredString(body, "model");
         JsonNode prompt = body.get("prompt");
@@ -123,22 +133,27 @@ final class RequestParser {
         if (bestOf != null && !(bestOf.isIntegralNumber() && bestOf.asLong() == 1)) {
             throw ApiError.badRequest("'best_of' must be 1", "best_of");
         }
-        return common(body, false, model, null, text, ids, optionalInt(body, "max_tokens", 1), null, null);
+        return common(body, false, model, null, text, ids, optionalInt(body, "max_tokens", 1), null, null, defaults);
     }
 
     private static ApiRequest common(JsonNode body, boolean isChat, String model, ChatPrompt chat, String text,
-                                     int[] ids, Integer maxTokens, ToolChoice toolChoice, JsonNode format) {
+                                     int[] ids, Integer maxTokens, ToolChoice toolChoice, JsonNode format,
+                                     SamplingDefaults defaults) {
         Integer n = optionalInt(body, "n", 1);
         if (n != null && n != 1) {
             throw ApiError.badRequest("'n' must be 1: one choice per request is served", "n");
         }
-        double temperature = optionalNumber(body, "temperature", 0, 2, 1.0);
-        double topP = optionalNumber(body, "top_p", Double.NEGATIVE_INFINITY, Double.POSITIVE_INFINITY, 1.0);
+        double temperature = optionalNumber(body, "temperature", 0, 2, defaults.temperature());
+        double topP = optionalNumber(body, "top_p", Double.NEGATIVE_INFINITY, Double.POSITIVE_INFINITY,
+                defaults.topP());
         if (!(topP > 0 && topP <= 1)) {
             throw ApiError.badRequest("'top_p' must be in (0, 1], got " + body.get("top_p"), "top_p");
         }
-        double minP = optionalNumber(body, "min_p", 0, 1, 0.0);
+        double minP = optionalNumber(body, "min_p", 0, 1, defaults.minP());
         Integer topK = optionalInt(body, "top_k", -1);
+        if (body.get("top_k") == null || body.get("top_k").isNull()) {
+            topK = defaults.topK();
+        }
         for (String penalty : List.of("presence_penalty", "frequency_penalty")) {
             if (optionalNumber(body, penalty, -2, 2, 0.0) != 0) {
                 throw ApiError.badRequest("'" + penalty + "' is not supported; send 0 or leave it out", penalty);

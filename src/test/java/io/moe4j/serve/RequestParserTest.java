@@ -54,4 +54,29 @@ class RequestParserTest {
         assertThat(ids.promptIds()).containsExactly(1, 2, 3);
         assertThat(ids.stops()).containsExactly("s");
     }
+
+    /**
+     * Sampling fields a request leaves out take the served model's defaults (generation_config.json's, as vLLM
+     * serves them); fields it sends win, a top_k of -1 being no cut.
+     */
+    @Test
+    void leftOutSamplingFieldsTakeTheModelsDefaults() throws Exception {
+        SamplingDefaults qwen = new SamplingDefaults(0.6, 0.95, 20, 0.0);
+        ApiRequest left = RequestParser.chat(JSON.readTree("""
+                {"model": "m", "messages": [{"role": "user", "content": "hi"}]}"""), qwen);
+        assertThat(left.sampling().temperature()).isEqualTo(0.6);
+        assertThat(left.sampling().topP()).isEqualTo(0.95);
+        assertThat(left.sampling().topK()).isEqualTo(20);
+        ApiRequest sent = RequestParser.completion(JSON.readTree("""
+                {"model": "m", "prompt": "hi", "temperature": 1.2, "top_p": 1, "top_k": -1, "min_p": 0.05}"""), 10,
+                qwen);
+        assertThat(sent.sampling().temperature()).isEqualTo(1.2);
+        assertThat(sent.sampling().topP()).isEqualTo(1.0);
+        assertThat(sent.sampling().topK()).isZero();
+        assertThat(sent.sampling().minP()).isEqualTo(0.05);
+        ApiRequest openAi = RequestParser.chat(JSON.readTree("""
+                {"model": "m", "messages": [{"role": "user", "content": "hi"}]}"""));
+        assertThat(openAi.sampling().temperature()).isEqualTo(1.0);
+        assertThat(openAi.sampling().topK()).isZero();
+    }
 }
