@@ -86,6 +86,14 @@ public final class OpenAiServer implements AutoCloseable {
             cfg.routes.get("/v1/models/<id>", this::model);
             cfg.routes.post("/v1/chat/completions", ctx -> tracked(ctx, true));
             cfg.routes.post("/v1/completions", ctx -> tracked(ctx, false));
+            for (String generation : List.of("/v1/chat/completions", "/v1/completions")) {
+                // the route exists: another method is a 405 naming the one it takes, not a 404
+                cfg.routes.get(generation, ctx -> {
+                    ctx.header("Allow", "POST");
+                    throw new ApiError(405, ctx.method() + " " + ctx.path() + " is not allowed: send a POST",
+                            "invalid_request_error", null, "method_not_allowed");
+                });
+            }
             cfg.routes.exception(ApiError.class, (e, ctx) -> writeError(ctx, e));
             cfg.routes.exception(HttpResponseException.class, (e, ctx) -> writeError(ctx, fromJavalin(e)));
             cfg.routes.exception(Exception.class, (e, ctx) -> writeError(ctx,

@@ -91,6 +91,16 @@ class ServerRobustnessTest {
         }
     }
 
+    @Test
+    void aGetOfAGenerationRouteIsAMethodNotAllowed() throws Exception {
+        for (String path : List.of(CHAT, "/v1/completions")) {
+            HttpResponse<String> r = send("GET", path, null);
+            assertError(r, 405, null, "GET " + path);
+            assertThat(r.headers().firstValue("Allow")).hasValue("POST");
+        }
+        assertStillServing();
+    }
+
     private static void assertStillServing() throws Exception {
         HttpResponse<String> ok = post(CHAT, chatWith("max_tokens", 2));
         assertThat(ok.statusCode()).as(ok.body()).isEqualTo(200);
@@ -174,7 +184,7 @@ class ServerRobustnessTest {
             assertError(post((String) v[0], (String) v[1]), (Integer) v[2], (String) v[3], c.getKey());
             kinds++;
         }
-        assertError(send("GET", CHAT, null), 404, null, "GET on a POST route");
+        assertError(send("GET", CHAT, null), 405, null, "GET on a POST route");
         assertError(send("POST", CHAT, new byte[] {'{', '"', (byte) 0xff, (byte) 0xfe, '"', ':', '1', '}'}), 400, null,
                 "invalid UTF-8");
         assertThat(kinds + 2).isGreaterThanOrEqualTo(20);
