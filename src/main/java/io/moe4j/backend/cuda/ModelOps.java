@@ -793,10 +793,12 @@ public final class ModelOps implements AutoCloseable {
     /**
      * Multi-head latent attention of q [tokens, heads, nope + rope] over each row's latent cache (rows [rope | lora]),
      * with kv_b_proj's float rows {@code kvB} [heads · (nope + vDim), lora] taken into the query and the output:
-     * out [tokens, heads · vDim].
+     * out [tokens, heads · vDim]. With {@code next} (o_proj, or null), as {@link #attendRows}: each head written
+     * through its input rule where that rule is local to a head, and true returned; false where out holds the
+     * attention as it is (a pass in tiles too).
      */
-    public void attendLatentRows(long q, long kvB, long caches, boolean perRow, long out, int tokens, long positions,
-            int heads, int nope, int rope, int vDim, int lora, float scale) {
+    public boolean attendLatentRows(long q, long kvB, long caches, boolean perRow, long out, int tokens,
+            long positions, int heads, int nope, int rope, int vDim, int lora, float scale, DeviceLinear next) {
         if (lora > LATENT_MAX || rope > LATENT_ROPE_MAX || nope > HEAD_DIM_MAX) {
             throw new IllegalArgumentException("latent attention of kv_lora_rank " + lora + ", rope " + rope
                     + ", nope " + nope + " exceeds the device kernel's " + LATENT_MAX + ", " + LATENT_ROPE_MAX + ", "
@@ -804,11 +806,15 @@ public final class ModelOps implements AutoCloseable {
         }
         if (attendsLatentInTiles(perRow, tokens, nope, rope, lora)) {
             attendLatentTiles(q, kvB, caches, out, tokens, positions, heads, nope, rope, vDim, lora, scale);
-            return;
+            return false;
         }
+        boolean prepares = next != null && headsPrepareInput && vDim <= LATENT_MAX && next.headsPrepareInput(vDim)
+                && next.inFeatures() == heads * vDim;
         launch("model_attend_latent_rows", tokens, heads, ATTEND_THREADS, a -> a.pointer(q).pointer(kvB)
                 .pointer(caches).i32(perRow ? 1 : 0).pointer(out).pointer(positions).i32(heads).i32(nope).i32(rope)
-                .i32(vDim).i32(lora).f32(scale));
+                .i32(vDim).i32(lora).f32(scale).with(b -> prepares ? next.appendInputRule(b)
+                        : DeviceQuant.appendNone(b)));
+        return prepares;
     }
 
     /**

@@ -196,9 +196,15 @@ final class DevicePass implements AutoCloseable {
         long prepared = ops.linearInput(m.kvB(), s.latentNormed().pointer(), rows, s.linearInput().pointer(),
                 s.linearInput().byteSize());
         ops.mlaStoreRows(prepared, rows, lora, spec.ropeDim(), s.positions(), s.caches(l), perRow(s));
-        ops.attendLatentRows(q, m.kvBRows().pointer(), s.caches(l), perRow(s), s.attended().pointer(), rows,
-                s.positions(), heads, spec.nopeDim(), spec.ropeDim(), spec.vDim(), lora, spec.scale());
-        linear(m.o(), s.attended().pointer(), s.h().pointer(), hidden, rows, true, s);
+        boolean oPrepared = ops.attendLatentRows(q, m.kvBRows().pointer(), s.caches(l), perRow(s),
+                s.attended().pointer(), rows, s.positions(), heads, spec.nopeDim(), spec.ropeDim(), spec.vDim(), lora,
+                spec.scale(), m.o());
+        if (oPrepared) {
+            ops.linearOfPrepared(m.o(), s.attended().pointer(), s.h().pointer(), hidden, rows, true,
+                    s.partials().pointer(), s.partials().byteSize());
+        } else {
+            linear(m.o(), s.attended().pointer(), s.h().pointer(), hidden, rows, true, s);
+        }
     }
 
     /** Whether layer l's feed-forward runs without the host ({@link #feedForward}); else {@link #feedForwardHostRouted}. */

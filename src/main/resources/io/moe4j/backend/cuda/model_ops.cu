@@ -1165,7 +1165,11 @@ extern "C" __global__ void __launch_bounds__(32 * ATTEND_WARPS)
 model_attend_latent_rows(const float* __restrict__ q, const float* __restrict__ w,
                          const unsigned long long* __restrict__ caches, int perRow, float* __restrict__ out,
                          const long long* __restrict__ positions, int heads, int nope, int rope, int vDim, int lora,
-                         float scale) {
+                         float scale, int qKind, int qElem, int qGroup, const float* __restrict__ qScale,
+                         const int* __restrict__ qZero) {
+    // o_proj's input rule, applied to the head's output as it is written when not QDQ_NONE (a rule local to a
+    // head's values, vDim <= LATENT_MAX: DeviceLinear.headsPrepareInput), so that o_proj's input stage goes
+    const Qdq next = {qKind, qElem, qGroup, qScale, qZero};
     __shared__ float sQuery[LATENT_MAX + LATENT_ROPE_MAX];  // the latent query, then the rope query
     __shared__ float sNope[HEAD_DIM_MAX];
     __shared__ float sMax[ATTEND_WARPS];
@@ -1258,12 +1262,25 @@ model_attend_latent_rows(const float* __restrict__ q, const float* __restrict__ 
     }
     __syncthreads();
     float* o = out + ((long long) t * heads + h) * vDim;
+    float* staged = sAcc[0];  // read for the last time before the barrier above
     for (int r = warp; r < vDim; r += ATTEND_WARPS) {
         const float* wr = wv + (long long) r * lora;
         float a = 0.f;
         for (int c = lane; c < lora; c += 32) a = fmaf(wr[c], sQuery[c], a);
         a = warp_sum_f(a);
-        if (lane == 0) o[r] = a;
+        if (lane == 0) {
+            if (next.kind == QDQ_NONE) {
+                o[r] = a;
+            } else {
+                staged[r] = a;
+            }
+        }
+    }
+    if (next.kind != QDQ_NONE) {
+        __syncthreads();
+        qdq_span(staged, vDim, next, 0, nullptr, threadIdx.x, blockDim.x);
+        __syncthreads();
+        for (int r = threadIdx.x; r < vDim; r += blockDim.x) o[r] = staged[r];
     }
 }
 

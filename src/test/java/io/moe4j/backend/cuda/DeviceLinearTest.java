@@ -218,4 +218,64 @@ class DeviceLinearTest {
             }
         }
     }
+
+    @ParameterizedTest(name = "{0} {1}")
+    @MethodSource("linears")
+    void aLatentAttentionThatAppliesTheInputRuleGivesTheInputStagesBits(Layout layout, ActivationQuant input) {
+        // model_attend_latent_rows (DeepSeek's) with o's input rule applied to each head, against the attention,
+        // moe_prepare_rows and the linear: the same prepared rows and output bit for bit, one row and three.
+        int vDim = 128;
+        int heads = 3;
+        int lora = 96;
+        int rope = 32;
+        int nope = 64;
+        int in = heads * vDim;
+        int out = 200;
+        int positions = 70;
+        SplittableRandom rnd = new SplittableRandom(layout.name().hashCode() * 7 + input.getClass().hashCode());
+        try (ModelOps ops = ModelOps.open(); Arena arena = Arena.ofConfined()) {
+            LinearWeights w = weights(arena, rnd, layout, input, out, in);
+            try (DeviceLinear linear = DeviceLinear.upload(ops, "test_proj", w, null)) {
+                boolean expected = linear.headsPrepareInput(vDim);
+                float[] cache = RandomWeights.gaussian(rnd, positions * (rope + lora), 1.0);
+                float[] kvB = RandomWeights.gaussian(rnd, heads * (nope + vDim) * lora, 1 / Math.sqrt(lora));
+                float scale = (float) (1 / Math.sqrt(nope + rope));
+                for (long[] at : new long[][] {{positions - 1}, {0, 37, positions - 1}}) {
+                    int tokens = at.length;
+                    float[] q = RandomWeights.gaussian(rnd, tokens * heads * (nope + rope), 1.0);
+                    try (DeviceBuffer dCache = ops.upload(cache); DeviceBuffer dw = ops.upload(kvB);
+                            DeviceBuffer dq = ops.upload(q);
+                            DeviceBuffer dPositions = ops.upload(arena.allocateFrom(ValueLayout.JAVA_LONG, at));
+                            DeviceBuffer table = ops.upload(arena.allocateFrom(ValueLayout.JAVA_LONG,
+                                    dCache.pointer()));
+                            DeviceBuffer attA = ops.allocate(4L * tokens * in);
+                            DeviceBuffer attB = ops.allocate(4L * tokens * in);
+                            DeviceBuffer rows = ops.allocate(Math.max(4, linear.inputScratchBytes(tokens)));
+                            DeviceBuffer yA = ops.allocate(4L * tokens * out);
+                            DeviceBuffer yB = ops.allocate(4L * tokens * out)) {
+                        assertThat(ops.attendLatentRows(dq.pointer(), dw.pointer(), table.pointer(), false,
+                                attA.pointer(), tokens, dPositions.pointer(), heads, nope, rope, vDim, lora, scale,
+                                null)).isFalse();
+                        ops.linear(linear, attA.pointer(), yA.pointer(), out, tokens, false, rows.pointer(),
+                                rows.byteSize(), 0L, 0L);
+                        boolean applied = ops.attendLatentRows(dq.pointer(), dw.pointer(), table.pointer(), false,
+                                attB.pointer(), tokens, dPositions.pointer(), heads, nope, rope, vDim, lora, scale,
+                                linear);
+                        String what = layout + " with " + input + ", rows at " + Arrays.toString(at);
+                        assertThat(applied).as(what).isEqualTo(expected);
+                        if (!applied) {
+                            assertThat(ops.readFloats(attB, 0, tokens * in)).as("attention, " + what)
+                                    .containsExactly(ops.readFloats(attA, 0, tokens * in));
+                            continue;
+                        }
+                        assertThat(ops.readFloats(attB, 0, tokens * in)).as("prepared rows, " + what)
+                                .containsExactly(ops.readFloats(rows, 0, tokens * in));
+                        ops.linearOfPrepared(linear, attB.pointer(), yB.pointer(), out, tokens, false, 0L, 0L);
+                        assertThat(ops.readFloats(yB, 0, tokens * out)).as("output, " + what)
+                                .doesNotContain(Float.NaN).containsExactly(ops.readFloats(yA, 0, tokens * out));
+                    }
+                }
+            }
+        }
+    }
 }

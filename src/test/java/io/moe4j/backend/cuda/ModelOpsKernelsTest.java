@@ -487,7 +487,7 @@ class ModelOpsKernelsTest {
                         DeviceBuffer dPositions = ops.upload(arena.allocateFrom(ValueLayout.JAVA_LONG, at));
                         DeviceBuffer table = ops.upload(arena.allocateFrom(ValueLayout.JAVA_LONG, dCache.pointer()))) {
                     ops.attendLatentRows(dq.pointer(), dw.pointer(), table.pointer(), false, out.pointer(), tokens,
-                            dPositions.pointer(), heads, nope, rope, vDim, lora, scale);
+                            dPositions.pointer(), heads, nope, rope, vDim, lora, scale, null);
                     float[] got = ops.readFloats(out, 0, tokens * heads * vDim);
                     assertThat(latentError(got, q, cache, w, at, heads, nope, rope, vDim, lora, scale))
                             .as("lora %d, rope %d", lora, rope).isLessThan(2e-5);
