@@ -221,9 +221,14 @@ public final class ModelConfig {
 
     private int requiredInt(String key) {
         JsonNode n = text.get(key);
-        if (n == null || !n.canConvertToInt()) {
+        if (!isInt(n)) {
             throw new MoeException(source + ": " + family.modelType() + " config needs an integer '" + key + "'");
         }
         return n.asInt();
+    }
+
+    /** Whether a config value is a whole number within int's range (2 and 2.0 are, 2.5 and "2" are not). */
+    public static boolean isInt(JsonNode n) {
+        return n != null && n.isNumber() && n.canConvertToInt() && n.asDouble() == Math.rint(n.asDouble());
     }
 }

@@ -25,6 +25,10 @@ public enum ModelFamily {
     }
 
     public static ModelFamily of(String modelType, String where) {
+        if (modelType == null || modelType.isEmpty()) {
+            throw new MoeException(where + ": no model_type (supported: "
+                    + Arrays.stream(values()).map(ModelFamily::modelType).collect(Collectors.joining(", ")) + ")");
+        }
         String t = modelType == null ? "" : modelType.toLowerCase(Locale.ROOT);
         if (t.equals("llama4")) {
             return LLAMA4_TEXT;

@@ -224,7 +224,7 @@ public record DecoderConfig(ModelConfig model, ModelFamily family, int hidden, i
 
         private int requiredInt(String key) {
             JsonNode n = text.get(key);
-            if (n == null || !n.canConvertToInt()) {
+            if (!io.moe4j.config.ModelConfig.isInt(n)) {
                 throw new MoeException(where + ": " + family.modelType() + " config needs an integer '" + key + "'");
             }
             return n.asInt();

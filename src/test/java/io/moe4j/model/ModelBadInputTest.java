@@ -67,6 +67,20 @@ class ModelBadInputTest {
     }
 
     @Test
+    void aFractionalCountOrNoModelTypeIsNamed(@TempDir Path tmp) throws IOException {
+        Path half = withConfig(Files.createDirectories(tmp.resolve("half")), GPT_OSS,
+                c -> c.put("num_hidden_layers", 2.5));
+        assertThatThrownBy(() -> Model.load(half, options()).close()).isInstanceOf(MoeException.class)
+                .hasMessageContaining("config.json").hasMessageContaining("needs an integer 'num_hidden_layers'");
+        Path whole = withConfig(Files.createDirectories(tmp.resolve("whole")), GPT_OSS,
+                c -> c.put("num_hidden_layers", 2.0));
+        Model.load(whole, options()).close();
+        Path none = withConfig(Files.createDirectories(tmp.resolve("none")), GPT_OSS, c -> c.remove("model_type"));
+        assertThatThrownBy(() -> Model.load(none, options()).close()).isInstanceOf(MoeException.class)
+                .hasMessageContaining("config.json: no model_type (supported: ");
+    }
+
+    @Test
     void configJsonThatDoesNotParseIsOneLineWithWhere(@TempDir Path tmp) throws IOException {
         Path dir = withConfig(tmp, GPT_OSS, c -> { });
         Files.writeString(dir.resolve("config.json"), "{\"model_type\": \"gpt_oss\",\n }");
