@@ -12,9 +12,14 @@ import java.util.List;
  * with one is submitted once.
  */
 public record GenerationRequest(int[] prompt, SamplingParams sampling, int maxTokens, List<String> stops,
-                                ReplyConstraint constraint) {
+                                ReplyConstraint constraint, boolean skipSpecialTokens) {
     public GenerationRequest(int[] prompt, SamplingParams sampling, int maxTokens, List<String> stops) {
-        this(prompt, sampling, maxTokens, stops, null);
+        this(prompt, sampling, maxTokens, stops, null, false);
+    }
+
+    public GenerationRequest(int[] prompt, SamplingParams sampling, int maxTokens, List<String> stops,
+                             ReplyConstraint constraint) {
+        this(prompt, sampling, maxTokens, stops, constraint, false);
     }
 
     public GenerationRequest {

@@ -107,7 +107,12 @@ public final class ModelText implements TextCodec {
 
     @Override
     public Detokenizer detokenizer() {
-        IncrementalDecoder decoder = model.tokenizer().incrementalDecoder(false);
+        return detokenizer(false);
+    }
+
+    @Override
+    public Detokenizer detokenizer(boolean skipSpecialTokens) {
+        IncrementalDecoder decoder = model.tokenizer().incrementalDecoder(skipSpecialTokens);
         return new Detokenizer() {
             @Override
             public String accept(int id) {

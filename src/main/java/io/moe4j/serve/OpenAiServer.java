@@ -229,7 +229,10 @@ public final class OpenAiServer implements AutoCloseable {
         RequestChannel channel = new RequestChannel();
         Ticket ticket;
         try {
-            ticket = scheduler.submit(new GenerationRequest(prompt, request.sampling(), maxTokens, stops, constraint),
+            // A reader splits the reply at the model's special tokens (channels, tool calls): it gets them all.
+            boolean skipSpecial = request.skipSpecialTokens() && reader == null;
+            ticket = scheduler.submit(new GenerationRequest(prompt, request.sampling(), maxTokens, stops, constraint,
+                    skipSpecial),
                     channel);
         } catch (AdmissionException e) {
             throw e.queueFull() ? new ApiError(429, e.getMessage(), "rate_limit_error", null, "queue_full")

@@ -193,8 +193,11 @@ final class RequestParser {
         List<String> stops = stops(body.get("stop"));
         SamplingParams sampling = new SamplingParams(temperature, topK == null || topK < 0 ? 0 : topK, topP, minP,
                 seed);
+        // vLLM's extension, true by default there too: special tokens stay out of the text unless asked for
+        JsonNode skip = nullToNull(body.get("skip_special_tokens"));
+        boolean skipSpecial = skip == null || optionalBoolean(body, "skip_special_tokens");
         return new ApiRequest(isChat, model, chat, text, ids, sampling, maxTokens, stops, stream, includeUsage, format,
-                toolChoice);
+                toolChoice, skipSpecial);
     }
 
     private static ChatMessage message(JsonNode m, String where) {

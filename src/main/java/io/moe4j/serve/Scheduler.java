@@ -211,7 +211,7 @@ public final class Scheduler implements AutoCloseable {
                 continue;
             }
             try {
-                TextCodec.Detokenizer detokenizer = text.detokenizer();
+                TextCodec.Detokenizer detokenizer = text.detokenizer(job.request.skipSpecialTokens());
                 job.reply = new ReplyStream(job.request.sampling(), job.request.constraint(), job.request.stops(),
                         id -> eos[id], detokenizer::accept, detokenizer::flush);
                 job.sequence = model.open();

@@ -39,6 +39,11 @@ public interface TextCodec {
     /** A fresh incremental detokenizer for one sequence. */
     Detokenizer detokenizer();
 
+    /** {@link #detokenizer()}, special tokens left out of the text when {@code skipSpecialTokens}. */
+    default Detokenizer detokenizer(boolean skipSpecialTokens) {
+        return detokenizer();
+    }
+
     /**
      * Turns generated ids into text one at a time. Text that is not complete yet (a partial UTF-8 character, a byte
      * token of a longer sequence) is held back until a later id completes it.

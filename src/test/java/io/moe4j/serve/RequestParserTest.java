@@ -79,4 +79,16 @@ class RequestParserTest {
         assertThat(openAi.sampling().temperature()).isEqualTo(1.0);
         assertThat(openAi.sampling().topK()).isZero();
     }
+
+    /** vLLM's skip_special_tokens: true unless a request sends false; anything but a boolean is refused. */
+    @Test
+    void specialTokensAreSkippedUnlessAskedFor() throws Exception {
+        String chat = "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]";
+        assertThat(RequestParser.chat(JSON.readTree(chat + "}")).skipSpecialTokens()).isTrue();
+        assertThat(RequestParser.chat(JSON.readTree(chat + ", \"skip_special_tokens\": false}")).skipSpecialTokens())
+                .isFalse();
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> RequestParser.chat(JSON.readTree(chat
+                + ", \"skip_special_tokens\": \"no\"}"))).isInstanceOf(ApiError.class)
+                .hasMessageContaining("'skip_special_tokens' must be a boolean");
+    }
 }

@@ -299,6 +299,63 @@ class SchedulerTest {
         assertThat(stopped).isEqualTo(10);
     }
 
+    /**
+     * A request that asks for special tokens to stay out of its text gets a detokenizer that leaves them out, one
+     * that does not gets them (here the codec's "special" ids are the lowercase vowels).
+     */
+    @Test
+    void skippingSpecialTokensReachesTheDetokenizer() throws Exception {
+        TextCodec vowelsSpecial = new TextCodec() {
+            @Override
+            public int[] renderChat(ChatPrompt prompt) {
+                return TEXT.renderChat(prompt);
+            }
+
+            @Override
+            public int[] encode(String prompt) {
+                return TEXT.encode(prompt);
+            }
+
+            @Override
+            public int[] eosIds() {
+                return TEXT.eosIds();
+            }
+
+            @Override
+            public Detokenizer detokenizer() {
+                return TEXT.detokenizer();
+            }
+
+            @Override
+            public Detokenizer detokenizer(boolean skipSpecialTokens) {
+                Detokenizer bytes = TEXT.detokenizer();
+                return !skipSpecialTokens ? bytes : new Detokenizer() {
+                    @Override
+                    public String accept(int id) {
+                        return "aeiou".indexOf(id) >= 0 ? "" : bytes.accept(id);
+                    }
+
+                    @Override
+                    public String flush() {
+                        return bytes.flush();
+                    }
+                };
+            }
+        };
+        ToyModel model = new ToyModel(512, 0, 0, 0);
+        String[] texts = new String[2];
+        for (int skip = 0; skip < 2; skip++) {
+            try (Scheduler s = new Scheduler(model, vowelsSpecial, new SchedulerConfig(1, 4, 512), new ServeMetrics())) {
+                Collector c = new Collector();
+                s.submit(new GenerationRequest(TEXT.encode("special test"), SamplingParams.greedy(), 80, List.of(),
+                        null, skip == 1), c);
+                texts[skip] = c.await().text();
+            }
+        }
+        assertThat(texts[0]).containsAnyOf("a", "e", "i", "o", "u");
+        assertThat(texts[1]).isEqualTo(texts[0].replaceAll("[aeiou]", ""));
+    }
+
     @Test
     void stopStringsCutTheTextEvenAcrossTokens() throws Exception {
         ToyModel model = new ToyModel(512, 0, 0, 0);
