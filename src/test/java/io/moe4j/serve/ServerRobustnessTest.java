@@ -359,17 +359,22 @@ class ServerRobustnessTest {
             }
             // The first event may go out while the request still waits for a slot (no sequence open yet), so wait
             // for the abort itself, then check that no sequence is left open.
-            String aborted = "moe4j_sequences_finished_total{reason=\"abort\"} 1";
-            long deadline = hungUp + 5_000_000_000L;
-            while ((slow.openSequences() > 0 || !s.metrics().prometheus().contains(aborted))
-                    && System.nanoTime() < deadline) {
-                Thread.sleep(5);
-            }
-            assertThat(s.metrics().prometheus()).contains(aborted);
-            assertThat(slow.openSequences()).as("the sequence is freed after the client left").isZero();
-            assertThat(s.metrics().generatedTokens()).isLessThan(1000);
+            assertAbortedAndFreed(s, slow, hungUp);
         }
         assertStillServing();
+    }
+
+    /** Within 5 s of {@code hungUp}: one sequence ended by an abort, none left open, far fewer tokens than asked. */
+    private static void assertAbortedAndFreed(OpenAiServer s, ToyModel slow, long hungUp) throws InterruptedException {
+        String aborted = "moe4j_sequences_finished_total{reason=\"abort\"} 1";
+        long deadline = hungUp + 5_000_000_000L;
+        while ((slow.openSequences() > 0 || !s.metrics().prometheus().contains(aborted))
+                && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+        }
+        assertThat(s.metrics().prometheus()).contains(aborted);
+        assertThat(slow.openSequences()).as("the sequence is freed after the client left").isZero();
+        assertThat(s.metrics().generatedTokens()).isLessThan(1000);
     }
 
     @Test
@@ -394,15 +399,7 @@ class ServerRobustnessTest {
                 assertThat(s.metrics().generatedTokens()).as("generating").isGreaterThanOrEqualTo(20);
                 hungUp = System.nanoTime();
             }
-            String aborted = "moe4j_sequences_finished_total{reason=\"abort\"} 1";
-            long deadline = hungUp + 5_000_000_000L;
-            while ((slow.openSequences() > 0 || !s.metrics().prometheus().contains(aborted))
-                    && System.nanoTime() < deadline) {
-                Thread.sleep(5);
-            }
-            assertThat(s.metrics().prometheus()).contains(aborted);
-            assertThat(slow.openSequences()).as("the sequence is freed after the client left").isZero();
-            assertThat(s.metrics().generatedTokens()).isLessThan(1000);
+            assertAbortedAndFreed(s, slow, hungUp);
         }
         assertStillServing();
     }

@@ -148,13 +148,49 @@ class DeviceLinearTest {
         }
     }
 
+    /** An attention kernel writing [tokens, heads · width] at {@code out}, with {@code next}'s input rule or none. */
+    private interface Attend {
+        boolean into(long out, DeviceLinear next);
+    }
+
+    /**
+     * {@code attend} without a rule, then the input stage and the linear, against {@code attend} with the linear's
+     * rule, then the linear with no stage: the same prepared rows and output bit for bit where the kernel applies the
+     * rule (which it must exactly where {@code expected}), the same attention where it does not.
+     */
+    private static void assertPreparesAsTheStage(ModelOps ops, DeviceLinear linear, int tokens, int out,
+                                                 boolean expected, String what, Attend attend) {
+        int in = linear.inFeatures();
+        try (DeviceBuffer attA = ops.allocate(4L * tokens * in); DeviceBuffer attB = ops.allocate(4L * tokens * in);
+                DeviceBuffer rows = ops.allocate(Math.max(4, linear.inputScratchBytes(tokens)));
+                DeviceBuffer yA = ops.allocate(4L * tokens * out); DeviceBuffer yB = ops.allocate(4L * tokens * out)) {
+            assertThat(attend.into(attA.pointer(), null)).as("without a rule, " + what).isFalse();
+            ops.linear(linear, attA.pointer(), yA.pointer(), out, tokens, false, rows.pointer(), rows.byteSize(), 0L,
+                    0L);
+            boolean applied = attend.into(attB.pointer(), linear);
+            assertThat(applied).as(what).isEqualTo(expected);
+            if (!applied) {
+                assertThat(ops.readFloats(attB, 0, tokens * in)).as("attention, " + what)
+                        .containsExactly(ops.readFloats(attA, 0, tokens * in));
+                return;
+            }
+            float[] want = ops.readFloats(rows, 0, tokens * in);
+            assertThat(want).as("the rule changed the attention, " + what)
+                    .isNotEqualTo(ops.readFloats(attA, 0, tokens * in));
+            assertThat(ops.readFloats(attB, 0, tokens * in)).as("prepared rows, " + what).containsExactly(want);
+            ops.linearOfPrepared(linear, attB.pointer(), yB.pointer(), out, tokens, false, 0L, 0L);
+            assertThat(ops.readFloats(yB, 0, tokens * out)).as("output, " + what).doesNotContain(Float.NaN)
+                    .containsExactly(ops.readFloats(yA, 0, tokens * out));
+        }
+    }
+
     @ParameterizedTest(name = "{0} {1}")
     @MethodSource("linears")
     void anAttentionThatAppliesTheInputRuleGivesTheInputStagesBits(Layout layout, ActivationQuant input) {
         // model_attend_rows with o's input rule applied to each head as it is written, then the linear with no input
-        // stage, against the attention, moe_prepare_rows and the linear: the same prepared rows and output bit for
-        // bit, for a span in one piece and one in many (merged by the last block), one row and three. Rules whose
-        // groups do not lie within a head (per-token maxima) and column orders are refused.
+        // stage, against the attention, moe_prepare_rows and the linear, for a span in one piece and one in many
+        // (merged by the last block), one row and three. Rules whose groups do not lie within a head (per-token
+        // maxima) and column orders are refused.
         int headDim = 128;
         int heads = 3;
         int in = heads * headDim;
@@ -170,6 +206,7 @@ class DeviceLinearTest {
                 boolean expected = local && !layout.actOrder();
                 assertThat(linear.headsPrepareInput(headDim)).as("%s with %s", layout, input).isEqualTo(expected);
                 float[] cache = RandomWeights.gaussian(rnd, positions * 2 * headDim, 1.0);
+                float scale = (float) (1 / Math.sqrt(headDim));
                 for (long[] at : new long[][] {{40}, {positions - 1}, {3, 400, positions - 1}}) {
                     int tokens = at.length;
                     int stride = in + 2 * headDim; // q|k|v rows, one kv head
@@ -179,40 +216,12 @@ class DeviceLinearTest {
                             DeviceBuffer table = ops.upload(arena.allocateFrom(ValueLayout.JAVA_LONG,
                                     dCache.pointer()));
                             DeviceBuffer partials = ops.allocate(ops.attendPartialsBytes(tokens, heads, 1, headDim));
-                            DeviceBuffer arrivals = ops.upload(new float[tokens]);
-                            DeviceBuffer attA = ops.allocate(4L * tokens * in);
-                            DeviceBuffer attB = ops.allocate(4L * tokens * in);
-                            DeviceBuffer rows = ops.allocate(Math.max(4, linear.inputScratchBytes(tokens)));
-                            DeviceBuffer yA = ops.allocate(4L * tokens * out);
-                            DeviceBuffer yB = ops.allocate(4L * tokens * out)) {
-                        float scale = (float) (1 / Math.sqrt(headDim));
-                        assertThat(ops.attendRows(dq.pointer(), stride, table.pointer(), false, 0L, attA.pointer(),
-                                tokens, dPositions.pointer(), heads, 1, headDim, 0, scale, partials.pointer(),
-                                partials.byteSize(), arrivals.pointer(), arrivals.byteSize(), null)).isFalse();
-                        long prepared = ops.linearInput(linear, attA.pointer(), tokens, rows.pointer(),
-                                rows.byteSize());
-                        ops.linear(linear, attA.pointer(), yA.pointer(), out, tokens, false, rows.pointer(),
-                                rows.byteSize(), 0L, 0L);
-                        boolean applied = ops.attendRows(dq.pointer(), stride, table.pointer(), false, 0L,
-                                attB.pointer(), tokens, dPositions.pointer(), heads, 1, headDim, 0, scale,
-                                partials.pointer(), partials.byteSize(), arrivals.pointer(), arrivals.byteSize(),
-                                linear);
-                        String what = layout + " with " + input + ", rows at " + Arrays.toString(at);
-                        assertThat(applied).as(what).isEqualTo(expected);
-                        if (!applied) {
-                            assertThat(ops.readFloats(attB, 0, tokens * in)).as("attention, " + what)
-                                    .containsExactly(ops.readFloats(attA, 0, tokens * in));
-                            continue;
-                        }
-                        float[] want = ops.readFloats(rows, 0, tokens * in);
-                        assertThat(prepared).as("the stage wrote its rows").isEqualTo(rows.pointer());
-                        assertThat(want).as("the rule changed the attention, " + what)
-                                .isNotEqualTo(ops.readFloats(attA, 0, tokens * in));
-                        assertThat(ops.readFloats(attB, 0, tokens * in)).as("prepared rows, " + what)
-                                .containsExactly(want);
-                        ops.linearOfPrepared(linear, attB.pointer(), yB.pointer(), out, tokens, false, 0L, 0L);
-                        assertThat(ops.readFloats(yB, 0, tokens * out)).as("output, " + what)
-                                .doesNotContain(Float.NaN).containsExactly(ops.readFloats(yA, 0, tokens * out));
+                            DeviceBuffer arrivals = ops.upload(new float[tokens])) {
+                        assertPreparesAsTheStage(ops, linear, tokens, out, expected,
+                                layout + " with " + input + ", rows at " + Arrays.toString(at),
+                                (o, next) -> ops.attendRows(dq.pointer(), stride, table.pointer(), false, 0L, o, tokens,
+                                        dPositions.pointer(), heads, 1, headDim, 0, scale, partials.pointer(),
+                                        partials.byteSize(), arrivals.pointer(), arrivals.byteSize(), next));
                     }
                 }
             }
@@ -223,7 +232,7 @@ class DeviceLinearTest {
     @MethodSource("linears")
     void aLatentAttentionThatAppliesTheInputRuleGivesTheInputStagesBits(Layout layout, ActivationQuant input) {
         // model_attend_latent_rows (DeepSeek's) with o's input rule applied to each head, against the attention,
-        // moe_prepare_rows and the linear: the same prepared rows and output bit for bit, one row and three.
+        // moe_prepare_rows and the linear, one row and three.
         int vDim = 128;
         int heads = 3;
         int lora = 96;
@@ -247,32 +256,11 @@ class DeviceLinearTest {
                             DeviceBuffer dq = ops.upload(q);
                             DeviceBuffer dPositions = ops.upload(arena.allocateFrom(ValueLayout.JAVA_LONG, at));
                             DeviceBuffer table = ops.upload(arena.allocateFrom(ValueLayout.JAVA_LONG,
-                                    dCache.pointer()));
-                            DeviceBuffer attA = ops.allocate(4L * tokens * in);
-                            DeviceBuffer attB = ops.allocate(4L * tokens * in);
-                            DeviceBuffer rows = ops.allocate(Math.max(4, linear.inputScratchBytes(tokens)));
-                            DeviceBuffer yA = ops.allocate(4L * tokens * out);
-                            DeviceBuffer yB = ops.allocate(4L * tokens * out)) {
-                        assertThat(ops.attendLatentRows(dq.pointer(), dw.pointer(), table.pointer(), false,
-                                attA.pointer(), tokens, dPositions.pointer(), heads, nope, rope, vDim, lora, scale,
-                                null)).isFalse();
-                        ops.linear(linear, attA.pointer(), yA.pointer(), out, tokens, false, rows.pointer(),
-                                rows.byteSize(), 0L, 0L);
-                        boolean applied = ops.attendLatentRows(dq.pointer(), dw.pointer(), table.pointer(), false,
-                                attB.pointer(), tokens, dPositions.pointer(), heads, nope, rope, vDim, lora, scale,
-                                linear);
-                        String what = layout + " with " + input + ", rows at " + Arrays.toString(at);
-                        assertThat(applied).as(what).isEqualTo(expected);
-                        if (!applied) {
-                            assertThat(ops.readFloats(attB, 0, tokens * in)).as("attention, " + what)
-                                    .containsExactly(ops.readFloats(attA, 0, tokens * in));
-                            continue;
-                        }
-                        assertThat(ops.readFloats(attB, 0, tokens * in)).as("prepared rows, " + what)
-                                .containsExactly(ops.readFloats(rows, 0, tokens * in));
-                        ops.linearOfPrepared(linear, attB.pointer(), yB.pointer(), out, tokens, false, 0L, 0L);
-                        assertThat(ops.readFloats(yB, 0, tokens * out)).as("output, " + what)
-                                .doesNotContain(Float.NaN).containsExactly(ops.readFloats(yA, 0, tokens * out));
+                                    dCache.pointer()))) {
+                        assertPreparesAsTheStage(ops, linear, tokens, out, expected,
+                                layout + " with " + input + ", rows at " + Arrays.toString(at),
+                                (o, next) -> ops.attendLatentRows(dq.pointer(), dw.pointer(), table.pointer(), false,
+                                        o, tokens, dPositions.pointer(), heads, nope, rope, vDim, lora, scale, next));
                     }
                 }
             }
