@@ -45,6 +45,7 @@ final class ChatCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        sampling.check();
         try (MoeModel model = modelArgs.loadWarmedUp()) {
             AtomicBoolean interrupted = new AtomicBoolean();
             Runnable restore = Interrupts.onCtrlC(() -> interrupted.set(true));

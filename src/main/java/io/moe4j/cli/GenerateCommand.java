@@ -48,6 +48,7 @@ final class GenerateCommand implements Callable<Integer> {
         if (system != null && !chat) {
             throw new IllegalArgumentException("--system needs --chat (a raw prompt has no system message)");
         }
+        sampling.check();
         try (MoeModel model = modelArgs.load(); Session session = model.model().newSession()) {
             int[] ids;
             if (chat) {

@@ -34,6 +34,25 @@ final class SamplingArgs {
     @Option(names = "--stop", description = "stop when this text appears (repeatable); it is not shown")
     List<String> stop = new ArrayList<>();
 
+    /** Fails naming the flag when one is out of range: before a model is loaded, which can take minutes. */
+    void check() {
+        if (maxTokens < 1) {
+            throw new IllegalArgumentException("--max-tokens must be at least 1, got " + maxTokens);
+        }
+        if (temperature != null && !(temperature >= 0 && temperature < Double.POSITIVE_INFINITY)) {
+            throw new IllegalArgumentException("--temperature must be 0 (greedy) or more, got " + temperature);
+        }
+        if (topK != null && topK < 0) {
+            throw new IllegalArgumentException("--top-k must be 0 (all) or more, got " + topK);
+        }
+        if (topP != null && !(topP > 0 && topP <= 1)) {
+            throw new IllegalArgumentException("--top-p must be in (0, 1], got " + topP);
+        }
+        if (minP != null && !(minP >= 0 && minP <= 1)) {
+            throw new IllegalArgumentException("--min-p must be in [0, 1], got " + minP);
+        }
+    }
+
     /** The model's own request (its generation_config sampling, its eos ids) with what the command line sets. */
     GenerationRequest request(MoeModel model) {
         SamplingParams d = model.defaultRequest(maxTokens).sampling();

@@ -43,6 +43,9 @@ public final class ModelConfig {
 
     /** Reads {@code config.json} from a checkpoint directory (or the directory of a .safetensors file). */
     public static ModelConfig load(Path checkpoint) {
+        if (!Files.exists(checkpoint)) {
+            throw new MoeException(checkpoint + ": no such file or directory");
+        }
         Path dir = Files.isDirectory(checkpoint) ? checkpoint : checkpoint.toAbsolutePath().getParent();
         Path file = dir.resolve("config.json");
         if (!Files.isRegularFile(file)) {

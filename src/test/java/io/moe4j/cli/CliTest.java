@@ -165,6 +165,27 @@ class CliTest {
     }
 
     @Test
+    void samplingFlagsOutOfRangeAreRefusedBeforeTheModelLoads() {
+        String[][] cases = {{"--max-tokens", "0"}, {"--temperature", "-1"}, {"--top-k", "-2"}, {"--top-p", "0"},
+                {"--top-p", "1.5"}, {"--min-p", "2"}};
+        for (String command : List.of("generate", "chat")) {
+            for (String[] c : cases) {
+                Run r = command.equals("generate") ? moe(command, "--model", "no-such-model", "--prompt", "hi", c[0], c[1])
+                        : moe(command, "--model", "no-such-model", c[0], c[1]);
+                assertThat(r.exit()).as(r.err()).isEqualTo(1);
+                assertThat(r.err().strip()).as(command).startsWith("moe: " + c[0] + " must be").doesNotContain("\n");
+            }
+        }
+    }
+
+    @Test
+    void aModelPathThatDoesNotExistSaysSo() {
+        Run r = moe("backends", "--model", "/no/such/model");
+        assertThat(r.out() + r.err()).contains("/no/such/model: no such file or directory")
+                .doesNotContain("/config.json");
+    }
+
+    @Test
     void optionsThatWouldBeIgnoredOrMeaninglessAreRefused() {
         Run system = moe("generate", "--model", "no-such-model", "--prompt", "hi", "--system", "be brief");
         assertThat(system.exit()).isEqualTo(1);
