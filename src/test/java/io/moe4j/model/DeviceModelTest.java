@@ -167,6 +167,37 @@ class DeviceModelTest {
         });
     }
 
+    /**
+     * DeepSeek's q_a_proj and kv_a_proj_with_mqa as one stacked linear (their input norm applying its rule) give the
+     * bits of the two linears apart: a prompt's rows (split out of the stacked rows) and tokens one at a time (read
+     * in place). That the case's layers do stack is DeviceModelSupportTest's.
+     */
+    @Test
+    void deepSeeksStackedQaAndKvaGiveTheSeparateLinearsBits() {
+        ConformanceModelsTest.assumeGpu();
+        ModelCases.Case c = ModelCases.load("m_deepseek_ct_fp8_block");
+        int[] ids = c.inputIds();
+        float[][] prompt = new float[2][];
+        float[][] steps = new float[2][];
+        for (int stacked = 0; stacked < 2; stacked++) {
+            int k = stacked;
+            io.moe4j.testing.SystemProperty.with("moe4j.cuda.stackMlaInputs", k == 1 ? "true" : "false", () -> {
+                try (Model model = load(c); Session session = model.newSession()) {
+                    prompt[k] = session.prefill(ids);
+                    session.reset();
+                    float[] last = null;
+                    for (int id : ids) {
+                        last = session.decode(id);
+                    }
+                    steps[k] = last;
+                }
+            });
+        }
+        assertThat(prompt[1]).as("a prompt's logits").containsExactly(prompt[0]);
+        assertThat(steps[1]).as("the last token's logits, one token at a time").containsExactly(steps[0]);
+        assertThat(relL2(prompt[1], c.logits())).isLessThanOrEqualTo(c.tolerance("cuda"));
+    }
+
     @Test
     void rewindingPastTheSlidingWindowAndFeedingAgainGivesTheSameLogits() {
         ConformanceModelsTest.assumeGpu();

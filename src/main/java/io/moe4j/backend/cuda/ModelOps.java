@@ -911,6 +911,14 @@ public final class ModelOps implements AutoCloseable {
         cuda.enqueuePlanned(x, tokens, 1, false, out, routes, stream, expertsEarly(tokens), null);
     }
 
+    /** Rows of x [rows, width] split into a [rows, na] and b [rows, width - na] (a stacked linear's two outputs). */
+    public void splitRows(long x, int rows, int width, long a, int na, long b, int nb) {
+        if (na + nb != width) {
+            throw new IllegalArgumentException("rows of " + width + " split into " + na + " and " + nb);
+        }
+        launch("model_split_rows", rows, 1, THREADS, args -> args.pointer(x).pointer(a).i32(na).pointer(b).i32(nb));
+    }
+
     /** out [count, n] = rows {@code rows[i]} (int32, on the device) of x [.., n], float32. */
     public void gatherRows(long x, long rows, long out, int count, int n) {
         launch("model_gather_rows", count, 1, THREADS, a -> a.pointer(x).pointer(rows).pointer(out).i32(n));

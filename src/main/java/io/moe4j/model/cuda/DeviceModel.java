@@ -101,16 +101,26 @@ public final class DeviceModel implements DecoderRuntime {
      * expanded and the cache stays latent-sized (for DeepSeek-V3 576 floats a position and layer, against 32,832
      * expanded).
      *
-     * @param qA      null when the query has no low-rank path ({@code qB} is then q_proj)
+     * @param qA      null when the query has no low-rank path ({@code qB} is then q_proj), or when {@code qAkvA}
+     *                runs it
+     * @param kvA     kv_a_proj_with_mqa, or null when {@code qAkvA} runs it
+     * @param qAkvA   q_a_proj and kv_a_proj_with_mqa as one linear (their rows stacked: [q_lora_rank | kv_lora_rank
+     *                + rope] a token) where they share an input rule and a layout ({@link DeviceLinear#stacks}),
+     *                else null
      * @param kvB     kv_b_proj, run only for its input rule ({@link ModelOps#linearInput})
      * @param kvBRows kv_b_proj as float32 rows [heads · (nope + v), kv_lora_rank] ({@link DeviceLinear#denseRows})
      */
     record Mla(MlaSpec spec, DeviceLinear qA, DeviceBuffer qANorm, DeviceLinear qB, DeviceLinear kvA,
-               DeviceBuffer kvANorm, DeviceLinear kvB, DeviceBuffer kvBRows, DeviceLinear o, RopeTables rope)
-            implements AttentionBlock {
+               DeviceLinear qAkvA, DeviceBuffer kvANorm, DeviceLinear kvB, DeviceBuffer kvBRows, DeviceLinear o,
+               RopeTables rope) implements AttentionBlock {
         @Override
         public int cacheWidth() {
             return spec.ropeDim() + spec.kvLoraRank();
+        }
+
+        /** The width of a token's q_a|kv_a row ({@code qAkvA}'s output). */
+        int stackedWidth() {
+            return spec.qLoraRank() + spec.kvLoraRank() + spec.ropeDim();
         }
     }
 
@@ -306,16 +316,35 @@ public final class DeviceModel implements DecoderRuntime {
             int h = config.hidden();
             int qk = m.nopeDim() + m.ropeDim();
             DeviceLinear qA = null;
+            DeviceLinear kvA = null;
+            DeviceLinear qAkvA = null;
             DeviceBuffer qANorm = null;
             DeviceLinear qB;
+            int latent = m.kvLoraRank() + m.ropeDim();
             if (m.qLoraRank() > 0) {
-                qA = linear(a + "q_a_proj", h, m.qLoraRank(), m.bias());
+                // q_a and kv_a read the same input: one linear where they stack (one input stage and one launch)
+                String[] names = {a + "q_a_proj", a + "kv_a_proj_with_mqa"};
+                int[] outs = {m.qLoraRank(), latent};
+                try (Arena arena = Arena.ofConfined()) {
+                    List<LinearWeights> weights = new ArrayList<>();
+                    List<float[]> biases = new ArrayList<>();
+                    for (int i = 0; i < 2; i++) {
+                        weights.add(load(names[i], h, outs[i], arena));
+                        biases.add(LinearBias.load(checkpoint, names[i], outs[i], m.bias()));
+                    }
+                    if (stacksMlaInputs() && DeviceLinear.stacks(weights)) {
+                        qAkvA = own(DeviceLinear.stack(ops, a + "{q_a,kv_a}_proj", weights, biases));
+                    } else {
+                        qA = own(upload(names[0], weights.get(0), biases.get(0)));
+                        kvA = own(upload(names[1], weights.get(1), biases.get(1)));
+                    }
+                }
                 qANorm = floats(a + "q_a_layernorm.weight", m.qLoraRank());
                 qB = linear(a + "q_b_proj", m.qLoraRank(), m.heads() * qk, false);
             } else {
                 qB = linear(a + "q_proj", h, m.heads() * qk, false);
+                kvA = linear(a + "kv_a_proj_with_mqa", h, latent, m.bias());
             }
-            DeviceLinear kvA = linear(a + "kv_a_proj_with_mqa", h, m.kvLoraRank() + m.ropeDim(), m.bias());
             DeviceBuffer kvANorm = floats(a + "kv_a_layernorm.weight", m.kvLoraRank());
             DeviceLinear kvB;
             DeviceBuffer kvBRows;
@@ -325,7 +354,7 @@ public final class DeviceModel implements DecoderRuntime {
                 kvB = own(upload(module, w, null));
                 kvBRows = own(ops.upload(DeviceLinear.denseRows(w)));
             }
-            return new Mla(m, qA, qANorm, qB, kvA, kvANorm, kvB, kvBRows,
+            return new Mla(m, qA, qANorm, qB, kvA, qAkvA, kvANorm, kvB, kvBRows,
                     linear(a + "o_proj", m.heads() * m.vDim(), h, m.bias()), rope);
         }
 
@@ -421,6 +450,11 @@ public final class DeviceModel implements DecoderRuntime {
     /** Positions of a RoPE table built and uploaded at a time: the heap holds a chunk, not the whole context. */
     private static final int ROPE_CHUNK = 1 << 16;
 
+    /** Whether q_a and kv_a load as one linear where they stack ({@code -Dmoe4j.cuda.stackMlaInputs}, default true). */
+    private static boolean stacksMlaInputs() {
+        return !"false".equals(System.getProperty("moe4j.cuda.stackMlaInputs"));
+    }
+
     DecoderConfig config() {
         return config;
     }
@@ -487,13 +521,13 @@ public final class DeviceModel implements DecoderRuntime {
 
     /**
      * The widest rows of a pass's scratch over the layers, in floats: q|k|v (or MLA's queries), attention's output,
-     * MLA's latents, a dense MLP's intermediate, router logits (experts), and the prepared input of a linear that
+     * MLA's latents (and their stacked q_a|kv_a rows), a dense MLP's intermediate, router logits (experts), and the prepared input of a linear that
      * quantizes it.
      */
-    record Widths(int qkv, int attended, int qLatent, int latent, int latentNormed, int intermediate,
+    record Widths(int qkv, int attended, int qLatent, int latent, int latentNormed, int stacked, int intermediate,
                   int experts, int linearInput, boolean shared) {
         static Widths of(DecoderConfig config, List<Layer> layers, DeviceLinear lmHead) {
-            int qkv = 0, attended = 0, qLatent = 0, latent = 0, normed = 0, inter = 0, experts = 0,
+            int qkv = 0, attended = 0, qLatent = 0, latent = 0, normed = 0, stacked = 0, inter = 0, experts = 0,
                     input = 0;
             boolean shared = false;
             List<DeviceLinear> linears = new ArrayList<>();
@@ -511,7 +545,10 @@ public final class DeviceModel implements DecoderRuntime {
                         qLatent = Math.max(qLatent, s.qLoraRank());
                         latent = Math.max(latent, s.kvLoraRank() + s.ropeDim());
                         normed = Math.max(normed, s.kvLoraRank());
-                        linears.addAll(java.util.Arrays.asList(m.qA(), m.qB(), m.kvA(), m.kvB(), m.o()));
+                        linears.addAll(java.util.Arrays.asList(m.qA(), m.qB(), m.kvA(), m.qAkvA(), m.kvB(), m.o()));
+                        if (m.qAkvA() != null) {
+                            stacked = Math.max(stacked, m.stackedWidth());
+                        }
                     }
                 }
                 switch (l.feedForward()) {
@@ -531,7 +568,7 @@ public final class DeviceModel implements DecoderRuntime {
                     input = Math.max(input, lin.inFeatures());
                 }
             }
-            return new Widths(qkv, attended, qLatent, latent, normed, inter, experts, input, shared);
+            return new Widths(qkv, attended, qLatent, latent, normed, stacked, inter, experts, input, shared);
         }
     }
 

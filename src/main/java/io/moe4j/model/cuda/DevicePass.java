@@ -72,7 +72,7 @@ final class DevicePass implements AutoCloseable {
         residualNorm(l, s, rows, layer.inputNorm().pointer(), h, xn, qkvPrepared);
         switch (layer.attention()) {
             case DeviceModel.Gqa g -> gqa(l, g, s, rows, qkvPrepared != null);
-            case DeviceModel.Mla m -> mla(l, m, s, rows);
+            case DeviceModel.Mla m -> mla(l, m, s, rows, qkvPrepared != null);
         }
         if (!normInRouter(l, rows)) {
             ops.rmsNorm(h, 0L, layer.postNorm().pointer(), xn, rows, hidden, eps);
@@ -93,8 +93,12 @@ final class DevicePass implements AutoCloseable {
      * writes xn ({@link ModelOps#rmsNormForLinear}: quantized activations, one rule for q, k and v), else null.
      */
     private DeviceLinear qkvPreparedByNorm(DeviceModel.Layer layer) {
-        return layer.attention() instanceof DeviceModel.Gqa g && g.qkv() != null
-                && g.qkv().normPreparesInput(model.config().hidden()) ? g.qkv() : null;
+        int hidden = model.config().hidden();
+        DeviceLinear first = switch (layer.attention()) {
+            case DeviceModel.Gqa g -> g.qkv();
+            case DeviceModel.Mla m -> m.qAkvA();
+        };
+        return first != null && first.normPreparesInput(hidden) ? first : null;
     }
 
     /**
@@ -169,7 +173,8 @@ final class DevicePass implements AutoCloseable {
         }
     }
 
-    private void mla(int l, DeviceModel.Mla m, PassScratch s, int rows) {
+    /** Layer l's latent attention; {@code stackPrepared}: xn already went through q_a|kv_a's input rule. */
+    private void mla(int l, DeviceModel.Mla m, PassScratch s, int rows, boolean stackPrepared) {
         MlaSpec spec = m.spec();
         int hidden = model.config().hidden();
         int heads = spec.heads();
@@ -177,17 +182,38 @@ final class DevicePass implements AutoCloseable {
         int lora = spec.kvLoraRank();
         long xn = s.xn().pointer();
         long q = s.qkv().pointer();
-        if (m.qA() != null) {
-            long qLatent = s.qLatent().pointer();
-            long normed = s.qLatentNormed().pointer();
+        long qLatent = s.qLatent().pointer();
+        long latent = s.latent().pointer();
+        if (m.qAkvA() != null) {
+            // one linear for both: a token's row is [q latent | kv latent and rope key]; one row is read in place,
+            // several are split into the two buffers (the kernels after read rows of their own width)
+            int width = m.stackedWidth();
+            long stacked = s.stacked().pointer();
+            if (stackPrepared) {
+                ops.linearOfPrepared(m.qAkvA(), xn, stacked, width, rows, false, s.partials().pointer(),
+                        s.partials().byteSize());
+            } else {
+                linear(m.qAkvA(), xn, stacked, width, rows, false, s);
+            }
+            if (rows == 1) {
+                qLatent = stacked;
+                latent = stacked + (long) FLOAT * spec.qLoraRank();
+            } else {
+                ops.splitRows(stacked, rows, width, qLatent, spec.qLoraRank(), latent, lora + spec.ropeDim());
+            }
+        } else if (m.qA() != null) {
             linear(m.qA(), xn, qLatent, spec.qLoraRank(), rows, false, s);
+        }
+        if (m.qANorm() != null) {
+            long normed = s.qLatentNormed().pointer();
             ops.rmsNorm(qLatent, 0L, m.qANorm().pointer(), normed, rows, spec.qLoraRank(), spec.normEps());
             linear(m.qB(), normed, q, heads * qk, rows, false, s);
         } else {
             linear(m.qB(), xn, q, heads * qk, rows, false, s);
         }
-        long latent = s.latent().pointer();
-        linear(m.kvA(), xn, latent, lora + spec.ropeDim(), rows, false, s);
+        if (m.kvA() != null) {
+            linear(m.kvA(), xn, latent, lora + spec.ropeDim(), rows, false, s);
+        }
         DeviceModel.RopeTables rope = m.rope();
         ops.mlaPositionRows(q, rows, heads, spec.nopeDim(), spec.ropeDim(), latent, lora, m.kvANorm().pointer(),
                 spec.normEps(), s.latentNormed().pointer(), rope.cos().pointer(), rope.sin().pointer(),

@@ -43,6 +43,8 @@ final class PassScratch implements AutoCloseable {
     private final DeviceBuffer qLatentNormed;
     private final DeviceBuffer latent;
     private final DeviceBuffer latentNormed;
+    /** Latent attention's q_a|kv_a rows where one stacked linear makes both. */
+    private final DeviceBuffer stacked;
     /** A dense MLP's gate and up rows. */
     private final DeviceBuffer gate;
     private final DeviceBuffer up;
@@ -83,6 +85,7 @@ final class PassScratch implements AutoCloseable {
             qLatent = keep(ops.allocate(FLOAT * r * w.qLatent()));
             qLatentNormed = keep(ops.allocate(FLOAT * r * w.qLatent()));
             latent = keep(ops.allocate(FLOAT * r * w.latent()));
+            stacked = keep(ops.allocate(FLOAT * r * w.stacked()));
             latentNormed = keep(ops.allocate(FLOAT * r * w.latentNormed()));
             gate = keep(ops.allocate(FLOAT * r * w.intermediate()));
             up = keep(ops.allocate(FLOAT * r * w.intermediate()));
@@ -159,6 +162,10 @@ final class PassScratch implements AutoCloseable {
 
     DeviceBuffer arrivals() {
         return arrivals;
+    }
+
+    DeviceBuffer stacked() {
+        return stacked;
     }
 
     DeviceBuffer latent() {

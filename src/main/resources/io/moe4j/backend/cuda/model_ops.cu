@@ -1306,6 +1306,21 @@ extern "C" __global__ void model_fill_choices(int* __restrict__ ids, float* __re
     }
 }
 
+// Rows of x [rows, na + nb] split into a [rows, na] and b [rows, nb]: a stacked linear's output (DeepSeek's q_a|kv_a)
+// for the kernels that read each part as rows of its own width. grid: rows; block: 256
+extern "C" __global__ void model_split_rows(const float* __restrict__ x, float* __restrict__ a, int na,
+                                            float* __restrict__ b, int nb) {
+    enter_after_prior_grid();
+    const float* src = x + (long long) blockIdx.x * (na + nb);
+    for (int i = threadIdx.x; i < na + nb; i += blockDim.x) {
+        if (i < na) {
+            a[(long long) blockIdx.x * na + i] = src[i];
+        } else {
+            b[(long long) blockIdx.x * nb + i - na] = src[i];
+        }
+    }
+}
+
 // out[i] = x[rows[i]] for rows of n floats: the last row of each sequence of a batch, for lm_head.
 // grid: count; block: 256
 extern "C" __global__ void model_gather_rows(const float* __restrict__ x, const int* __restrict__ rows,

@@ -69,4 +69,29 @@ class DeviceModelSupportTest {
         json.writeValue(dir.resolve("config.json").toFile(), config);
         return DecoderConfig.of(ModelConfig.load(dir));
     }
+
+    /**
+     * On a GPU: the DeepSeek case's q_a_proj and kv_a_proj_with_mqa (FP8 blocks, one input rule) load as one stacked
+     * linear, and as two with {@code -Dmoe4j.cuda.stackMlaInputs=false} (DeviceModelTest compares their logits).
+     */
+    @org.junit.jupiter.api.Test
+    void deepSeeksQaAndKvaStackOnTheDevice() {
+        io.moe4j.backend.cuda.driver.CudaProbe probe = io.moe4j.backend.cuda.driver.CudaRuntime.probe();
+        org.junit.jupiter.api.Assumptions.assumeTrue(probe.available(), () -> "no usable CUDA device: " + probe.reason());
+        Path dir = fixtures().resolve("m_deepseek_ct_fp8_block");
+        DecoderConfig config = DecoderConfig.of(ModelConfig.load(dir));
+        for (String stack : new String[] {"true", "false"}) {
+            io.moe4j.testing.SystemProperty.with("moe4j.cuda.stackMlaInputs", stack, () -> {
+                try (io.moe4j.safetensors.Checkpoint checkpoint = io.moe4j.safetensors.Checkpoint.open(dir);
+                        DeviceModel model = DeviceModel.load(config, checkpoint,
+                                io.moe4j.model.ModelOptions.defaults().withBackend("cuda"), 256)) {
+                    for (DeviceModel.Layer layer : model.layers()) {
+                        DeviceModel.Mla mla = (DeviceModel.Mla) layer.attention();
+                        assertThat(mla.qAkvA() != null).as("stacked, " + stack).isEqualTo(stack.equals("true"));
+                        assertThat(mla.qA() == null && mla.kvA() == null).isEqualTo(stack.equals("true"));
+                    }
+                }
+            });
+        }
+    }
 }
