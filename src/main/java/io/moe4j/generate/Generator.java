@@ -83,7 +83,8 @@ public final class Generator {
             }
             emit(reply.take(token), text, onText);
             if (reply.ended()) {
-                reason = FinishReason.STOP;
+                // JSON the budget closed early is complete but cut short: a length, as an unconstrained reply's
+                reason = constraint != null && constraint.cutByBudget() ? FinishReason.LENGTH : FinishReason.STOP;
                 break;
             }
             // The token just drawn is not fed yet: the sequence holds one more than the session's position.

@@ -89,6 +89,11 @@ public final class ReplyConstraint {
         return vocabulary.size();
     }
 
+    /** Whether the token budget cut the JSON answer short ({@link JsonConstraint#cutByBudget}). */
+    public boolean cutByBudget() {
+        return json.cutByBudget();
+    }
+
     /** Whether the reply is inside the JSON answer (not in forced tokens or reasoning). */
     public boolean inAnswer() {
         return phase == Phase.JSON;

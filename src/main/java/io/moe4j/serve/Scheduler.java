@@ -1,6 +1,7 @@
 package io.moe4j.serve;
 
 import io.moe4j.generate.FinishReason;
+import io.moe4j.generate.ReplyConstraint;
 import io.moe4j.generate.ReplyStream;
 import io.moe4j.generate.Sampler;
 import io.moe4j.model.StepOutput;
@@ -345,7 +346,10 @@ public final class Scheduler implements AutoCloseable {
             job.listener.onText(shown);
         }
         if (job.reply.ended()) {
-            finish(job, FinishReason.STOP, null);
+            // JSON the budget closed early is complete but cut short: a length, as an unconstrained reply's
+            ReplyConstraint constraint = job.request.constraint();
+            finish(job, constraint != null && constraint.cutByBudget() ? FinishReason.LENGTH : FinishReason.STOP,
+                    null);
             return false;
         }
         // Prompt and generated tokens together stay within the context (as vLLM counts max_model_len): the token

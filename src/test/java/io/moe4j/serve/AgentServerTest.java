@@ -199,7 +199,8 @@ class AgentServerTest {
                 JsonNode doc = tree(content.strip());
                 assertThat(SchemaCheck.errors(tree(SCHEMAS.get(i % SCHEMAS.size())), doc))
                         .as("request %d: %s", i, content).isEmpty();
-                assertThat(c.choices().getFirst().finishReason().asString()).isEqualTo("stop");
+                // a random model writes its strings on until the budget closes them: then a length, else a stop
+                assertThat(c.choices().getFirst().finishReason().asString()).isIn("stop", "length");
                 reasoned += reasoning(c).isEmpty() ? 0 : 1;
             }
             if (gpt) {
@@ -220,7 +221,8 @@ class AgentServerTest {
                     96, seed).putAdditionalBodyProperty("tools", value(TOOLS))
                     .putAdditionalBodyProperty("tool_choice", JsonValue.from("required")).build());
             var choice = c.choices().getFirst();
-            assertThat(choice.finishReason().asString()).isEqualTo("tool_calls");
+            // a random model writes its arguments on until the budget closes them: then a length
+            assertThat(choice.finishReason().asString()).isIn("tool_calls", "length");
             List<ChatCompletionMessageToolCall> calls = choice.message().toolCalls().orElseThrow();
             assertThat(calls).isNotEmpty();
             for (ChatCompletionMessageToolCall call : calls) {
@@ -250,7 +252,7 @@ class AgentServerTest {
         }
         ChatCompletion c = acc.chatCompletion();
         var choice = c.choices().getFirst();
-        assertThat(choice.finishReason().asString()).isEqualTo("tool_calls");
+        assertThat(choice.finishReason().asString()).isIn("tool_calls", "length");
         List<ChatCompletionMessageToolCall> calls = choice.message().toolCalls().orElseThrow();
         assertThat(calls).hasSize(1);
         var f = calls.getFirst().asFunction();

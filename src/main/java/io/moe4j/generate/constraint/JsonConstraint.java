@@ -27,6 +27,8 @@ public final class JsonConstraint {
     private final int[] endTokens;
     private JsonState state;
     private int lastVisited;
+    /** Whether the budget has left out a token that would have continued an unfinished document. */
+    private boolean cutByBudget;
 
     /**
      * @param endTokens the end-of-sequence ids (eos, end of turn) that may end the document; special tokens
@@ -81,14 +83,28 @@ public final class JsonConstraint {
             System.arraycopy(trie.plainTokens(), 0, mask, 0, n);
         } else {
             Arrays.fill(mask, 0, n, false);
+            // plain string content refused for its cost: the string is being closed early
+            cutByBudget |= skipPlain;
         }
         Arrays.fill(mask, n, mask.length, false);
         if (maxCost >= 0) {
-            lastVisited = trie.mark(state, maxCost, skipPlain, mask);
+            boolean[] cut = {false};
+            lastVisited = trie.mark(state, maxCost, skipPlain, mask, cut);
+            // a complete document's further tokens (white space) are no content of it
+            cutByBudget |= cut[0] && !complete;
         }
         for (int id : endTokens) {
             mask[id] = complete;
         }
+    }
+
+    /**
+     * Whether the token budget has shaped the document: a token that would have continued it while unfinished was
+     * left out for its cost (a string closed, a number or array ended early), so the reply is complete JSON but
+     * not the one the model was writing. A reply so ended finishes for its length, not as a stop.
+     */
+    public boolean cutByBudget() {
+        return cutByBudget;
     }
 
     /** Advances past token {@code id}; fails when the token does not continue a valid prefix. */

@@ -157,13 +157,14 @@ public final class TokenTrie {
      *
      * @param skipPlain the state is plain string content and the plain tokens are already marked: subtrees of plain
      *                  tokens only are not entered
+     * @param cut       cut[0] is set when a token that continues the document was left out for its cost alone
      * @return trie nodes visited (for measurements)
      */
-    int mark(JsonState state, int maxCost, boolean skipPlain, boolean[] mask) {
-        return walk(0, state, maxCost, skipPlain, mask);
+    int mark(JsonState state, int maxCost, boolean skipPlain, boolean[] mask, boolean[] cut) {
+        return walk(0, state, maxCost, skipPlain, mask, cut);
     }
 
-    private int walk(int node, JsonState state, int maxCost, boolean skipPlain, boolean[] mask) {
+    private int walk(int node, JsonState state, int maxCost, boolean skipPlain, boolean[] mask, boolean[] cut) {
         int visited = 0;
         int end = node + size[node];
         for (int child = node + 1; child < end; child += size[child]) {
@@ -175,13 +176,17 @@ public final class TokenTrie {
             if (next == null) {
                 continue;
             }
-            if (firstToken[child] >= 0 && next.cost() <= maxCost) {
-                for (int t = firstToken[child]; t >= 0; t = nextToken[t]) {
-                    mask[t] = true;
+            if (firstToken[child] >= 0) {
+                if (next.cost() <= maxCost) {
+                    for (int t = firstToken[child]; t >= 0; t = nextToken[t]) {
+                        mask[t] = true;
+                    }
+                } else {
+                    cut[0] = true;
                 }
             }
             if (size[child] > 1) {
-                visited += walk(child, next, maxCost, skipPlain, mask);
+                visited += walk(child, next, maxCost, skipPlain, mask, cut);
             }
         }
         return visited;

@@ -78,7 +78,11 @@ class ConstrainedSamplingTest {
     /** One constrained generation: the text, or fails when the budget or the mask breaks. */
     static String generate(JsonGrammar grammar, TokenTrie trie, TokenVocabulary vocabulary, int eos, long seed,
                            int maxTokens) {
-        JsonConstraint constraint = new JsonConstraint(grammar, trie, vocabulary, eos);
+        return generate(new JsonConstraint(grammar, trie, vocabulary, eos), vocabulary, eos, seed, maxTokens);
+    }
+
+    /** {@link #generate} along {@code constraint}, which the caller may ask afterwards. */
+    static String generate(JsonConstraint constraint, TokenVocabulary vocabulary, int eos, long seed, int maxTokens) {
         Sampler sampler = new Sampler(new SamplingParams(1.0, 0, 1, 0, seed));
         SplittableRandom logitsRandom = new SplittableRandom(seed * 31 + 7);
         int n = vocabulary.size();
@@ -173,6 +177,26 @@ class ConstrainedSamplingTest {
         }
     }
 
+    /**
+     * A document the budget had to close early (a string ended, tokens that would have continued it left out for
+     * their cost) says so, and one that ended on the model's own choice, with room to spare, does not.
+     */
+    @Test
+    void aDocumentTheBudgetClosedEarlySaysSo() throws IOException {
+        JsonGrammar string = JsonGrammar.of(JSON.readTree(
+                "{\"type\": \"object\", \"properties\": {\"s\": {\"type\": \"string\"}}, \"required\": [\"s\"]}"),
+                trie);
+        JsonGrammar flag = JsonGrammar.of(JSON.readTree("{\"type\": \"boolean\"}"), trie);
+        for (long seed = 1; seed <= 5; seed++) {
+            JsonConstraint tight = new JsonConstraint(string, trie, vocabulary, eos);
+            String text = generate(tight, vocabulary, eos, seed, tight.minTokens() + 2);
+            assertThat(tight.cutByBudget()).as(text).isTrue();
+            JsonConstraint roomy = new JsonConstraint(flag, trie, vocabulary, eos);
+            text = generate(roomy, vocabulary, eos, seed, MAX_TOKENS);
+            assertThat(roomy.cutByBudget()).as(text).isFalse();
+        }
+    }
+
     @Test
     void tightBudgetsStillEndInValidDocuments() throws IOException {
         for (String s : SCHEMAS) {
@@ -209,7 +233,7 @@ class ConstrainedSamplingTest {
                     if (skip && state.cost() <= maxCost) {
                         System.arraycopy(trie.plainTokens(), 0, viaTrie, 0, viaTrie.length);
                     }
-                    trie.mark(state, maxCost, skip, viaTrie);
+                    trie.mark(state, maxCost, skip, viaTrie, new boolean[1]);
                     for (int id = 0; id < vocabulary.size(); id++) {
                         boolean expected = false;
                         if (!vocabulary.isSpecial(id) && vocabulary.bytes(id).length > 0) {
