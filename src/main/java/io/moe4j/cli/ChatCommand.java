@@ -1,5 +1,6 @@
 package io.moe4j.cli;
 
+import io.moe4j.MoeException;
 import io.moe4j.generate.Conversation;
 import io.moe4j.generate.GenerationRequest;
 import io.moe4j.generate.GenerationResult;
@@ -83,7 +84,18 @@ final class ChatCommand implements Callable<Integer> {
             GenerationRequest request = sampling.request(model);
             interrupted.set(false);
             OutputView view = OutputView.of(model, !raw, out);
-            GenerationResult r = chat.say(line, request, view::accept, interrupted::get);
+            GenerationResult r;
+            try {
+                r = chat.say(line, request, view::accept, interrupted::get);
+            } catch (MoeException | IllegalArgumentException e) {
+                // the turn was not taken (a message beyond the context, say): the conversation goes on
+                view.finish();
+                out.println();
+                out.flush();
+                err.println("moe: " + e.getMessage() + " (the turn was not taken; /reset starts a new conversation)");
+                err.flush();
+                continue;
+            }
             view.finish();
             out.println();
             out.flush();

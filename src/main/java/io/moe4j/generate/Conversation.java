@@ -41,33 +41,52 @@ public final class Conversation implements AutoCloseable {
         return this;
     }
 
-    /** The user's turn and the model's answer to it, streamed to {@code onText}; the answer joins the history. */
+    /**
+     * The user's turn and the model's answer to it, streamed to {@code onText}; the answer joins the history. A turn
+     * that fails (a prompt beyond the context, say) leaves the history as it was, so the conversation can go on.
+     */
     public GenerationResult say(String user, GenerationRequest request, Consumer<String> onText,
                                 BooleanSupplier cancelled) {
         messages.add(message("user", user));
-        ChatRequest chat = ChatRequest.of(messages.deepCopy(), true);
-        int[] prompt = model.encodeChat(chat);
-        int keep = sharedPrefix(fed, prompt);
-        if (keep == prompt.length) {
-            keep--;   // at least one token must run to get the next logits
+        int[] prompt = null;
+        int keep = 0;
+        try {
+            ChatRequest chat = ChatRequest.of(messages.deepCopy(), true);
+            prompt = model.encodeChat(chat);
+            keep = sharedPrefix(fed, prompt);
+            if (keep == prompt.length) {
+                keep--;   // at least one token must run to get the next logits
+            }
+            if (keep < session.position() && !session.rewind(keep)) {
+                session.reset();
+                keep = 0;
+            }
+            reusedLastTurn = keep;
+            // A template may render this reply anew in the next turn (gpt-oss drops its analysis, Qwen3 its
+            // thinking): that turn then rewinds to where the reply began, which a sliding-window layer can only do
+            // if it kept the rows a query there sees. Kept for replies of up to REWIND_TOKENS; a longer one makes
+            // the next turn start over.
+            session.keepForRewind((int) Math.min(REWIND_TOKENS, request.maxTokens() + (long) REWIND_TAIL));
+            int[] rest = Arrays.copyOfRange(prompt, keep, prompt.length);
+            GenerationResult result = new Generator(model.tokenizer()).generate(session, rest, request, onText,
+                    cancelled);
+            // The session now holds the prompt and every generated token but the last (which was never fed back).
+            int[] generated = result.tokens();
+            int fedGenerated = (int) (session.position() - prompt.length);
+            fed = concat(prompt, Arrays.copyOf(generated, Math.max(0, fedGenerated)));
+            messages.add(message("assistant", result.text()));
+            return result;
+        } catch (RuntimeException e) {
+            messages.remove(messages.size() - 1);
+            // What the session holds is still known where nothing of this turn was fed; else it starts over.
+            if (prompt != null && session.position() <= keep) {
+                fed = Arrays.copyOf(prompt, (int) session.position());
+            } else if (prompt != null) {
+                session.reset();
+                fed = new int[0];
+            }
+            throw e;
         }
-        if (keep < session.position() && !session.rewind(keep)) {
-            session.reset();
-            keep = 0;
-        }
-        reusedLastTurn = keep;
-        // A template may render this reply anew in the next turn (gpt-oss drops its analysis, Qwen3 its thinking):
-        // that turn then rewinds to where the reply began, which a sliding-window layer can only do if it kept the
-        // rows a query there sees. Kept for replies of up to REWIND_TOKENS; a longer one makes the next turn start over.
-        session.keepForRewind((int) Math.min(REWIND_TOKENS, request.maxTokens() + (long) REWIND_TAIL));
-        int[] rest = Arrays.copyOfRange(prompt, keep, prompt.length);
-        GenerationResult result = new Generator(model.tokenizer()).generate(session, rest, request, onText, cancelled);
-        // The session now holds the prompt and every generated token but the last (which was never fed back).
-        int[] generated = result.tokens();
-        int fedGenerated = (int) (session.position() - prompt.length);
-        fed = concat(prompt, Arrays.copyOf(generated, Math.max(0, fedGenerated)));
-        messages.add(message("assistant", result.text()));
-        return result;
     }
 
     /** How many prompt tokens of the last turn came from the cache instead of running again. */

@@ -100,6 +100,32 @@ class EndToEndTest {
         }
     }
 
+    /**
+     * A turn beyond the context fails by name and is not taken: the history and the cache stay as they were, and the
+     * next turn answers as a fresh session given the conversation without it does.
+     */
+    @Test
+    void aTurnBeyondTheContextIsNotTakenAndTheConversationGoesOn() {
+        try (MoeModel limited = MoeModel.load(dir, ModelOptions.defaults().withThreads(2).withContextLimit(200));
+                Conversation chat = limited.newConversation()) {
+            GenerationRequest greedy = new GenerationRequest(4, SamplingParams.greedy(), List.of(), limited.eosIds());
+            chat.say("Hi!", greedy, p -> { }, () -> false);
+            int held = chat.messages().size();
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> chat.say("word ".repeat(400), greedy, p -> { },
+                    () -> false)).isInstanceOf(io.moe4j.MoeException.class).hasMessageContaining("context");
+            assertThat(chat.messages().size()).as("the failed turn left no message").isEqualTo(held);
+            GenerationResult next = chat.say("And then?", greedy, p -> { }, () -> false);
+            assertThat(chat.reusedLastTurn()).as("the cache survived the failed turn").isGreaterThan(0);
+            ChatRequest again = new ChatRequest(withoutLastAnswer(chat.messages()), true, null, java.util.Map.of(),
+                    null);
+            try (Session fresh = limited.model().newSession()) {
+                GenerationResult alone = new Generator(limited.tokenizer()).generate(fresh,
+                        limited.encodeChat(again), greedy, p -> { }, () -> false);
+                assertThat(next.tokens()).isEqualTo(alone.tokens());
+            }
+        }
+    }
+
     @Test
     void cancellingStopsBeforeTheNextToken() {
         GenerationResult r = model.complete("Hello", greedy(50), p -> { }, () -> true);
@@ -129,6 +155,16 @@ class EndToEndTest {
         assertThat(c.out).startsWith("> ");
         assertThat(c.out.split("> ", -1)).hasSize(4);   // three prompts: two turns and the exit
         assertThat(c.err).contains("from the cache");
+    }
+
+    @Test
+    void moeChatGoesOnAfterATurnBeyondTheContext() {
+        Captured c = run("Hi!\n" + "word ".repeat(400) + "\nAnd then?\n/exit\n", "chat", "--model", dir.toString(),
+                "--max-tokens", "4", "--temperature", "0", "--threads", "2", "--context", "200", "--no-warmup");
+        assertThat(c.code).as(c.err).isZero();
+        assertThat(c.out.split("> ", -1)).hasSize(5);   // four prompts: two turns, the refused one and the exit
+        assertThat(c.err).contains("context overflow").contains("the turn was not taken");
+        assertThat(c.err.lines().filter(l -> l.contains("from the cache")).count()).isEqualTo(2);
     }
 
     private static ArrayNode withoutLastAnswer(ArrayNode messages) {
