@@ -40,6 +40,7 @@ public final class ReplyReader {
     private final StringBuilder jsonCalls = new StringBuilder();
     private final List<ToolCall> toolCalls = new ArrayList<>();
     private int harmonySeen;
+    private boolean oneCall;
 
     /**
      * @param parser      the family's call markup to read out of the answer, or null
@@ -50,6 +51,15 @@ public final class ReplyReader {
         this.calls = parser == null ? null : parser.stream(ids);
         this.callsAsJson = callsAsJson;
         this.ids = ids;
+    }
+
+    /**
+     * Keeps the reply to its first tool call (a request's {@code parallel_tool_calls: false}): later calls are read
+     * and dropped, neither streamed nor listed.
+     */
+    public ReplyReader oneCallOnly() {
+        oneCall = true;
+        return this;
     }
 
     public List<Event> feed(String text) {
@@ -142,6 +152,9 @@ public final class ReplyReader {
     }
 
     private void call(ToolCall c, List<Event> out) {
+        if (oneCall && !toolCalls.isEmpty()) {
+            return;
+        }
         out.add(new Event.Call(toolCalls.size(), c));
         toolCalls.add(c);
     }

@@ -20,5 +20,5 @@ import java.util.List;
 public record ApiRequest(boolean isChat, String model, ChatPrompt chat, String promptText, int[] promptIds,
                          SamplingParams sampling, Integer maxTokens, List<String> stops, boolean stream,
                          boolean includeUsage, JsonNode responseFormat, ToolChoice toolChoice,
-                         boolean skipSpecialTokens) {
+                         boolean skipSpecialTokens, boolean parallelToolCalls) {
 }

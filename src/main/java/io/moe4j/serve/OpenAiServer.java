@@ -316,7 +316,8 @@ public final class OpenAiServer implements AutoCloseable {
         ToolChoice choice = request.toolChoice();
         boolean forced = choice instanceof ToolChoice.Required || choice instanceof ToolChoice.Named;
         boolean free = choice instanceof ToolChoice.Auto;
-        return outputs.reader(promptText, free, forced, ToolCallIds.random());
+        ReplyReader reader = outputs.reader(promptText, free, forced, ToolCallIds.random());
+        return request.parallelToolCalls() ? reader : reader.oneCallOnly();
     }
 
     private int[] prompt(ApiRequest request) {

@@ -184,7 +184,9 @@ final class RequestParser {
             }
             includeUsage = optionalBoolean(options, "include_usage", "stream_options.include_usage");
         }
-        for (String ignored : List.of("user", "store", "parallel_tool_calls", "metadata", "service_tier")) {
+        boolean parallelToolCalls = nullToNull(body.get("parallel_tool_calls")) == null
+                || optionalBoolean(body, "parallel_tool_calls");
+        for (String ignored : List.of("user", "store", "metadata", "service_tier")) {
             JsonNode v = nullToNull(body.get(ignored));
             if (v != null && (v.isArray() || (ignored.equals("user") && !v.isTextual()))) {
                 throw ApiError.badRequest("'" + ignored + "' has the wrong type", ignored);
@@ -197,7 +199,7 @@ final class RequestParser {
         JsonNode skip = nullToNull(body.get("skip_special_tokens"));
         boolean skipSpecial = skip == null || optionalBoolean(body, "skip_special_tokens");
         return new ApiRequest(isChat, model, chat, text, ids, sampling, maxTokens, stops, stream, includeUsage, format,
-                toolChoice, skipSpecial);
+                toolChoice, skipSpecial, parallelToolCalls);
     }
 
     private static ChatMessage message(JsonNode m, String where) {

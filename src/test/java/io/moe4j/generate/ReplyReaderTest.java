@@ -42,6 +42,20 @@ class ReplyReaderTest {
         }
     }
 
+    /** With one call only (parallel_tool_calls false) the second call is neither streamed nor listed. */
+    @Test
+    void oneCallOnlyDropsTheCallsAfterTheFirst() {
+        String reply = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"
+                + "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
+        for (int size : new int[] {1, 5, 1000}) {
+            ReplyReader r = new ReplyReader(QWEN_PROMPT, ToolCallParser.forFamily("qwen3_moe"), false,
+                    ToolCallIds.sequential("call_")).oneCallOnly();
+            List<ReplyReader.Event> events = read(r, reply, size);
+            assertThat(r.toolCalls()).containsExactly(new ToolCall("call_0", "get_weather", "{\"city\": \"Paris\"}"));
+            assertThat(events.stream().filter(e -> e instanceof ReplyReader.Event.Call).count()).isEqualTo(1);
+        }
+    }
+
     @Test
     void aCallThatDoesNotParseStaysAnswer() {
         String reply = "Sure <tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": </tool_call> done";
