@@ -184,8 +184,7 @@ final class RequestParser {
             }
             includeUsage = optionalBoolean(options, "include_usage", "stream_options.include_usage");
         }
-        boolean parallelToolCalls = nullToNull(body.get("parallel_tool_calls")) == null
-                || optionalBoolean(body, "parallel_tool_calls");
+        boolean parallelToolCalls = optionalBoolean(body, "parallel_tool_calls", "parallel_tool_calls", true);
         for (String ignored : List.of("user", "store", "metadata", "service_tier")) {
             JsonNode v = nullToNull(body.get(ignored));
             if (v != null && (v.isArray() || (ignored.equals("user") && !v.isTextual()))) {
@@ -196,8 +195,7 @@ final class RequestParser {
         SamplingParams sampling = new SamplingParams(temperature, topK == null || topK < 0 ? 0 : topK, topP, minP,
                 seed);
         // vLLM's extension, true by default there too: special tokens stay out of the text unless asked for
-        JsonNode skip = nullToNull(body.get("skip_special_tokens"));
-        boolean skipSpecial = skip == null || optionalBoolean(body, "skip_special_tokens");
+        boolean skipSpecial = optionalBoolean(body, "skip_special_tokens", "skip_special_tokens", true);
         return new ApiRequest(isChat, model, chat, text, ids, sampling, maxTokens, stops, stream, includeUsage, format,
                 toolChoice, skipSpecial, parallelToolCalls);
     }
@@ -436,9 +434,14 @@ final class RequestParser {
     }
 
     private static boolean optionalBoolean(JsonNode body, String field, String param) {
+        return optionalBoolean(body, field, param, false);
+    }
+
+    /** {@code field} of body, a boolean, or {@code absent} where it is missing or null. */
+    private static boolean optionalBoolean(JsonNode body, String field, String param, boolean absent) {
         JsonNode v = nullToNull(body.get(field));
         if (v == null) {
-            return false;
+            return absent;
         }
         if (v.getNodeType() != JsonNodeType.BOOLEAN) {
             throw ApiError.badRequest("'" + param + "' must be a boolean", param);
