@@ -29,6 +29,8 @@ public final class JsonConstraint {
     private int lastVisited;
     /** Whether the budget has left out a token that would have continued an unfinished document. */
     private boolean cutByBudget;
+    /** The trie walk's flag of such a token, reset for each mask (one array for every step, not one a step). */
+    private final boolean[] cut = new boolean[1];
 
     /**
      * @param endTokens the end-of-sequence ids (eos, end of turn) that may end the document; special tokens
@@ -88,7 +90,7 @@ public final class JsonConstraint {
         }
         Arrays.fill(mask, n, mask.length, false);
         if (maxCost >= 0) {
-            boolean[] cut = {false};
+            cut[0] = false;
             lastVisited = trie.mark(state, maxCost, skipPlain, mask, cut);
             // a complete document's further tokens (white space) are no content of it
             cutByBudget |= cut[0] && !complete;
