@@ -83,18 +83,10 @@ class TokenizeCommandTest {
                 {good.toString(), tmp.resolve("no/dir/out.jsonl").toString(), "out.jsonl: no such file or directory"},
                 {chat.toString(), out.toString(), chat + " line 2: "}};
         for (String[] c : cases) {
-            java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
-            java.io.PrintStream saved = System.err;
-            int code;
-            try {
-                System.setErr(new java.io.PrintStream(err, true, java.nio.charset.StandardCharsets.UTF_8));
-                code = MoeCommand.execute("tokenize", "--model",
-                        RandomModels.sharedTokenizers().resolve("qwen3").toString(), "--input", c[0], "--output", c[1]);
-            } finally {
-                System.setErr(saved);
-            }
-            String said = err.toString(java.nio.charset.StandardCharsets.UTF_8).strip();
-            assertThat(code).as(said).isEqualTo(1);
+            CliTest.Run r = CliTest.moe("tokenize", "--model",
+                    RandomModels.sharedTokenizers().resolve("qwen3").toString(), "--input", c[0], "--output", c[1]);
+            String said = r.err().strip();
+            assertThat(r.exit()).as(said).isEqualTo(1);
             assertThat(said).startsWith("moe: ").contains(c[2]).doesNotContain("\tat ").doesNotContain("Exception");
             assertThat(said.lines()).hasSize(1);
         }
