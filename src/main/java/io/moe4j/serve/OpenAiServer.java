@@ -218,6 +218,12 @@ public final class OpenAiServer implements AutoCloseable {
             throw ApiError.badRequest("this model's context holds " + context + " tokens; the prompt has "
                     + prompt.length + ", which leaves no room for an answer", param, "context_length_exceeded");
         }
+        if (request.maxTokens() != null && request.maxTokens() > context - prompt.length) {
+            // As OpenAI and vLLM answer: a reply the request allows but the context cannot hold is refused, not cut.
+            throw ApiError.badRequest("max_tokens (or max_completion_tokens) is " + request.maxTokens() + " but this model's context holds "
+                    + context + " tokens and the prompt has " + prompt.length + ", which leaves "
+                    + (context - prompt.length), "max_tokens", "context_length_exceeded");
+        }
         // The scheduler's own rule for the room (prompt and reply within the context), so that a constraint built
         // for maxTokens is built for the room the reply really has.
         int maxTokens = new ReplyBudget(request.maxTokens() == null ? Integer.MAX_VALUE : request.maxTokens(), context)

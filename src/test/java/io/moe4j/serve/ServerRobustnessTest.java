@@ -137,6 +137,8 @@ class ServerRobustnessTest {
         cases.put("max_tokens a string", new Object[] {CHAT, chatWith("max_tokens", "ten"), 400, "max_tokens"});
         cases.put("max_tokens zero", new Object[] {CHAT, chatWith("max_tokens", 0), 400, "max_tokens"});
         cases.put("max_tokens too big for int", new Object[] {CHAT, chatWith("max_tokens", 1L << 40), 400, "max_tokens"});
+        // The toy's context holds 128 tokens: a reply of 127 after a prompt of more than one does not fit.
+        cases.put("max_tokens past the context", new Object[] {CHAT, chatWith("max_tokens", 127), 400, "max_tokens"});
         cases.put("max_completion_tokens fractional", new Object[] {CHAT, chatWith("max_completion_tokens", 2.5), 400,
                 "max_completion_tokens"});
         cases.put("temperature a string", new Object[] {CHAT, chatWith("temperature", "hot"), 400, "temperature"});
