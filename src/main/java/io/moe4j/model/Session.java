@@ -17,6 +17,7 @@ public final class Session implements AutoCloseable {
     private long position;
     /** Why the last forward failed part-way, leaving the caches inconsistent; null when the session is usable. */
     private String failure;
+    private boolean closed;
     /**
      * The most tokens one pass of the runtime takes: a longer prompt runs as passes of this many, one after another
      * through the cache, so that the activations and the experts' buffers of a pass stay bounded whatever the
@@ -145,6 +146,7 @@ public final class Session implements AutoCloseable {
      * and {@code logitRows} rows of logits fit in Java arrays, and the session has not failed part-way.
      */
     void checkFeed(int[] tokens, int logitRows) {
+        checkOpen();
         int n = tokens.length;
         if (position + n > model.contextLimit()) {
             throw new MoeException("context overflow: " + position + " positions held + " + n + " new tokens exceed the"
@@ -195,6 +197,7 @@ public final class Session implements AutoCloseable {
 
     /** Empties the cache: the next token is at position 0 again. */
     public void reset() {
+        checkOpen();
         state.reset();
         position = 0;
         failure = null;
@@ -207,6 +210,7 @@ public final class Session implements AutoCloseable {
      * nothing, when it is not.
      */
     public boolean rewind(long position) {
+        checkOpen();
         if (position < 0 || position > this.position) {
             throw new IllegalArgumentException("cannot rewind to " + position + " (at " + this.position + ")");
         }
@@ -223,13 +227,24 @@ public final class Session implements AutoCloseable {
      * chat template renders that reply anew).
      */
     public void keepForRewind(int positions) {
+        checkOpen();
         state.keepForRewind(positions);
     }
 
-    /** Frees the session's caches; a closed session is not used again. */
+    /** Frees the session's caches; a closed session refuses further work. Closing twice does nothing more. */
     @Override
     public void close() {
-        state.close();
-        position = 0;
+        if (!closed) {
+            closed = true;
+            state.close();
+            position = 0;
+        }
+    }
+
+    /** The caches a closed session held are freed (on a device, perhaps reused): nothing may touch them again. */
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("the session is closed; open a new one with Model.newSession()");
+        }
     }
 }

@@ -12,6 +12,7 @@ import org.junit.jupiter.api.io.TempDir;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.function.Consumer;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -179,6 +180,27 @@ class ModelBadInputTest {
             assertThatThrownBy(() -> session.prefill(new int[] {1, c.vocab()})).isInstanceOf(MoeException.class)
                     .hasMessageContaining("token id " + c.vocab()).hasMessageContaining("index 1");
             assertThat(session.position()).isZero();
+        }
+    }
+
+    @Test
+    void aClosedSessionRefusesWorkAndClosesOnce() {
+        ModelCases.Case c = ModelCases.load(GPT_OSS);
+        try (Model model = Model.load(c.dir(), options())) {
+            Session session = model.newSession();
+            session.prefill(new int[] {1, 2});
+            session.close();
+            session.close();
+            for (org.assertj.core.api.ThrowableAssert.ThrowingCallable use : List.<org.assertj.core.api
+                    .ThrowableAssert.ThrowingCallable>of(() -> session.decode(1), () -> session.prefill(new int[] {1}),
+                    () -> session.decodeGreedy(1), session::reset, () -> session.rewind(0),
+                    () -> session.keepForRewind(8))) {
+                assertThatThrownBy(use).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+            }
+            // The model itself still serves new sessions.
+            try (Session fresh = model.newSession()) {
+                assertThat(fresh.prefill(new int[] {1, 2})).hasSize(2 * c.vocab());
+            }
         }
     }
 
