@@ -204,6 +204,19 @@ final class BenchCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--model-preset runs on backend cpu, cuda or emulation, not '" + backend
                     + "'");
         }
+        if (!writeOnly && activations.value() != KernelActivations.FLOAT) {
+            // said before gigabytes of weights are written for a run the backend would refuse at load
+            Backend b = BackendRegistry.standard().find(backend).orElseThrow().backend();
+            if (!b.computesWith(activations.value())) {
+                throw new IllegalArgumentException("backend " + backend + " multiplies activations in float only, "
+                        + "not --activations " + activations.value());
+            }
+            if (!p.expertsKeepActivationsInFloat()) {
+                throw new IllegalArgumentException("--activations " + activations.value() + " is for schemes that "
+                        + "keep activations in float, and " + p.cliName() + "'s experts quantize them (" + p.scheme()
+                        + ")");
+            }
+        }
         if (!writeOnly && backend.equals("cuda")) {
             // said before gigabytes of weights are written for a device that is not there
             io.moe4j.backend.cuda.driver.CudaProbe probe = io.moe4j.backend.cuda.driver.CudaRuntime.probe();

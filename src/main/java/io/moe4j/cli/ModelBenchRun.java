@@ -50,6 +50,7 @@ record ModelBenchRun(ModelPreset preset, ModelShape shape, String backend, int t
                     preset.cliName(), SyntheticModel.checkpointBytes(shape.full()) / 1e9, shape.layers(),
                     shape.fullLayers(), shape.experts(), shape.fullExperts(), bytes / 1e9, budget / 1e9);
         }
+        denseOnly(preset, shape).ifPresent(System.err::println);
         if (SyntheticModel.isWritten(dir, shape)) {
             System.err.println("reusing " + dir);
         } else {
@@ -59,6 +60,16 @@ record ModelBenchRun(ModelPreset preset, ModelShape shape, String backend, int t
             }
         }
         return dir;
+    }
+
+    /** A warning where the layers run are all of a model's dense first layers: no expert would be timed. */
+    static java.util.Optional<String> denseOnly(ModelPreset preset, ModelShape shape) {
+        if (shape.layers() > shape.firstDense() || shape.firstDense() >= shape.fullLayers()) {
+            return java.util.Optional.empty();
+        }
+        return java.util.Optional.of(String.format(Locale.ROOT, "%s: its first %d layers are dense "
+                + "(first_k_dense_replace), so the %d run here have no experts; --layers %d or more runs an MoE layer",
+                preset.cliName(), shape.firstDense(), shape.layers(), shape.firstDense() + 1));
     }
 
     private int measure(Path dir) {

@@ -123,6 +123,31 @@ class ModelBenchCommandTest {
         assertThat(cache.toFile().list()).isEmpty();
     }
 
+    /** --activations int8 where the preset's experts quantize activations, or the backend cannot: refused unwritten. */
+    @Test
+    void int8ActivationsThatCannotRunAreRefusedBeforeWriting(@TempDir Path cache) {
+        CliTest.Run fp8 = CliTest.moe("bench", "--model-preset", "qwen3-30b-a3b", "--activations", "int8",
+                "--cache-dir", cache.toString());
+        assertThat(fp8.exit()).isEqualTo(1);
+        assertThat(fp8.err()).contains("qwen3-30b-a3b's experts quantize them");
+        CliTest.Run emulation = CliTest.moe("bench", "--model-preset", "gpt-oss-20b", "--activations", "int8",
+                "--backend", "emulation", "--cache-dir", cache.toString());
+        assertThat(emulation.exit()).isEqualTo(1);
+        assertThat(emulation.err()).contains("backend emulation multiplies activations in float only");
+        assertThat(cache.toFile().list()).isEmpty();
+    }
+
+    /** A DeepSeek-V3 cut to its dense first layers says that no expert is timed, and how many layers would. */
+    @Test
+    void aRunOfOnlyDenseLayersSaysSo() {
+        ModelShape full = ModelPreset.DEEPSEEK_V3.shape();
+        assertThat(ModelBenchRun.denseOnly(ModelPreset.DEEPSEEK_V3, full.withLayers(3).withExperts(8)))
+                .hasValueSatisfying(w -> assertThat(w).contains("first 3 layers are dense").contains("--layers 4"));
+        assertThat(ModelBenchRun.denseOnly(ModelPreset.DEEPSEEK_V3, full.withLayers(4).withExperts(8))).isEmpty();
+        assertThat(ModelBenchRun.denseOnly(ModelPreset.GPT_OSS_20B, ModelPreset.GPT_OSS_20B.shape().withLayers(1)))
+                .isEmpty();
+    }
+
     private static String capture(Runnable r) {
         PrintStream old = System.out;
         ByteArrayOutputStream buf = new ByteArrayOutputStream();

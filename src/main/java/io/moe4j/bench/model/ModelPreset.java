@@ -59,6 +59,14 @@ public enum ModelPreset {
         return scheme;
     }
 
+    /**
+     * Whether the experts keep their activations in float (gpt-oss's MXFP4 with bf16 activations), the schemes
+     * {@code --activations int8} is for; the FP8 presets quantize them.
+     */
+    public boolean expertsKeepActivationsInFloat() {
+        return this == GPT_OSS_20B;
+    }
+
     /** The whole model's shape. */
     public ModelShape shape() {
         return shape;
