@@ -6,7 +6,8 @@ import java.util.List;
  * One level of the matcher's stack: where the text stands inside one JSON value. Frames are immutable, so a state
  * can be advanced along many token paths at once (the vocabulary walk) without copying.
  */
-sealed interface Frame permits RootFrame, ObjectFrame, ArrayFrame, StringFrame, NumberFrame, LiteralFrame {
+sealed interface Frame permits RootFrame, ObjectFrame, ArrayFrame, StringFrame, RuleStringFrame, NumberFrame,
+        LiteralFrame {
 
     /**
      * Feeds byte {@code b} (0..255) to the stack {@code self} whose top is this frame and adds each stack that

@@ -81,8 +81,15 @@ public final class JsonConstraint {
         // Inside a string, plain tokens keep the state and so its cost: all allowed or all refused, and the walk
         // leaves their subtrees alone either way.
         boolean skipPlain = state.isPlainString();
+        RuleStringFrame rule = state.ruleStringBetweenCharacters();
         if (skipPlain && state.cost() <= maxCost) {
             System.arraycopy(trie.plainTokens(), 0, mask, 0, n);
+        } else if (rule != null) {
+            // The plain tokens through the string's rule with plain ints, not a frame a byte: the walk below then
+            // only enters subtrees that hold other tokens.
+            Arrays.fill(mask, 0, n, false);
+            cutByBudget |= trie.markPlain(rule.rule(), rule.state(), maxCost - state.costBelowTop(), mask);
+            skipPlain = true;
         } else {
             Arrays.fill(mask, 0, n, false);
             // plain string content refused for its cost: the string is being closed early

@@ -23,10 +23,11 @@ import java.util.Set;
 /**
  * Compiles a JSON schema into the shapes the matcher walks. Supported: {@code type} (one or a list), {@code
  * properties}, {@code required}, {@code additionalProperties}, {@code enum}, {@code const}, {@code items}, {@code
- * prefixItems}, {@code minItems}, {@code maxItems}, {@code anyOf}, {@code oneOf}, and {@code $ref} to {@code
- * #/$defs/..} or {@code #/definitions/..} (not recursive). Annotations ({@code title}, {@code description},
- * {@code default}, {@code examples}, {@code format}, ...) are ignored, as JSON Schema lets a validator do. Any
- * other keyword fails with a {@link MoeException} naming it and its path.
+ * prefixItems}, {@code minItems}, {@code maxItems}, {@code anyOf}, {@code oneOf}, {@code $ref} to {@code
+ * #/$defs/..} or {@code #/definitions/..} (not recursive), and for strings {@code pattern} (see {@link SchemaRegex}),
+ * {@code minLength}, {@code maxLength} and the {@code format}s of {@link StringFormats}. Annotations ({@code title},
+ * {@code description}, {@code default}, {@code examples}, other formats, ...) are ignored, as JSON Schema lets a
+ * validator do. Any other keyword fails with a {@link MoeException} naming it and its path.
  *
  * <p>Where the schema allows more than the matcher offers, the matcher offers a subset, never a superset:
  * <ul>
@@ -46,9 +47,11 @@ final class JsonSchemaCompiler {
     private static final Set<String> ANNOTATIONS = Set.of("title", "description", "default", "examples", "$schema",
             "$id", "$comment", "deprecated", "readOnly", "writeOnly", "format", "$defs", "definitions");
     private static final Set<String> SUPPORTED = Set.of("type", "properties", "required", "additionalProperties",
-            "enum", "const", "items", "prefixItems", "minItems", "maxItems", "anyOf", "oneOf", "$ref");
+            "enum", "const", "items", "prefixItems", "minItems", "maxItems", "anyOf", "oneOf", "$ref", "pattern",
+            "minLength", "maxLength");
     private static final Set<String> OBJECT_KEYWORDS = Set.of("properties", "required", "additionalProperties");
     private static final Set<String> ARRAY_KEYWORDS = Set.of("items", "prefixItems", "minItems", "maxItems");
+    private static final Set<String> STRING_KEYWORDS = Set.of("pattern", "minLength", "maxLength");
     private static final Set<String> TYPES = Set.of("object", "array", "string", "number", "integer", "boolean",
             "null");
     private static final int MAX_PROPERTIES = 64;
@@ -107,7 +110,7 @@ final class JsonSchemaCompiler {
             alternatives.add(switch (type) {
                 case "object" -> object(s, path);
                 case "array" -> array(s, path);
-                case "string" -> StringSchema.INSTANCE;
+                case "string" -> string(s, path);
                 case "number" -> NumberSchema.NUMBER;
                 case "integer" -> NumberSchema.INTEGER;
                 case "boolean" -> literal(List.of(JSON.getNodeFactory().booleanNode(true),
@@ -125,10 +128,12 @@ final class JsonSchemaCompiler {
         if (type == null) {
             boolean object = keywords.stream().anyMatch(OBJECT_KEYWORDS::contains);
             boolean array = keywords.stream().anyMatch(ARRAY_KEYWORDS::contains);
-            if (object && array) {
-                throw new MoeException("JSON schema at " + path + " has both object and array keywords and no type");
+            boolean string = keywords.stream().anyMatch(STRING_KEYWORDS::contains);
+            if ((object ? 1 : 0) + (array ? 1 : 0) + (string ? 1 : 0) > 1) {
+                throw new MoeException("JSON schema at " + path + " has keywords of more than one of object, array "
+                        + "and string and no type");
             }
-            return List.of(object ? "object" : array ? "array" : "any");
+            return List.of(object ? "object" : array ? "array" : string ? "string" : "any");
         }
         List<String> types = new ArrayList<>();
         if (type.isTextual()) {
@@ -217,6 +222,13 @@ final class JsonSchemaCompiler {
                 throw new MoeException("unsupported JSON schema keyword '" + k + "' beside enum/const at " + path);
             }
         }
+        if (s.has("pattern") || s.has("minLength") || s.has("maxLength") || s.has("format")) {
+            // the string rule holds for the listed strings too
+            StringRule rule = rule(s, path);
+            if (rule != null) {
+                values = values.stream().filter(v -> !v.isTextual() || fits(rule, v.textValue())).toList();
+            }
+        }
         if (s.has("type")) {
             Set<String> types = new HashSet<>(types(s, Set.of("type"), path));
             values = values.stream().filter(v -> types.contains(typeOf(v))
@@ -256,6 +268,53 @@ final class JsonSchemaCompiler {
         byte[][] texts = distinct.stream().map(t -> t.getBytes(java.nio.charset.StandardCharsets.UTF_8))
                 .toArray(byte[][]::new);
         return LiteralSchema.of(texts, cost);
+    }
+
+    /** A string, held to the schema's pattern, format and length bounds where it has any. */
+    private ValueSchema string(JsonNode s, String path) {
+        StringRule rule = rule(s, path);
+        if (rule == null) {
+            return StringSchema.INSTANCE;
+        }
+        return new ValueSchema.RuleStringSchema(rule, checked((long) rule.dist(rule.start()) + 2, path));
+    }
+
+    /** The rule of the schema's string keywords; null when it has none (an annotation-only format counts none). */
+    private static StringRule rule(JsonNode s, String path) {
+        List<SchemaRegex.Node> expressions = new ArrayList<>();
+        JsonNode pattern = s.get("pattern");
+        if (pattern != null) {
+            if (!pattern.isTextual()) {
+                throw new MoeException("JSON schema 'pattern' at " + path + " must be a string, got " + pattern);
+            }
+            expressions.add(SchemaRegex.parse(pattern.textValue(), path));
+        }
+        JsonNode format = s.get("format");
+        if (format != null && format.isTextual()) {
+            StringFormats.expression(format.textValue())
+                    .ifPresent(e -> expressions.add(SchemaRegex.parse(e, path + " (format " + format.textValue() + ")")));
+        }
+        int min = count(s, "minLength", 0, path);
+        int max = s.has("maxLength") ? count(s, "maxLength", 0, path) : -1;
+        if (max >= 0 && max < min) {
+            throw new MoeException("JSON schema at " + path + " allows no string: minLength " + min + " is above "
+                    + "maxLength " + max);
+        }
+        if (expressions.isEmpty()) {
+            return min == 0 && max < 0 ? null : new LengthRule(min, max);
+        }
+        return StringAutomaton.of(expressions, min, max, path);
+    }
+
+    private static boolean fits(StringRule rule, String text) {
+        int state = rule.start();
+        for (int cp : text.codePoints().toArray()) {
+            state = rule.step(state, cp);
+            if (state == StringRule.DEAD) {
+                return false;
+            }
+        }
+        return rule.accepts(state);
     }
 
     private ObjectSchema object(JsonNode s, String path) {

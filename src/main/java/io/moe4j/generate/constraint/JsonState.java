@@ -67,6 +67,19 @@ final class JsonState {
         return s;
     }
 
+    /**
+     * The string frame with a rule where the one parse stands between two characters of such a string, else null:
+     * each plain token then takes the rule along its code points ({@link JsonConstraint}'s bulk mask).
+     */
+    RuleStringFrame ruleStringBetweenCharacters() {
+        return stacks.length == 1 && stacks[0].top() instanceof RuleStringFrame f && f.chr().isPlain() ? f : null;
+    }
+
+    /** With {@link #ruleStringBetweenCharacters}: the cost of the frames below it. */
+    int costBelowTop() {
+        return stacks[0].cost() - stacks[0].top().cost();
+    }
+
     /** Bytes of the shortest text that completes the document from here (no whitespace). */
     int cost() {
         return cost;

@@ -20,6 +20,8 @@ public final class TokenTrie {
     private final int[] nextToken;   // per token id: another token with the same bytes, or -1
     private final boolean[] hasNonPlain;
     private final boolean[] plain;   // per token id
+    /** Per token id: its code points where plain, -1 otherwise ({@link #markPlain} for a length rule). */
+    private final int[] plainLength;
 
     public TokenTrie(TokenVocabulary vocabulary) {
         int n = vocabulary.size();
@@ -75,8 +77,10 @@ public final class TokenTrie {
         this.firstToken = Arrays.copyOf(first, nodes);
         this.size = new int[nodes];
         this.plain = new boolean[n];
+        this.plainLength = new int[n];
         for (int id = 0; id < n; id++) {
             plain[id] = bytes[id] != null && isPlain(bytes[id]);
+            plainLength[id] = plain[id] ? codePoints(bytes[id]) : -1;
         }
         this.hasNonPlain = new boolean[nodes];
         for (int v = nodes - 1; v >= 0; v--) {
@@ -101,6 +105,23 @@ public final class TokenTrie {
             }
         }
         return s.isPlain();
+    }
+
+    /**
+     * The characters plain string content spells: each escape ({@code \\n}, {@code \\u00e9}) is one, as is each
+     * UTF-8 character.
+     */
+    private static int codePoints(byte[] plain) {
+        int n = 0;
+        for (int i = 0; i < plain.length; i++) {
+            if (plain[i] == '\\') {
+                i += plain[i + 1] == 'u' ? 5 : 1;
+                n++;
+            } else if ((plain[i] & 0xC0) != 0x80) {
+                n++;
+            }
+        }
+        return n;
     }
 
     /**
@@ -148,6 +169,141 @@ public final class TokenTrie {
     /** Per token id: plain string content (see the class comment). Do not modify. */
     boolean[] plainTokens() {
         return plain;
+    }
+
+    /**
+     * Marks each plain token (string content, see {@link #isPlain}) whose characters {@code rule} takes from {@code
+     * state} to a state whose string can still close within {@code maxTopCost} bytes, the closing quote included
+     * (the mask cleared beforehand). Walks the trie with the rule's state and the UTF-8 character under
+     * way as plain ints, leaving a subtree at the first character the rule refuses.
+     *
+     * @return whether a token the rule takes was left out for its cost alone
+     */
+    boolean markPlain(StringRule rule, int state, int maxTopCost, boolean[] mask) {
+        if (rule instanceof LengthRule length) {
+            // only the count of characters matters: no walk
+            boolean cut = false;
+            for (int id = 0; id < vocabularySize; id++) {
+                int chars = plainLength[id];
+                if (chars < 0) {
+                    continue;
+                }
+                int s = length.after(state, chars);
+                boolean fits = s != StringRule.DEAD && rule.dist(s) + 1 <= maxTopCost;
+                mask[id] = fits;
+                cut |= s != StringRule.DEAD && !fits;
+            }
+            return cut;
+        }
+        boolean[] cut = new boolean[1];
+        walkPlain(0, rule, state, 0, 0, 0, maxTopCost, mask, cut);
+        return cut[0];
+    }
+
+    /** {@code left} while a backslash waits for the escape's letter. */
+    private static final int ESCAPE = -1;
+    /** {@code left} of a \\u escape's hex digits: -2 - digits still to come. */
+    private static final int HEX = -2;
+
+    /**
+     * @param bits  the payload of the character under way (UTF-8 bits or hex digits)
+     * @param left  UTF-8 continuation bytes still to come (0: between characters), {@link #ESCAPE} after a
+     *              backslash, or {@link #HEX} - n with n hex digits of a \\u escape to come
+     * @param least the least code point the UTF-8 character's length may encode
+     */
+    private void walkPlain(int node, StringRule rule, int state, int bits, int left, int least, int maxTopCost,
+                           boolean[] mask, boolean[] cut) {
+        int end = node + size[node];
+        for (int child = node + 1; child < end; child += size[child]) {
+            int b = label[child] & 0xFF;
+            int s = state;
+            int v = bits;
+            int l = left;
+            int lo = least;
+            if (l == ESCAPE) {
+                int cp = switch (b) {
+                    case '"', '\\', '/' -> b;
+                    case 'b' -> '\b';
+                    case 'f' -> '\f';
+                    case 'n' -> '\n';
+                    case 'r' -> '\r';
+                    case 't' -> '\t';
+                    default -> -1;
+                };
+                if (b == 'u') {
+                    v = 0;
+                    l = HEX - 4;
+                } else if (cp < 0) {
+                    continue;
+                } else {
+                    l = 0;
+                    s = rule.step(s, cp);
+                }
+            } else if (l < ESCAPE) {
+                int digits = HEX - l;
+                int d = Character.digit(b, 16);
+                if (d < 0 || (digits == 3 && v == 0xD && d > 7)) {
+                    continue; // not hex, or a surrogate (StringFrame refuses those through an escape)
+                }
+                v = v * 16 + d;
+                l = digits == 1 ? 0 : l + 1;
+                if (l == 0) {
+                    s = rule.step(s, v);
+                }
+            } else if (l == 0) {
+                if (b < 0x80) {
+                    if (b < 0x20 || b == '"') {
+                        continue; // no plain token goes on through a quote or a control byte
+                    }
+                    if (b == '\\') {
+                        l = ESCAPE;
+                    } else {
+                        s = rule.step(s, b);
+                    }
+                } else if (b >= 0xC2 && b <= 0xDF) {
+                    v = b & 0x1F;
+                    l = 1;
+                    lo = 0x80;
+                } else if (b >= 0xE0 && b <= 0xEF) {
+                    v = b & 0x0F;
+                    l = 2;
+                    lo = 0x800;
+                } else if (b >= 0xF0 && b <= 0xF4) {
+                    v = b & 0x07;
+                    l = 3;
+                    lo = 0x10000;
+                } else {
+                    continue;
+                }
+            } else {
+                if ((b & 0xC0) != 0x80) {
+                    continue;
+                }
+                v = (v << 6) | (b & 0x3F);
+                l--;
+                if (l == 0) {
+                    if (v < lo || v > SchemaRegex.MAX_CODE_POINT || (v >= 0xD800 && v <= 0xDFFF)) {
+                        continue; // overlong, a surrogate or past Unicode: no plain token
+                    }
+                    s = rule.step(s, v);
+                }
+            }
+            if (s == StringRule.DEAD) {
+                continue;
+            }
+            if (l == 0 && firstToken[child] >= 0) {
+                boolean fits = rule.dist(s) + 1 <= maxTopCost;
+                for (int t = firstToken[child]; t >= 0; t = nextToken[t]) {
+                    if (plain[t]) {
+                        mask[t] = fits;
+                        cut[0] |= !fits;
+                    }
+                }
+            }
+            if (size[child] > 1) {
+                walkPlain(child, rule, s, v, l, lo, maxTopCost, mask, cut);
+            }
+        }
     }
 
     /**

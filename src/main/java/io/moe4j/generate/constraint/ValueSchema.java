@@ -21,6 +21,16 @@ sealed interface ValueSchema {
         }
     }
 
+    /**
+     * A string whose characters follow a rule ({@code pattern}, {@code format}, {@code minLength}, {@code
+     * maxLength}); its shortest text is the quotes around the rule's shortest string.
+     */
+    record RuleStringSchema(StringRule rule, int minLength) implements ValueSchema {
+        static RuleStringSchema of(StringRule rule) {
+            return new RuleStringSchema(rule, rule.dist(rule.start()) + 2);
+        }
+    }
+
     /** A JSON number; {@code integer} allows no fraction and no exponent. */
     record NumberSchema(boolean integer) implements ValueSchema {
         static final NumberSchema NUMBER = new NumberSchema(false);

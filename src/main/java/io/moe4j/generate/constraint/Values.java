@@ -6,6 +6,7 @@ import io.moe4j.generate.constraint.ValueSchema.ArraySchema;
 import io.moe4j.generate.constraint.ValueSchema.LiteralSchema;
 import io.moe4j.generate.constraint.ValueSchema.NumberSchema;
 import io.moe4j.generate.constraint.ValueSchema.ObjectSchema;
+import io.moe4j.generate.constraint.ValueSchema.RuleStringSchema;
 import io.moe4j.generate.constraint.ValueSchema.StringSchema;
 import java.util.List;
 
@@ -36,6 +37,11 @@ final class Values {
             case StringSchema string -> {
                 if (b == '"') {
                     out.add(parent.push(StringFrame.NORMAL_STATE));
+                }
+            }
+            case RuleStringSchema string -> {
+                if (b == '"') {
+                    out.add(parent.push(RuleStringFrame.open(string.rule())));
                 }
             }
             case NumberSchema number -> {

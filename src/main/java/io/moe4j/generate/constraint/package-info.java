@@ -26,6 +26,12 @@
  * whitespace is at most {@link io.moe4j.generate.constraint.JsonGrammar#DEFAULT_MAX_WHITESPACE} bytes a gap and
  * none after the value (a model, random or not, cannot spend its budget on blanks); objects with listed properties
  * take only those, once each; enum values are written as compact JSON; numbers have at most 20 digits a part; oneOf
- * is matched as anyOf; the token budget forces the way to the end when it runs short.
+ * is matched as anyOf; formats are subsets of their RFCs ({@link io.moe4j.generate.constraint.StringFormats}); the
+ * token budget forces the way to the end when it runs short.
+ *
+ * <p>Strings with {@code pattern}, {@code format}, {@code minLength} or {@code maxLength} follow a {@code StringRule}:
+ * a deterministic automaton over code points (the pattern's, the format's and a length counter's product) or, for
+ * lengths alone, the counter. Their plain tokens are decided by a trie walk with the rule's state as an int (by the
+ * character count alone for lengths), the other tokens as everywhere else.
  */
 package io.moe4j.generate.constraint;

@@ -25,6 +25,12 @@ class MaskCostTest {
                "properties": {"zone": {"type": "string"}, "h24": {"type": "boolean"}}}}},
              {"type": "function", "function": {"name": "ping"}}]""")).toString();
 
+    /** Strings held to length bounds, a pattern and formats. */
+    static final String RULES = """
+            {"type": "object", "properties": {"note": {"type": "string", "maxLength": 200},
+             "code": {"type": "string", "pattern": "[0-9]{3}"}, "when": {"type": "string", "format": "date-time"},
+             "who": {"type": "string", "format": "email"}}}""";
+
     private static com.fasterxml.jackson.databind.JsonNode read(String json) {
         try {
             return JSON.readTree(json);
@@ -68,6 +74,10 @@ class MaskCostTest {
             new Point("json_object: in a string", null, "{\"k\":\"some text"),
             new Point("tool_choice: arguments first", TOOL_CHOICE, "[{\"arguments\":{"),
             new Point("tool_choice: in an argument", TOOL_CHOICE, "[{\"arguments\":{\"city\":\"Par"),
+            new Point("in a string, maxLength 200", RULES, "{\"note\":\"some text"),
+            new Point("in a string, unanchored pattern", RULES, "{\"code\":\"some text"),
+            new Point("in a date-time", RULES, "{\"when\":\"2026-11-2"),
+            new Point("in an email", RULES, "{\"who\":\"ada.lovelace@exa"),
         };
         int reps = System.getenv("MOE4J_BENCH") != null ? 200 : 20;
         boolean[] mask = new boolean[201088]; // gpt-oss's padded model vocabulary

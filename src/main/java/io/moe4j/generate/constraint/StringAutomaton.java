@@ -1,0 +1,399 @@
+package io.moe4j.generate.constraint;
+
+import io.moe4j.MoeException;
+import io.moe4j.generate.constraint.SchemaRegex.Alt;
+import io.moe4j.generate.constraint.SchemaRegex.Chars;
+import io.moe4j.generate.constraint.SchemaRegex.Concat;
+import io.moe4j.generate.constraint.SchemaRegex.Node;
+import io.moe4j.generate.constraint.SchemaRegex.Repeat;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.BitSet;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.PriorityQueue;
+
+/**
+ * A deterministic automaton over code points for the strings that fit every one of some regular expressions and a
+ * length range (in code points, as JSON Schema counts {@code minLength} and {@code maxLength}): each expression is
+ * a Thompson automaton, and the product of their state sets and the length so far is made deterministic. States
+ * that cannot reach an accepting one are dropped, so that a string under way can always be finished.
+ */
+final class StringAutomaton implements StringRule {
+    /** The most states an expression's nondeterministic automaton may have (its counted repeats unrolled). */
+    static final int MAX_NFA_STATES = 20_000;
+    /** The most states the deterministic product may have. */
+    static final int MAX_STATES = 10_000;
+
+    /** Per state: its transitions as (lo, hi, target) triples, sorted by lo. */
+    private final int[][] transitions;
+    private final boolean[] accepting;
+    private final int[] dist;
+
+    private StringAutomaton(int[][] transitions, boolean[] accepting, int[] dist) {
+        this.transitions = transitions;
+        this.accepting = accepting;
+        this.dist = dist;
+    }
+
+    /**
+     * @param expressions whole-string expressions ({@link SchemaRegex#parse}) that must all fit
+     * @param maxLength   -1 without a bound
+     * @param where       the schema path and keywords, for messages
+     * @throws MoeException when the automaton grows past its bounds or no string fits
+     */
+    static StringAutomaton of(List<Node> expressions, int minLength, int maxLength, String where) {
+        List<Nfa> nfas = new ArrayList<>();
+        for (Node e : expressions) {
+            nfas.add(Nfa.of(e, where));
+        }
+        return determinize(nfas, minLength, maxLength, where);
+    }
+
+    @Override
+    public int start() {
+        return 0;
+    }
+
+    @Override
+    public int step(int state, int cp) {
+        int[] t = transitions[state];
+        int lo = 0;
+        int hi = t.length / 3 - 1;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            if (cp < t[3 * mid]) {
+                hi = mid - 1;
+            } else if (cp > t[3 * mid + 1]) {
+                lo = mid + 1;
+            } else {
+                return t[3 * mid + 2];
+            }
+        }
+        return DEAD;
+    }
+
+    @Override
+    public boolean accepts(int state) {
+        return accepting[state];
+    }
+
+    @Override
+    public int dist(int state) {
+        return dist[state];
+    }
+
+    @Override
+    public int distAfter(int state, int lo, int hi) {
+        int best = NO_WAY;
+        int[] t = transitions[state];
+        for (int i = 0; i < t.length; i += 3) {
+            if (t[i] <= hi && t[i + 1] >= lo) {
+                best = Math.min(best, dist[t[i + 2]]);
+            }
+        }
+        return best;
+    }
+
+    int stateCount() {
+        return transitions.length;
+    }
+
+    private record Key(List<BitSet> sets, int length) {
+    }
+
+    private static StringAutomaton determinize(List<Nfa> nfas, int minLength, int maxLength, String where) {
+        int lengthCap = maxLength >= 0 ? maxLength : minLength;
+        Map<Key, Integer> ids = new HashMap<>();
+        List<Key> keys = new ArrayList<>();
+        List<int[]> transitions = new ArrayList<>();
+        List<BitSet> starts = new ArrayList<>();
+        for (Nfa n : nfas) {
+            BitSet s = new BitSet();
+            s.set(0);
+            starts.add(n.closure(s));
+        }
+        Key first = new Key(starts, 0);
+        ids.put(first, 0);
+        keys.add(first);
+        for (int id = 0; id < keys.size(); id++) {
+            Key key = keys.get(id);
+            if (maxLength >= 0 && key.length() >= maxLength) {
+                transitions.add(new int[0]);
+                continue;
+            }
+            int[] cuts = boundaries(nfas, key);
+            int[] out = new int[3 * cuts.length];
+            int k = 0;
+            for (int c = 0; c + 1 < cuts.length; c++) {
+                int lo = cuts[c];
+                int hi = cuts[c + 1] - 1;
+                List<BitSet> next = new ArrayList<>(nfas.size());
+                for (int e = 0; e < nfas.size(); e++) {
+                    BitSet moved = nfas.get(e).move(key.sets().get(e), lo);
+                    if (moved.isEmpty()) {
+                        break; // this expression takes no code point of the range
+                    }
+                    next.add(nfas.get(e).closure(moved));
+                }
+                if (next.size() < nfas.size()) {
+                    continue;
+                }
+                Key target = new Key(next, Math.min(key.length() + 1, lengthCap));
+                Integer to = ids.get(target);
+                if (to == null) {
+                    if (keys.size() >= MAX_STATES) {
+                        throw new MoeException("JSON schema at " + where + ": the strings it allows need more than "
+                                + MAX_STATES + " automaton states; simplify the pattern or the length bounds");
+                    }
+                    to = keys.size();
+                    ids.put(target, to);
+                    keys.add(target);
+                }
+                if (k > 0 && out[k - 1] == to && out[k - 2] == lo - 1) {
+                    out[k - 2] = hi; // joins the previous range
+                } else {
+                    out[k++] = lo;
+                    out[k++] = hi;
+                    out[k++] = to;
+                }
+            }
+            transitions.add(Arrays.copyOf(out, k));
+        }
+        int n = keys.size();
+        boolean[] accepting = new boolean[n];
+        for (int s = 0; s < n; s++) {
+            Key key = keys.get(s);
+            boolean all = key.length() >= minLength;
+            for (int e = 0; e < nfas.size() && all; e++) {
+                all = key.sets().get(e).get(nfas.get(e).accept);
+            }
+            accepting[s] = all;
+        }
+        int[][] t = transitions.toArray(new int[0][]);
+        int[] dist = distances(t, accepting);
+        if (dist[0] == NO_WAY) {
+            throw new MoeException("JSON schema at " + where + " allows no string: its pattern, format and length "
+                    + "bounds exclude each other");
+        }
+        for (int s = 0; s < n; s++) {
+            t[s] = live(t[s], dist);
+        }
+        return new StringAutomaton(t, accepting, dist);
+    }
+
+    /** Where the sets' transitions start or end: the code points in [cuts[i], cuts[i+1]) all go to one place. */
+    private static int[] boundaries(List<Nfa> nfas, Key key) {
+        int[] collected = new int[16];
+        int k = 0;
+        for (int e = 0; e < nfas.size(); e++) {
+            Nfa nfa = nfas.get(e);
+            BitSet set = key.sets().get(e);
+            for (int s = set.nextSetBit(0); s >= 0; s = set.nextSetBit(s + 1)) {
+                int[] edges = nfa.edges(s);
+                for (int i = 0; i < edges.length; i += 3) {
+                    if (k + 2 > collected.length) {
+                        collected = Arrays.copyOf(collected, collected.length * 2);
+                    }
+                    collected[k++] = edges[i];
+                    collected[k++] = edges[i + 1] + 1;
+                }
+            }
+        }
+        int[] sorted = Arrays.copyOf(collected, k);
+        Arrays.sort(sorted);
+        int m = 0;
+        for (int i = 0; i < sorted.length; i++) {
+            if (m == 0 || sorted[m - 1] != sorted[i]) {
+                sorted[m++] = sorted[i];
+            }
+        }
+        return Arrays.copyOf(sorted, m);
+    }
+
+    /** Bytes from each state to an accepting one at the fewest (Dijkstra over the reversed transitions). */
+    private static int[] distances(int[][] t, boolean[] accepting) {
+        int n = t.length;
+        List<List<int[]>> into = new ArrayList<>(n);
+        for (int s = 0; s < n; s++) {
+            into.add(new ArrayList<>());
+        }
+        for (int s = 0; s < n; s++) {
+            for (int i = 0; i < t[s].length; i += 3) {
+                into.get(t[s][i + 2]).add(new int[] {s, StringRule.fewestBytes(t[s][i], t[s][i + 1])});
+            }
+        }
+        int[] dist = new int[n];
+        Arrays.fill(dist, NO_WAY);
+        PriorityQueue<int[]> queue = new PriorityQueue<>((a, b) -> Integer.compare(a[1], b[1]));
+        for (int s = 0; s < n; s++) {
+            if (accepting[s]) {
+                dist[s] = 0;
+                queue.add(new int[] {s, 0});
+            }
+        }
+        while (!queue.isEmpty()) {
+            int[] top = queue.poll();
+            if (top[1] > dist[top[0]]) {
+                continue;
+            }
+            for (int[] edge : into.get(top[0])) {
+                int d = top[1] + edge[1];
+                if (d < dist[edge[0]]) {
+                    dist[edge[0]] = d;
+                    queue.add(new int[] {edge[0], d});
+                }
+            }
+        }
+        return dist;
+    }
+
+    /** The transitions whose target can still reach an accepting state. */
+    private static int[] live(int[] t, int[] dist) {
+        int[] out = new int[t.length];
+        int k = 0;
+        for (int i = 0; i < t.length; i += 3) {
+            if (dist[t[i + 2]] != NO_WAY) {
+                out[k++] = t[i];
+                out[k++] = t[i + 1];
+                out[k++] = t[i + 2];
+            }
+        }
+        return k == t.length ? t : Arrays.copyOf(out, k);
+    }
+
+    /** A Thompson automaton: state 0 starts, {@link #accept} accepts; edges on code point ranges and empty moves. */
+    private static final class Nfa {
+        private final List<int[]> edges = new ArrayList<>();
+        private final List<int[]> empty = new ArrayList<>();
+        private final String where;
+        private int accept;
+
+        private Nfa(String where) {
+            this.where = where;
+        }
+
+        static Nfa of(Node expression, String where) {
+            Nfa nfa = new Nfa(where);
+            int start = nfa.state();
+            nfa.accept = nfa.build(expression, start);
+            return nfa;
+        }
+
+        int[] edges(int state) {
+            return edges.get(state);
+        }
+
+        private int state() {
+            if (edges.size() >= MAX_NFA_STATES) {
+                throw new MoeException("JSON schema at " + where + ": the pattern needs more than " + MAX_NFA_STATES
+                        + " automaton states (counted repeats are unrolled); simplify it");
+            }
+            edges.add(new int[0]);
+            empty.add(new int[0]);
+            return edges.size() - 1;
+        }
+
+        private void edge(int from, int lo, int hi, int to) {
+            int[] e = edges.get(from);
+            int[] grown = Arrays.copyOf(e, e.length + 3);
+            grown[e.length] = lo;
+            grown[e.length + 1] = hi;
+            grown[e.length + 2] = to;
+            edges.set(from, grown);
+        }
+
+        private void link(int from, int to) {
+            int[] e = empty.get(from);
+            int[] grown = Arrays.copyOf(e, e.length + 1);
+            grown[e.length] = to;
+            empty.set(from, grown);
+        }
+
+        /** Builds the expression from state {@code from}; returns the state where it ends. */
+        private int build(Node node, int from) {
+            switch (node) {
+                case Chars chars -> {
+                    int to = state();
+                    int[] r = chars.ranges();
+                    for (int i = 0; i < r.length; i += 2) {
+                        edge(from, r[i], r[i + 1], to);
+                    }
+                    return to;
+                }
+                case Concat concat -> {
+                    int at = from;
+                    for (Node part : concat.parts()) {
+                        at = build(part, at);
+                    }
+                    return at;
+                }
+                case Alt alt -> {
+                    int end = state();
+                    for (Node alternative : alt.alternatives()) {
+                        int start = state();
+                        link(from, start);
+                        link(build(alternative, start), end);
+                    }
+                    return end;
+                }
+                case Repeat repeat -> {
+                    int at = from;
+                    for (int i = 0; i < repeat.min(); i++) {
+                        int start = state();
+                        link(at, start);
+                        at = build(repeat.node(), start);
+                    }
+                    if (repeat.max() < 0) {
+                        // a loop on a state of its own, so that it cannot lead back into what came before
+                        int loop = state();
+                        link(at, loop);
+                        link(build(repeat.node(), loop), loop);
+                        return loop;
+                    }
+                    for (int i = repeat.min(); i < repeat.max(); i++) {
+                        int start = state();
+                        link(at, start);
+                        int joined = state();
+                        link(build(repeat.node(), start), joined);
+                        link(at, joined);
+                        at = joined;
+                    }
+                    return at;
+                }
+            }
+        }
+
+        /** The states reached from {@code set} by empty moves, the set included. */
+        BitSet closure(BitSet set) {
+            BitSet out = (BitSet) set.clone();
+            ArrayDeque<Integer> work = new ArrayDeque<>();
+            set.stream().forEach(work::add);
+            while (!work.isEmpty()) {
+                for (int to : empty.get(work.pop())) {
+                    if (!out.get(to)) {
+                        out.set(to);
+                        work.add(to);
+                    }
+                }
+            }
+            return out;
+        }
+
+        /** The states that code point {@code cp} leads to from {@code set} (before empty moves). */
+        BitSet move(BitSet set, int cp) {
+            BitSet out = new BitSet();
+            for (int s = set.nextSetBit(0); s >= 0; s = set.nextSetBit(s + 1)) {
+                int[] e = edges.get(s);
+                for (int i = 0; i < e.length; i += 3) {
+                    if (e[i] <= cp && cp <= e[i + 1]) {
+                        out.set(e[i + 2]);
+                    }
+                }
+            }
+            return out;
+        }
+    }
+}
