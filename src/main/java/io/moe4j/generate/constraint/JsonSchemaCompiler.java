@@ -128,7 +128,9 @@ final class JsonSchemaCompiler {
         if (type == null) {
             boolean object = keywords.stream().anyMatch(OBJECT_KEYWORDS::contains);
             boolean array = keywords.stream().anyMatch(ARRAY_KEYWORDS::contains);
-            boolean string = keywords.stream().anyMatch(STRING_KEYWORDS::contains);
+            // an enforced format applies to strings only: the value is written as one (a narrowing)
+            boolean string = keywords.stream().anyMatch(STRING_KEYWORDS::contains) || (s.path("format").isTextual()
+                    && StringFormats.expression(s.get("format").textValue()).isPresent());
             if ((object ? 1 : 0) + (array ? 1 : 0) + (string ? 1 : 0) > 1) {
                 throw new MoeException("JSON schema at " + path + " has keywords of more than one of object, array "
                         + "and string and no type");

@@ -273,6 +273,16 @@ class StringRulesTest {
         }
     }
 
+    /** A format without a type is written as a string of the format (a schema with no type would take any value). */
+    @Test
+    void aFormatWithoutATypeIsAStringOfTheFormat() throws IOException {
+        JsonGrammar grammar = JsonGrammar.of(JSON.readTree("{\"format\": \"uuid\"}"), 0);
+        assertThat(JsonMatcher.matches(grammar, "\"123e4567-e89b-12d3-a456-426614174000\"")).isTrue();
+        assertThat(JsonMatcher.matches(grammar, "\"not a uuid\"")).isFalse();
+        JsonGrammar annotation = JsonGrammar.of(JSON.readTree("{\"format\": \"uri\"}"), 0);
+        assertThat(JsonMatcher.matches(annotation, "3")).isTrue(); // uri is an annotation only
+    }
+
     @Test
     void enumValuesAreKeptToThePattern() throws IOException {
         JsonGrammar grammar = JsonGrammar.of(JSON.readTree(
