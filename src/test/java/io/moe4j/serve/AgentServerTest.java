@@ -212,6 +212,30 @@ class AgentServerTest {
         }
     }
 
+    /** Patterns, formats and lengths reach the server's constraint: an independent validator checks each answer. */
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    void stringRulesHoldInServedAnswers(boolean gpt) throws Exception {
+        String schema = """
+                {"type": "object", "properties": {
+                   "when": {"type": "string", "format": "date-time"},
+                   "code": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{2,4}$"},
+                   "name": {"type": "string", "minLength": 2, "maxLength": 8}},
+                 "required": ["when", "code", "name"], "additionalProperties": false}""";
+        com.networknt.schema.Schema reference = com.networknt.schema.SchemaRegistry.withDefaultDialect(
+                com.networknt.schema.SpecificationVersion.DRAFT_2020_12, b -> b.schemaRegistryConfig(
+                        com.networknt.schema.SchemaRegistryConfig.builder().formatAssertionsEnabled(true).build()))
+                .getSchema(schema);
+        for (long seed = 1; seed <= 3; seed++) {
+            ChatCompletion c = client(gpt).chat().completions().create(chat(gpt, "When and what?", gpt ? 96 : 72, seed)
+                    .putAdditionalBodyProperty("response_format", value("""
+                            {"type": "json_schema", "json_schema": {"name": "event", "schema": %s}}
+                            """.formatted(schema))).build());
+            String content = c.choices().getFirst().message().content().orElseThrow();
+            assertThat(reference.validate(tree(content.strip()))).as(content).isEmpty();
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(booleans = {false, true})
     void requiredToolChoiceGivesValidCalls(boolean gpt) {
