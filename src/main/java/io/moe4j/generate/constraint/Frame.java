@@ -7,7 +7,7 @@ import java.util.List;
  * can be advanced along many token paths at once (the vocabulary walk) without copying.
  */
 sealed interface Frame permits RootFrame, ObjectFrame, ArrayFrame, StringFrame, RuleStringFrame, NumberFrame,
-        LiteralFrame {
+        RuleNumberFrame, LiteralFrame {
 
     /**
      * Feeds byte {@code b} (0..255) to the stack {@code self} whose top is this frame and adds each stack that

@@ -24,8 +24,9 @@ import java.util.Set;
  * Compiles a JSON schema into the shapes the matcher walks. Supported: {@code type} (one or a list), {@code
  * properties}, {@code required}, {@code additionalProperties}, {@code enum}, {@code const}, {@code items}, {@code
  * prefixItems}, {@code minItems}, {@code maxItems}, {@code anyOf}, {@code oneOf}, {@code $ref} to {@code
- * #/$defs/..} or {@code #/definitions/..} (not recursive), and for strings {@code pattern} (see {@link SchemaRegex}),
- * {@code minLength}, {@code maxLength} and the {@code format}s of {@link StringFormats}. Annotations ({@code title},
+ * #/$defs/..} or {@code #/definitions/..} (not recursive), for strings {@code pattern} (see {@link SchemaRegex}),
+ * {@code minLength}, {@code maxLength} and the {@code format}s of {@link StringFormats}, and for numbers {@code
+ * minimum}, {@code maximum} and their exclusive forms (draft 4's boolean ones too; {@link NumberRanges}). Annotations ({@code title},
  * {@code description}, {@code default}, {@code examples}, other formats, ...) are ignored, as JSON Schema lets a
  * validator do. Any other keyword fails with a {@link MoeException} naming it and its path.
  *
@@ -39,7 +40,7 @@ import java.util.Set;
  *       different enum values), which is how tool schemas use it; a document that fits two alternatives would be
  *       valid for anyOf but not oneOf;</li>
  *   <li>enum and const values are written as compact JSON, numbers have at most 20 digits a part;</li>
- *   <li>{@code integer} takes no fraction and no exponent.</li>
+ *   <li>{@code integer} takes no fraction and no exponent; a number with bounds no exponent either.</li>
  * </ul>
  */
 final class JsonSchemaCompiler {
@@ -48,10 +49,12 @@ final class JsonSchemaCompiler {
             "$id", "$comment", "deprecated", "readOnly", "writeOnly", "format", "$defs", "definitions");
     private static final Set<String> SUPPORTED = Set.of("type", "properties", "required", "additionalProperties",
             "enum", "const", "items", "prefixItems", "minItems", "maxItems", "anyOf", "oneOf", "$ref", "pattern",
-            "minLength", "maxLength");
+            "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum");
     private static final Set<String> OBJECT_KEYWORDS = Set.of("properties", "required", "additionalProperties");
     private static final Set<String> ARRAY_KEYWORDS = Set.of("items", "prefixItems", "minItems", "maxItems");
     private static final Set<String> STRING_KEYWORDS = Set.of("pattern", "minLength", "maxLength");
+    private static final Set<String> NUMBER_KEYWORDS = Set.of("minimum", "maximum", "exclusiveMinimum",
+            "exclusiveMaximum");
     private static final Set<String> TYPES = Set.of("object", "array", "string", "number", "integer", "boolean",
             "null");
     private static final int MAX_PROPERTIES = 64;
@@ -111,8 +114,8 @@ final class JsonSchemaCompiler {
                 case "object" -> object(s, path);
                 case "array" -> array(s, path);
                 case "string" -> string(s, path);
-                case "number" -> NumberSchema.NUMBER;
-                case "integer" -> NumberSchema.INTEGER;
+                case "number" -> number(s, false, path);
+                case "integer" -> number(s, true, path);
                 case "boolean" -> literal(List.of(JSON.getNodeFactory().booleanNode(true),
                         JSON.getNodeFactory().booleanNode(false)), path);
                 case "null" -> literal(List.of(JSON.getNodeFactory().nullNode()), path);
@@ -131,11 +134,12 @@ final class JsonSchemaCompiler {
             // an enforced format applies to strings only: the value is written as one (a narrowing)
             boolean string = keywords.stream().anyMatch(STRING_KEYWORDS::contains) || (s.path("format").isTextual()
                     && StringFormats.expression(s.get("format").textValue()).isPresent());
-            if ((object ? 1 : 0) + (array ? 1 : 0) + (string ? 1 : 0) > 1) {
-                throw new MoeException("JSON schema at " + path + " has keywords of more than one of object, array "
-                        + "and string and no type");
+            boolean number = keywords.stream().anyMatch(NUMBER_KEYWORDS::contains);
+            if ((object ? 1 : 0) + (array ? 1 : 0) + (string ? 1 : 0) + (number ? 1 : 0) > 1) {
+                throw new MoeException("JSON schema at " + path + " has keywords of more than one of object, array, "
+                        + "string and number and no type");
             }
-            return List.of(object ? "object" : array ? "array" : string ? "string" : "any");
+            return List.of(object ? "object" : array ? "array" : string ? "string" : number ? "number" : "any");
         }
         List<String> types = new ArrayList<>();
         if (type.isTextual()) {
@@ -231,6 +235,10 @@ final class JsonSchemaCompiler {
                 values = values.stream().filter(v -> !v.isTextual() || fits(rule, v.textValue())).toList();
             }
         }
+        if (NUMBER_KEYWORDS.stream().anyMatch(s::has)) {
+            // the bounds hold for the listed numbers too
+            values = values.stream().filter(v -> !v.isNumber() || withinBounds(s, v.decimalValue())).toList();
+        }
         if (s.has("type")) {
             Set<String> types = new HashSet<>(types(s, Set.of("type"), path));
             values = values.stream().filter(v -> types.contains(typeOf(v))
@@ -270,6 +278,63 @@ final class JsonSchemaCompiler {
         byte[][] texts = distinct.stream().map(t -> t.getBytes(java.nio.charset.StandardCharsets.UTF_8))
                 .toArray(byte[][]::new);
         return LiteralSchema.of(texts, cost);
+    }
+
+    private static boolean withinBounds(JsonNode s, java.math.BigDecimal v) {
+        for (String key : NUMBER_KEYWORDS) {
+            JsonNode bound = s.get(key);
+            if (bound == null || !bound.isNumber()) {
+                continue;
+            }
+            boolean exclusive = key.startsWith("exclusive") || (s.path("exclusive" + Character.toUpperCase(
+                    key.charAt(0)) + key.substring(1)).asBoolean(false));
+            int c = v.compareTo(bound.decimalValue());
+            boolean lower = key.endsWith("inimum");
+            if (lower ? (exclusive ? c <= 0 : c < 0) : (exclusive ? c >= 0 : c > 0)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** A number, held to the schema's bounds where it has any (then written without exponent). */
+    private static ValueSchema number(JsonNode s, boolean integer, String path) {
+        List<SchemaRegex.Node> expressions = new ArrayList<>();
+        boolean draft4Exclusive = false;
+        for (String key : List.of("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")) {
+            JsonNode bound = s.get(key);
+            if (bound == null) {
+                continue;
+            }
+            if (bound.isBoolean() && key.startsWith("exclusive")) {
+                draft4Exclusive = true; // draft 4: a flag on minimum or maximum, read below
+                continue;
+            }
+            if (!bound.isNumber()) {
+                throw new MoeException("JSON schema '" + key + "' at " + path + " must be a number, got " + bound);
+            }
+            boolean exclusive = key.startsWith("exclusive") || (s.path("exclusive" + Character.toUpperCase(
+                    key.charAt(0)) + key.substring(1)).asBoolean(false));
+            java.math.BigDecimal value = bound.decimalValue();
+            if (value.abs().compareTo(java.math.BigDecimal.TEN.pow(NumberFrame.MAX_DIGITS)) >= 0
+                    || value.stripTrailingZeros().scale() > NumberFrame.MAX_DIGITS) {
+                throw new MoeException("JSON schema '" + key + "' at " + path + " is " + bound + "; bounds with more "
+                        + "than " + NumberFrame.MAX_DIGITS + " digits a part are not supported");
+            }
+            String e = key.endsWith("inimum") ? NumberRanges.atLeast(value, exclusive, integer)
+                    : NumberRanges.atMost(value, exclusive, integer);
+            expressions.add(SchemaRegex.parse(e, path + "." + key));
+        }
+        if (expressions.isEmpty()) {
+            if (draft4Exclusive) {
+                throw new MoeException("JSON schema at " + path + " has a boolean exclusiveMinimum/exclusiveMaximum "
+                        + "without the minimum/maximum it qualifies");
+            }
+            return integer ? NumberSchema.INTEGER : NumberSchema.NUMBER;
+        }
+        expressions.add(SchemaRegex.parse(NumberRanges.syntax(integer), path));
+        StringRule rule = StringAutomaton.of(expressions, 0, -1, path + " (bounds)");
+        return new ValueSchema.RuleNumberSchema(rule, rule.dist(rule.start()));
     }
 
     /** A string, held to the schema's pattern, format and length bounds where it has any. */

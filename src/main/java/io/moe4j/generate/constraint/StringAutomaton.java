@@ -175,8 +175,8 @@ final class StringAutomaton implements StringRule {
         int[][] t = transitions.toArray(new int[0][]);
         int[] dist = distances(t, accepting);
         if (dist[0] == NO_WAY) {
-            throw new MoeException("JSON schema at " + where + " allows no string: its pattern, format and length "
-                    + "bounds exclude each other");
+            throw new MoeException("JSON schema at " + where + " allows no value: its pattern, format, length or "
+                    + "number bounds exclude each other");
         }
         for (int s = 0; s < n; s++) {
             t[s] = live(t[s], dist);

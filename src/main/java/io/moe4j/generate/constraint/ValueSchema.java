@@ -31,6 +31,10 @@ sealed interface ValueSchema {
         }
     }
 
+    /** A JSON number held to bounds by a rule over its bytes ({@link NumberRanges}). */
+    record RuleNumberSchema(StringRule rule, int minLength) implements ValueSchema {
+    }
+
     /** A JSON number; {@code integer} allows no fraction and no exponent. */
     record NumberSchema(boolean integer) implements ValueSchema {
         static final NumberSchema NUMBER = new NumberSchema(false);

@@ -6,6 +6,7 @@ import io.moe4j.generate.constraint.ValueSchema.ArraySchema;
 import io.moe4j.generate.constraint.ValueSchema.LiteralSchema;
 import io.moe4j.generate.constraint.ValueSchema.NumberSchema;
 import io.moe4j.generate.constraint.ValueSchema.ObjectSchema;
+import io.moe4j.generate.constraint.ValueSchema.RuleNumberSchema;
 import io.moe4j.generate.constraint.ValueSchema.RuleStringSchema;
 import io.moe4j.generate.constraint.ValueSchema.StringSchema;
 import java.util.List;
@@ -42,6 +43,12 @@ final class Values {
             case RuleStringSchema string -> {
                 if (b == '"') {
                     out.add(parent.push(RuleStringFrame.open(string.rule())));
+                }
+            }
+            case RuleNumberSchema number -> {
+                RuleNumberFrame first = RuleNumberFrame.first(number.rule(), b);
+                if (first != null) {
+                    out.add(parent.push(first));
                 }
             }
             case NumberSchema number -> {

@@ -318,7 +318,7 @@ class StringRulesTest {
                 .isInstanceOf(MoeException.class).hasMessageContaining("minLength 4 is above maxLength 3");
         assertThatThrownBy(() -> JsonGrammar.of(JSON.readTree(
                 "{\"type\": \"string\", \"pattern\": \"^[0-9]{2}$\", \"minLength\": 3}"), 0))
-                .isInstanceOf(MoeException.class).hasMessageContaining("allows no string");
+                .isInstanceOf(MoeException.class).hasMessageContaining("allows no value");
         assertThatThrownBy(() -> JsonGrammar.of(JSON.readTree(
                 "{\"type\": \"string\", \"pattern\": \"^[a-z]*$\", \"maxLength\": 50000}"), 0))
                 .isInstanceOf(MoeException.class).hasMessageContaining("automaton states");

@@ -67,9 +67,9 @@ class ToolChoiceTest {
         assertThat(JsonMatcher.isPrefix(schema.grammar(), "{\"b\"")).isFalse();
         assertThatThrownBy(() -> ResponseFormat.parse(JSON.readTree(
                 "{\"type\": \"json_schema\", \"json_schema\": {\"schema\": "
-                        + "{\"type\": \"number\", \"minimum\": 3}}}")))
+                        + "{\"type\": \"number\", \"multipleOf\": 3}}}")))
                 .isInstanceOf(MoeException.class)
-                .hasMessageStartingWith("response_format.json_schema.schema:").hasMessageContaining("'minimum'");
+                .hasMessageStartingWith("response_format.json_schema.schema:").hasMessageContaining("'multipleOf'");
         assertThatThrownBy(() -> ResponseFormat.parse(JSON.readTree("{\"type\": \"xml\"}")))
                 .isInstanceOf(MoeException.class).hasMessageStartingWith("response_format.type:");
         assertThatThrownBy(() -> ResponseFormat.parse(JSON.readTree("{\"type\": \"json_schema\"}")))
