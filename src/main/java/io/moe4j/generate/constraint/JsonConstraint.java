@@ -31,6 +31,17 @@ public final class JsonConstraint {
     private boolean cutByBudget;
     /** The trie walk's flag of such a token, reset for each mask (one array for every step, not one a step). */
     private final boolean[] cut = new boolean[1];
+    /**
+     * For the last few rule-string states masked, each plain token's end state ({@link TokenTrie#plainEnds}): 800 KB
+     * a state on a 200k vocabulary, so only {@value #CACHED_STATES} are kept.
+     */
+    private final java.util.Map<RuleState, int[]> plainEnds = new java.util.LinkedHashMap<>(8, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(java.util.Map.Entry<RuleState, int[]> eldest) {
+            return size() > CACHED_STATES;
+        }
+    };
+    private static final int CACHED_STATES = 4;
 
     /**
      * @param endTokens the end-of-sequence ids (eos, end of turn) that may end the document; special tokens
@@ -88,7 +99,7 @@ public final class JsonConstraint {
             // The plain tokens through the string's rule with plain ints, not a frame a byte: the walk below then
             // only enters subtrees that hold other tokens.
             Arrays.fill(mask, 0, n, false);
-            cutByBudget |= trie.markPlain(rule.rule(), rule.state(), maxCost - state.costBelowTop(), mask);
+            cutByBudget |= markPlain(rule, maxCost - state.costBelowTop(), mask);
             skipPlain = true;
         } else {
             Arrays.fill(mask, 0, n, false);
@@ -114,6 +125,34 @@ public final class JsonConstraint {
      */
     public boolean cutByBudget() {
         return cutByBudget;
+    }
+
+    /**
+     * Marks the plain tokens that keep the rule string alive and its closing within {@code maxTopCost} bytes;
+     * returns whether one was left out for its cost alone.
+     */
+    private boolean markPlain(RuleStringFrame frame, int maxTopCost, boolean[] mask) {
+        StringRule rule = frame.rule();
+        if (rule instanceof LengthRule length) {
+            return trie.markPlainByLength(length, frame.state(), maxTopCost, mask);
+        }
+        // A string often stays in a state for many tokens (the free text of an unanchored pattern): the walk's
+        // answer for a state is kept for the next masks.
+        int[] ends = plainEnds.computeIfAbsent(new RuleState(rule, frame.state()),
+                k -> trie.plainEnds(k.rule(), k.state()));
+        boolean cut = false;
+        for (int id = 0, n = ends.length; id < n; id++) {
+            int s = ends[id];
+            if (s != StringRule.DEAD) {
+                boolean fits = rule.dist(s) + 1 <= maxTopCost;
+                mask[id] = fits;
+                cut |= !fits;
+            }
+        }
+        return cut;
+    }
+
+    private record RuleState(StringRule rule, int state) {
     }
 
     /** Advances past token {@code id}; fails when the token does not continue a valid prefix. */

@@ -172,32 +172,38 @@ public final class TokenTrie {
     }
 
     /**
-     * Marks each plain token (string content, see {@link #isPlain}) whose characters {@code rule} takes from {@code
-     * state} to a state whose string can still close within {@code maxTopCost} bytes, the closing quote included
-     * (the mask cleared beforehand). Walks the trie with the rule's state and the UTF-8 character under
-     * way as plain ints, leaving a subtree at the first character the rule refuses.
+     * Marks each plain token whose characters take a {@link LengthRule} from {@code length} to a state whose string can
+     * still close within {@code maxTopCost} bytes, the closing quote included (the mask cleared beforehand): only the
+     * count of characters matters, so no walk.
      *
      * @return whether a token the rule takes was left out for its cost alone
      */
-    boolean markPlain(StringRule rule, int state, int maxTopCost, boolean[] mask) {
-        if (rule instanceof LengthRule length) {
-            // only the count of characters matters: no walk
-            boolean cut = false;
-            for (int id = 0; id < vocabularySize; id++) {
-                int chars = plainLength[id];
-                if (chars < 0) {
-                    continue;
-                }
-                int s = length.after(state, chars);
-                boolean fits = s != StringRule.DEAD && rule.dist(s) + 1 <= maxTopCost;
-                mask[id] = fits;
-                cut |= s != StringRule.DEAD && !fits;
+    boolean markPlainByLength(LengthRule rule, int length, int maxTopCost, boolean[] mask) {
+        boolean cut = false;
+        for (int id = 0; id < vocabularySize; id++) {
+            int chars = plainLength[id];
+            if (chars < 0) {
+                continue;
             }
-            return cut;
+            int s = rule.after(length, chars);
+            boolean fits = s != StringRule.DEAD && rule.dist(s) + 1 <= maxTopCost;
+            mask[id] = fits;
+            cut |= s != StringRule.DEAD && !fits;
         }
-        boolean[] cut = new boolean[1];
-        walkPlain(0, rule, state, 0, 0, 0, maxTopCost, mask, cut);
-        return cut[0];
+        return cut;
+    }
+
+    /**
+     * Per token id, the state {@code rule} reaches from {@code state} along a plain token's characters (string content,
+     * see {@link #isPlain}), or {@link StringRule#DEAD} where it refuses one or the token is not plain. Walks the trie
+     * with the rule's state and the character under way as plain ints, leaving a subtree at the first character the
+     * rule refuses.
+     */
+    int[] plainEnds(StringRule rule, int state) {
+        int[] ends = new int[vocabularySize];
+        Arrays.fill(ends, StringRule.DEAD);
+        walkPlain(0, rule, state, 0, 0, 0, ends);
+        return ends;
     }
 
     /** {@code left} while a backslash waits for the escape's letter. */
@@ -211,8 +217,7 @@ public final class TokenTrie {
      *              backslash, or {@link #HEX} - n with n hex digits of a \\u escape to come
      * @param least the least code point the UTF-8 character's length may encode
      */
-    private void walkPlain(int node, StringRule rule, int state, int bits, int left, int least, int maxTopCost,
-                           boolean[] mask, boolean[] cut) {
+    private void walkPlain(int node, StringRule rule, int state, int bits, int left, int least, int[] ends) {
         int end = node + size[node];
         for (int child = node + 1; child < end; child += size[child]) {
             int b = label[child] & 0xFF;
@@ -292,16 +297,14 @@ public final class TokenTrie {
                 continue;
             }
             if (l == 0 && firstToken[child] >= 0) {
-                boolean fits = rule.dist(s) + 1 <= maxTopCost;
                 for (int t = firstToken[child]; t >= 0; t = nextToken[t]) {
                     if (plain[t]) {
-                        mask[t] = fits;
-                        cut[0] |= !fits;
+                        ends[t] = s;
                     }
                 }
             }
             if (size[child] > 1) {
-                walkPlain(child, rule, s, v, l, lo, maxTopCost, mask, cut);
+                walkPlain(child, rule, s, v, l, lo, ends);
             }
         }
     }
