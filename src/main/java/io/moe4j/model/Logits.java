@@ -9,7 +9,8 @@ public final class Logits {
      * The greedy choice: the index of the largest of {@code logits[off, off + n)}, the lowest index on ties. The scan
      * starts at the first value and keeps it unless a later one is larger, so a NaN is never chosen after the first
      * value (and the first value is chosen when it is NaN). A device runtime that picks the token itself follows
-     * this rule exactly ({@link SequenceState#forwardGreedy}).
+     * this rule exactly, answering -1 where the chosen value is NaN or -infinity ({@link
+     * SequenceState#forwardGreedy}).
      */
     public static int argmax(float[] logits, int off, int n) {
         if (n <= 0) {

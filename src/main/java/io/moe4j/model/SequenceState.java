@@ -16,12 +16,13 @@ public interface SequenceState extends AutoCloseable {
 
     /**
      * {@link #forward} of valid token ids with only the greedy choice of the last position coming back: the index of
-     * its largest logit by {@link Logits#argmax}'s rule. A device runtime computes it where the logits are and reads
-     * back one id instead of the vocabulary's logits; the host's default takes the argmax of {@link #forward}'s.
+     * its largest logit by {@link Logits#argmax}'s rule, or -1 where that logit is NaN or -infinity (no finite choice:
+     * a NaN model output is an error, not token 0), as {@link TokenDraw}'s greedy draw. A device runtime computes it
+     * where the logits are and reads back one id instead of the vocabulary's logits; the host's default takes it from
+     * {@link #forward}'s.
      */
     default int forwardGreedy(int[] tokens, long start) {
-        float[] logits = forward(tokens, start, false);
-        return Logits.argmax(logits, 0, logits.length);
+        return TokenDraw.pickOrNone(TokenDraw.greedy(), forward(tokens, start, false));
     }
 
     /**

@@ -74,8 +74,9 @@ public final class Session implements AutoCloseable {
 
     /**
      * Feeds one token and returns the greedy choice of the next: the index of its largest logit, the lowest on ties
-     * ({@link Logits#argmax}), the same id as the argmax of {@link #decode}'s logits. A model on a device chooses it
-     * there and sends back one id instead of the vocabulary's logits.
+     * ({@link Logits#argmax}), the same id as the argmax of {@link #decode}'s logits; fails, naming the position,
+     * where that logit is NaN or -infinity. A model on a device chooses it there and sends back one id instead of
+     * the vocabulary's logits.
      */
     public int decodeGreedy(int token) {
         return decodeDrawn(token, TokenDraw.greedy());

@@ -183,6 +183,49 @@ class ModelBadInputTest {
         }
     }
 
+    /** An lm_head that writes NaN: greedy decoding (the model's own choice) fails naming it, never gives token 0. */
+    @Test
+    void aNanModelOutputIsAnErrorUnderGreedyDecoding() {
+        ModelCases.Case c = ModelCases.load(GPT_OSS);
+        LinearProvider nanHead = (checkpoint, config, backend, threads) -> new io.moe4j.model.linear.LinearFactory() {
+            final UnquantizedLinears inner = new UnquantizedLinears(checkpoint, null);
+
+            @Override
+            public io.moe4j.model.linear.Linear load(String module, int in, int out, boolean bias) {
+                io.moe4j.model.linear.Linear l = inner.load(module, in, out, bias);
+                if (!module.equals("lm_head")) {
+                    return l;
+                }
+                return new io.moe4j.model.linear.Linear() {
+                    public int inFeatures() {
+                        return in;
+                    }
+
+                    public int outFeatures() {
+                        return out;
+                    }
+
+                    public void forward(float[] x, int tokens, float[] y) {
+                        java.util.Arrays.fill(y, 0, tokens * out, Float.NaN);
+                    }
+
+                    public long weightBytes() {
+                        return l.weightBytes();
+                    }
+
+                    public String describe() {
+                        return "writes NaN";
+                    }
+                };
+            }
+        };
+        try (Model model = Model.load(c.dir(), options().withLinears(nanHead)); Session session = model.newSession()) {
+            session.prefill(new int[] {1, 2});
+            assertThatThrownBy(() -> session.decodeGreedy(3)).isInstanceOf(MoeException.class)
+                    .hasMessageContaining("NaN").hasMessageContaining("position 2");
+        }
+    }
+
     @Test
     void aClosedSessionRefusesWorkAndClosesOnce() {
         ModelCases.Case c = ModelCases.load(GPT_OSS);

@@ -161,8 +161,9 @@ public final class ModelOps implements AutoCloseable {
 
     /**
      * The index of the largest of the {@code n} floats at {@code x} (the lowest on ties: {@link
-     * io.moe4j.model.Logits#argmax}'s rule), computed on the device; waits for this stream and reads back that one
-     * int through {@code scratch} (4 bytes of device memory).
+     * io.moe4j.model.Logits#argmax}'s rule), or -1 where that value is NaN or -infinity (the greedy draw's "no finite
+     * choice"), computed on the device; waits for this stream and reads back that one int through {@code scratch} (4
+     * bytes of device memory).
      */
     public int argmax(long x, int n, DeviceBuffer scratch) {
         return argmaxRows(x, 1, n, scratch)[0];

@@ -1442,9 +1442,10 @@ model_norm_router_logits(const float* __restrict__ h, const float* __restrict__ 
 }
 
 // out[r] = the index of the largest of row r of x ([rows, n]), the lowest index on ties: the host's greedy rule
-// (io.moe4j.model.Logits.argmax), so that a greedy decode reads one id back instead of the vocabulary's logits.
-// NaN is never chosen, except that the answer is 0 when the row's first value is NaN or every value is (the host's
-// scan starts at the first value and keeps it unless a later one is larger). grid: rows; block: 1024
+// (io.moe4j.model.Logits.argmax, then TokenDraw's greedy draw), so that a greedy decode reads one id back instead of
+// the vocabulary's logits. NaN is never chosen after the first value; the answer is -1 (no finite choice) where the
+// host's scan would keep a NaN first value, where every value is NaN, or where the largest is -infinity.
+// grid: rows; block: 1024
 #define ARGMAX_THREADS 1024
 __device__ __forceinline__ void argmax_take(float& best, int& at, float v, int i) {
     if (v > best || (v == best && i < at)) {
@@ -1494,7 +1495,7 @@ model_argmax(const float* __restrict__ rows, int n, int* __restrict__ out) {
             int oa = __shfl_xor_sync(0xffffffffu, at, o);
             if (oa != none) argmax_take(best, at, ob, oa);
         }
-        if (lane == 0) out[blockIdx.x] = at == none || x[0] != x[0] ? 0 : at;
+        if (lane == 0) out[blockIdx.x] = at == none || x[0] != x[0] || !(best > NEG_INF_F) ? -1 : at;
     }
 }
 

@@ -56,9 +56,17 @@ class ModelOpsKernelsTest {
                 nanElsewhere[n / 2] = Float.NaN;
                 float[] oneFinite = negInf.clone();
                 oneFinite[n - 1] = -1e30f;
-                for (float[] x : new float[][] {plain, tiedLate, tiedEarly, negInf, nanFirst, nanElsewhere, oneFinite}) {
+                float[] allNan = new float[n];
+                Arrays.fill(allNan, Float.NaN);
+                float[] negInfThenNan = allNan.clone();
+                negInfThenNan[0] = Float.NEGATIVE_INFINITY;
+                for (float[] x : new float[][] {plain, tiedLate, tiedEarly, negInf, nanFirst, nanElsewhere, oneFinite,
+                        allNan, negInfThenNan}) {
                     try (DeviceBuffer dx = ops.upload(x)) {
-                        assertThat(ops.argmax(dx.pointer(), n, out)).as("n = %d", n).isEqualTo(Logits.argmax(x, 0, n));
+                        // the host's greedy draw: argmax's id, none (-1) where its logit is NaN or -infinity
+                        int chosen = Logits.argmax(x, 0, n);
+                        int expected = Float.isNaN(x[chosen]) || x[chosen] == Float.NEGATIVE_INFINITY ? -1 : chosen;
+                        assertThat(ops.argmax(dx.pointer(), n, out)).as("n = %d", n).isEqualTo(expected);
                     }
                 }
             }
