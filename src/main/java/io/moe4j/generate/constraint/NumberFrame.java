@@ -6,7 +6,8 @@ import java.util.List;
  * Inside a JSON number: {@code -? (0 | [1-9][0-9]*) (.[0-9]+)? ([eE][+-]?[0-9]+)?}, without fraction or exponent for
  * an integer. A number has no closing byte: it ends when the next byte is not part of it, and that byte then goes
  * to the enclosing value. Parts are capped at {@value #MAX_DIGITS} digits ({@value #MAX_EXPONENT_DIGITS} in the
- * exponent), a narrowing that keeps numbers within what parsers and doubles take.
+ * exponent), a narrowing that keeps numbers within what parsers and doubles take: below 1e120 and, unless zero, above
+ * 1e-120 (with three exponent digits 1e999 is valid JSON but infinity to a float64 parser).
  *
  * @param digits digits so far in the current part (integer, fraction or exponent)
  */
@@ -20,7 +21,7 @@ record NumberFrame(boolean integer, int phase, int digits) implements Frame {
     static final int EXP_SIGN = 6;
     static final int EXP_DIGITS = 7;
     static final int MAX_DIGITS = 20;
-    static final int MAX_EXPONENT_DIGITS = 3;
+    static final int MAX_EXPONENT_DIGITS = 2;
 
     /** The frame after the number's first byte, or null when b cannot start a number. */
     static NumberFrame first(boolean integer, int b) {

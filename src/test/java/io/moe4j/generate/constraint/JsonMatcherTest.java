@@ -82,6 +82,11 @@ class JsonMatcherTest {
         for (String bad : new String[] {"[-]", "[1.]", "[.5]", "[1e]", "[+1]", "[00]", "[1.2.3]", "[--1]"}) {
             assertThat(JsonMatcher.matches(number, bad)).as(bad).isFalse();
         }
+        // every number written parses to a finite float64, not to infinity or to zero
+        assertThat(JsonMatcher.matches(number, "[99999999999999999999.5e99,1e-99]")).isTrue();
+        for (String far : new String[] {"[1e999]", "[94141e960]", "[1e-100]"}) {
+            assertThat(JsonMatcher.matches(number, far)).as(far).isFalse();
+        }
         JsonGrammar top = grammar("{\"type\": \"integer\"}");
         assertThat(JsonMatcher.matches(top, "-42")).isTrue();
         assertThat(JsonMatcher.isPrefix(top, "4.")).isFalse();
