@@ -136,6 +136,9 @@ public final class JsonConstraint {
         if (rule instanceof LengthRule length) {
             return trie.markPlainByLength(length, frame.state(), maxTopCost, mask);
         }
+        if (rule instanceof MaxLengthRule bounded) {
+            return markPlainWithin(bounded, frame.state(), maxTopCost, mask);
+        }
         // A string often stays in a state for many tokens (the free text of an unanchored pattern): the walk's
         // answer for a state is kept for the next masks.
         int[] ends = plainEnds.computeIfAbsent(new RuleState(rule, frame.state()),
@@ -145,6 +148,29 @@ public final class JsonConstraint {
             int s = ends[id];
             if (s != StringRule.DEAD) {
                 boolean fits = rule.dist(s) + 1 <= maxTopCost;
+                mask[id] = fits;
+                cut |= !fits;
+            }
+        }
+        return cut;
+    }
+
+    /**
+     * {@link #markPlain} for a pattern with a maximum length: the automaton's end states without the bound (kept for
+     * its state as for any rule), then each token's characters counted against the bound.
+     */
+    private boolean markPlainWithin(MaxLengthRule rule, int state, int maxTopCost, boolean[] mask) {
+        StringAutomaton inner = rule.inner();
+        int at = rule.innerState(state);
+        int length = rule.length(state);
+        int[] ends = plainEnds.computeIfAbsent(new RuleState(inner, at), k -> trie.plainEnds(k.rule(), k.state()));
+        int[] chars = trie.plainLengths();
+        boolean cut = false;
+        for (int id = 0, n = ends.length; id < n; id++) {
+            int s = ends[id];
+            if (s != StringRule.DEAD && rule.fits(s, length + chars[id])) {
+                // every character on the way fits too: the end's completion is within the bound from each of them
+                boolean fits = rule.cost(s, length + chars[id]) + 1 <= maxTopCost;
                 mask[id] = fits;
                 cut |= !fits;
             }

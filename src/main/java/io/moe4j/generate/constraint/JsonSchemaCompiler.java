@@ -64,6 +64,8 @@ final class JsonSchemaCompiler {
     private final JsonNode root;
     private final PieceCost cost;
     private final Set<String> resolving = new HashSet<>();
+    /** The work every automaton of this schema may take together. */
+    private final StringAutomaton.WorkBudget work = new StringAutomaton.WorkBudget();
 
     private JsonSchemaCompiler(JsonNode root, PieceCost cost) {
         this.root = root;
@@ -167,7 +169,7 @@ final class JsonSchemaCompiler {
         if (!ref.startsWith("#/")) {
             throw new MoeException("unsupported $ref '" + ref + "' at " + path + ": only '#/...' within the schema");
         }
-        JsonNode target = root.at(ref.substring(1));
+        JsonNode target = root.at(percentDecoded(ref.substring(1)));
         if (target.isMissingNode()) {
             throw new MoeException("$ref '" + ref + "' at " + path + " points to nothing in the schema");
         }
@@ -179,6 +181,26 @@ final class JsonSchemaCompiler {
         } finally {
             resolving.remove(ref);
         }
+    }
+
+    /** A URI fragment's %XX escapes decoded (as UTF-8), as a $ref's JSON pointer is read. */
+    private static String percentDecoded(String fragment) {
+        if (fragment.indexOf('%') < 0) {
+            return fragment;
+        }
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        byte[] bytes = fragment.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        for (int i = 0; i < bytes.length; i++) {
+            int hi = i + 2 < bytes.length && bytes[i] == '%' ? Character.digit(bytes[i + 1], 16) : -1;
+            int lo = hi >= 0 ? Character.digit(bytes[i + 2], 16) : -1;
+            if (lo >= 0) {
+                out.write(hi * 16 + lo);
+                i += 2;
+            } else {
+                out.write(bytes[i]);
+            }
+        }
+        return out.toString(java.nio.charset.StandardCharsets.UTF_8);
     }
 
     private ValueSchema alternatives(JsonNode s, Set<String> keywords, String path) {
@@ -237,7 +259,8 @@ final class JsonSchemaCompiler {
         }
         if (NUMBER_KEYWORDS.stream().anyMatch(s::has)) {
             // the bounds hold for the listed numbers too
-            values = values.stream().filter(v -> !v.isNumber() || withinBounds(s, v.decimalValue())).toList();
+            values.stream().filter(JsonNode::isNumber).forEach(v -> checkFinite(v, "enum", path));
+            values = values.stream().filter(v -> !v.isNumber() || withinBounds(s, v.decimalValue(), path)).toList();
         }
         if (s.has("type")) {
             Set<String> types = new HashSet<>(types(s, Set.of("type"), path));
@@ -245,7 +268,8 @@ final class JsonSchemaCompiler {
                     || (types.contains("number") && v.isNumber())).toList();
         }
         if (values.isEmpty()) {
-            throw new MoeException("JSON schema at " + path + " allows no value (enum/const and type disagree)");
+            throw new MoeException("JSON schema at " + path + " allows no value: no enum/const value fits its type, "
+                    + "pattern, format, length or bounds");
         }
         return literal(values, path);
     }
@@ -269,6 +293,11 @@ final class JsonSchemaCompiler {
     private LiteralSchema literal(List<JsonNode> values, String path) {
         Set<String> distinct = new LinkedHashSet<>();
         for (JsonNode v : values) {
+            if (hasNonFinite(v)) {
+                // Jackson would write it as the string "Infinity"
+                throw new MoeException("JSON schema at " + path + " lists a number beyond what a float64 holds in "
+                        + "enum/const");
+            }
             try {
                 distinct.add(JSON.writeValueAsString(v));
             } catch (JsonProcessingException e) {
@@ -280,12 +309,35 @@ final class JsonSchemaCompiler {
         return LiteralSchema.of(texts, cost);
     }
 
-    private static boolean withinBounds(JsonNode s, java.math.BigDecimal v) {
+    private static boolean hasNonFinite(JsonNode v) {
+        if (v.isFloatingPointNumber()) {
+            return !Double.isFinite(v.doubleValue());
+        }
+        for (JsonNode child : v) {
+            if (hasNonFinite(child)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** A bound or a listed number must be a number a float64 holds (1e400 reads as infinity). */
+    private static void checkFinite(JsonNode n, String key, String path) {
+        if (!n.isNumber()) {
+            throw new MoeException("JSON schema '" + key + "' at " + path + " must be a number, got " + n);
+        }
+        if (n.isFloatingPointNumber() && !Double.isFinite(n.doubleValue())) {
+            throw new MoeException("JSON schema '" + key + "' at " + path + " is beyond what a float64 holds");
+        }
+    }
+
+    private static boolean withinBounds(JsonNode s, java.math.BigDecimal v, String path) {
         for (String key : NUMBER_KEYWORDS) {
             JsonNode bound = s.get(key);
-            if (bound == null || !bound.isNumber()) {
+            if (bound == null || (bound.isBoolean() && key.startsWith("exclusive"))) {
                 continue;
             }
+            checkFinite(bound, key, path);
             boolean exclusive = key.startsWith("exclusive") || (s.path("exclusive" + Character.toUpperCase(
                     key.charAt(0)) + key.substring(1)).asBoolean(false));
             int c = v.compareTo(bound.decimalValue());
@@ -298,7 +350,7 @@ final class JsonSchemaCompiler {
     }
 
     /** A number, held to the schema's bounds where it has any (then written without exponent). */
-    private static ValueSchema number(JsonNode s, boolean integer, String path) {
+    private ValueSchema number(JsonNode s, boolean integer, String path) {
         List<SchemaRegex.Node> expressions = new ArrayList<>();
         boolean draft4Exclusive = false;
         for (String key : List.of("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")) {
@@ -310,9 +362,7 @@ final class JsonSchemaCompiler {
                 draft4Exclusive = true; // draft 4: a flag on minimum or maximum, read below
                 continue;
             }
-            if (!bound.isNumber()) {
-                throw new MoeException("JSON schema '" + key + "' at " + path + " must be a number, got " + bound);
-            }
+            checkFinite(bound, key, path);
             boolean exclusive = key.startsWith("exclusive") || (s.path("exclusive" + Character.toUpperCase(
                     key.charAt(0)) + key.substring(1)).asBoolean(false));
             java.math.BigDecimal value = bound.decimalValue();
@@ -333,7 +383,7 @@ final class JsonSchemaCompiler {
             return integer ? NumberSchema.INTEGER : NumberSchema.NUMBER;
         }
         expressions.add(SchemaRegex.parse(NumberRanges.syntax(integer), path));
-        StringRule rule = StringAutomaton.of(expressions, 0, -1, path + " (bounds)");
+        StringRule rule = StringAutomaton.of(expressions, 0, -1, path + " (bounds)", work);
         return new ValueSchema.RuleNumberSchema(rule, rule.dist(rule.start()));
     }
 
@@ -347,7 +397,7 @@ final class JsonSchemaCompiler {
     }
 
     /** The rule of the schema's string keywords; null when it has none (an annotation-only format counts none). */
-    private static StringRule rule(JsonNode s, String path) {
+    private StringRule rule(JsonNode s, String path) {
         List<SchemaRegex.Node> expressions = new ArrayList<>();
         JsonNode pattern = s.get("pattern");
         if (pattern != null) {
@@ -357,7 +407,10 @@ final class JsonSchemaCompiler {
             expressions.add(SchemaRegex.parse(pattern.textValue(), path));
         }
         JsonNode format = s.get("format");
-        if (format != null && format.isTextual()) {
+        if (format != null && !format.isTextual()) {
+            throw new MoeException("JSON schema 'format' at " + path + " must be a string, got " + format);
+        }
+        if (format != null) {
             StringFormats.expression(format.textValue())
                     .ifPresent(e -> expressions.add(SchemaRegex.parse(e, path + " (format " + format.textValue() + ")")));
         }
@@ -370,7 +423,20 @@ final class JsonSchemaCompiler {
         if (expressions.isEmpty()) {
             return min == 0 && max < 0 ? null : new LengthRule(min, max);
         }
-        return StringAutomaton.of(expressions, min, max, path);
+        if (max < 0) {
+            return StringAutomaton.of(expressions, min, max, path, work);
+        }
+        // the maximum beside the automaton, not in it (MaxLengthRule)
+        if (max > MaxLengthRule.MAX_BOUND) {
+            throw new MoeException("JSON schema 'maxLength' at " + path + " is " + max + "; beside a pattern or format "
+                    + "at most " + MaxLengthRule.MAX_BOUND + " is supported");
+        }
+        StringAutomaton inner = StringAutomaton.of(expressions, min, -1, path, work);
+        if (inner.minChars(inner.start()) > max) {
+            throw new MoeException("JSON schema at " + path + " allows no value: its shortest string has "
+                    + inner.minChars(inner.start()) + " characters, more than maxLength " + max);
+        }
+        return new MaxLengthRule(inner, max);
     }
 
     private static boolean fits(StringRule rule, String text) {
@@ -502,7 +568,10 @@ final class JsonSchemaCompiler {
         if (n == null) {
             return absent;
         }
-        if (!n.canConvertToInt() || n.asInt() < 0 || !n.isIntegralNumber()) {
+        // 2.0 is an integer too (from draft 6 on)
+        boolean integral = n.isIntegralNumber() || (n.isNumber() && n.canConvertToInt()
+                && n.decimalValue().stripTrailingZeros().scale() <= 0);
+        if (!n.canConvertToInt() || n.asInt() < 0 || !integral) {
             throw new MoeException("JSON schema '" + key + "' at " + path + " must be a non-negative integer, got "
                     + n);
         }

@@ -8,9 +8,11 @@ import java.util.List;
  * A regular expression of JSON Schema's {@code pattern} dialect (ECMA-262) as a syntax tree over Unicode code points:
  * literals, {@code .}, classes with ranges and negation, the escapes {@code \d \w \s} (and their negations), {@code
  * \t \n \v \f \r \0 \xHH \\uHHHH \\u{H..} \cX}, groups (plain, {@code (?:)} and named), alternation, and the
- * quantifiers {@code * + ? {n} {n,} {n,m}} (greedy or lazy: the same strings). {@code ^} may open the pattern and
- * {@code $} close it. Refused by name, since they are not regular or not worth an automaton: backreferences,
- * lookaround, word boundaries, Unicode property escapes and anchors anywhere else.
+ * quantifiers {@code * + ? {n} {n,} {n,m}} (greedy or lazy: the same strings); a surrogate pair written as two
+ * {@code \\u} escapes is its one character. {@code ^} may open and {@code $} close each top-level alternative.
+ * Refused by name, since they are not regular or not worth an automaton: backreferences, lookaround, inline flags,
+ * word boundaries, Unicode property escapes, lone surrogates and anchors anywhere else; what a JavaScript engine
+ * refuses too (nothing to repeat, unmatched brackets, a duplicate group name) is named as malformed.
  *
  * <p>A pattern is not anchored unless it says so (a string fits if the expression matches somewhere in it), so an
  * unanchored start or end is matched as any text there. Code points never include the UTF-16 surrogates: a JSON
@@ -55,8 +57,7 @@ final class SchemaRegex {
     private int at;
     /** Groups open at the cursor. */
     private int depth;
-    /** Whether the pattern's outermost level has a '|'. */
-    private boolean topLevelBar;
+    private final java.util.Set<String> groupNames = new java.util.HashSet<>();
 
     private SchemaRegex(String pattern) {
         this.pattern = pattern;
@@ -71,34 +72,36 @@ final class SchemaRegex {
      */
     static Node parse(String pattern, String where) {
         SchemaRegex p = new SchemaRegex(pattern);
-        boolean anchoredStart = p.peek('^');
-        if (anchoredStart) {
-            p.at++;
-        }
-        Node body = p.alternation(where);
-        boolean anchoredEnd = false;
-        if (p.peek('$')) {
-            anchoredEnd = true;
-            p.at++;
-        }
+        // Each top-level alternative has its own anchors: ^a|b$ is (^a)|(b$), and ^$|^\d{5}$ is either.
+        List<Node> alternatives = new ArrayList<>();
+        do {
+            if (!alternatives.isEmpty()) {
+                p.at++; // '|'
+            }
+            boolean anchoredStart = p.peek('^');
+            if (anchoredStart) {
+                p.at++;
+            }
+            Node body = p.sequence(where);
+            boolean anchoredEnd = p.peek('$');
+            if (anchoredEnd) {
+                p.at++;
+            }
+            List<Node> whole = new ArrayList<>();
+            if (!anchoredStart) {
+                whole.add(new Repeat(ANY, 0, -1));
+            }
+            whole.add(body);
+            if (!anchoredEnd) {
+                whole.add(new Repeat(ANY, 0, -1));
+            }
+            alternatives.add(new Concat(List.copyOf(whole)));
+        } while (p.peek('|'));
         if (p.at < p.cps.length) {
-            throw p.error(where, p.cps[p.at] == ')' ? "an unmatched ')'" : p.cps[p.at] == '$'
-                    ? "'$' before the end (only a closing anchor is supported)"
-                    : "'" + Character.toString(p.cps[p.at]) + "' here");
+            throw p.cps[p.at] == ')' ? p.malformed(where, "an unmatched ')'")
+                    : p.error(where, "'" + Character.toString(p.cps[p.at]) + "' here");
         }
-        if ((anchoredStart || anchoredEnd) && p.topLevelBar) {
-            // ^a|b$ anchors each end of one alternative only; a group says which is meant
-            throw p.error(where, "an anchor beside a top-level '|' (write ^(a|b)$ to anchor every alternative)");
-        }
-        List<Node> whole = new ArrayList<>();
-        if (!anchoredStart) {
-            whole.add(new Repeat(ANY, 0, -1));
-        }
-        whole.add(body);
-        if (!anchoredEnd) {
-            whole.add(new Repeat(ANY, 0, -1));
-        }
-        return new Concat(List.copyOf(whole));
+        return alternatives.size() == 1 ? alternatives.getFirst() : new Alt(List.copyOf(alternatives));
     }
 
     private boolean peek(int c) {
@@ -110,11 +113,16 @@ final class SchemaRegex {
                 + " at character " + at + " is not supported");
     }
 
+    /** Not a valid ECMA-262 expression at all (what a JavaScript engine refuses too). */
+    private MoeException malformed(String where, String what) {
+        return new MoeException("JSON schema 'pattern' at " + where + " (\"" + pattern + "\") is not a valid "
+                + "regular expression: " + what + " at character " + at);
+    }
+
     private Node alternation(String where) {
         List<Node> alternatives = new ArrayList<>();
         alternatives.add(sequence(where));
         while (peek('|')) {
-            topLevelBar |= depth == 0;
             at++;
             alternatives.add(sequence(where));
         }
@@ -124,8 +132,8 @@ final class SchemaRegex {
     private Node sequence(String where) {
         List<Node> parts = new ArrayList<>();
         while (at < cps.length && cps[at] != '|' && cps[at] != ')') {
-            if (cps[at] == '$' && at == cps.length - 1) {
-                break; // the closing anchor, read by parse
+            if (cps[at] == '$' && depth == 0 && (at == cps.length - 1 || cps[at + 1] == '|')) {
+                break; // a top-level alternative's closing anchor, read by parse
             }
             Node atom = atom(where);
             parts.add(quantified(atom, where));
@@ -151,7 +159,7 @@ final class SchemaRegex {
                 return atom;
             }
             if (max >= 0 && max < min) {
-                throw error(where, "a quantifier {" + min + "," + max + "} whose maximum is below its minimum");
+                throw malformed(where, "a quantifier {" + min + "," + max + "} whose maximum is below its minimum");
             }
             if (min > MAX_REPEAT || max > MAX_REPEAT) {
                 throw error(where, "a count above " + MAX_REPEAT);
@@ -160,6 +168,10 @@ final class SchemaRegex {
                 at++; // lazy: the same strings
             }
             atom = new Repeat(atom, min, max);
+            if (at < cps.length && (cps[at] == '*' || cps[at] == '+' || cps[at] == '?'
+                    || (cps[at] == '{' && bounds() != null))) {
+                throw malformed(where, "a quantifier after a quantifier (nothing to repeat)");
+            }
         }
         return atom;
     }
@@ -205,19 +217,28 @@ final class SchemaRegex {
                             && cps[at + 2] != '=' && cps[at + 2] != '!') {
                         int close = indexOf('>', at + 2);
                         if (close < 0) {
-                            throw error(where, "a group name without its '>'");
+                            throw malformed(where, "a group name without its '>'");
+                        }
+                        String name = new String(cps, at + 2, close - at - 2);
+                        if (!groupNames.add(name)) {
+                            throw malformed(where, "a second group named '" + name + "'");
                         }
                         at = close + 1;
                     } else {
-                        throw error(where, "lookaround '(?" + (at + 1 < cps.length
-                                ? Character.toString(cps[at + 1]) : "") + "'");
+                        int next = at + 1 < cps.length ? cps[at + 1] : -1;
+                        throw switch (next) {
+                            case '=', '!', '<' -> error(where, "lookaround '(?" + Character.toString(next) + "'");
+                            case 'P' -> error(where, "Python's named group '(?P' (ECMA-262 writes '(?<name>')");
+                            default -> error(where, "inline flags or an unknown group '(?"
+                                    + (next < 0 ? "" : Character.toString(next)) + "'");
+                        };
                     }
                 }
                 depth++;
                 Node inner = alternation(where);
                 depth--;
                 if (!peek(')')) {
-                    throw error(where, "a '(' without its ')'");
+                    throw malformed(where, "a '(' without its ')'");
                 }
                 at++;
                 return inner;
@@ -233,12 +254,12 @@ final class SchemaRegex {
                 at++;
                 return escape(where, false);
             }
-            case '^' -> throw error(where, "'^' after the start (only an opening anchor is supported)");
-            case '$' -> throw error(where, "'$' before the end (only a closing anchor is supported)");
-            case '*', '+', '?' -> throw error(where, "a quantifier '" + Character.toString(c) + "' with nothing to repeat");
+            case '^' -> throw error(where, "'^' inside (anchors may open and close each top-level alternative only)");
+            case '$' -> throw error(where, "'$' inside (anchors may open and close each top-level alternative only)");
+            case '*', '+', '?' -> throw malformed(where, "a quantifier '" + Character.toString(c) + "' with nothing to repeat");
             default -> {
                 if (c == '{' && bounds() != null) {
-                    throw error(where, "a quantifier with nothing to repeat");
+                    throw malformed(where, "a quantifier with nothing to repeat");
                 }
                 at++;
                 return single(c);
@@ -262,7 +283,7 @@ final class SchemaRegex {
     /** After a backslash: a set (inside a class too), or one code point as a one-point set. */
     private Chars escape(String where, boolean inClass) {
         if (at >= cps.length) {
-            throw error(where, "a '\\' at the end");
+            throw malformed(where, "a '\\' at the end");
         }
         int c = cps[at++];
         switch (c) {
@@ -319,7 +340,7 @@ final class SchemaRegex {
                 if (peek('{')) {
                     int close = indexOf('}', at);
                     if (close < 0 || close == at + 1 || close - at - 1 > 6) {
-                        throw error(where, "a malformed '\\u{...}'");
+                        throw malformed(where, "a '\\u{...}' without its hex digits and '}'");
                     }
                     at++;
                     int v = hex(close - at, where);
@@ -329,13 +350,28 @@ final class SchemaRegex {
                     }
                     return single(v);
                 }
-                return single(hex(4, where));
+                int unit = hex(4, where);
+                if (unit >= 0xD800 && unit <= 0xDBFF && at + 5 < cps.length && cps[at] == '\\' && cps[at + 1] == 'u') {
+                    // a surrogate pair written as two escapes is the one character it encodes
+                    int save = at;
+                    at += 2;
+                    int low = hex(4, where);
+                    if (low >= 0xDC00 && low <= 0xDFFF) {
+                        return single(Character.toCodePoint((char) unit, (char) low));
+                    }
+                    at = save;
+                }
+                if (unit >= 0xD800 && unit <= 0xDFFF) {
+                    throw error(where, "a lone surrogate escape (a JSON string holds none; write the character or "
+                            + "\\u{...})");
+                }
+                return single(unit);
             }
             case 'c' -> {
                 if (at < cps.length && Character.isLetter(cps[at]) && cps[at] < 0x80) {
                     return single(cps[at++] % 32);
                 }
-                throw error(where, "a malformed '\\c' escape");
+                throw malformed(where, "a '\\c' without its letter");
             }
             case 'p', 'P' -> throw error(where, "a Unicode property escape '\\" + Character.toString(c) + "'");
             case 'k' -> throw error(where, "a named backreference '\\k'");
@@ -356,7 +392,7 @@ final class SchemaRegex {
         for (int i = 0; i < digits; i++) {
             int d = at < cps.length ? Character.digit(cps[at], 16) : -1;
             if (d < 0) {
-                throw error(where, "an escape without its " + digits + " hex digits");
+                throw malformed(where, "an escape without its " + digits + " hex digits");
             }
             v = v * 16 + d;
             at++;
@@ -373,7 +409,7 @@ final class SchemaRegex {
         List<int[]> parts = new ArrayList<>();
         while (!peek(']')) {
             if (at >= cps.length) {
-                throw error(where, "a '[' without its ']'");
+                throw malformed(where, "a '[' without its ']'");
             }
             Chars first = classAtom(where);
             if (peek('-') && at + 1 < cps.length && cps[at + 1] != ']') {
@@ -385,7 +421,7 @@ final class SchemaRegex {
                 int lo = first.ranges()[0];
                 int hi = last.ranges()[0];
                 if (hi < lo) {
-                    throw error(where, "a class range out of order");
+                    throw malformed(where, "a class range out of order");
                 }
                 parts.add(withoutSurrogates(new int[] {lo, hi}));
             } else {

@@ -26,16 +26,106 @@ final class StringAutomaton implements StringRule {
     static final int MAX_NFA_STATES = 20_000;
     /** The most states the deterministic product may have. */
     static final int MAX_STATES = 10_000;
+    /**
+     * The most work (automaton states visited while making products deterministic) all the strings of one schema may
+     * take: a request's schema is compiled on the server's request thread, so its cost is bounded (a few tenths of a
+     * second on a 2-core Zen 3), not just each automaton's size.
+     */
+    static final long MAX_WORK = 10_000_000L;
+
+    /** What is left of a schema's {@link #MAX_WORK}, spent by each automaton it compiles. */
+    static final class WorkBudget {
+        private long left = MAX_WORK;
+
+        void spend(long work, String where, int states) {
+            left -= work;
+            if (left < 0) {
+                throw new MoeException("JSON schema at " + where + ": its strings take too much work to compile "
+                        + "(over " + MAX_WORK + " automaton steps for the schema, " + states + " states here); "
+                        + "simplify the patterns, their counted repeats or the length bounds");
+            }
+        }
+    }
 
     /** Per state: its transitions as (lo, hi, target) triples, sorted by lo. */
     private final int[][] transitions;
     private final boolean[] accepting;
     private final int[] dist;
+    /** Per state: the characters along the path {@link #dist} measures (its fewest bytes). */
+    private final int[] charsAlongDist;
+    /** Per state: the fewest characters to an accepting state, and the bytes along that path. */
+    private final int[] minChars;
+    private final int[] bytesAlongMinChars;
 
     private StringAutomaton(int[][] transitions, boolean[] accepting, int[] dist) {
         this.transitions = transitions;
         this.accepting = accepting;
         this.dist = dist;
+        int n = transitions.length;
+        this.charsAlongDist = new int[n];
+        this.minChars = new int[n];
+        this.bytesAlongMinChars = new int[n];
+        pathMeasures();
+    }
+
+    /**
+     * The paths {@link MaxLengthRule} reckons with: along each state's fewest-bytes path its characters, and each
+     * state's fewest characters with the bytes along them. Both by relaxing over the live transitions until nothing
+     * changes (Bellman-Ford: the graphs are small).
+     */
+    private void pathMeasures() {
+        int n = transitions.length;
+        Arrays.fill(charsAlongDist, NO_WAY);
+        Arrays.fill(minChars, NO_WAY);
+        Arrays.fill(bytesAlongMinChars, NO_WAY);
+        for (int s = 0; s < n; s++) {
+            if (accepting[s]) {
+                charsAlongDist[s] = 0;
+                minChars[s] = 0;
+                bytesAlongMinChars[s] = 0;
+            }
+        }
+        boolean changed = true;
+        while (changed) {
+            changed = false;
+            for (int s = 0; s < n; s++) {
+                int[] t = transitions[s];
+                for (int i = 0; i < t.length; i += 3) {
+                    int to = t[i + 2];
+                    int w = StringRule.fewestBytes(t[i], t[i + 1]);
+                    // the fewest-bytes path: a successor on it, the one with the fewest characters among ties
+                    if (dist[to] != NO_WAY && dist[to] + w == dist[s] && charsAlongDist[to] != NO_WAY
+                            && charsAlongDist[to] + 1 < charsAlongDist[s]) {
+                        charsAlongDist[s] = charsAlongDist[to] + 1;
+                        changed = true;
+                    }
+                    if (minChars[to] != NO_WAY && (minChars[to] + 1 < minChars[s] || (minChars[to] + 1 == minChars[s]
+                            && bytesAlongMinChars[to] + w < bytesAlongMinChars[s]))) {
+                        minChars[s] = minChars[to] + 1;
+                        bytesAlongMinChars[s] = bytesAlongMinChars[to] + w;
+                        changed = true;
+                    }
+                }
+            }
+        }
+    }
+
+    /** The fewest characters from this state to an accepting one. */
+    int minChars(int state) {
+        return minChars[state];
+    }
+
+    /**
+     * Bytes of a shortest string from this state to acceptance in at most {@code charsLeft} characters (at least
+     * {@link #minChars}): the fewest-bytes path where it is short enough, else the fewest-characters path.
+     */
+    int distWithin(int state, int charsLeft) {
+        return charsAlongDist[state] <= charsLeft ? dist[state] : bytesAlongMinChars[state];
+    }
+
+    /** This state's transitions as (lo, hi, target) triples. Do not modify. */
+    int[] transitions(int state) {
+        return transitions[state];
     }
 
     /**
@@ -44,12 +134,18 @@ final class StringAutomaton implements StringRule {
      * @param where       the schema path and keywords, for messages
      * @throws MoeException when the automaton grows past its bounds or no string fits
      */
-    static StringAutomaton of(List<Node> expressions, int minLength, int maxLength, String where) {
+    static StringAutomaton of(List<Node> expressions, int minLength, int maxLength, String where,
+                              WorkBudget budget) {
         List<Nfa> nfas = new ArrayList<>();
         for (Node e : expressions) {
             nfas.add(Nfa.of(e, where));
         }
-        return determinize(nfas, minLength, maxLength, where);
+        return determinize(nfas, minLength, maxLength, where, budget);
+    }
+
+    /** {@link #of} with a budget of its own. */
+    static StringAutomaton of(List<Node> expressions, int minLength, int maxLength, String where) {
+        return of(expressions, minLength, maxLength, where, new WorkBudget());
     }
 
     @Override
@@ -104,7 +200,8 @@ final class StringAutomaton implements StringRule {
     private record Key(List<BitSet> sets, int length) {
     }
 
-    private static StringAutomaton determinize(List<Nfa> nfas, int minLength, int maxLength, String where) {
+    private static StringAutomaton determinize(List<Nfa> nfas, int minLength, int maxLength, String where,
+                                               WorkBudget budget) {
         int lengthCap = maxLength >= 0 ? maxLength : minLength;
         Map<Key, Integer> ids = new HashMap<>();
         List<Key> keys = new ArrayList<>();
@@ -125,6 +222,9 @@ final class StringAutomaton implements StringRule {
                 continue;
             }
             int[] cuts = boundaries(nfas, key);
+            // the cuts read every set once, and each range between them moves every set once more
+            budget.spend((long) (cuts.length + 1) * key.sets().stream().mapToInt(BitSet::cardinality).sum(), where,
+                    keys.size());
             int[] out = new int[3 * cuts.length];
             int k = 0;
             for (int c = 0; c + 1 < cuts.length; c++) {

@@ -193,6 +193,11 @@ public final class TokenTrie {
         return cut;
     }
 
+    /** Per token id: the characters its bytes spell where plain string content, -1 otherwise. Do not modify. */
+    int[] plainLengths() {
+        return plainLength;
+    }
+
     /**
      * Per token id, the state {@code rule} reaches from {@code state} along a plain token's characters (string content,
      * see {@link #isPlain}), or {@link StringRule#DEAD} where it refuses one or the token is not plain. Walks the trie

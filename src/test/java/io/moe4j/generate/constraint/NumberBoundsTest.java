@@ -135,6 +135,17 @@ class NumberBoundsTest {
                 .hasMessageContaining("$.properties.n");
         assertThatThrownBy(() -> JsonGrammar.of(JSON.readTree("{\"type\": \"number\", \"multipleOf\": 2}"), 0))
                 .isInstanceOf(MoeException.class).hasMessageContaining("'multipleOf'");
+        // 1e400 reads as infinity: a bound or a listed value beyond float64 is refused, not written as "Infinity"
+        for (String schema : new String[] {"{\"type\": \"number\", \"maximum\": 1e400}",
+                "{\"enum\": [3, 7], \"minimum\": -1e400}", "{\"const\": 1e400}", "{\"enum\": [[1, 1e400]]}"}) {
+            assertThatThrownBy(() -> JsonGrammar.of(JSON.readTree(schema), 0)).as(schema)
+                    .isInstanceOf(MoeException.class).hasMessageContaining("float64");
+        }
+        // a bound beside enum is read as beside a type
+        assertThatThrownBy(() -> JsonGrammar.of(JSON.readTree("{\"enum\": [3, 7], \"minimum\": \"5\"}"), 0))
+                .isInstanceOf(MoeException.class).hasMessageContaining("'minimum'");
+        assertThatThrownBy(() -> JsonGrammar.of(JSON.readTree("{\"const\": 5, \"minimum\": 6}"), 0))
+                .isInstanceOf(MoeException.class).hasMessageContaining("no enum/const value fits");
     }
 
     /** Draft 4's boolean exclusiveMinimum makes its minimum exclusive. */

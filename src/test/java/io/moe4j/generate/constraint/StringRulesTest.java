@@ -144,7 +144,8 @@ class StringRulesTest {
     private static final String[] PATTERNS = {"^[a-z]+$", "^\\d{3}-\\d{4}$", "ab", "^(foo|bar)+baz?$",
         "^[^\"\\\\]{2,4}$", "^\\w+@\\w+\\.com$", "^.{0,3}$", "x*y", "^(?:a|b)c{1,2}$", "^[A-Z][a-z]*( [A-Z][a-z]*)*$",
         "^\\s*$", "^[\\u00e9-\\u00ff]+$", "^\\S+$", "^a.b$", "^(?<word>[a-c]{2})-\\1?$".replace("\\1?", "z?"),
-        "0$", "^\\x41\\u0042[\\-_]?$", "^[^a-z]*$", "[0-9]{2,}", "^(a|)b$", "^€+\\.?$"};
+        "0$", "^\\x41\\u0042[\\-_]?$", "^[^a-z]*$", "[0-9]{2,}", "^(a|)b$", "^€+\\.?$", "^$|^\\d{2}$",
+        "^a$|^b|c$|x"};
     private static final char[] ALPHABET = "abcxyzfoorbaABZ019-_@. \"\\\n\té\u00ff€".toCharArray();
 
     /**
@@ -152,15 +153,14 @@ class StringRulesTest {
      * constraint are found too.
      */
     @ParameterizedTest
-    @ValueSource(ints = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20})
+    @ValueSource(ints = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22})
     void aPatternTakesExactlyTheStringsItFinds(int index) throws IOException {
         String pattern = PATTERNS[index];
         // ECMA-262's $ is the end of the input (the JDK's also matches before a final line break, its \z does not),
         // and its \s holds Unicode's spaces and the BOM (the JDK's only ASCII ones): both written out for the JDK
         String ecmaSpace = "\\t\\n\\x0B\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff";
         String forJdk = pattern.replace("\\s", "[" + ecmaSpace + "]").replace("\\S", "[^" + ecmaSpace + "]");
-        Pattern jdk = Pattern.compile(forJdk.endsWith("$") ? forJdk.substring(0, forJdk.length() - 1) + "\\z"
-                : forJdk);
+        Pattern jdk = Pattern.compile(forJdk.replaceAll("\\$(?=\\||$)", "\\\\z"));
         String schema = "{\"type\": \"string\", \"pattern\": " + JSON.writeValueAsString(pattern) + "}";
         JsonGrammar grammar = JsonGrammar.of(JSON.readTree(schema), 0);
         JsonGrammar sampled = JsonGrammar.of(JSON.readTree(schema), trie);
@@ -197,6 +197,7 @@ class StringRulesTest {
         "{\"type\": \"string\", \"pattern\": \"^[A-Z]{2}[0-9]{2,6}$\"}",
         "{\"type\": \"string\", \"pattern\": \"^[a-z]+(-[a-z]+)*$\", \"maxLength\": 12, \"minLength\": 4}",
         "{\"type\": \"string\", \"pattern\": \"[0-9]\", \"format\": \"hostname\", \"maxLength\": 20}",
+        "{\"type\": \"string\", \"format\": \"email\", \"maxLength\": 254, \"minLength\": 12}",
         "{\"type\": [\"string\", \"null\"], \"pattern\": \"^\\\\+?[0-9 ]{7,15}$\"}",
         "{\"type\": \"object\", \"properties\": {\"when\": {\"type\": \"string\", \"format\": \"date-time\"},"
             + " \"who\": {\"type\": \"string\", \"format\": \"email\"}, \"code\": {\"pattern\": \"^[A-F0-9]{6}$\"}},"
@@ -235,6 +236,7 @@ class StringRulesTest {
         "{\"type\": \"string\", \"minLength\": 12}",
         "{\"type\": \"string\", \"pattern\": \"[0-9]{2}\", \"maxLength\": 14}",
         "{\"type\": \"string\", \"format\": \"email\"}",
+        "{\"type\": \"string\", \"pattern\": \"^[a-z]+( [a-z]+)*$\", \"maxLength\": 11}",
     })
     void theMaskInARuleStringIsEveryTokenTriedAlone(String schemaText) throws IOException {
         JsonGrammar grammar = JsonGrammar.of(JSON.readTree(schemaText));
@@ -273,6 +275,28 @@ class StringRulesTest {
         }
     }
 
+    /** Keyword values a reader might trip on: read as JSON Schema means them, or refused naming them. */
+    @Test
+    void keywordValuesAreReadAsJsonSchemaMeansThem() throws IOException {
+        // 2.0 is an integer; a surrogate pair in two escapes is one character; a $ref's %XX is decoded
+        JsonGrammar two = JsonGrammar.of(JSON.readTree("{\"type\": \"string\", \"minLength\": 2.0}"), 0);
+        assertThat(JsonMatcher.matches(two, "\"ab\"")).isTrue();
+        assertThat(JsonMatcher.matches(two, "\"a\"")).isFalse();
+        JsonGrammar smile = JsonGrammar.of(JSON.readTree(
+                "{\"type\": \"string\", \"pattern\": \"^\\\\uD83D\\\\uDE00+$\"}"), 0);
+        assertThat(JsonMatcher.matches(smile, "\"\uD83D\uDE00\uD83D\uDE00\"")).isTrue();
+        assertThat(JsonMatcher.matches(smile, "\"x\"")).isFalse();
+        JsonGrammar ref = JsonGrammar.of(JSON.readTree(
+                "{\"$defs\": {\"a b\": {\"const\": 1}}, \"$ref\": \"#/$defs/a%20b\"}"), 0);
+        assertThat(JsonMatcher.matches(ref, "1")).isTrue();
+        assertThatThrownBy(() -> JsonGrammar.of(JSON.readTree("{\"type\": \"string\", \"format\": 123}"), 0))
+                .isInstanceOf(MoeException.class).hasMessageContaining("'format'").hasMessageContaining("string");
+        // a schema whose strings take too much to compile is refused in bounded time, naming why
+        assertThatThrownBy(() -> JsonGrammar.of(JSON.readTree(
+                "{\"type\": \"string\", \"pattern\": \"^.{0,1000}a.{0,1000}b.{0,1000}c.{0,1000}d$\"}"), 0))
+                .isInstanceOf(MoeException.class).hasMessageContaining("too much work");
+    }
+
     /** A format without a type is written as a string of the format (a schema with no type would take any value). */
     @Test
     void aFormatWithoutATypeIsAStringOfTheFormat() throws IOException {
@@ -294,18 +318,23 @@ class StringRulesTest {
     }
 
     @Test
-    void unsupportedOrContradictoryRulesAreNamed() {
-        Map<String, String> refused = Map.of(
-                "^(a)\\\\1$", "backreference",
-                "(?=a)b", "lookaround",
-                "\\\\bword", "word boundary",
-                "\\\\p{L}+", "Unicode property",
-                "^a|b$", "top-level '|'",
-                "a^b", "'^' after the start",
-                "(ab", "without its ')'",
-                "[a-", "without its ']'",
-                "a{3,1}", "below its minimum",
-                "^.{0,5000}$", "above 1000");
+    void unsupportedOrContradictoryRulesAreNamed() throws IOException {
+        Map<String, String> refused = Map.ofEntries(
+                Map.entry("^(a)\\\\1$", "backreference"),
+                Map.entry("(?=a)b", "lookaround"),
+                Map.entry("\\\\bword", "word boundary"),
+                Map.entry("\\\\p{L}+", "Unicode property"),
+                Map.entry("(^a|^b)", "'^' inside"),
+                Map.entry("a^b", "'^' inside"),
+                Map.entry("a**", "nothing to repeat"),
+                Map.entry("x{1,2}{3}", "nothing to repeat"),
+                Map.entry("(?<n>x)(?<n>y)", "second group named 'n'"),
+                Map.entry("(?i)abc", "inline flags"),
+                Map.entry("\\\\uD800x", "lone surrogate"),
+                Map.entry("(ab", "without its ')'"),
+                Map.entry("[a-", "without its ']'"),
+                Map.entry("a{3,1}", "below its minimum"),
+                Map.entry("^.{0,5000}$", "above 1000"));
         for (Map.Entry<String, String> e : refused.entrySet()) {
             String schema = "{\"type\": \"object\", \"properties\": {\"s\": {\"type\": \"string\", \"pattern\": \""
                     + e.getKey() + "\"}}}";
@@ -319,9 +348,17 @@ class StringRulesTest {
         assertThatThrownBy(() -> JsonGrammar.of(JSON.readTree(
                 "{\"type\": \"string\", \"pattern\": \"^[0-9]{2}$\", \"minLength\": 3}"), 0))
                 .isInstanceOf(MoeException.class).hasMessageContaining("allows no value");
+        // a maximum length beside a pattern is kept beside its automaton: large ones cost nothing, exact all the same
+        JsonGrammar long50k = JsonGrammar.of(JSON.readTree(
+                "{\"type\": \"string\", \"pattern\": \"^[a-z]*$\", \"maxLength\": 50000}"), 0);
+        assertThat(JsonMatcher.matches(long50k, "\"" + "a".repeat(50000) + "\"")).isTrue();
+        assertThat(JsonMatcher.matches(long50k, "\"" + "a".repeat(50001) + "\"")).isFalse();
         assertThatThrownBy(() -> JsonGrammar.of(JSON.readTree(
-                "{\"type\": \"string\", \"pattern\": \"^[a-z]*$\", \"maxLength\": 50000}"), 0))
-                .isInstanceOf(MoeException.class).hasMessageContaining("automaton states");
+                "{\"type\": \"string\", \"pattern\": \"^[a-z]*$\", \"maxLength\": 200000}"), 0))
+                .isInstanceOf(MoeException.class).hasMessageContaining("at most 100000");
+        assertThatThrownBy(() -> JsonGrammar.of(JSON.readTree(
+                "{\"type\": \"string\", \"pattern\": \"^[0-9]{3}$\", \"maxLength\": 2}"), 0))
+                .isInstanceOf(MoeException.class).hasMessageContaining("more than maxLength 2");
     }
 
     /** Each format's automaton, built once, stays small enough to build per request. */
