@@ -60,11 +60,22 @@ final class RequestParser {
             // A forced call's schema is built from the tools' parameters: a bad one is the tools' fault.
             JsonNode forced = toolChoice.schema(tools);
             if (forced != null) {
-                try {
-                    JsonGrammar.of(forced);
-                } catch (MoeException e) {
-                    throw ApiError.badRequest("'tools' parameters cannot constrain a call: " + e.getMessage(), "tools");
+                // each tool's parameters on their own first, so that an error names the tool and the path in it
+                for (int i = 0; tools != null && i < tools.size(); i++) {
+                    JsonNode parameters = tools.get(i).path("function").get("parameters");
+                    if (parameters == null || parameters.isNull()) {
+                        continue;
+                    }
+                    try {
+                        JsonGrammar.of(parameters);
+                    } catch (MoeException e) {
+                        String at = "tools[" + i + "].function.parameters";
+                        throw ApiError.badRequest("'tools' parameters cannot constrain a call: "
+                                + e.getMessage().replace(" at $", " at " + at).replace("at $.", "at " + at + "."),
+                                at);
+                    }
                 }
+                // (the forced call's whole schema is compiled where the request is served)
             }
         } catch (MoeException e) {
             throw ApiError.badRequest(e.getMessage(), fieldOf(e, "tool_choice"));
@@ -129,6 +140,13 @@ final class RequestParser {
         refuseTrue(body, "echo");
         refuseNonNull(body, "suffix");
         refuseNonNull(body, "logprobs");
+        // constrained decoding and tools are served on /v1/chat/completions, where the chat template places them
+        for (String field : List.of("response_format", "tools", "tool_choice")) {
+            if (nullToNull(body.get(field)) != null) {
+                throw ApiError.badRequest("'" + field + "' is served on /v1/chat/completions, not on completions",
+                        field);
+            }
+        }
         JsonNode bestOf = nullToNull(body.get("best_of"));
         if (bestOf != null && !(bestOf.isIntegralNumber() && bestOf.asLong() == 1)) {
             throw ApiError.badRequest("'best_of' must be 1", "best_of");
@@ -139,6 +157,14 @@ final class RequestParser {
     private static ApiRequest common(JsonNode body, boolean isChat, String model, ChatPrompt chat, String text,
                                      int[] ids, Integer maxTokens, ToolChoice toolChoice, JsonNode format,
                                      SamplingDefaults defaults) {
+        // vLLM's guided-decoding extensions: refused by name rather than silently ignored
+        for (String field : List.of("guided_json", "guided_regex", "guided_choice", "guided_grammar",
+                "structured_outputs")) {
+            if (nullToNull(body.get(field)) != null) {
+                throw ApiError.badRequest("'" + field + "' is not supported"
+                        + (isChat ? "; send response_format json_schema" : ""), field);
+            }
+        }
         Integer n = optionalInt(body, "n", 1);
         if (n != null && n != 1) {
             throw ApiError.badRequest("'n' must be 1: one choice per request is served", "n");

@@ -378,6 +378,12 @@ class AgentServerTest {
         String requiredWithoutTools = """
                 {"model": "qwen3-random", "messages": [{"role": "user", "content": "x"}], "tool_choice": "required"}""";
         assertRefused(post(qwenServer, requiredWithoutTools), "tool_choice", "tools");
+        String badParameter = """
+                {"model": "qwen3-random", "messages": [{"role": "user", "content": "x"}], "tool_choice": "required",
+                 "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+                   "properties": {"a": {"type": "string", "pattern": "^(?=x)"}}}}}]}""";
+        assertRefused(post(qwenServer, badParameter), "tools[0].function.parameters",
+                "tools[0].function.parameters.properties.a");
     }
 
     private static void assertRefused(HttpResponse<String> r, String param, String mentioned) {

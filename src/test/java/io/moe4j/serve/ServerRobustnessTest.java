@@ -139,6 +139,11 @@ class ServerRobustnessTest {
         cases.put("max_tokens too big for int", new Object[] {CHAT, chatWith("max_tokens", 1L << 40), 400, "max_tokens"});
         // The toy's context holds 128 tokens: a reply of 127 after a prompt of more than one does not fit.
         cases.put("max_tokens past the context", new Object[] {CHAT, chatWith("max_tokens", 127), 400, "max_tokens"});
+        cases.put("vLLM's guided_json", new Object[] {CHAT, chatWith("guided_json", Map.of("type", "object")), 400,
+                "guided_json"});
+        cases.put("response_format on completions", new Object[] {"/v1/completions",
+                "{\"model\": \"toy\", \"prompt\": \"hi\", \"response_format\": {\"type\": \"json_object\"}}", 400,
+                "response_format"});
         cases.put("max_completion_tokens fractional", new Object[] {CHAT, chatWith("max_completion_tokens", 2.5), 400,
                 "max_completion_tokens"});
         cases.put("temperature a string", new Object[] {CHAT, chatWith("temperature", "hot"), 400, "temperature"});
