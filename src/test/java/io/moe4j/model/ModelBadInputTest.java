@@ -187,38 +187,8 @@ class ModelBadInputTest {
     @Test
     void aNanModelOutputIsAnErrorUnderGreedyDecoding() {
         ModelCases.Case c = ModelCases.load(GPT_OSS);
-        LinearProvider nanHead = (checkpoint, config, backend, threads) -> new io.moe4j.model.linear.LinearFactory() {
-            final UnquantizedLinears inner = new UnquantizedLinears(checkpoint, null);
-
-            @Override
-            public io.moe4j.model.linear.Linear load(String module, int in, int out, boolean bias) {
-                io.moe4j.model.linear.Linear l = inner.load(module, in, out, bias);
-                if (!module.equals("lm_head")) {
-                    return l;
-                }
-                return new io.moe4j.model.linear.Linear() {
-                    public int inFeatures() {
-                        return in;
-                    }
-
-                    public int outFeatures() {
-                        return out;
-                    }
-
-                    public void forward(float[] x, int tokens, float[] y) {
-                        java.util.Arrays.fill(y, 0, tokens * out, Float.NaN);
-                    }
-
-                    public long weightBytes() {
-                        return l.weightBytes();
-                    }
-
-                    public String describe() {
-                        return "writes NaN";
-                    }
-                };
-            }
-        };
+        LinearProvider nanHead = replacingForward("lm_head", "writes NaN",
+                (l, x, tokens, y) -> java.util.Arrays.fill(y, 0, tokens * l.outFeatures(), Float.NaN));
         try (Model model = Model.load(c.dir(), options().withLinears(nanHead)); Session session = model.newSession()) {
             session.prefill(new int[] {1, 2});
             assertThatThrownBy(() -> session.decodeGreedy(3)).isInstanceOf(MoeException.class)
@@ -257,13 +227,38 @@ class ModelBadInputTest {
     void aSessionThatFailedInsideALayerRefusesWorkUntilReset() {
         ModelCases.Case c = ModelCases.load(GPT_OSS);
         java.util.concurrent.atomic.AtomicBoolean failOnce = new java.util.concurrent.atomic.AtomicBoolean(true);
-        LinearProvider failing = (checkpoint, config, backend, threads) -> new io.moe4j.model.linear.LinearFactory() {
+        LinearProvider failing = replacingForward("model.layers.1.self_attn.o_proj", "failing once",
+                (l, x, tokens, y) -> {
+                    if (failOnce.getAndSet(false)) {
+                        throw new MoeException("injected failure");
+                    }
+                    l.forward(x, tokens, y);
+                });
+        try (Model model = Model.load(c.dir(), options().withLinears(failing)); Session session = model.newSession()) {
+            assertThatThrownBy(() -> session.prefill(c.inputIds())).hasMessageContaining("injected failure");
+            assertThatThrownBy(() -> session.decode(1)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("layer 1").hasMessageContaining("reset()");
+            session.reset();
+            assertThat(io.moe4j.testing.Norms.relL2(session.prefill(c.inputIds()), c.logits()))
+                    .isLessThanOrEqualTo(c.tolerance("emulation"));
+        }
+    }
+
+    /** What a replaced linear runs instead of its forward; {@code original} is the linear as loaded. */
+    @FunctionalInterface
+    private interface Forward {
+        void run(io.moe4j.model.linear.Linear original, float[] x, int tokens, float[] y);
+    }
+
+    /** Unquantized linears, but {@code module}'s forward runs {@code forward} (a fault injected where a user meets it). */
+    private static LinearProvider replacingForward(String module, String describe, Forward forward) {
+        return (checkpoint, config, backend, threads) -> new io.moe4j.model.linear.LinearFactory() {
             final UnquantizedLinears inner = new UnquantizedLinears(checkpoint, null);
 
             @Override
-            public io.moe4j.model.linear.Linear load(String module, int in, int out, boolean bias) {
-                io.moe4j.model.linear.Linear l = inner.load(module, in, out, bias);
-                if (!module.equals("model.layers.1.self_attn.o_proj")) {
+            public io.moe4j.model.linear.Linear load(String name, int in, int out, boolean bias) {
+                io.moe4j.model.linear.Linear l = inner.load(name, in, out, bias);
+                if (!name.equals(module)) {
                     return l;
                 }
                 return new io.moe4j.model.linear.Linear() {
@@ -276,10 +271,7 @@ class ModelBadInputTest {
                     }
 
                     public void forward(float[] x, int tokens, float[] y) {
-                        if (failOnce.getAndSet(false)) {
-                            throw new MoeException("injected failure");
-                        }
-                        l.forward(x, tokens, y);
+                        forward.run(l, x, tokens, y);
                     }
 
                     public long weightBytes() {
@@ -287,18 +279,10 @@ class ModelBadInputTest {
                     }
 
                     public String describe() {
-                        return "failing once";
+                        return describe;
                     }
                 };
             }
         };
-        try (Model model = Model.load(c.dir(), options().withLinears(failing)); Session session = model.newSession()) {
-            assertThatThrownBy(() -> session.prefill(c.inputIds())).hasMessageContaining("injected failure");
-            assertThatThrownBy(() -> session.decode(1)).isInstanceOf(IllegalStateException.class)
-                    .hasMessageContaining("layer 1").hasMessageContaining("reset()");
-            session.reset();
-            assertThat(io.moe4j.testing.Norms.relL2(session.prefill(c.inputIds()), c.logits()))
-                    .isLessThanOrEqualTo(c.tolerance("emulation"));
-        }
     }
 }
