@@ -88,7 +88,9 @@ final class StringAutomaton implements StringRule {
         boolean changed = true;
         while (changed) {
             changed = false;
-            for (int s = 0; s < n; s++) {
+            // states are numbered in the order they were found from the start, so their successors mostly come
+            // later: sweeping from the last settles a chain in one pass
+            for (int s = n - 1; s >= 0; s--) {
                 int[] t = transitions[s];
                 for (int i = 0; i < t.length; i += 3) {
                     int to = t[i + 2];
