@@ -16,9 +16,12 @@ import java.util.List;
  * @param includeUsage   {@code stream_options.include_usage}: a last streamed chunk with the usage
  * @param responseFormat the {@code response_format} object as sent (checked), or null
  * @param toolChoice     the {@code tool_choice} read against the tools (none without tools); null for completions
+ * @param grammar        what constrained decoding keeps the reply to (a forced call's, or a JSON response_format's),
+ *                       compiled once as the request was read; null for free text
  */
 public record ApiRequest(boolean isChat, String model, ChatPrompt chat, String promptText, int[] promptIds,
                          SamplingParams sampling, Integer maxTokens, List<String> stops, boolean stream,
                          boolean includeUsage, JsonNode responseFormat, ToolChoice toolChoice,
-                         boolean skipSpecialTokens, boolean parallelToolCalls) {
+                         boolean skipSpecialTokens, boolean parallelToolCalls,
+                         io.moe4j.generate.constraint.JsonGrammar grammar) {
 }

@@ -18,7 +18,6 @@ import io.moe4j.generate.ReplyBudget;
 import io.moe4j.generate.ReplyConstraint;
 import io.moe4j.generate.ReplyReader;
 import io.moe4j.generate.constraint.JsonGrammar;
-import io.moe4j.generate.constraint.ResponseFormat;
 import io.moe4j.text.tools.ToolCallIds;
 import io.moe4j.text.tools.ToolChoice;
 import org.eclipse.jetty.ee10.servlet.ServletContextRequest;
@@ -201,7 +200,8 @@ public final class OpenAiServer implements AutoCloseable {
 
     private void generate(Context ctx, boolean chat) throws IOException {
         JsonNode body = readBody(ctx);
-        ApiRequest request = chat ? RequestParser.chat(body, served.sampling())
+        ChatOutputs outputs = served.text().chatOutputs();
+        ApiRequest request = chat ? RequestParser.chat(body, served.sampling(), outputs == null ? null : outputs.trie())
                 : RequestParser.completion(body, served.model().vocabSize(), served.sampling());
         if (!request.model().equals(served.id())) {
             throw new ApiError(404, "the model '" + request.model() + "' does not exist; this server serves '"
@@ -293,13 +293,8 @@ public final class OpenAiServer implements AutoCloseable {
             throw ApiError.badRequest("'" + param + "' needs constrained decoding, which this model does not offer",
                     param);
         }
-        JsonGrammar grammar;
-        try {
-            grammar = forced != null ? JsonGrammar.of(forced, outputs.trie())
-                    : ResponseFormat.parse(format, outputs.trie()).grammar();
-        } catch (MoeException e) {
-            throw ApiError.badRequest(e.getMessage(), forced != null ? "tools" : "response_format");
-        }
+        // compiled as the request was read, with this model's token trie
+        JsonGrammar grammar = request.grammar();
         ReplyConstraint constraint;
         try {
             constraint = outputs.constraint(promptText, grammar, maxTokens);

@@ -6,6 +6,7 @@ import io.moe4j.MoeException;
 import io.moe4j.generate.SamplingParams;
 import io.moe4j.generate.constraint.JsonGrammar;
 import io.moe4j.generate.constraint.ResponseFormat;
+import io.moe4j.generate.constraint.TokenTrie;
 import io.moe4j.text.tools.ToolChoice;
 
 import java.util.ArrayList;
@@ -32,8 +33,17 @@ final class RequestParser {
         return chat(body, SamplingDefaults.OPENAI);
     }
 
-    /** A chat request; {@code defaults} fill the sampling fields it leaves out. */
+    /** A chat request; {@code defaults} fill the sampling fields it leaves out; a schema's budget in bytes. */
     static ApiRequest chat(JsonNode body, SamplingDefaults defaults) {
+        return chat(body, defaults, null);
+    }
+
+    /**
+     * A chat request; {@code defaults} fill the sampling fields it leaves out, and the grammar of a forced call or a
+     * JSON response_format is compiled here, once, with its fixed pieces reckoned in {@code trie}'s tokens (bytes
+     * where null).
+     */
+    static ApiRequest chat(JsonNode body, SamplingDefaults defaults, TokenTrie trie) {
         requireObject(body);
         String model = requiredString(body, "model");
         JsonNode messagesNode = body.get("messages");
@@ -54,28 +64,18 @@ final class RequestParser {
             tools = null;
         }
         checkToolMessages(messagesNode);
+        JsonGrammar grammar = null;
         ToolChoice toolChoice;
         try {
             toolChoice = ToolChoice.parse(nullToNull(body.get("tool_choice")), tools);
             // A forced call's schema is built from the tools' parameters: a bad one is the tools' fault.
             JsonNode forced = toolChoice.schema(tools);
             if (forced != null) {
-                // each tool's parameters on their own first, so that an error names the tool and the path in it
-                for (int i = 0; tools != null && i < tools.size(); i++) {
-                    JsonNode parameters = tools.get(i).path("function").get("parameters");
-                    if (parameters == null || parameters.isNull()) {
-                        continue;
-                    }
-                    try {
-                        JsonGrammar.of(parameters);
-                    } catch (MoeException e) {
-                        String at = "tools[" + i + "].function.parameters";
-                        throw ApiError.badRequest("'tools' parameters cannot constrain a call: "
-                                + e.getMessage().replace(" at $", " at " + at).replace("at $.", "at " + at + "."),
-                                at);
-                    }
+                try {
+                    grammar = trie == null ? JsonGrammar.of(forced) : JsonGrammar.of(forced, trie);
+                } catch (MoeException e) {
+                    throw toolAtFault(tools, e);
                 }
-                // (the forced call's whole schema is compiled where the request is served)
             }
         } catch (MoeException e) {
             throw ApiError.badRequest(e.getMessage(), fieldOf(e, "tool_choice"));
@@ -83,7 +83,9 @@ final class RequestParser {
         JsonNode format = nullToNull(body.get("response_format"));
         if (format != null) {
             try {
-                ResponseFormat.parse(format);
+                ResponseFormat parsed = ResponseFormat.parse(format, trie);
+                // a forced call wins over a response_format (its JSON is the call's)
+                grammar = grammar != null ? grammar : parsed.grammar();
             } catch (MoeException e) {
                 throw ApiError.badRequest(e.getMessage(), fieldOf(e, "response_format"));
             }
@@ -100,7 +102,28 @@ final class RequestParser {
         Integer maxTokens = optionalInt(body, "max_completion_tokens", 1);
         Integer legacyMax = optionalInt(body, "max_tokens", 1);
         return common(body, true, model, new ChatPrompt(messages, tools, templateArgs(body)), null, null,
-                maxTokens != null ? maxTokens : legacyMax, toolChoice, format, defaults);
+                maxTokens != null ? maxTokens : legacyMax, toolChoice, format, defaults, grammar);
+    }
+
+    /**
+     * The 400 for a forced call whose schema does not compile: each tool's parameters on their own, so that the error
+     * names the tool and the path in it (the forced call's schema wraps them in paths of its own).
+     */
+    private static ApiError toolAtFault(JsonNode tools, MoeException whole) {
+        for (int i = 0; tools != null && i < tools.size(); i++) {
+            JsonNode parameters = tools.get(i).path("function").get("parameters");
+            if (parameters == null || parameters.isNull()) {
+                continue;
+            }
+            try {
+                JsonGrammar.of(parameters);
+            } catch (MoeException e) {
+                String at = "tools[" + i + "].function.parameters";
+                return ApiError.badRequest("'tools' parameters cannot constrain a call: "
+                        + e.getMessage().replace(" at $", " at " + at), at);
+            }
+        }
+        return ApiError.badRequest("'tools' parameters cannot constrain a call: " + whole.getMessage(), "tools");
     }
 
     static ApiRequest completion(JsonNode body, int vocabSize) {
@@ -151,12 +174,13 @@ final class RequestParser {
         if (bestOf != null && !(bestOf.isIntegralNumber() && bestOf.asLong() == 1)) {
             throw ApiError.badRequest("'best_of' must be 1", "best_of");
         }
-        return common(body, false, model, null, text, ids, optionalInt(body, "max_tokens", 1), null, null, defaults);
+        return common(body, false, model, null, text, ids, optionalInt(body, "max_tokens", 1), null, null, defaults,
+                null);
     }
 
     private static ApiRequest common(JsonNode body, boolean isChat, String model, ChatPrompt chat, String text,
                                      int[] ids, Integer maxTokens, ToolChoice toolChoice, JsonNode format,
-                                     SamplingDefaults defaults) {
+                                     SamplingDefaults defaults, JsonGrammar grammar) {
         // vLLM's guided-decoding extensions: refused by name rather than silently ignored
         for (String field : List.of("guided_json", "guided_regex", "guided_choice", "guided_grammar",
                 "structured_outputs")) {
@@ -223,7 +247,7 @@ final class RequestParser {
         // vLLM's extension, true by default there too: special tokens stay out of the text unless asked for
         boolean skipSpecial = optionalBoolean(body, "skip_special_tokens", "skip_special_tokens", true);
         return new ApiRequest(isChat, model, chat, text, ids, sampling, maxTokens, stops, stream, includeUsage, format,
-                toolChoice, skipSpecial, parallelToolCalls);
+                toolChoice, skipSpecial, parallelToolCalls, grammar);
     }
 
     private static ChatMessage message(JsonNode m, String where) {
