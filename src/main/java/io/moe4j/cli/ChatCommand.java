@@ -81,6 +81,12 @@ final class ChatCommand implements Callable<Integer> {
             if (line.isBlank()) {
                 continue;
             }
+            if (line.strip().matches("/[A-Za-z]+")) {
+                // a command word, not a message: the model is not asked
+                err.println("moe: unknown command " + line.strip() + "; /reset starts a new conversation, /exit ends");
+                err.flush();
+                continue;
+            }
             GenerationRequest request = sampling.request(model);
             interrupted.set(false);
             OutputView view = OutputView.of(model, !raw, out);
@@ -99,9 +105,9 @@ final class ChatCommand implements Callable<Integer> {
             view.finish();
             out.println();
             out.flush();
-            err.printf("(%d prompt tokens, %d from the cache; %d generated at %.2f tokens/s; %s)%n",
+            err.printf("(%d prompt tokens, %d from the cache; %d generated at %s tokens/s; %s)%n",
                     r.promptTokens() + chat.reusedLastTurn(), chat.reusedLastTurn(), r.tokens().length,
-                    r.decodeTokensPerSecond(), r.finishReason().apiName());
+                    r.decodeRateText(), r.finishReason().apiName());
             err.flush();
         }
     }

@@ -68,8 +68,8 @@ final class GenerateCommand implements Callable<Integer> {
             view.finish();
             out.println();
             out.flush();
-            err.printf("moe: %d prompt tokens, %.1f tokens/s prefill; %d generated, %.2f tokens/s decode; finish: %s%n",
-                    r.promptTokens(), r.prefillTokensPerSecond(), r.tokens().length, r.decodeTokensPerSecond(),
+            err.printf("moe: %d prompt tokens, %.1f tokens/s prefill; %d generated, %s tokens/s decode; finish: %s%n",
+                    r.promptTokens(), r.prefillTokensPerSecond(), r.tokens().length, r.decodeRateText(),
                     r.finishReason().apiName());
             err.flush();
         }

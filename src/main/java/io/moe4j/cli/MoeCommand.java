@@ -43,6 +43,19 @@ public final class MoeCommand implements Runnable {
             }
             throw ex;
         });
+        cli.setParameterExceptionHandler((ex, given) -> {
+            // a mistyped flag: the reason and where to look, not the whole usage (which the bare command still gets)
+            CommandLine at = ex.getCommandLine();
+            java.io.PrintWriter err = at.getErr();
+            err.println("moe: " + ex.getMessage());
+            CommandLine.UnmatchedArgumentException.printSuggestions(ex, err);
+            if (at.getCommandSpec() == cli.getCommandSpec()) {
+                at.usage(err);
+            } else {
+                err.println("(moe " + at.getCommandName() + " --help lists its options)");
+            }
+            return at.getCommandSpec().exitCodeOnInvalidInput();
+        });
         return cli.execute(args);
     }
 

@@ -51,6 +51,9 @@ final class SamplingArgs {
         if (minP != null && !(minP >= 0 && minP <= 1)) {
             throw new IllegalArgumentException("--min-p must be in [0, 1], got " + minP);
         }
+        if (stop.stream().anyMatch(String::isEmpty)) {
+            throw new IllegalArgumentException("--stop must be a non-empty text (an empty one would stop at once)");
+        }
     }
 
     /** The model's own request (its generation_config sampling, its eos ids) with what the command line sets. */

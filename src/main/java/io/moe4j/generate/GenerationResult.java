@@ -17,6 +17,12 @@ public record GenerationResult(int promptTokens, int[] tokens, String text, Fini
     }
 
     /** Generated tokens a second after the first one. */
+    /** The decode rate as people read it: "n/a" where no token was decoded after the first (which the prompt gave). */
+    public String decodeRateText() {
+        return tokens.length < 2 || decodeNanos == 0 ? "n/a" : String.format(java.util.Locale.ROOT, "%.2f",
+                decodeTokensPerSecond());
+    }
+
     public double decodeTokensPerSecond() {
         int decoded = tokens.length - 1;
         return decoded <= 0 || decodeNanos == 0 ? 0 : decoded * 1e9 / decodeNanos;

@@ -153,6 +153,19 @@ class CliTest {
         assertThat(r.err()).contains("Missing a command").contains("generate").contains("Usage:");
     }
 
+    /** A flag picocli cannot read is one line and a pointer to --help, not the command's whole usage. */
+    @Test
+    void aFlagThatDoesNotParseIsOneLineAndAPointer() {
+        for (String[] args : new String[][] {{"generate", "--model", "m", "--prompt", "hi", "--temperature", "abc"},
+                {"generate", "--model", "m"}, {"chat", "--model", "m", "--seed", "99999999999999999999"}}) {
+            Run r = moe(args);
+            assertThat(r.exit()).as(r.err()).isEqualTo(2);
+            assertThat(r.err()).as(r.err()).startsWith("moe: ").contains("--help lists its options")
+                    .doesNotContain("Usage:");
+            assertThat(r.err().strip().lines().count()).as(r.err()).isLessThanOrEqualTo(3);
+        }
+    }
+
     @Test
     void modelOptionsOutOfRangeAreNamedAsWritten() {
         String[][] cases = {{"--context", "-1"}, {"--threads", "0"}, {"--gpus", "0"}};
@@ -167,7 +180,7 @@ class CliTest {
     @Test
     void samplingFlagsOutOfRangeAreRefusedBeforeTheModelLoads() {
         String[][] cases = {{"--max-tokens", "0"}, {"--temperature", "-1"}, {"--top-k", "-2"}, {"--top-p", "0"},
-                {"--top-p", "1.5"}, {"--min-p", "2"}};
+                {"--top-p", "1.5"}, {"--min-p", "2"}, {"--stop", ""}};
         for (String command : List.of("generate", "chat")) {
             for (String[] c : cases) {
                 Run r = command.equals("generate") ? moe(command, "--model", "no-such-model", "--prompt", "hi", c[0], c[1])

@@ -149,12 +149,14 @@ class EndToEndTest {
 
     @Test
     void moeChatTalksOverSeveralTurns() {
-        Captured c = run("Hi!\nAnd then?\n/exit\n", "chat", "--model", dir.toString(), "--max-tokens", "4",
+        Captured c = run("Hi!\n/help\nAnd then?\n/exit\n", "chat", "--model", dir.toString(), "--max-tokens", "4",
                 "--temperature", "0", "--threads", "2");
         assertThat(c.code).isZero();
         assertThat(c.out).startsWith("> ");
-        assertThat(c.out.split("> ", -1)).hasSize(4);   // three prompts: two turns and the exit
-        assertThat(c.err).contains("from the cache");
+        assertThat(c.out.split("> ", -1)).hasSize(5);   // four prompts: two turns, an unknown command and the exit
+        // a command word is not sent to the model: two turns, two answers
+        assertThat(c.err).contains("unknown command /help");
+        assertThat(c.err.lines().filter(l -> l.contains("from the cache")).count()).isEqualTo(2);
     }
 
     @Test
