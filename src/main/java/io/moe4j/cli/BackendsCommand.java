@@ -56,7 +56,8 @@ public final class BackendsCommand implements Callable<Integer> {
         Optional<String> pose = platform != null ? Optional.of(platform.trim().toLowerCase(Locale.ROOT))
                 : PlatformProbe.activePose();
         if (pose.isPresent() && !PlatformProbe.POSES.contains(pose.get())) {
-            throw new MoeException("--platform " + platform + ": unknown pose; choose " + String.join(", ", PlatformProbe.POSES));
+            throw new MoeException("--platform " + platform + ": not a platform this command can pose as; choose "
+                    + String.join(", ", PlatformProbe.POSES));
         }
         Platform here = pose.map(p -> PlatformProbe.pose(p, PlatformProbe.probeReal())).orElseGet(PlatformProbe::probeReal);
         BackendChoice choice = BackendChoice.resolve(backend, activation, System.getenv(), System.getProperties());

@@ -49,8 +49,15 @@ public final class MoeModel implements AutoCloseable {
 
     /** Loads the weights, the tokenizer and (when present) the chat template of the model in {@code dir}. */
     public static MoeModel load(Path dir, ModelOptions options) {
+        if (!Files.exists(dir)) {
+            throw new MoeException(dir + ": no such directory");
+        }
         if (!Files.isDirectory(dir)) {
-            throw new MoeException(dir + ": not a model directory");
+            throw new MoeException(dir + ": not a model directory (a model is a directory with config.json)");
+        }
+        if (!Files.isRegularFile(dir.resolve("config.json"))) {
+            // named first: a directory without config.json is no model, whatever else it lacks
+            throw new MoeException(dir + ": no config.json, so not a model directory");
         }
         Tokenizer tokenizer = Tokenizer.load(dir);
         ChatTemplate template = ChatTemplate.find(dir).orElse(null);

@@ -153,6 +153,20 @@ class CliTest {
         assertThat(r.err()).contains("Missing a command").contains("generate").contains("Usage:");
     }
 
+    /** A model path that is missing, a file, or a directory without config.json: each said as it is, in one line. */
+    @Test
+    void aModelPathThatIsNoModelSaysWhy(@org.junit.jupiter.api.io.TempDir java.nio.file.Path tmp) throws Exception {
+        java.nio.file.Path file = java.nio.file.Files.writeString(tmp.resolve("weights.bin"), "x");
+        java.nio.file.Path empty = java.nio.file.Files.createDirectory(tmp.resolve("empty"));
+        String[][] cases = {{tmp.resolve("missing").toString(), "no such directory"},
+                {file.toString(), "not a model directory"}, {empty.toString(), "no config.json"}};
+        for (String[] c : cases) {
+            Run r = moe("generate", "--model", c[0], "--prompt", "hi", "--no-warmup");
+            assertThat(r.exit()).as(r.err()).isEqualTo(1);
+            assertThat(r.err().strip()).as(c[0]).contains(c[1]).doesNotContain("\n").doesNotContain("Exception");
+        }
+    }
+
     /** A flag picocli cannot read is one line and a pointer to --help, not the command's whole usage. */
     @Test
     void aFlagThatDoesNotParseIsOneLineAndAPointer() {
