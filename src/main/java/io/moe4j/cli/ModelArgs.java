@@ -67,6 +67,11 @@ final class ModelArgs {
         System.err.printf("moe: loaded %s (%s, %d layers) on %s in %.1f s%n", model.getFileName(),
                 m.model().config().family().modelType(), m.model().config().layers().size(),
                 gpus > 1 ? backend + " x " + gpus + " GPUs" : backend, (System.nanoTime() - start) / 1e9);
+        if (context > m.model().contextLimit()) {
+            // the model's positions bound the context: said, so that nobody counts on the longer one
+            System.err.printf("moe: --context %d is more than the model's max_position_embeddings; the context holds "
+                    + "%d positions%n", context, m.model().contextLimit());
+        }
         return m;
     }
 

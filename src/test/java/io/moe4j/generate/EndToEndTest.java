@@ -159,6 +159,15 @@ class EndToEndTest {
         assertThat(c.err.lines().filter(l -> l.contains("from the cache")).count()).isEqualTo(2);
     }
 
+    /** A --context beyond the model's positions is said, with the context it gets. */
+    @Test
+    void aContextBeyondTheModelsPositionsIsSaid() {
+        Captured c = run(null, "generate", "--model", dir.toString(), "--prompt", "Hi", "--max-tokens", "2",
+                "--temperature", "0", "--threads", "2", "--context", "99999999", "--no-warmup");
+        assertThat(c.code).as(c.err).isZero();
+        assertThat(c.err).contains("--context 99999999 is more than the model's max_position_embeddings");
+    }
+
     @Test
     void moeChatGoesOnAfterATurnBeyondTheContext() {
         Captured c = run("Hi!\n" + "word ".repeat(400) + "\nAnd then?\n/exit\n", "chat", "--model", dir.toString(),
