@@ -134,7 +134,7 @@ public final class JsonConstraint {
     private boolean markPlain(RuleStringFrame frame, int maxTopCost, boolean[] mask) {
         StringRule rule = frame.rule();
         if (rule instanceof LengthRule length) {
-            return trie.markPlainByLength(length, frame.state(), maxTopCost, mask);
+            return markPlainByLength(length, frame.state(), maxTopCost, mask);
         }
         if (rule instanceof MaxLengthRule bounded) {
             return markPlainWithin(bounded, frame.state(), maxTopCost, mask);
@@ -151,6 +151,22 @@ public final class JsonConstraint {
                 mask[id] = fits;
                 cut |= !fits;
             }
+        }
+        return cut;
+    }
+
+    /** {@link #markPlain} for lengths alone: only the count of a token's characters matters, so no walk. */
+    private boolean markPlainByLength(LengthRule rule, int length, int maxTopCost, boolean[] mask) {
+        int[] chars = trie.plainLengths();
+        boolean cut = false;
+        for (int id = 0, n = chars.length; id < n; id++) {
+            if (chars[id] < 0) {
+                continue;
+            }
+            int s = rule.after(length, chars[id]);
+            boolean fits = s != StringRule.DEAD && rule.dist(s) + 1 <= maxTopCost;
+            mask[id] = fits;
+            cut |= s != StringRule.DEAD && !fits;
         }
         return cut;
     }

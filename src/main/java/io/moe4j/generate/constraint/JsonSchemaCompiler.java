@@ -338,8 +338,7 @@ final class JsonSchemaCompiler {
                 continue;
             }
             checkFinite(bound, key, path);
-            boolean exclusive = key.startsWith("exclusive") || (s.path("exclusive" + Character.toUpperCase(
-                    key.charAt(0)) + key.substring(1)).asBoolean(false));
+            boolean exclusive = exclusive(s, key);
             int c = v.compareTo(bound.decimalValue());
             boolean lower = key.endsWith("inimum");
             if (lower ? (exclusive ? c <= 0 : c < 0) : (exclusive ? c >= 0 : c > 0)) {
@@ -347,6 +346,12 @@ final class JsonSchemaCompiler {
             }
         }
         return true;
+    }
+
+    /** Whether bound {@code key} excludes its value: an exclusive* keyword, or draft 4's boolean beside minimum/maximum. */
+    private static boolean exclusive(JsonNode s, String key) {
+        return key.startsWith("exclusive")
+                || s.path("exclusive" + Character.toUpperCase(key.charAt(0)) + key.substring(1)).asBoolean(false);
     }
 
     /** A number, held to the schema's bounds where it has any (then written without exponent). */
@@ -363,8 +368,7 @@ final class JsonSchemaCompiler {
                 continue;
             }
             checkFinite(bound, key, path);
-            boolean exclusive = key.startsWith("exclusive") || (s.path("exclusive" + Character.toUpperCase(
-                    key.charAt(0)) + key.substring(1)).asBoolean(false));
+            boolean exclusive = exclusive(s, key);
             java.math.BigDecimal value = bound.decimalValue();
             if (value.abs().compareTo(java.math.BigDecimal.TEN.pow(NumberFrame.MAX_DIGITS)) >= 0
                     || value.stripTrailingZeros().scale() > NumberFrame.MAX_DIGITS) {

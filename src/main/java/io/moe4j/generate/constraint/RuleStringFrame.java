@@ -50,7 +50,7 @@ record RuleStringFrame(StringRule rule, int state, StringFrame chr, int value, i
             };
         } else {
             after = switch (chr.phase()) {
-                case StringFrame.ESCAPE -> next.phase() == StringFrame.NORMAL ? whole(unescaped(b))
+                case StringFrame.ESCAPE -> next.phase() == StringFrame.NORMAL ? whole(StringFrame.unescaped(b))
                         : partial(next, 0, 0);
                 case StringFrame.UNICODE -> {
                     int v = value * 16 + Character.digit(b, 16);
@@ -104,14 +104,4 @@ record RuleStringFrame(StringRule rule, int state, StringFrame chr, int value, i
         return new RuleStringFrame(rule, state, next, bits, least, (int) best + 1);
     }
 
-    private static int unescaped(int b) {
-        return switch (b) {
-            case 'b' -> '\b';
-            case 'f' -> '\f';
-            case 'n' -> '\n';
-            case 'r' -> '\r';
-            case 't' -> '\t';
-            default -> b; // '"', '\\', '/'
-        };
-    }
 }

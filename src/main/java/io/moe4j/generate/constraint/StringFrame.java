@@ -77,11 +77,10 @@ record StringFrame(int phase, int left, int lo, int hi) implements Frame {
                 return null;
             }
             case ESCAPE -> {
-                return switch (b) {
-                    case '"', '\\', '/', 'b', 'f', 'n', 'r', 't' -> NORMAL_STATE;
-                    case 'u' -> new StringFrame(UNICODE, 4, 0, 0);
-                    default -> null;
-                };
+                if (b == 'u') {
+                    return new StringFrame(UNICODE, 4, 0, 0);
+                }
+                return unescaped(b) >= 0 ? NORMAL_STATE : null;
             }
             case UNICODE -> {
                 int digit = Character.digit(b, 16);
@@ -104,6 +103,19 @@ record StringFrame(int phase, int left, int lo, int hi) implements Frame {
                 return null;
             }
         }
+    }
+
+    /** The character a short escape's letter stands for ({@code n} for a line feed ...), or -1 for none. */
+    static int unescaped(int letter) {
+        return switch (letter) {
+            case '"', '\\', '/' -> letter;
+            case 'b' -> '\b';
+            case 'f' -> '\f';
+            case 'n' -> '\n';
+            case 'r' -> '\r';
+            case 't' -> '\t';
+            default -> -1;
+        };
     }
 
     /** Plain content keeps this state as it is: see {@link TokenTrie}'s shortcut. */

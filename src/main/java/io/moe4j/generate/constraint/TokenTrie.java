@@ -20,7 +20,7 @@ public final class TokenTrie {
     private final int[] nextToken;   // per token id: another token with the same bytes, or -1
     private final boolean[] hasNonPlain;
     private final boolean[] plain;   // per token id
-    /** Per token id: its code points where plain, -1 otherwise ({@link #markPlain} for a length rule). */
+    /** Per token id: its characters where plain, -1 otherwise (length rules count them). */
     private final int[] plainLength;
 
     public TokenTrie(TokenVocabulary vocabulary) {
@@ -171,28 +171,6 @@ public final class TokenTrie {
         return plain;
     }
 
-    /**
-     * Marks each plain token whose characters take a {@link LengthRule} from {@code length} to a state whose string can
-     * still close within {@code maxTopCost} bytes, the closing quote included (the mask cleared beforehand): only the
-     * count of characters matters, so no walk.
-     *
-     * @return whether a token the rule takes was left out for its cost alone
-     */
-    boolean markPlainByLength(LengthRule rule, int length, int maxTopCost, boolean[] mask) {
-        boolean cut = false;
-        for (int id = 0; id < vocabularySize; id++) {
-            int chars = plainLength[id];
-            if (chars < 0) {
-                continue;
-            }
-            int s = rule.after(length, chars);
-            boolean fits = s != StringRule.DEAD && rule.dist(s) + 1 <= maxTopCost;
-            mask[id] = fits;
-            cut |= s != StringRule.DEAD && !fits;
-        }
-        return cut;
-    }
-
     /** Per token id: the characters its bytes spell where plain string content, -1 otherwise. Do not modify. */
     int[] plainLengths() {
         return plainLength;
@@ -231,15 +209,7 @@ public final class TokenTrie {
             int l = left;
             int lo = least;
             if (l == ESCAPE) {
-                int cp = switch (b) {
-                    case '"', '\\', '/' -> b;
-                    case 'b' -> '\b';
-                    case 'f' -> '\f';
-                    case 'n' -> '\n';
-                    case 'r' -> '\r';
-                    case 't' -> '\t';
-                    default -> -1;
-                };
+                int cp = StringFrame.unescaped(b);
                 if (b == 'u') {
                     v = 0;
                     l = HEX - 4;
