@@ -220,9 +220,9 @@ public final class OpenAiServer implements AutoCloseable {
         }
         if (request.maxTokens() != null && request.maxTokens() > context - prompt.length) {
             // As OpenAI and vLLM answer: a reply the request allows but the context cannot hold is refused, not cut.
-            throw ApiError.badRequest("max_tokens (or max_completion_tokens) is " + request.maxTokens() + " but this model's context holds "
-                    + context + " tokens and the prompt has " + prompt.length + ", which leaves "
-                    + (context - prompt.length), "max_tokens", "context_length_exceeded");
+            throw ApiError.badRequest("max_tokens (or max_completion_tokens) is " + request.maxTokens()
+                    + " but this model's context holds " + context + " tokens and the prompt has " + prompt.length
+                    + ", which leaves " + (context - prompt.length), "max_tokens", "context_length_exceeded");
         }
         // The scheduler's own rule for the room (prompt and reply within the context), so that a constraint built
         // for maxTokens is built for the room the reply really has.
@@ -281,20 +281,19 @@ public final class OpenAiServer implements AutoCloseable {
      * response_format json_object / json_schema; null for free text.
      */
     private ReplyConstraint constraint(ApiRequest request, String promptText, int maxTokens) {
-        JsonNode forced = request.toolChoice() == null ? null : request.toolChoice().schema(request.chat().tools());
-        JsonNode format = request.responseFormat();
-        boolean wantsFormat = format != null && !format.path("type").asText().equals("text");
-        if (forced == null && !wantsFormat) {
+        // compiled as the request was read, with this model's token trie
+        JsonGrammar grammar = request.grammar();
+        if (grammar == null) {
             return null;
         }
-        String param = forced != null ? "tool_choice" : "response_format";
+        ToolChoice choice = request.toolChoice();
+        boolean forced = choice instanceof ToolChoice.Required || choice instanceof ToolChoice.Named;
+        String param = forced ? "tool_choice" : "response_format";
         ChatOutputs outputs = served.text().chatOutputs();
         if (outputs == null || promptText == null) {
             throw ApiError.badRequest("'" + param + "' needs constrained decoding, which this model does not offer",
                     param);
         }
-        // compiled as the request was read, with this model's token trie
-        JsonGrammar grammar = request.grammar();
         ReplyConstraint constraint;
         try {
             constraint = outputs.constraint(promptText, grammar, maxTokens);
