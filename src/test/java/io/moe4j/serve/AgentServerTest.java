@@ -347,6 +347,30 @@ class AgentServerTest {
         }
     }
 
+    /**
+     * OpenAI makes a tool's description optional; gpt-oss's template writes it unconditionally (transformers raises
+     * on the undefined value), so the server gives it an empty one, and Qwen3's template gets the tool as sent.
+     */
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    void aToolWithoutDescriptionIsServed(boolean gpt) throws Exception {
+        String tools = """
+                [{"type": "function", "function": {"name": "lookup",
+                   "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}}]""";
+        HttpResponse<String> r = post(gpt ? gptOssServer : qwenServer, """
+                {"model": "%s", "max_tokens": 3, "messages": [{"role": "user", "content": "find x"}], "tools": %s}"""
+                .formatted(id(gpt), tools));
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        List<ChatMessage> messages = List.of(new ChatMessage("user", "find x",
+                tree("{\"role\": \"user\", \"content\": \"find x\"}")));
+        String prompt = new ModelText(gpt ? gptOss : qwen).renderChatText(new ChatPrompt(messages, tree(tools)));
+        if (gpt) {
+            assertThat(prompt).contains("namespace functions {\n\n// \ntype lookup = (_: {\nq: string,\n}) => any;");
+        } else {
+            assertThat(prompt).contains("\"name\": \"lookup\"").doesNotContain("description");
+        }
+    }
+
     @Test
     void reasoningEffortReachesTheTemplate() {
         List<ChatMessage> messages = List.of(new ChatMessage("user", "hi", tree("{\"role\": \"user\", \"content\": \"hi\"}")));
