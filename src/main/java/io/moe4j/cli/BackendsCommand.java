@@ -40,8 +40,9 @@ public final class BackendsCommand implements Callable<Integer> {
             + "(triton, marlin, flashinfer_trtllm, flashinfer_cutlass, deep_gemm, cutlass, ...)")
     String backend;
 
-    @Option(names = "--activation", description = "expert activation precision for weight-only layers: "
-            + "bf16, fp8, mxfp8, mxfp4, mxfp6_e3m2, mxfp6_e2m3, nvfp4, int8")
+    @Option(names = "--activation", description = "quantize weight-only layers' expert activations to a scheme, as "
+            + "MOE4J_MOE_ACTIVATION does: bf16, fp8, mxfp8, mxfp4, mxfp6_e3m2, mxfp6_e2m3, nvfp4, int8 (a change "
+            + "of the layer's numbers; not the whole-model commands' --activations, the cpu kernels' precision)")
     String activation;
 
     @Option(names = "--platform", description = "pose as another machine: cpu, cpu-novector, h100, h200")

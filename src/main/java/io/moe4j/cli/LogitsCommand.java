@@ -26,10 +26,13 @@ final class LogitsCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        LogitsJob.Result r = LogitsJob.run(modelArgs.model, input, output, modelArgs.options(), incremental);
-        System.err.printf("moe: %d positions (%s) in %.2f s (%.1f tokens/s; load %.2f s) → %s%n", r.positions(),
-                incremental ? "one at a time" : "one pass", r.runSeconds(), r.positions() / r.runSeconds(),
-                r.loadSeconds(), output);
+        // logits are a measurement: auto's choice is said and kept, never changed after a failed load
+        ModelBackend on = modelArgs.chosenBackend();
+        LogitsJob.Result r = LogitsJob.run(modelArgs.model, input, output, modelArgs.options(on.backend()),
+                incremental);
+        System.err.printf("moe: %d positions (%s) on %s in %.2f s (%.1f tokens/s; load %.2f s) → %s%n",
+                r.positions(), incremental ? "one at a time" : "one pass", on.described(), r.runSeconds(),
+                r.positions() / r.runSeconds(), r.loadSeconds(), output);
         return 0;
     }
 }

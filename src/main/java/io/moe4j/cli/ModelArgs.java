@@ -1,5 +1,6 @@
 package io.moe4j.cli;
 
+import io.moe4j.backend.PlatformProbe;
 import io.moe4j.generate.MoeModel;
 import io.moe4j.model.ModelOptions;
 import picocli.CommandLine.Mixin;
@@ -16,8 +17,9 @@ final class ModelArgs {
             description = "model directory (config.json, safetensors, tokenizer.json ...); moe serve also takes 'toy', a tiny built-in test model")
     Path model;
 
-    @Option(names = "--backend", defaultValue = "cpu",
-            description = "emulation, cpu, or cuda (the whole decoder on the GPU) (default: ${DEFAULT-VALUE})")
+    @Option(names = "--backend", defaultValue = ModelBackend.AUTO,
+            description = "auto (cuda where a CUDA GPU can hold the checkpoint, else cpu), emulation, cpu, or cuda "
+                    + "(the whole decoder on the GPU) (default: ${DEFAULT-VALUE})")
     String backend;
 
     @Option(names = "--threads", description = "CPU threads (default: all cores)")
@@ -42,7 +44,8 @@ final class ModelArgs {
                     + "much less)")
     boolean noWarmup;
 
-    ModelOptions options() {
+    /** The options for {@code backend}, a resolved backend name (not auto). */
+    ModelOptions options(String backend) {
         // named as the user wrote them (ModelOptions' own checks speak of its fields)
         if (context < 0) {
             throw new IllegalArgumentException("--context must be 0 (the model's) or positive, got " + context);
@@ -58,21 +61,43 @@ final class ModelArgs {
         return threads == null ? o : o.withThreads(threads);
     }
 
+    /** Where the model runs: {@code --backend} as given, or auto's choice for this machine and checkpoint. */
+    ModelBackend chosenBackend() {
+        return ModelBackend.choose(backend, model, gpus, activations.value(), PlatformProbe.probeReal());
+    }
+
     MoeModel load() {
         long start = System.nanoTime();
+        ModelBackend chosen = chosenBackend();
         MoeModel m;
-        try (LayerBar bar = new LayerBar("loading " + model.getFileName())) {
-            m = MoeModel.load(model, options().withLoadListener(bar));
+        try {
+            m = load(chosen.backend());
+        } catch (RuntimeException e) {
+            if (!chosen.fallback()) {
+                throw e;
+            }
+            // auto picked the GPU and it cannot take this model: said, then the cpu, which runs every model
+            System.err.println("moe: cuda cannot run " + model.getFileName() + " (" + e.getMessage()
+                    + "); loading on cpu (--backend cuda makes this an error)");
+            chosen = new ModelBackend("cpu", "cuda could not load it", false);
+            m = load(chosen.backend());
         }
         System.err.printf("moe: loaded %s (%s, %d layers) on %s in %.1f s%n", model.getFileName(),
                 m.model().config().family().modelType(), m.model().config().layers().size(),
-                gpus > 1 ? backend + " x " + gpus + " GPUs" : backend, (System.nanoTime() - start) / 1e9);
+                gpus > 1 ? chosen.backend() + " x " + gpus + " GPUs" : chosen.described(),
+                (System.nanoTime() - start) / 1e9);
         if (context > m.model().contextLimit()) {
             // the model's positions bound the context: said, so that nobody counts on the longer one
             System.err.printf("moe: --context %d is more than the model's max_position_embeddings; the context holds "
                     + "%d positions%n", context, m.model().contextLimit());
         }
         return m;
+    }
+
+    private MoeModel load(String on) {
+        try (LayerBar bar = new LayerBar("loading " + model.getFileName())) {
+            return MoeModel.load(model, options(on).withLoadListener(bar));
+        }
     }
 
     /** {@link #load}, then the model's warm-up ({@link io.moe4j.model.Model#warmUp}) unless --no-warmup. */

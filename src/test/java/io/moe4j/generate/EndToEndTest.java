@@ -144,7 +144,7 @@ class EndToEndTest {
                 "--max-tokens", "6", "--temperature", "0", "--threads", "2");
         assertThat(c.code).isZero();
         assertThat(c.out).isEqualTo(lib.text() + System.lineSeparator());
-        assertThat(c.err).contains("prompt tokens").contains("tokens/s decode");
+        assertThat(c.err).contains("prompt tokens").contains("tokens/s decode").contains(" (auto: ");
     }
 
     @Test
