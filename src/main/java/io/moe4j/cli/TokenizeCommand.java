@@ -30,20 +30,63 @@ final class TokenizeCommand implements Callable<Integer> {
     @Option(names = "--model", required = true, description = "model directory (tokenizer.json, tokenizer_config.json)")
     Path model;
 
-    @Option(names = "--input", required = true, description = "JSON lines to read")
+    @Option(names = "--input", required = true, description = "JSON lines to read ('-': standard input)")
     Path input;
 
-    @Option(names = "--output", required = true, description = "JSON lines to write")
+    @Option(names = "--output", required = true,
+            description = "JSON lines to write, in place once every line is done ('-': standard output)")
     Path output;
+
+    private static final String STANDARD = "-";
 
     @Override
     public Integer call() throws IOException {
         Tokenizer tokenizer = Tokenizer.load(model);
+        boolean toStdout = STANDARD.equals(output.toString());
+        // A file is written beside its place and moved there at the end: a line that fails leaves no partial file.
+        Path partial = toStdout ? null : partialFile(output);
+        int lines;
+        try {
+            lines = tokenize(tokenizer, partial == null ? null : partial);
+            if (partial != null) {
+                Files.move(partial, output, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            }
+        } catch (IOException e) {
+            throw new MoeException(output + ": " + reason(e));
+        } finally {
+            if (partial != null) {
+                Files.deleteIfExists(partial);
+            }
+        }
+        System.err.printf("moe: %d lines → %s%n", lines, toStdout ? "standard output" : output);
+        return 0;
+    }
+
+    /** A new file beside {@code output} for the lines as they are written, or an error naming the output. */
+    private static Path partialFile(Path output) {
+        if (Files.isDirectory(output)) {
+            throw new MoeException(output + ": is a directory, not a JSON lines file");
+        }
+        Path dir = output.toAbsolutePath().getParent();
+        try {
+            return Files.createTempFile(dir, "." + output.getFileName() + ".", ".partial");
+        } catch (IOException e) {
+            throw new MoeException(output + ": " + reason(e) + " (" + dir + ")");
+        }
+    }
+
+    /** Every line of the input tokenized into {@code to} (standard output when null); the lines written. */
+    private int tokenize(Tokenizer tokenizer, Path to) {
         ChatTemplate template = null;
         ObjectMapper json = new ObjectMapper();
         int lines = 0;
-        try (BufferedReader in = open(input, () -> Files.newBufferedReader(input, StandardCharsets.UTF_8));
-             BufferedWriter out = open(output, () -> Files.newBufferedWriter(output, StandardCharsets.UTF_8))) {
+        boolean fromStdin = STANDARD.equals(input.toString());
+        try (BufferedReader in = fromStdin
+                ? new BufferedReader(new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8))
+                : open(input, () -> Files.newBufferedReader(input, StandardCharsets.UTF_8));
+             BufferedWriter out = to == null
+                     ? new BufferedWriter(new java.io.OutputStreamWriter(new NonClosing(System.out), StandardCharsets.UTF_8))
+                     : open(to, () -> Files.newBufferedWriter(to, StandardCharsets.UTF_8))) {
             String line;
             int number = 0;
             while ((line = in.readLine()) != null) {
@@ -55,7 +98,7 @@ final class TokenizeCommand implements Callable<Integer> {
                 try {
                     node = json.readTree(line);
                 } catch (IOException e) {
-                    throw new MoeException(input + " line " + number + ": not valid JSON: "
+                    throw new MoeException(inputName() + " line " + number + ": not valid JSON: "
                             + io.moe4j.config.JsonErrors.describe(e));
                 }
                 ObjectNode result = json.createObjectNode();
@@ -67,13 +110,13 @@ final class TokenizeCommand implements Callable<Integer> {
                     try {
                         text = template.render(ChatRequest.fromJson(node));
                     } catch (IllegalArgumentException | MoeException e) {
-                        throw new MoeException(input + " line " + number + ": " + e.getMessage());
+                        throw new MoeException(inputName() + " line " + number + ": " + e.getMessage());
                     }
                     result.put("text", text);
                 } else if (node != null && node.path("text").isTextual()) {
                     text = node.get("text").asText();
                 } else {
-                    throw new MoeException(input + " line " + number + ": expected an object with \"text\" (a string)"
+                    throw new MoeException(inputName() + " line " + number + ": expected an object with \"text\" (a string)"
                             + " or \"messages\"");
                 }
                 var ids = result.putArray("ids");
@@ -89,8 +132,28 @@ final class TokenizeCommand implements Callable<Integer> {
         } catch (IOException e) { // reading a line or writing one: the path is in front of the reason
             throw new MoeException(input + " -> " + output + ": " + reason(e));
         }
-        System.err.printf("moe: %d lines → %s%n", lines, output);
-        return 0;
+        return lines;
+    }
+
+    private String inputName() {
+        return STANDARD.equals(input.toString()) ? "standard input" : input.toString();
+    }
+
+    /** Standard output for a writer whose close must flush it but leave it open. */
+    private static final class NonClosing extends java.io.FilterOutputStream {
+        NonClosing(java.io.OutputStream out) {
+            super(out);
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) throws IOException {
+            out.write(b, off, len);
+        }
+
+        @Override
+        public void close() throws IOException {
+            flush();
+        }
     }
 
     private interface Opener<T> {

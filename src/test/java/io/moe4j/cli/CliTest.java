@@ -22,12 +22,21 @@ class CliTest {
     record Run(int exit, String out, String err) {
     }
 
-    static synchronized Run moe(String... args) {
+    static Run moe(String... args) {
+        return moeWithInput(null, args);
+    }
+
+    /** {@link #moe} with {@code stdin} (when not null) as standard input. */
+    static synchronized Run moeWithInput(String stdin, String... args) {
         PrintStream oldOut = System.out;
         PrintStream oldErr = System.err;
+        java.io.InputStream oldIn = System.in;
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         try {
+            if (stdin != null) {
+                System.setIn(new java.io.ByteArrayInputStream(stdin.getBytes(StandardCharsets.UTF_8)));
+            }
             System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
             System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
             int exit = MoeCommand.execute(args);
@@ -35,6 +44,7 @@ class CliTest {
         } finally {
             System.setOut(oldOut);
             System.setErr(oldErr);
+            System.setIn(oldIn);
         }
     }
 

@@ -67,6 +67,36 @@ class TokenizeCommandTest {
         int code = MoeCommand.execute("tokenize", "--model", RandomModels.sharedTokenizers().resolve("qwen3").toString(),
                 "--input", in.toString(), "--output", tmp.resolve("out.jsonl").toString());
         assertThat(code).isEqualTo(1);
+        try (var files = Files.list(tmp)) {
+            assertThat(files.map(f -> f.getFileName().toString())).as("no output, partial or not")
+                    .containsExactly("in.jsonl");
+        }
+    }
+
+    /** '-' reads standard input and writes standard output; a file already there is replaced only when done. */
+    @Test
+    void standardStreamsAndAnOutputReplacedWhole(@TempDir Path tmp) throws IOException {
+        String qwen = RandomModels.sharedTokenizers().resolve("qwen3").toString();
+        CliTest.Run piped = CliTest.moeWithInput("{\"text\": \"Hello world\"}\n{\"text\": \"ok\"}\n",
+                "tokenize", "--model", qwen, "--input", "-", "--output", "-");
+        assertThat(piped.exit()).as(piped.err()).isZero();
+        Path in = tmp.resolve("in.jsonl");
+        Files.writeString(in, "{\"text\": \"Hello world\"}\n{\"text\": \"ok\"}\n");
+        Path out = tmp.resolve("out.jsonl");
+        assertThat(CliTest.moe("tokenize", "--model", qwen, "--input", in.toString(), "--output", out.toString())
+                .exit()).isZero();
+        assertThat(piped.out()).isEqualTo(Files.readString(out));
+        assertThat(piped.out().lines()).hasSize(2);
+        assertThat(piped.err()).contains("2 lines → standard output");
+
+        Files.writeString(in, "{\"text\": \"ok\"}\n{\"nope\": 1}\n");
+        CliTest.Run failed = CliTest.moe("tokenize", "--model", qwen, "--input", in.toString(), "--output",
+                out.toString());
+        assertThat(failed.exit()).isEqualTo(1);
+        assertThat(Files.readString(out)).as("the earlier output is left as it was").isEqualTo(piped.out());
+        CliTest.Run badStdin = CliTest.moeWithInput("{\"nope\": 1}\n", "tokenize", "--model", qwen, "--input", "-",
+                "--output", "-");
+        assertThat(badStdin.err()).contains("standard input line 1");
     }
 
     /** Files that cannot be read or written, and a chat line the template refuses: one line naming them, exit 1. */
