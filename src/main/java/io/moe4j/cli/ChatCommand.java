@@ -105,6 +105,9 @@ final class ChatCommand implements Callable<Integer> {
             view.finish();
             out.println();
             out.flush();
+            if (view.hiddenNote() != null) {
+                err.println(view.hiddenNote());
+            }
             err.printf("(%d prompt tokens, %d from the cache; %d generated at %s tokens/s; %s)%n",
                     r.promptTokens() + chat.reusedLastTurn(), chat.reusedLastTurn(), r.tokens().length,
                     r.decodeRateText(), r.finishReason().apiName());

@@ -68,6 +68,9 @@ final class GenerateCommand implements Callable<Integer> {
             view.finish();
             out.println();
             out.flush();
+            if (view.hiddenNote() != null) {
+                err.println("moe: " + view.hiddenNote());
+            }
             err.printf("moe: %d prompt tokens, %.1f tokens/s prefill; %d generated, %s tokens/s decode; finish: %s%n",
                     r.promptTokens(), r.prefillTokensPerSecond(), r.tokens().length, r.decodeRateText(),
                     r.finishReason().apiName());

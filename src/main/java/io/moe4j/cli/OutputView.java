@@ -21,6 +21,14 @@ interface OutputView {
     void finish();
 
     /**
+     * After {@link #finish}: a note for a reply of which nothing could be shown (text that never opened a message
+     * of the chat format, which a model not trained on it writes), else null.
+     */
+    default String hiddenNote() {
+        return null;
+    }
+
+    /**
      * @param split set the reasoning apart; false shows the text as generated ({@code --raw}), as does a model
      *              without a chat template
      */
@@ -64,6 +72,7 @@ interface OutputView {
         private final PrintWriter out;
         private final boolean terminal;
         private String shown = "";
+        private long fedChars;
 
         Split(ReplySplitter splitter, PrintWriter out, boolean terminal) {
             this.splitter = splitter;
@@ -73,8 +82,17 @@ interface OutputView {
 
         @Override
         public void accept(String piece) {
+            fedChars += piece.length();
             splitter.feed(piece).forEach(this::show);
             out.flush();
+        }
+
+        @Override
+        public String hiddenNote() {
+            return shown.isEmpty() && fedChars > 0
+                    ? "(the reply's " + fedChars + " characters never opened a message of the chat format, so none "
+                            + "is shown; --raw shows the text as generated)"
+                    : null;
         }
 
         @Override

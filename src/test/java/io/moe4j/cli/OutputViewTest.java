@@ -39,6 +39,22 @@ class OutputViewTest {
                 .doesNotContain("<|channel|>");
     }
 
+    /** Harmony text that never opens a message shows nothing, and the view says so (with --raw as the way out). */
+    @Test
+    void aReplyThatNeverOpensAMessageIsNoted() {
+        String harmony = "<|start|>user<|message|>hi<|end|><|start|>assistant";
+        StringWriter s = new StringWriter();
+        OutputView view = new OutputView.Split(ReplySplitter.forPrompt(harmony), new PrintWriter(s), false);
+        view.accept(" words with no channel");
+        view.finish();
+        assertThat(s.toString()).isEmpty();
+        assertThat(view.hiddenNote()).contains("22 characters never opened a message").contains("--raw");
+        OutputView answered = new OutputView.Split(ReplySplitter.forPrompt(harmony), new PrintWriter(s), false);
+        answered.accept("<|channel|>final<|message|>Hi");
+        answered.finish();
+        assertThat(answered.hiddenNote()).isNull();
+    }
+
     @Test
     void aReplyWithoutReasoningIsShownAsItIs() {
         assertThat(show("<|im_start|>assistant\n", "Just an answer.", false)).isEqualTo("Just an answer.");
