@@ -26,7 +26,8 @@ import java.util.Set;
  * prefixItems}, {@code minItems}, {@code maxItems}, {@code anyOf}, {@code oneOf}, {@code $ref} to {@code
  * #/$defs/..} or {@code #/definitions/..} (not recursive), for strings {@code pattern} (see {@link SchemaRegex}),
  * {@code minLength}, {@code maxLength} and the {@code format}s of {@link StringFormats}, and for numbers {@code
- * minimum}, {@code maximum} and their exclusive forms (draft 4's boolean ones too; {@link NumberRanges}). Annotations ({@code title},
+ * minimum}, {@code maximum} and their exclusive forms (draft 4's boolean ones too; {@link NumberRanges}) and {@code
+ * multipleOf} ({@link MultipleOf}). Annotations ({@code title},
  * {@code description}, {@code default}, {@code examples}, other formats, ...) are ignored, as JSON Schema lets a
  * validator do. Any other keyword fails with a {@link MoeException} naming it and its path.
  *
@@ -40,7 +41,7 @@ import java.util.Set;
  *       different enum values), which is how tool schemas use it; a document that fits two alternatives would be
  *       valid for anyOf but not oneOf;</li>
  *   <li>enum and const values are written as compact JSON, numbers have at most 20 digits a part;</li>
- *   <li>{@code integer} takes no fraction and no exponent; a number with bounds no exponent either.</li>
+ *   <li>{@code integer} takes no fraction and no exponent; a number with bounds or multipleOf no exponent either.</li>
  * </ul>
  */
 final class JsonSchemaCompiler {
@@ -49,12 +50,12 @@ final class JsonSchemaCompiler {
             "$id", "$comment", "deprecated", "readOnly", "writeOnly", "format", "$defs", "definitions");
     private static final Set<String> SUPPORTED = Set.of("type", "properties", "required", "additionalProperties",
             "enum", "const", "items", "prefixItems", "minItems", "maxItems", "anyOf", "oneOf", "$ref", "pattern",
-            "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum");
+            "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf");
     private static final Set<String> OBJECT_KEYWORDS = Set.of("properties", "required", "additionalProperties");
     private static final Set<String> ARRAY_KEYWORDS = Set.of("items", "prefixItems", "minItems", "maxItems");
     private static final Set<String> STRING_KEYWORDS = Set.of("pattern", "minLength", "maxLength");
     private static final Set<String> NUMBER_KEYWORDS = Set.of("minimum", "maximum", "exclusiveMinimum",
-            "exclusiveMaximum");
+            "exclusiveMaximum", "multipleOf");
     private static final Set<String> TYPES = Set.of("object", "array", "string", "number", "integer", "boolean",
             "null");
     private static final int MAX_PROPERTIES = 64;
@@ -332,7 +333,11 @@ final class JsonSchemaCompiler {
     }
 
     private static boolean withinBounds(JsonNode s, java.math.BigDecimal v, String path) {
-        for (String key : NUMBER_KEYWORDS) {
+        JsonNode divisor = s.get("multipleOf");
+        if (divisor != null && !MultipleOf.divides(divisor(divisor, path), v)) {
+            return false;
+        }
+        for (String key : List.of("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")) {
             JsonNode bound = s.get(key);
             if (bound == null || (bound.isBoolean() && key.startsWith("exclusive"))) {
                 continue;
@@ -346,6 +351,20 @@ final class JsonSchemaCompiler {
             }
         }
         return true;
+    }
+
+    /** The schema's multipleOf: a number above zero with at most {@link NumberFrame#MAX_DIGITS} digits a part. */
+    private static java.math.BigDecimal divisor(JsonNode divisor, String path) {
+        checkFinite(divisor, "multipleOf", path);
+        java.math.BigDecimal m = divisor.decimalValue();
+        if (m.signum() <= 0) {
+            throw new MoeException("JSON schema 'multipleOf' at " + path + " must be greater than 0, got " + divisor);
+        }
+        if (m.stripTrailingZeros().scale() > NumberFrame.MAX_DIGITS) {
+            throw new MoeException("JSON schema 'multipleOf' at " + path + " is " + divisor + "; more than "
+                    + NumberFrame.MAX_DIGITS + " fraction digits are not supported");
+        }
+        return m;
     }
 
     /** Whether bound {@code key} excludes its value: an exclusive* keyword, or draft 4's boolean beside minimum/maximum. */
@@ -379,15 +398,19 @@ final class JsonSchemaCompiler {
                     : NumberRanges.atMost(value, exclusive, integer);
             expressions.add(SchemaRegex.parse(e, path + "." + key));
         }
-        if (expressions.isEmpty()) {
-            if (draft4Exclusive) {
-                throw new MoeException("JSON schema at " + path + " has a boolean exclusiveMinimum/exclusiveMaximum "
-                        + "without the minimum/maximum it qualifies");
-            }
+        if (expressions.isEmpty() && draft4Exclusive) {
+            throw new MoeException("JSON schema at " + path + " has a boolean exclusiveMinimum/exclusiveMaximum "
+                    + "without the minimum/maximum it qualifies");
+        }
+        List<StringAutomaton.Machine> machines = s.has("multipleOf")
+                ? List.of(MultipleOf.machine(divisor(s.get("multipleOf"), path), path))
+                : List.of();
+        if (expressions.isEmpty() && machines.isEmpty()) {
             return integer ? NumberSchema.INTEGER : NumberSchema.NUMBER;
         }
         expressions.add(SchemaRegex.parse(NumberRanges.syntax(integer), path));
-        StringRule rule = StringAutomaton.of(expressions, 0, -1, path + " (bounds)", work);
+        StringRule rule = StringAutomaton.of(expressions, machines, 0, -1,
+                path + (machines.isEmpty() ? " (bounds)" : " (bounds, multipleOf)"), work);
         return new ValueSchema.RuleNumberSchema(rule, rule.dist(rule.start()));
     }
 

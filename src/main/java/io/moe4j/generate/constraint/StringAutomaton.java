@@ -138,11 +138,32 @@ final class StringAutomaton implements StringRule {
      */
     static StringAutomaton of(List<Node> expressions, int minLength, int maxLength, String where,
                               WorkBudget budget) {
+        return of(expressions, List.of(), minLength, maxLength, where, budget);
+    }
+
+    /** {@link #of}, the strings also held to {@code machines}, automata given state by state. */
+    static StringAutomaton of(List<Node> expressions, List<Machine> machines, int minLength, int maxLength,
+                              String where, WorkBudget budget) {
         List<Nfa> nfas = new ArrayList<>();
         for (Node e : expressions) {
             nfas.add(Nfa.of(e, where));
         }
+        for (Machine m : machines) {
+            nfas.add(Nfa.of(m, where));
+        }
         return determinize(nfas, minLength, maxLength, where, budget);
+    }
+
+    /**
+     * A deterministic automaton written out, for rules that are regular but have no short expression (a number's
+     * divisibility): state 0 starts; per state its transitions as (lo, hi, target) triples; which states accept.
+     */
+    record Machine(int[][] transitions, boolean[] accepting) {
+        Machine {
+            if (transitions.length != accepting.length) {
+                throw new IllegalArgumentException(transitions.length + " states, " + accepting.length + " flags");
+            }
+        }
     }
 
     /** {@link #of} with a budget of its own. */
@@ -381,6 +402,26 @@ final class StringAutomaton implements StringRule {
             Nfa nfa = new Nfa(where);
             int start = nfa.state();
             nfa.accept = nfa.build(expression, start);
+            return nfa;
+        }
+
+        /** The machine's states as they are, each accepting one linked to one accepting state of its own. */
+        static Nfa of(Machine machine, String where) {
+            Nfa nfa = new Nfa(where);
+            int n = machine.transitions().length;
+            for (int s = 0; s < n; s++) {
+                nfa.state();
+            }
+            nfa.accept = nfa.state();
+            for (int s = 0; s < n; s++) {
+                int[] t = machine.transitions()[s];
+                for (int i = 0; i < t.length; i += 3) {
+                    nfa.edge(s, t[i], t[i + 1], t[i + 2]);
+                }
+                if (machine.accepting()[s]) {
+                    nfa.link(s, nfa.accept);
+                }
+            }
             return nfa;
         }
 

@@ -31,6 +31,54 @@ class NumberBoundsTest {
         "\"minimum\": 17, \"maximum\": 1234", "\"minimum\": 0.5, \"maximum\": 2.5",
     };
 
+    /** multipleOf, alone and beside bounds, as schema keywords */
+    private static final String[] MULTIPLES = {
+        "\"multipleOf\": 2", "\"multipleOf\": 0.5", "\"multipleOf\": 0.01", "\"multipleOf\": 7",
+        "\"multipleOf\": 1.5", "\"multipleOf\": 100", "\"multipleOf\": 1e-3", "\"multipleOf\": 0.25, \"exclusiveMinimum\": -5",
+        "\"multipleOf\": 3, \"minimum\": 10, \"maximum\": 100", "\"multipleOf\": 2.5e1",
+    };
+
+    /**
+     * Random texts, and every text of up to three whole and two fraction digits: taken exactly when BigDecimal finds
+     * the value a multiple (and in range).
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+    void multiplesAreTakenExactly(int index) throws IOException {
+        for (String type : new String[] {"number", "integer"}) {
+            JsonNode schema = JSON.readTree("{\"type\": \"" + type + "\", " + MULTIPLES[index] + "}");
+            JsonGrammar grammar = JsonGrammar.of(schema, 0);
+            BigDecimal divisor = schema.get("multipleOf").decimalValue();
+            SplittableRandom random = new SplittableRandom(100 + index);
+            int taken = 0;
+            java.util.List<String> texts = new java.util.ArrayList<>();
+            for (int i = 0; i < 3000; i++) {
+                texts.add(randomNumber(random, type.equals("integer")));
+            }
+            for (int w = 0; w < 1000; w++) {
+                texts.add(Integer.toString(w));
+                texts.add("-" + w);
+                if (type.equals("number")) {
+                    for (int f = 0; f < 100; f += 1 + random.nextInt(7)) {
+                        texts.add(w + "." + f / 10 + (f % 10 == 0 && random.nextBoolean() ? "" : Integer.toString(f % 10)));
+                    }
+                }
+            }
+            for (String text : texts) {
+                BigDecimal v = new BigDecimal(text);
+                boolean expected = v.remainder(divisor).signum() == 0 && inRange(schema, v)
+                        && !(text.startsWith("-") && v.signum() == 0);
+                boolean got = JsonMatcher.matches(grammar, text);
+                if (text.startsWith("-") && v.signum() == 0) {
+                    continue; // -0: the syntax's business (NumberRanges), whatever the divisor
+                }
+                assertThat(got).as(schema + " on " + text).isEqualTo(expected);
+                taken += expected ? 1 : 0;
+            }
+            assertThat(taken).as(schema.toString()).isGreaterThan(10);
+        }
+    }
+
     /** Random texts near and far from the bounds: taken exactly when their value is in range. */
     @ParameterizedTest
     @ValueSource(ints = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
@@ -106,8 +154,11 @@ class NumberBoundsTest {
                    "count": {"type": "integer", "minimum": 1, "maximum": 20},
                    "ratio": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
                    "temp": {"type": "number", "minimum": -40.5, "maximum": 60},
-                   "level": {"enum": [1, 5, 9, "x"], "maximum": 6}},
-                 "required": ["count", "ratio", "temp", "level"]}""";
+                   "level": {"enum": [1, 5, 9, "x"], "maximum": 6},
+                   "step": {"type": "number", "multipleOf": 0.25, "minimum": -3},
+                   "even": {"type": "integer", "multipleOf": 2},
+                   "pick": {"enum": [3, 4, 6, 9], "multipleOf": 3}},
+                 "required": ["count", "ratio", "temp", "level", "step", "even", "pick"]}""";
         var reference = SchemaRegistry.withDefaultDialect(SpecificationVersion.DRAFT_2020_12,
                 b -> b.schemaRegistryConfig(SchemaRegistryConfig.builder().formatAssertionsEnabled(true).build()))
                 .getSchema(schema);
@@ -116,7 +167,7 @@ class NumberBoundsTest {
         int eos = vocabulary.addedToken("<|return|>");
         JsonGrammar grammar = JsonGrammar.of(JSON.readTree(schema), trie);
         for (long seed = 1; seed <= 6; seed++) {
-            String text = ConstrainedSamplingTest.generate(grammar, trie, vocabulary, eos, seed * 131, 96);
+            String text = ConstrainedSamplingTest.generate(grammar, trie, vocabulary, eos, seed * 131, 160);
             assertThat(reference.validate(JSON.readTree(text))).as(text).isEmpty();
         }
     }
@@ -133,8 +184,16 @@ class NumberBoundsTest {
                 "{\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"number\", \"minimum\": \"0\"}}}"), 0))
                 .isInstanceOf(MoeException.class).hasMessageContaining("'minimum'")
                 .hasMessageContaining("$.properties.n");
-        assertThatThrownBy(() -> JsonGrammar.of(JSON.readTree("{\"type\": \"number\", \"multipleOf\": 2}"), 0))
-                .isInstanceOf(MoeException.class).hasMessageContaining("'multipleOf'");
+        for (String divisor : new String[] {"0", "-2", "\"2\"", "1e-30", "123457", "1e400"}) {
+            assertThatThrownBy(() -> JsonGrammar.of(JSON.readTree(
+                    "{\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"number\", \"multipleOf\": "
+                            + divisor + "}}}"), 0)).as(divisor)
+                    .isInstanceOf(MoeException.class).hasMessageContaining("'multipleOf'")
+                    .hasMessageContaining("$.properties.n");
+        }
+        assertThatThrownBy(() -> JsonGrammar.of(JSON.readTree(
+                "{\"type\": \"integer\", \"multipleOf\": 7, \"minimum\": 1, \"maximum\": 6}"), 0))
+                .isInstanceOf(MoeException.class).hasMessageContaining("allows no value");
         // 1e400 reads as infinity: a bound or a listed value beyond float64 is refused, not written as "Infinity"
         for (String schema : new String[] {"{\"type\": \"number\", \"maximum\": 1e400}",
                 "{\"enum\": [3, 7], \"minimum\": -1e400}", "{\"const\": 1e400}", "{\"enum\": [[1, 1e400]]}"}) {

@@ -67,7 +67,7 @@ class ToolChoiceTest {
         assertThat(JsonMatcher.isPrefix(schema.grammar(), "{\"b\"")).isFalse();
         assertThatThrownBy(() -> ResponseFormat.parse(JSON.readTree(
                 "{\"type\": \"json_schema\", \"json_schema\": {\"schema\": "
-                        + "{\"type\": \"number\", \"multipleOf\": 3}}}")))
+                        + "{\"type\": \"number\", \"multipleOf\": 0}}}")))
                 .isInstanceOf(MoeException.class)
                 .hasMessageStartingWith("response_format.json_schema.schema:").hasMessageContaining("'multipleOf'");
         assertThatThrownBy(() -> ResponseFormat.parse(JSON.readTree("{\"type\": \"xml\"}")))
