@@ -61,9 +61,13 @@ final class ModelArgs {
         return threads == null ? o : o.withThreads(threads);
     }
 
+    /** The machine auto chooses for; null: this one (tests pose as another). */
+    io.moe4j.backend.Platform platform;
+
     /** Where the model runs: {@code --backend} as given, or auto's choice for this machine and checkpoint. */
     ModelBackend chosenBackend() {
-        return ModelBackend.choose(backend, model, gpus, activations.value(), PlatformProbe.probeReal());
+        return ModelBackend.choose(backend, model, gpus, activations.value(),
+                platform != null ? platform : PlatformProbe.probeReal());
     }
 
     MoeModel load() {

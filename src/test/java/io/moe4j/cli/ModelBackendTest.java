@@ -63,4 +63,35 @@ class ModelBackendTest {
         assertThat(ModelBackend.choose("auto", dir, 1, KernelActivations.INT8, withGpu(1L << 40)).backend())
                 .isEqualTo("cpu");
     }
+
+    /**
+     * Auto's GPU that cannot load the model (here: a GPU posed on a machine without a CUDA driver) is said on
+     * stderr, and the model loads on the cpu; a named cuda would have failed.
+     */
+    @Test
+    void aFailedDeviceLoadUnderAutoGoesOnToTheCpu() {
+        Path model = io.moe4j.testing.RandomModels.qwen3(dir.resolve("qwen3"), 5);
+        ModelArgs args = new ModelArgs();
+        args.model = model;
+        args.backend = "auto";
+        args.threads = 2;
+        args.activations = new ActivationsArg();
+        args.activations.activations = "float";
+        args.gpus = 1;
+        args.noWarmup = true;
+        args.platform = withGpu(80_000_000_000L);
+        org.junit.jupiter.api.Assumptions.assumeFalse(io.moe4j.backend.PlatformProbe.probeReal().cuda().available(),
+                "a real GPU would load it");
+        java.io.PrintStream oldErr = System.err;
+        java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+        System.setErr(new java.io.PrintStream(err, true, java.nio.charset.StandardCharsets.UTF_8));
+        try (io.moe4j.generate.MoeModel m = args.load()) {
+            assertThat(m.model().options().backend()).isEqualTo("cpu");
+        } finally {
+            System.setErr(oldErr);
+        }
+        String said = err.toString(java.nio.charset.StandardCharsets.UTF_8);
+        assertThat(said).contains("moe: cuda cannot run qwen3 (").contains("loading on cpu")
+                .contains("on cpu (auto: cuda could not load it)");
+    }
 }
