@@ -1,6 +1,7 @@
 package io.moe4j.cli;
 
 import io.moe4j.generate.GenerationRequest;
+import io.moe4j.generate.LogitAdjustments;
 import io.moe4j.generate.MoeModel;
 import io.moe4j.generate.SamplingParams;
 import picocli.CommandLine.Option;
@@ -31,6 +32,18 @@ final class SamplingArgs {
     @Option(names = "--seed", description = "seed of the sampler (default: random)")
     Long seed;
 
+    @Option(names = "--presence-penalty", description = "subtracted from every token the reply holds, in [-2, 2] "
+            + "(default: 0)")
+    Double presencePenalty;
+
+    @Option(names = "--frequency-penalty", description = "subtracted per occurrence in the reply, in [-2, 2] "
+            + "(default: 0)")
+    Double frequencyPenalty;
+
+    @Option(names = "--repetition-penalty", description = "divides the positive logits (multiplies the negative) of "
+            + "tokens in the prompt or the reply; 1 is none (default: the model's generation_config, else 1)")
+    Double repetitionPenalty;
+
     @Option(names = "--stop", description = "stop when this text appears (repeatable); it is not shown")
     List<String> stop = new ArrayList<>();
 
@@ -51,6 +64,15 @@ final class SamplingArgs {
         if (minP != null && !(minP >= 0 && minP <= 1)) {
             throw new IllegalArgumentException("--min-p must be in [0, 1], got " + minP);
         }
+        if (presencePenalty != null && !(presencePenalty >= -2 && presencePenalty <= 2)) {
+            throw new IllegalArgumentException("--presence-penalty must be in [-2, 2], got " + presencePenalty);
+        }
+        if (frequencyPenalty != null && !(frequencyPenalty >= -2 && frequencyPenalty <= 2)) {
+            throw new IllegalArgumentException("--frequency-penalty must be in [-2, 2], got " + frequencyPenalty);
+        }
+        if (repetitionPenalty != null && !(repetitionPenalty > 0 && repetitionPenalty < Double.POSITIVE_INFINITY)) {
+            throw new IllegalArgumentException("--repetition-penalty must be a number > 0, got " + repetitionPenalty);
+        }
         if (stop.stream().anyMatch(String::isEmpty)) {
             throw new IllegalArgumentException("--stop must be a non-empty text (an empty one would stop at once)");
         }
@@ -62,6 +84,10 @@ final class SamplingArgs {
         SamplingParams p = new SamplingParams(temperature != null ? temperature : d.temperature(),
                 topK != null ? topK : d.topK(), topP != null ? topP : d.topP(), minP != null ? minP : d.minP(),
                 seed != null ? seed : System.nanoTime());
+        LogitAdjustments a = d.adjustments();
+        p = p.withAdjustments(new LogitAdjustments(presencePenalty != null ? presencePenalty : a.presencePenalty(),
+                frequencyPenalty != null ? frequencyPenalty : a.frequencyPenalty(),
+                repetitionPenalty != null ? repetitionPenalty : a.repetitionPenalty(), a.bias()));
         return new GenerationRequest(maxTokens, p, stop, model.eosIds());
     }
 }

@@ -69,7 +69,7 @@ public final class Conversation implements AutoCloseable {
             session.keepForRewind((int) Math.min(REWIND_TOKENS, request.maxTokens() + (long) REWIND_TAIL));
             int[] rest = Arrays.copyOfRange(prompt, keep, prompt.length);
             GenerationResult result = new Generator(model.tokenizer()).generate(session, rest, request, onText,
-                    cancelled);
+                    cancelled, null, prompt);
             // The session now holds the prompt and every generated token but the last (which was never fed back).
             int[] generated = result.tokens();
             int fedGenerated = (int) (session.position() - prompt.length);

@@ -41,6 +41,15 @@ public final class Generator {
      */
     public GenerationResult generate(Session session, int[] prompt, GenerationRequest request, Consumer<String> onText,
                                      BooleanSupplier cancelled, ReplyConstraint constraint) {
+        return generate(session, prompt, request, onText, cancelled, constraint, prompt);
+    }
+
+    /**
+     * As above, where the session already holds part of the sequence: {@code wholePrompt} is all of it before the
+     * reply (what the repetition penalty counts), {@code prompt} its tail still to feed.
+     */
+    GenerationResult generate(Session session, int[] prompt, GenerationRequest request, Consumer<String> onText,
+                              BooleanSupplier cancelled, ReplyConstraint constraint, int[] wholePrompt) {
         // The session holds contextLimit positions; the token drawn when they are all filled needs none (it is never
         // fed), so the sequence may hold one token more.
         ReplyBudget budget = new ReplyBudget(request.maxTokens(), (long) session.contextLimit() + 1);
@@ -55,7 +64,7 @@ public final class Generator {
         IncrementalDecoder decoder = tokenizer.incrementalDecoder(false);
         ReplyStream reply = new ReplyStream(request.sampling(), constraint,
                 constraint == null ? request.stop() : List.of(), request.eosIds()::contains, decoder::next,
-                decoder::flush);
+                decoder::flush, wholePrompt);
         StringBuilder text = new StringBuilder();
         int[] made = new int[Math.min(request.maxTokens(), 1 << 16)];
         int count = 0;

@@ -112,6 +112,10 @@ public final class MoeModel implements AutoCloseable {
         SamplingParams sampling = !g.doSample() ? SamplingParams.greedy() : new SamplingParams(
                 g.temperature() == null ? 1.0 : g.temperature(), g.topK() == null ? 0 : g.topK(),
                 g.topP() == null ? 1.0 : g.topP(), g.minP() == null ? 0 : g.minP(), System.nanoTime());
+        if (g.repetitionPenalty() != null && g.repetitionPenalty() != 1) {
+            // a logits processor in transformers, greedy or not
+            sampling = sampling.withAdjustments(LogitAdjustments.NONE.withRepetitionPenalty(g.repetitionPenalty()));
+        }
         return new GenerationRequest(maxTokens, sampling, java.util.List.of(), eosIds);
     }
 

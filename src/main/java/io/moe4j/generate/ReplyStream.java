@@ -8,9 +8,9 @@ import java.util.function.IntPredicate;
 import java.util.function.Supplier;
 
 /**
- * What happens to one sequence's reply after each model step: the next token is drawn (among those a constraint
- * allows, when there is one, and the constraint follows it), an end-of-sequence id ends the reply unseen, any other
- * token becomes text (incomplete characters held back by the detokenizer) and text that may begin a stop string is
+ * What happens to one sequence's reply after each model step: the next token is drawn (after the sampling's
+ * {@link LogitAdjustments}, among those a constraint allows, when there is one, and the constraint follows it), an
+ * end-of-sequence id ends the reply unseen, any other token becomes text (incomplete characters held back by the detokenizer) and text that may begin a stop string is
  * held back until it is known not to be one. {@link Generator} and the server's scheduler both run their sequences
  * through it, so a reply draws, ends and reads the same whichever of them produces it, and both reckon its room (token
  * budget and context) with a {@link ReplyBudget}; they keep only what differs (how logits are made, where text goes).
@@ -23,6 +23,7 @@ public final class ReplyStream {
     private final IntPredicate eos;
     private final IntFunction<String> detokenize;
     private final Supplier<String> flushText;
+    private final LogitAdjustments.Adjuster adjuster;
     private boolean[] mask;
     private boolean ended;
 
@@ -35,7 +36,18 @@ public final class ReplyStream {
      */
     public ReplyStream(SamplingParams sampling, ReplyConstraint constraint, List<String> stops, IntPredicate eos,
                        IntFunction<String> detokenize, Supplier<String> flushText) {
+        this(sampling, constraint, stops, eos, detokenize, flushText, new int[0]);
+    }
+
+    /**
+     * @param prompt the sequence's tokens before the reply, which the repetition penalty counts (the other
+     *               adjustments read only the reply)
+     */
+    public ReplyStream(SamplingParams sampling, ReplyConstraint constraint, List<String> stops, IntPredicate eos,
+                       IntFunction<String> detokenize, Supplier<String> flushText, int[] prompt) {
         this.sampler = new Sampler(sampling);
+        this.adjuster = sampling.adjustments().isNone() ? null
+                : new LogitAdjustments.Adjuster(sampling.adjustments(), prompt);
         this.constraint = constraint;
         this.stops = new StopMatcher(stops);
         this.eos = eos;
@@ -51,6 +63,9 @@ public final class ReplyStream {
      *                  document in time)
      */
     public int draw(float[] logits, int vocab, int remaining) {
+        if (adjuster != null) {
+            adjuster.apply(logits, vocab);
+        }
         if (constraint == null) {
             return sampler.sample(logits, 0, vocab);
         }
@@ -69,13 +84,13 @@ public final class ReplyStream {
      * the host, exactly as {@link #draw} would have drawn it from them.
      */
     public boolean drawsInModel() {
-        return constraint == null;
+        return constraint == null && adjuster == null;
     }
 
     /** The next draw's rule and random number, for a model that draws itself ({@link #drawsInModel}). */
     public TokenDraw nextDraw() {
-        if (constraint != null) {
-            throw new IllegalStateException("a constrained reply draws from its logits on the host");
+        if (!drawsInModel()) {
+            throw new IllegalStateException("a constrained or adjusted reply draws from its logits on the host");
         }
         return sampler.nextDraw();
     }
@@ -86,6 +101,9 @@ public final class ReplyStream {
      * before it shown, the stop string not).
      */
     public String take(int token) {
+        if (adjuster != null) {
+            adjuster.accept(token);
+        }
         if (eos.test(token)) {
             ended = true;
             return "";

@@ -11,10 +11,17 @@ import io.moe4j.MoeException;
  * @param topP  keep the smallest set of most likely tokens whose probability reaches p; 1 keeps all
  * @param minP  drop tokens whose probability is below minP × the top probability; 0 keeps all
  * @param seed  the generator's seed, so that a run can be repeated
+ * @param adjustments penalties and biases applied to the logits before all of the above ({@link LogitAdjustments})
  */
-public record SamplingParams(double temperature, int topK, double topP, double minP, long seed) {
+public record SamplingParams(double temperature, int topK, double topP, double minP, long seed,
+                             LogitAdjustments adjustments) {
+
+    public SamplingParams(double temperature, int topK, double topP, double minP, long seed) {
+        this(temperature, topK, topP, minP, seed, LogitAdjustments.NONE);
+    }
 
     public SamplingParams {
+        java.util.Objects.requireNonNull(adjustments, "adjustments");
         if (!(temperature >= 0) || Double.isInfinite(temperature)) {
             throw new MoeException("temperature must be a finite number >= 0, got " + temperature);
         }
@@ -31,6 +38,10 @@ public record SamplingParams(double temperature, int topK, double topP, double m
 
     public static SamplingParams greedy() {
         return new SamplingParams(0, 0, 1, 0, 0);
+    }
+
+    public SamplingParams withAdjustments(LogitAdjustments a) {
+        return new SamplingParams(temperature, topK, topP, minP, seed, a);
     }
 
     public boolean isGreedy() {

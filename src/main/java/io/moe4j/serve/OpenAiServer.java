@@ -201,7 +201,8 @@ public final class OpenAiServer implements AutoCloseable {
     private void generate(Context ctx, boolean chat) throws IOException {
         JsonNode body = readBody(ctx);
         ChatOutputs outputs = served.text().chatOutputs();
-        ApiRequest request = chat ? RequestParser.chat(body, served.sampling(), outputs == null ? null : outputs.trie())
+        ApiRequest request = chat ? RequestParser.chat(body, served.sampling(), outputs == null ? null : outputs.trie(),
+                served.model().vocabSize())
                 : RequestParser.completion(body, served.model().vocabSize(), served.sampling());
         if (!request.model().equals(served.id())) {
             throw new ApiError(404, "the model '" + request.model() + "' does not exist; this server serves '"

@@ -3,6 +3,7 @@ package io.moe4j.serve;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeType;
 import io.moe4j.MoeException;
+import io.moe4j.generate.LogitAdjustments;
 import io.moe4j.generate.SamplingParams;
 import io.moe4j.generate.constraint.JsonGrammar;
 import io.moe4j.generate.constraint.ResponseFormat;
@@ -10,6 +11,7 @@ import io.moe4j.generate.constraint.TokenTrie;
 import io.moe4j.text.tools.ToolChoice;
 
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -19,7 +21,7 @@ import java.util.concurrent.ThreadLocalRandom;
 /**
  * Checks an OpenAI request body field by field and builds an {@link ApiRequest}; every refusal is an
  * {@link ApiError} that names the field. Fields this server does not act on are refused when they ask for something
- * (logprobs, penalties, n &gt; 1), so a client never gets an answer that silently ignored them;
+ * (logprobs, n &gt; 1, best_of), so a client never gets an answer that silently ignored them;
  * fields that only describe the caller (user, metadata, store) are accepted and ignored.
  */
 final class RequestParser {
@@ -44,6 +46,11 @@ final class RequestParser {
      * where null).
      */
     static ApiRequest chat(JsonNode body, SamplingDefaults defaults, TokenTrie trie) {
+        return chat(body, defaults, trie, Integer.MAX_VALUE);
+    }
+
+    /** {@link #chat(JsonNode, SamplingDefaults, TokenTrie)} for a model of {@code vocabSize} tokens (logit_bias ids). */
+    static ApiRequest chat(JsonNode body, SamplingDefaults defaults, TokenTrie trie, int vocabSize) {
         requireObject(body);
         String model = requiredString(body, "model");
         JsonNode messagesNode = body.get("messages");
@@ -101,7 +108,7 @@ final class RequestParser {
         }
         Integer maxTokens = optionalInt(body, "max_completion_tokens", 1);
         Integer legacyMax = optionalInt(body, "max_tokens", 1);
-        return common(body, true, model, new ChatPrompt(messages, tools, templateArgs(body)), null, null,
+        return common(body, true, model, vocabSize, new ChatPrompt(messages, tools, templateArgs(body)), null, null,
                 maxTokens != null ? maxTokens : legacyMax, toolChoice, format, defaults, grammar);
     }
 
@@ -174,12 +181,12 @@ final class RequestParser {
         if (bestOf != null && !(bestOf.isIntegralNumber() && bestOf.asLong() == 1)) {
             throw ApiError.badRequest("'best_of' must be 1", "best_of");
         }
-        return common(body, false, model, null, text, ids, optionalInt(body, "max_tokens", 1), null, null, defaults,
+        return common(body, false, model, vocabSize, null, text, ids, optionalInt(body, "max_tokens", 1), null, null, defaults,
                 null);
     }
 
-    private static ApiRequest common(JsonNode body, boolean isChat, String model, ChatPrompt chat, String text,
-                                     int[] ids, Integer maxTokens, ToolChoice toolChoice, JsonNode format,
+    private static ApiRequest common(JsonNode body, boolean isChat, String model, int vocabSize, ChatPrompt chat,
+                                     String text, int[] ids, Integer maxTokens, ToolChoice toolChoice, JsonNode format,
                                      SamplingDefaults defaults, JsonGrammar grammar) {
         // vLLM's guided-decoding extensions: refused by name rather than silently ignored
         for (String field : List.of("guided_json", "guided_regex", "guided_choice", "guided_grammar",
@@ -204,15 +211,17 @@ final class RequestParser {
         if (body.get("top_k") == null || body.get("top_k").isNull()) {
             topK = defaults.topK();
         }
-        for (String penalty : List.of("presence_penalty", "frequency_penalty")) {
-            if (optionalNumber(body, penalty, -2, 2, 0.0) != 0) {
-                throw ApiError.badRequest("'" + penalty + "' is not supported; send 0 or leave it out", penalty);
-            }
+        double presence = optionalNumber(body, "presence_penalty", -2, 2, 0.0);
+        double frequency = optionalNumber(body, "frequency_penalty", -2, 2, 0.0);
+        // vLLM's extension; generation_config.json's value where the request has none, as vLLM reads it
+        double repetition = optionalNumber(body, "repetition_penalty", Double.NEGATIVE_INFINITY,
+                Double.POSITIVE_INFINITY, defaults.repetitionPenalty());
+        if (!(repetition > 0) || Double.isInfinite(repetition)) {
+            throw ApiError.badRequest("'repetition_penalty' must be a number > 0, got " + body.get("repetition_penalty"),
+                    "repetition_penalty");
         }
-        JsonNode bias = nullToNull(body.get("logit_bias"));
-        if (bias != null && (!bias.isObject() || !bias.isEmpty())) {
-            throw ApiError.badRequest("'logit_bias' is not supported", "logit_bias");
-        }
+        LogitAdjustments adjustments = new LogitAdjustments(presence, frequency, repetition,
+                logitBias(nullToNull(body.get("logit_bias")), vocabSize));
         JsonNode seedNode = nullToNull(body.get("seed"));
         long seed;
         if (seedNode == null) {
@@ -243,7 +252,7 @@ final class RequestParser {
         }
         List<String> stops = stops(body.get("stop"));
         SamplingParams sampling = new SamplingParams(temperature, topK == null || topK < 0 ? 0 : topK, topP, minP,
-                seed);
+                seed, adjustments);
         // vLLM's extension, true by default there too: special tokens stay out of the text unless asked for
         boolean skipSpecial = optionalBoolean(body, "skip_special_tokens", "skip_special_tokens", true);
         return new ApiRequest(isChat, model, chat, text, ids, sampling, maxTokens, stops, stream, includeUsage, format,
@@ -390,6 +399,36 @@ final class RequestParser {
                 throw ApiError.badRequest("'" + at + ".function.name' must be a string", at + ".function.name");
             }
         }
+    }
+
+    /** OpenAI's logit_bias: token ids (as the object's keys) to a bias in [-100, 100]. */
+    private static Map<Integer, Float> logitBias(JsonNode bias, int vocabSize) {
+        if (bias == null) {
+            return Map.of();
+        }
+        if (!bias.isObject()) {
+            throw ApiError.badRequest("'logit_bias' must be an object of token ids to numbers", "logit_bias");
+        }
+        Map<Integer, Float> out = new java.util.HashMap<>();
+        for (Iterator<Map.Entry<String, JsonNode>> it = bias.fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> e = it.next();
+            String at = "logit_bias." + e.getKey();
+            int id;
+            try {
+                id = Integer.parseInt(e.getKey().strip());
+            } catch (NumberFormatException x) {
+                throw ApiError.badRequest("'logit_bias' keys must be token ids, got '" + e.getKey() + "'", "logit_bias");
+            }
+            if (id < 0 || id >= vocabSize) {
+                throw ApiError.badRequest("'" + at + "': token id must be in [0, " + vocabSize + ")", "logit_bias");
+            }
+            JsonNode v = e.getValue();
+            if (!v.isNumber() || !(v.asDouble() >= -100 && v.asDouble() <= 100)) {
+                throw ApiError.badRequest("'" + at + "' must be a number in [-100, 100], got " + v, "logit_bias");
+            }
+            out.put(id, (float) v.asDouble());
+        }
+        return out;
     }
 
     private static int[] tokenIds(JsonNode array, int vocabSize) {

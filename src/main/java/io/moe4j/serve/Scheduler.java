@@ -214,7 +214,7 @@ public final class Scheduler implements AutoCloseable {
             try {
                 TextCodec.Detokenizer detokenizer = text.detokenizer(job.request.skipSpecialTokens());
                 job.reply = new ReplyStream(job.request.sampling(), job.request.constraint(), job.request.stops(),
-                        id -> eos[id], detokenizer::accept, detokenizer::flush);
+                        id -> eos[id], detokenizer::accept, detokenizer::flush, job.request.prompt());
                 job.sequence = model.open();
             } catch (RuntimeException e) {
                 finish(job, FinishReason.ERROR, "could not open a sequence: " + e.getMessage());

@@ -73,5 +73,22 @@ class SamplingArgsTest {
         assertThat(s.seed()).isEqualTo(7);
         assertThat(r.maxTokens()).isEqualTo(9);
         assertThat(r.stop()).containsExactly("a", "b");
+        assertThat(s.adjustments().isNone()).isTrue();
+    }
+
+    @Test
+    void penaltiesReachTheSampling() {
+        SamplingParams s = parse("--presence-penalty", "0.5", "--frequency-penalty", "-1", "--repetition-penalty",
+                "1.1").sampling();
+        assertThat(s.adjustments().presencePenalty()).isEqualTo(0.5);
+        assertThat(s.adjustments().frequencyPenalty()).isEqualTo(-1);
+        assertThat(s.adjustments().repetitionPenalty()).isEqualTo(1.1);
+        for (String[] bad : new String[][] {{"--presence-penalty", "3"}, {"--frequency-penalty", "NaN"},
+                {"--repetition-penalty", "0"}}) {
+            Holder h = new Holder();
+            new CommandLine(h).parseArgs(bad);
+            org.assertj.core.api.Assertions.assertThatThrownBy(h.sampling::check)
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith(bad[0]);
+        }
     }
 }

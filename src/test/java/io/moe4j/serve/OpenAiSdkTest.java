@@ -249,4 +249,41 @@ class OpenAiSdkTest {
             }
         }
     }
+
+    /** logit_bias moves a token's logit: +100 makes it the greedy choice at every step, -100 bans it. */
+    @Test
+    void logitBiasForcesAndBansTokens() {
+        String plain = client.chat().completions().create(chat("tell me a long story about bias").maxCompletionTokens(8).build())
+                .choices().getFirst().message().content().orElseThrow();
+        ChatCompletionCreateParams.LogitBias forceA = ChatCompletionCreateParams.LogitBias.builder()
+                .putAdditionalProperty("65", JsonValue.from(100)).build();
+        String forced = client.chat().completions().create(chat("tell me a long story about bias").maxCompletionTokens(6).logitBias(forceA)
+                .build()).choices().getFirst().message().content().orElseThrow();
+        assertThat(forced).isEqualTo("AAAAAA");
+        char first = plain.charAt(0);
+        ChatCompletionCreateParams.LogitBias ban = ChatCompletionCreateParams.LogitBias.builder()
+                .putAdditionalProperty(Integer.toString(first), JsonValue.from(-100)).build();
+        String banned = client.chat().completions().create(chat("tell me a long story about bias").maxCompletionTokens(8).logitBias(ban)
+                .build()).choices().getFirst().message().content().orElseThrow();
+        assertThat(banned).as("greedy without the bias: " + plain).doesNotContain(String.valueOf(first));
+    }
+
+    /**
+     * A presence penalty of 2 puts every letter the reply holds below every letter it does not (the toy's letters
+     * sit in [0, 1)): no letter repeats, where the same greedy reply without it repeats some.
+     */
+    @Test
+    void presencePenaltyKeepsLettersFromRepeating() {
+        String prompt = "tell me a long story about penalties";
+        String plain = client.chat().completions().create(chat(prompt).maxCompletionTokens(24).build())
+                .choices().getFirst().message().content().orElseThrow();
+        assertThat(plain.chars().distinct().count()).as(plain).isLessThan(plain.length());
+        String penalized = client.chat().completions().create(chat(prompt).maxCompletionTokens(24)
+                .presencePenalty(2.0).build()).choices().getFirst().message().content().orElseThrow();
+        assertThat(penalized).isNotEmpty();
+        assertThat(penalized.chars().distinct().count()).as(penalized).isEqualTo(penalized.length());
+        String frequency = client.chat().completions().create(chat(prompt).maxCompletionTokens(24)
+                .frequencyPenalty(2.0).build()).choices().getFirst().message().content().orElseThrow();
+        assertThat(frequency.chars().distinct().count()).as(frequency).isEqualTo(frequency.length());
+    }
 }

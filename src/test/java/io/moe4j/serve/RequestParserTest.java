@@ -78,6 +78,17 @@ class RequestParserTest {
                 {"model": "m", "messages": [{"role": "user", "content": "hi"}]}"""));
         assertThat(openAi.sampling().temperature()).isEqualTo(1.0);
         assertThat(openAi.sampling().topK()).isZero();
+        assertThat(openAi.sampling().adjustments().isNone()).isTrue();
+        // generation_config's repetition_penalty, as vLLM applies it; a request's own value wins
+        SamplingDefaults repeating = new SamplingDefaults(0.7, 0.8, 20, 0.0, 1.05);
+        assertThat(RequestParser.chat(JSON.readTree("""
+                {"model": "m", "messages": [{"role": "user", "content": "hi"}]}"""), repeating).sampling()
+                .adjustments().repetitionPenalty()).isEqualTo(1.05);
+        ApiRequest penalized = RequestParser.completion(JSON.readTree("""
+                {"model": "m", "prompt": "hi", "repetition_penalty": 1.3, "presence_penalty": 0.5,
+                 "frequency_penalty": -0.25, "logit_bias": {"7": -100, " 3": 2.5}}"""), 10, repeating);
+        assertThat(penalized.sampling().adjustments()).isEqualTo(new io.moe4j.generate.LogitAdjustments(0.5, -0.25,
+                1.3, java.util.Map.of(7, -100f, 3, 2.5f)));
     }
 
     /** vLLM's skip_special_tokens: true unless a request sends false; anything but a boolean is refused. */

@@ -160,8 +160,19 @@ class ServerRobustnessTest {
                 Map.of("include_usage", true)), 400, "stream_options"});
         cases.put("n of two", new Object[] {CHAT, chatWith("n", 2), 400, "n"});
         cases.put("logprobs asked", new Object[] {CHAT, chatWith("logprobs", true), 400, "logprobs"});
-        cases.put("presence penalty", new Object[] {CHAT, chatWith("presence_penalty", 0.5), 400, "presence_penalty"});
-        cases.put("logit bias", new Object[] {CHAT, chatWith("logit_bias", Map.of("65", 10)), 400, "logit_bias"});
+        cases.put("presence penalty past 2", new Object[] {CHAT, chatWith("presence_penalty", 2.5), 400,
+                "presence_penalty"});
+        cases.put("frequency penalty a string", new Object[] {CHAT, chatWith("frequency_penalty", "x"), 400,
+                "frequency_penalty"});
+        cases.put("repetition penalty zero", new Object[] {CHAT, chatWith("repetition_penalty", 0), 400,
+                "repetition_penalty"});
+        cases.put("logit bias past 100", new Object[] {CHAT, chatWith("logit_bias", Map.of("65", 101)), 400,
+                "logit_bias"});
+        cases.put("logit bias of a word", new Object[] {CHAT, chatWith("logit_bias", Map.of("hello", 1)), 400,
+                "logit_bias"});
+        cases.put("logit bias beyond the vocabulary", new Object[] {CHAT, chatWith("logit_bias",
+                Map.of("99999999", 1)), 400, "logit_bias"});
+        cases.put("logit bias a list", new Object[] {CHAT, chatWith("logit_bias", List.of(1)), 400, "logit_bias"});
         cases.put("json schema output", new Object[] {CHAT, chatWith("response_format", Map.of("type", "json_schema")),
                 400, "response_format"});
         cases.put("tool_choice required", new Object[] {CHAT, chatWith("tool_choice", "required"), 400, "tool_choice"});
@@ -226,7 +237,8 @@ class ServerRobustnessTest {
         values.add(null);
         String[] fields = {"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
                 "min_p", "seed", "stop", "stream", "stream_options", "n", "logprobs", "tools", "tool_choice",
-                "response_format", "user", "presence_penalty"};
+                "response_format", "user", "presence_penalty", "frequency_penalty", "repetition_penalty",
+                "logit_bias"};
         int answered = 0;
         int refused = 0;
         for (int i = 0; i < 240; i++) {
