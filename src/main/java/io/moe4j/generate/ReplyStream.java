@@ -24,6 +24,9 @@ public final class ReplyStream {
     private final IntFunction<String> detokenize;
     private final Supplier<String> flushText;
     private final LogitAdjustments.Adjuster adjuster;
+    /** How many top tokens each draw's {@link TokenLogprobs} lists; -1 when none are kept. */
+    private int logprobsTop = -1;
+    private TokenLogprobs lastLogprobs;
     private boolean[] mask;
     private boolean ended;
 
@@ -63,19 +66,49 @@ public final class ReplyStream {
      *                  document in time)
      */
     public int draw(float[] logits, int vocab, int remaining) {
+        TokenLogprobs.Distribution raw = null;
+        float[] rawLogits = logits;
+        if (logprobsTop >= 0) {
+            // the model's own distribution, before the adjustments change the logits in place
+            raw = TokenLogprobs.Distribution.of(logits, vocab, logprobsTop);
+            if (adjuster != null) {
+                rawLogits = logits.clone();
+            }
+        }
         if (adjuster != null) {
             adjuster.apply(logits, vocab);
         }
+        int token;
         if (constraint == null) {
-            return sampler.sample(logits, 0, vocab);
+            token = sampler.sample(logits, 0, vocab);
+        } else {
+            if (mask == null) {
+                mask = new boolean[Math.max(vocab, constraint.maskSize())];
+            }
+            constraint.fillAllowed(mask, remaining);
+            token = sampler.sample(logits, 0, vocab, mask);
+            constraint.accept(token);
         }
-        if (mask == null) {
-            mask = new boolean[Math.max(vocab, constraint.maskSize())];
+        if (raw != null) {
+            lastLogprobs = raw.of(token, rawLogits[token]);
         }
-        constraint.fillAllowed(mask, remaining);
-        int token = sampler.sample(logits, 0, vocab, mask);
-        constraint.accept(token);
         return token;
+    }
+
+    /**
+     * From now on each {@link #draw} keeps the drawn token's {@link TokenLogprobs} with the {@code top} most likely
+     * tokens (0 to {@link TokenLogprobs#MAX_TOP}); the reply then draws on the host, where its logits are.
+     */
+    public void keepLogprobs(int top) {
+        if (top < 0 || top > TokenLogprobs.MAX_TOP) {
+            throw new IllegalArgumentException("top logprobs must be in [0, " + TokenLogprobs.MAX_TOP + "], got " + top);
+        }
+        logprobsTop = top;
+    }
+
+    /** The last draw's log-probabilities, when {@link #keepLogprobs} asked for them (else null). */
+    public TokenLogprobs lastLogprobs() {
+        return lastLogprobs;
     }
 
     /**
@@ -84,13 +117,14 @@ public final class ReplyStream {
      * the host, exactly as {@link #draw} would have drawn it from them.
      */
     public boolean drawsInModel() {
-        return constraint == null && adjuster == null;
+        return constraint == null && adjuster == null && logprobsTop < 0;
     }
 
     /** The next draw's rule and random number, for a model that draws itself ({@link #drawsInModel}). */
     public TokenDraw nextDraw() {
         if (!drawsInModel()) {
-            throw new IllegalStateException("a constrained or adjusted reply draws from its logits on the host");
+            throw new IllegalStateException("a constrained or adjusted reply, or one that keeps log-probabilities, "
+                    + "draws from its logits on the host");
         }
         return sampler.nextDraw();
     }

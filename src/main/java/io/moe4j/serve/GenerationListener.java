@@ -9,6 +9,17 @@ public interface GenerationListener {
     /** New text that is final (stop strings already cut out); never empty. */
     void onText(String text);
 
+    /**
+     * A generated token (not an end-of-sequence id) of a request that asked for log-probabilities, with the text it
+     * made final (possibly empty: held back, or cut as a stop string). Such a request hears this instead of
+     * {@link #onText}; by default it is passed on as text.
+     */
+    default void onToken(String text, io.moe4j.generate.TokenLogprobs logprobs) {
+        if (!text.isEmpty()) {
+            onText(text);
+        }
+    }
+
     /** The sequence ended; called exactly once, last. */
     void onFinish(GenerationResult result);
 }

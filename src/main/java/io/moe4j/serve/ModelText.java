@@ -134,6 +134,12 @@ public final class ModelText implements TextCodec {
     }
 
     @Override
+    public byte[] tokenBytes(int id) {
+        byte[] b = model.tokenizer().tokenBytes(id);
+        return b != null ? b : TextCodec.super.tokenBytes(id);
+    }
+
+    @Override
     public Detokenizer detokenizer() {
         return detokenizer(false);
     }

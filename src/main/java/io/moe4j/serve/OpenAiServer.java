@@ -1,6 +1,7 @@
 package io.moe4j.serve;
 
 import io.moe4j.generate.FinishReason;
+import io.moe4j.generate.TokenLogprobs;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
@@ -27,6 +28,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
@@ -239,8 +241,7 @@ public final class OpenAiServer implements AutoCloseable {
             // A reader splits the reply at the model's special tokens (channels, tool calls): it gets them all.
             boolean skipSpecial = request.skipSpecialTokens() && reader == null;
             ticket = scheduler.submit(new GenerationRequest(prompt, request.sampling(), maxTokens, stops, constraint,
-                    skipSpecial),
-                    channel);
+                    skipSpecial, request.logprobs()), channel);
         } catch (AdmissionException e) {
             throw e.queueFull() ? new ApiError(429, e.getMessage(), "rate_limit_error", null, "queue_full")
                     : new ApiError(503, e.getMessage(), "server_error", null, "shutting_down");
@@ -256,10 +257,12 @@ public final class OpenAiServer implements AutoCloseable {
             core.addFailureListener(failure -> ticket.cancel());
         }
         try {
+            LogprobsWriter logprobs = request.logprobs() < 0 ? null
+                    : new LogprobsWriter(json, chat, served.text()::tokenBytes);
             if (request.stream()) {
-                stream(ctx, channel, ticket, shapes, request.includeUsage(), reader);
+                stream(ctx, channel, ticket, shapes, request.includeUsage(), reader, logprobs);
             } else {
-                respond(ctx, channel, ticket, HangUpProbe.of(core), shapes, reader);
+                respond(ctx, channel, ticket, HangUpProbe.of(core), shapes, reader, logprobs);
             }
         } catch (InterruptedException e) {
             ticket.cancel();
@@ -334,8 +337,9 @@ public final class OpenAiServer implements AutoCloseable {
     }
 
     private void respond(Context ctx, RequestChannel channel, Ticket ticket, HangUpProbe probe, ResponseShapes shapes,
-                         ReplyReader reader) throws InterruptedException {
+                         ReplyReader reader, LogprobsWriter logprobs) throws InterruptedException {
         StringBuilder text = new StringBuilder();
+        List<TokenLogprobs> tokens = new ArrayList<>();
         while (true) {
             if (probe.clientGone()) {
                 // nobody to answer: free the sequence at the next step boundary
@@ -347,20 +351,24 @@ public final class OpenAiServer implements AutoCloseable {
                 continue;
             }
             if (event.end() == null) {
+                if (event.logprobs() != null) {
+                    tokens.add(event.logprobs());
+                }
                 text.append(event.text());
-                if (reader != null) {
+                if (reader != null && !event.text().isEmpty()) {
                     reader.feed(event.text());
                 }
                 continue;
             }
             GenerationResult end = event.end();
             failIfAborted(end);
+            JsonNode written = logprobs == null ? null : logprobs.write(tokens);
             JsonNode body;
             if (reader == null) {
-                body = shapes.whole(text.toString(), end);
+                body = shapes.whole(text.toString(), end, written);
             } else {
                 reader.finish();
-                body = shapes.wholeReply(reader.answer(), reader.reasoning(), reader.toolCalls(), end);
+                body = shapes.wholeReply(reader.answer(), reader.reasoning(), reader.toolCalls(), end, written);
             }
             if (probe.tookData()) {
                 ctx.header("Connection", "close");
@@ -372,14 +380,14 @@ public final class OpenAiServer implements AutoCloseable {
 
     /** Sends the reader's events as chunks: text runs of one kind together, each tool call in two chunks. */
     private static void sendEvents(OutputStream out, ResponseShapes shapes, List<ReplyReader.Event> events,
-                                   boolean includeUsage) throws IOException {
+                                   boolean includeUsage, PendingLogprobs pending) throws IOException {
         StringBuilder run = new StringBuilder();
         boolean runIsReasoning = false;
         for (ReplyReader.Event e : events) {
             switch (e) {
                 case ReplyReader.Event.Answer(String t) -> {
                     if (runIsReasoning && !run.isEmpty()) {
-                        send(out, shapes.reasoningChunk(run.toString(), includeUsage));
+                        send(out, pending.attach(shapes.reasoningChunk(run.toString(), includeUsage)));
                         run.setLength(0);
                     }
                     runIsReasoning = false;
@@ -387,7 +395,7 @@ public final class OpenAiServer implements AutoCloseable {
                 }
                 case ReplyReader.Event.Reasoning(String t) -> {
                     if (!runIsReasoning && !run.isEmpty()) {
-                        send(out, shapes.textChunk(run.toString(), includeUsage));
+                        send(out, pending.attach(shapes.textChunk(run.toString(), includeUsage)));
                         run.setLength(0);
                     }
                     runIsReasoning = true;
@@ -395,24 +403,52 @@ public final class OpenAiServer implements AutoCloseable {
                 }
                 case ReplyReader.Event.Call(int index, io.moe4j.text.tools.ToolCall call) -> {
                     if (!run.isEmpty()) {
-                        send(out, runIsReasoning ? shapes.reasoningChunk(run.toString(), includeUsage)
-                                : shapes.textChunk(run.toString(), includeUsage));
+                        send(out, pending.attach(runIsReasoning ? shapes.reasoningChunk(run.toString(), includeUsage)
+                                : shapes.textChunk(run.toString(), includeUsage)));
                         run.setLength(0);
                     }
-                    for (JsonNode chunk : shapes.toolCallChunks(index, call, includeUsage)) {
-                        send(out, chunk);
+                    for (ObjectNode chunk : shapes.toolCallChunks(index, call, includeUsage)) {
+                        send(out, pending.attach(chunk));
                     }
                 }
             }
         }
         if (!run.isEmpty()) {
-            send(out, runIsReasoning ? shapes.reasoningChunk(run.toString(), includeUsage)
-                    : shapes.textChunk(run.toString(), includeUsage));
+            send(out, pending.attach(runIsReasoning ? shapes.reasoningChunk(run.toString(), includeUsage)
+                    : shapes.textChunk(run.toString(), includeUsage)));
+        }
+    }
+
+    /**
+     * Log-probabilities of tokens not yet sent: they go with the next chunk (a token's text may be held back, and
+     * its log-probabilities wait for the chunk that carries text, or the last one).
+     */
+    private static final class PendingLogprobs {
+        private final LogprobsWriter writer;
+        private final List<TokenLogprobs> tokens = new ArrayList<>();
+
+        PendingLogprobs(LogprobsWriter writer) {
+            this.writer = writer;
+        }
+
+        void add(TokenLogprobs t) {
+            if (t != null) {
+                tokens.add(t);
+            }
+        }
+
+        ObjectNode attach(ObjectNode chunk) {
+            if (writer != null && !tokens.isEmpty()) {
+                ResponseShapes.withLogprobs(chunk, writer.write(tokens));
+                tokens.clear();
+            }
+            return chunk;
         }
     }
 
     private void stream(Context ctx, RequestChannel channel, Ticket ticket, ResponseShapes shapes,
-                        boolean includeUsage, ReplyReader reader) throws InterruptedException {
+                        boolean includeUsage, ReplyReader reader, LogprobsWriter logprobs) throws InterruptedException {
+        PendingLogprobs pending = new PendingLogprobs(logprobs);
         ctx.status(200);
         ctx.res().setContentType("text/event-stream");
         ctx.res().setCharacterEncoding("utf-8");
@@ -434,15 +470,19 @@ public final class OpenAiServer implements AutoCloseable {
                 }
                 if (event.end() == null) {
                     StringBuilder text = new StringBuilder(event.text());
+                    pending.add(event.logprobs());
                     RequestChannel.Event more;
                     // Text already waiting goes out in the same chunk; an end found on the way is handled next.
                     while ((more = channel.poll()) != null && more.end() == null) {
                         text.append(more.text());
+                        pending.add(more.logprobs());
                     }
                     if (reader == null) {
-                        send(out, shapes.textChunk(text.toString(), includeUsage));
-                    } else {
-                        sendEvents(out, shapes, reader.feed(text.toString()), includeUsage);
+                        if (!text.isEmpty()) {
+                            send(out, pending.attach(shapes.textChunk(text.toString(), includeUsage)));
+                        }
+                    } else if (!text.isEmpty()) {
+                        sendEvents(out, shapes, reader.feed(text.toString()), includeUsage, pending);
                     }
                     if (more == null) {
                         continue;
@@ -454,10 +494,10 @@ public final class OpenAiServer implements AutoCloseable {
                     send(out, shapes.errorEvent(new ApiError(500, end.error(), "server_error", null, null)));
                 } else {
                     if (reader != null) {
-                        sendEvents(out, shapes, reader.finish(), includeUsage);
+                        sendEvents(out, shapes, reader.finish(), includeUsage, pending);
                     }
                     boolean calls = reader != null && !reader.toolCalls().isEmpty();
-                    send(out, shapes.finishChunk(end, includeUsage, calls));
+                    send(out, pending.attach(shapes.finishChunk(end, includeUsage, calls)));
                     if (includeUsage) {
                         send(out, shapes.usageChunk(end));
                     }

@@ -6,8 +6,14 @@ import java.util.concurrent.TimeUnit;
 
 /** Hands one sequence's output from the engine thread to the HTTP thread that answers its request. */
 final class RequestChannel implements GenerationListener {
-    /** An event: text to show, or the end (then {@code text} is null). */
-    record Event(String text, GenerationResult end) {
+    /**
+     * An event: text to show (perhaps with the log-probabilities of the token that made it, when the request asked
+     * for them; then the text may be empty), or the end (then {@code text} is null).
+     */
+    record Event(String text, GenerationResult end, io.moe4j.generate.TokenLogprobs logprobs) {
+        Event(String text, GenerationResult end) {
+            this(text, end, null);
+        }
     }
 
     private final BlockingQueue<Event> events = new LinkedBlockingQueue<>();
@@ -15,6 +21,11 @@ final class RequestChannel implements GenerationListener {
     @Override
     public void onText(String text) {
         events.add(new Event(text, null));
+    }
+
+    @Override
+    public void onToken(String text, io.moe4j.generate.TokenLogprobs logprobs) {
+        events.add(new Event(text, null, logprobs));
     }
 
     @Override

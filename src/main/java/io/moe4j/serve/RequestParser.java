@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.JsonNodeType;
 import io.moe4j.MoeException;
 import io.moe4j.generate.LogitAdjustments;
 import io.moe4j.generate.SamplingParams;
+import io.moe4j.generate.TokenLogprobs;
 import io.moe4j.generate.constraint.JsonGrammar;
 import io.moe4j.generate.constraint.ResponseFormat;
 import io.moe4j.generate.constraint.TokenTrie;
@@ -21,7 +22,7 @@ import java.util.concurrent.ThreadLocalRandom;
 /**
  * Checks an OpenAI request body field by field and builds an {@link ApiRequest}; every refusal is an
  * {@link ApiError} that names the field. Fields this server does not act on are refused when they ask for something
- * (logprobs, n &gt; 1, best_of), so a client never gets an answer that silently ignored them;
+ * (n &gt; 1, best_of, echo), so a client never gets an answer that silently ignored them;
  * fields that only describe the caller (user, metadata, store) are accepted and ignored.
  */
 final class RequestParser {
@@ -97,8 +98,6 @@ final class RequestParser {
                 throw ApiError.badRequest(e.getMessage(), fieldOf(e, "response_format"));
             }
         }
-        refuseTrue(body, "logprobs");
-        refuseNonNull(body, "top_logprobs");
         refuseNonNull(body, "audio");
         refuseNonNull(body, "prediction");
         JsonNode modalities = nullToNull(body.get("modalities"));
@@ -169,7 +168,6 @@ final class RequestParser {
         }
         refuseTrue(body, "echo");
         refuseNonNull(body, "suffix");
-        refuseNonNull(body, "logprobs");
         // constrained decoding and tools are served on /v1/chat/completions, where the chat template places them
         for (String field : List.of("response_format", "tools", "tool_choice")) {
             if (nullToNull(body.get(field)) != null) {
@@ -250,13 +248,38 @@ final class RequestParser {
                 throw ApiError.badRequest("'" + ignored + "' has the wrong type", ignored);
             }
         }
+        int logprobs = isChat ? chatLogprobs(body) : completionLogprobs(body);
         List<String> stops = stops(body.get("stop"));
         SamplingParams sampling = new SamplingParams(temperature, topK == null || topK < 0 ? 0 : topK, topP, minP,
                 seed, adjustments);
         // vLLM's extension, true by default there too: special tokens stay out of the text unless asked for
         boolean skipSpecial = optionalBoolean(body, "skip_special_tokens", "skip_special_tokens", true);
         return new ApiRequest(isChat, model, chat, text, ids, sampling, maxTokens, stops, stream, includeUsage, format,
-                toolChoice, skipSpecial, parallelToolCalls, grammar);
+                toolChoice, skipSpecial, parallelToolCalls, grammar, logprobs);
+    }
+
+    /** Chat's {@code logprobs} (a boolean) and {@code top_logprobs} (0-20, with logprobs only): -1 for none. */
+    private static int chatLogprobs(JsonNode body) {
+        boolean wanted = optionalBoolean(body, "logprobs");
+        Integer top = optionalInt(body, "top_logprobs", 0);
+        if (top != null && top > TokenLogprobs.MAX_TOP) {
+            throw ApiError.badRequest("'top_logprobs' must be in [0, " + TokenLogprobs.MAX_TOP + "], got " + top,
+                    "top_logprobs");
+        }
+        if (top != null && !wanted) {
+            throw ApiError.badRequest("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+        }
+        return wanted ? (top == null ? 0 : top) : -1;
+    }
+
+    /** The completions API's {@code logprobs}: how many top tokens to list (0-20), or -1 when absent. */
+    private static int completionLogprobs(JsonNode body) {
+        Integer top = optionalInt(body, "logprobs", 0);
+        if (top != null && top > TokenLogprobs.MAX_TOP) {
+            throw ApiError.badRequest("'logprobs' must be in [0, " + TokenLogprobs.MAX_TOP + "], got " + top,
+                    "logprobs");
+        }
+        return top == null ? -1 : top;
     }
 
     private static ChatMessage message(JsonNode m, String where) {

@@ -11,12 +11,13 @@ import java.util.List;
 
 /**
  * The JSON bodies of one response in OpenAI's shapes: {@code chat.completion} and {@code chat.completion.chunk} for
- * chat, {@code text_completion} (whole and chunked) for completions. Fields the SDKs require but this server does not
- * fill ({@code logprobs}, {@code refusal}) are sent as null.
+ * chat, {@code text_completion} (whole and chunked) for completions. Fields the SDKs require but a reply does not
+ * fill ({@code logprobs} when not asked for, {@code refusal}) are sent as null.
  */
 record ResponseShapes(ObjectMapper json, boolean chat, String id, long created, String model) {
 
-    ObjectNode whole(String text, GenerationResult end) {
+    /** @param logprobs the reply's log-probabilities ({@link LogprobsWriter}), or null when not asked for */
+    ObjectNode whole(String text, GenerationResult end, JsonNode logprobs) {
         ObjectNode root = head(chat ? "chat.completion" : "text_completion");
         ObjectNode choice = root.putArray("choices").addObject();
         choice.put("index", 0);
@@ -28,7 +29,7 @@ record ResponseShapes(ObjectMapper json, boolean chat, String id, long created, 
         } else {
             choice.put("text", text);
         }
-        choice.putNull("logprobs");
+        choice.set("logprobs", logprobs);
         choice.put("finish_reason", end.reason().apiName());
         root.set("usage", usage(end));
         return root;
@@ -39,7 +40,8 @@ record ResponseShapes(ObjectMapper json, boolean chat, String id, long created, 
      * reasoning as {@code reasoning_content} (as vLLM names it; absent when none), the calls as {@code tool_calls}
      * with {@code finish_reason: "tool_calls"}.
      */
-    ObjectNode wholeReply(String answer, String reasoning, List<ToolCall> calls, GenerationResult end) {
+    ObjectNode wholeReply(String answer, String reasoning, List<ToolCall> calls, GenerationResult end,
+                          JsonNode logprobs) {
         ObjectNode root = head("chat.completion");
         ObjectNode choice = root.putArray("choices").addObject();
         choice.put("index", 0);
@@ -61,7 +63,7 @@ record ResponseShapes(ObjectMapper json, boolean chat, String id, long created, 
                 call.putObject("function").put("name", c.name()).put("arguments", c.arguments());
             }
         }
-        choice.putNull("logprobs");
+        choice.set("logprobs", logprobs);
         choice.put("finish_reason", finishReason(end, !calls.isEmpty()));
         root.set("usage", usage(end));
         return root;
@@ -129,6 +131,12 @@ record ResponseShapes(ObjectMapper json, boolean chat, String id, long created, 
         }
         choice.put("finish_reason", finishReason(end, calls));
         return root;
+    }
+
+    /** The chunk with these log-probabilities (of the tokens whose text it carries, or that came before it). */
+    static ObjectNode withLogprobs(ObjectNode chunk, JsonNode logprobs) {
+        ((ObjectNode) chunk.get("choices").get(0)).set("logprobs", logprobs);
+        return chunk;
     }
 
     /** With {@code stream_options.include_usage}: the last chunk, with no choices and the usage. */

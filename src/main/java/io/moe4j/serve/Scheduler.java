@@ -215,6 +215,9 @@ public final class Scheduler implements AutoCloseable {
                 TextCodec.Detokenizer detokenizer = text.detokenizer(job.request.skipSpecialTokens());
                 job.reply = new ReplyStream(job.request.sampling(), job.request.constraint(), job.request.stops(),
                         id -> eos[id], detokenizer::accept, detokenizer::flush, job.request.prompt());
+                if (job.request.logprobs() >= 0) {
+                    job.reply.keepLogprobs(job.request.logprobs());
+                }
                 job.sequence = model.open();
             } catch (RuntimeException e) {
                 finish(job, FinishReason.ERROR, "could not open a sequence: " + e.getMessage());
@@ -342,7 +345,9 @@ public final class Scheduler implements AutoCloseable {
             metrics.firstToken((System.nanoTime() - job.submittedNanos) / 1e9);
         }
         String shown = job.reply.take(token);
-        if (!shown.isEmpty()) {
+        if (job.request.logprobs() >= 0 && !eos[token]) {
+            job.listener.onToken(shown, job.reply.lastLogprobs());
+        } else if (!shown.isEmpty()) {
             job.listener.onText(shown);
         }
         if (job.reply.ended()) {

@@ -36,6 +36,15 @@ public interface TextCodec {
     /** Token ids that end generation (end of sequence, end of turn); they are never shown as text. */
     int[] eosIds();
 
+    /**
+     * The bytes token {@code id} stands for in text (a byte-level token may hold part of a character), as
+     * log-probabilities report each token. By default: the token decoded alone.
+     */
+    default byte[] tokenBytes(int id) {
+        Detokenizer d = detokenizer(false);
+        return (d.accept(id) + d.flush()).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
     /** A fresh incremental detokenizer for one sequence. */
     Detokenizer detokenizer();
 

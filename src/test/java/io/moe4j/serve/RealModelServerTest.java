@@ -110,4 +110,47 @@ class RealModelServerTest {
             pool.shutdownNow();
         }
     }
+
+    /**
+     * Log-probabilities of a real decoder: each is the log softmax of the logits a session of the library gives after
+     * the prompt and the tokens before it; their bytes make the reply's text.
+     */
+    @Test
+    void logprobsAreTheLibrarysLogSoftmax() {
+        String user = "Hello there";
+        ChatCompletion c = client.chat().completions().create(request(user, 6).toBuilder().logprobs(true)
+                .topLogprobs(2L).build());
+        var tokens = c.choices().getFirst().logprobs().orElseThrow().content().orElseThrow();
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        tokens.forEach(t -> t.bytes().orElseThrow().forEach(b -> bytes.write(b.intValue())));
+        String text = c.choices().getFirst().message().content().orElseThrow();
+        assertThat(bytes.toString(java.nio.charset.StandardCharsets.UTF_8)).isEqualTo(text);
+        var messages = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.arrayNode();
+        messages.addObject().put("role", "user").put("content", user);
+        int[] prompt = model.encodeChat(io.moe4j.text.chat.ChatRequest.of(messages, true));
+        try (var session = model.model().newSession()) {
+            float[] logits = session.prefillLast(prompt);
+            for (var t : tokens) {
+                double max = Double.NEGATIVE_INFINITY;
+                for (float l : logits) {
+                    max = Math.max(max, l);
+                }
+                double sum = 0;
+                for (float l : logits) {
+                    sum += Math.exp(l - max);
+                }
+                int id = -1;
+                for (int i = 0; i < logits.length && id < 0; i++) {
+                    // the token the reply drew: greedy, the most likely one, as the top list's first entry says
+                    if (logits[i] == max) {
+                        id = i;
+                    }
+                }
+                assertThat(t.logprob()).isCloseTo(logits[id] - max - Math.log(sum), org.assertj.core.api.Assertions.within(1e-4));
+                assertThat(t.topLogprobs().getFirst().logprob()).isEqualTo(t.logprob());
+                assertThat(t.bytes().orElseThrow()).isEqualTo(t.topLogprobs().getFirst().bytes().orElseThrow());
+                logits = session.decode(id);
+            }
+        }
+    }
 }

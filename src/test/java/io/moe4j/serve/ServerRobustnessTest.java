@@ -159,7 +159,11 @@ class ServerRobustnessTest {
         cases.put("stream_options without stream", new Object[] {CHAT, chatWith("stream_options",
                 Map.of("include_usage", true)), 400, "stream_options"});
         cases.put("n of two", new Object[] {CHAT, chatWith("n", 2), 400, "n"});
-        cases.put("logprobs asked", new Object[] {CHAT, chatWith("logprobs", true), 400, "logprobs"});
+        cases.put("logprobs a number on chat", new Object[] {CHAT, chatWith("logprobs", 3), 400, "logprobs"});
+        cases.put("top_logprobs without logprobs", new Object[] {CHAT, chatWith("top_logprobs", 2), 400,
+                "top_logprobs"});
+        cases.put("completion logprobs past 20", new Object[] {TEXT,
+                "{\"model\":\"toy\",\"prompt\":\"a\",\"logprobs\":21}", 400, "logprobs"});
         cases.put("presence penalty past 2", new Object[] {CHAT, chatWith("presence_penalty", 2.5), 400,
                 "presence_penalty"});
         cases.put("frequency penalty a string", new Object[] {CHAT, chatWith("frequency_penalty", "x"), 400,
@@ -236,7 +240,8 @@ class ServerRobustnessTest {
                 List.of(1, "a"), Map.of(), Map.of("type", "text"), Map.of("role", "user", "content", "q")));
         values.add(null);
         String[] fields = {"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
-                "min_p", "seed", "stop", "stream", "stream_options", "n", "logprobs", "tools", "tool_choice",
+                "min_p", "seed", "stop", "stream", "stream_options", "n", "logprobs", "top_logprobs", "tools",
+                "tool_choice",
                 "response_format", "user", "presence_penalty", "frequency_penalty", "repetition_penalty",
                 "logit_bias"};
         int answered = 0;

@@ -54,6 +54,11 @@ public final class ByteText implements TextCodec {
     }
 
     @Override
+    public byte[] tokenBytes(int id) {
+        return id >= 0 && id < 256 ? new byte[] {(byte) id} : new byte[0];
+    }
+
+    @Override
     public Detokenizer detokenizer() {
         return new Utf8Detokenizer();
     }

@@ -1,0 +1,85 @@
+package io.moe4j.serve;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.moe4j.generate.TokenLogprobs;
+
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.function.IntFunction;
+
+/**
+ * A reply's tokens' log-probabilities in OpenAI's shapes: for chat {@code {"content": [{"token", "logprob", "bytes",
+ * "top_logprobs": [...]}], "refusal": null}}, for completions the older {@code {"tokens", "token_logprobs",
+ * "top_logprobs", "text_offset"}}. A token's text is its bytes read as UTF-8 (a byte-level token holding part of a
+ * character reads as U+FFFD; {@code bytes} has it exactly). The completions' offsets run on over the pieces of one
+ * reply, so one writer serves one response.
+ */
+final class LogprobsWriter {
+    private final ObjectMapper json;
+    private final boolean chat;
+    private final IntFunction<byte[]> tokenBytes;
+    private int textOffset;
+
+    LogprobsWriter(ObjectMapper json, boolean chat, IntFunction<byte[]> tokenBytes) {
+        this.json = json;
+        this.chat = chat;
+        this.tokenBytes = tokenBytes;
+    }
+
+    /** The log-probabilities of these tokens, the next piece of the reply's. */
+    JsonNode write(List<TokenLogprobs> tokens) {
+        return chat ? chat(tokens) : completion(tokens);
+    }
+
+    private JsonNode chat(List<TokenLogprobs> tokens) {
+        ObjectNode root = json.createObjectNode();
+        ArrayNode content = root.putArray("content");
+        for (TokenLogprobs t : tokens) {
+            ObjectNode entry = entry(content.addObject(), t.token(), t.logprob());
+            ArrayNode top = entry.putArray("top_logprobs");
+            for (int i = 0; i < t.topIds().length; i++) {
+                entry(top.addObject(), t.topIds()[i], t.topLogprobs()[i]);
+            }
+        }
+        root.putNull("refusal");
+        return root;
+    }
+
+    private ObjectNode entry(ObjectNode entry, int id, float logprob) {
+        byte[] b = tokenBytes.apply(id);
+        entry.put("token", new String(b, StandardCharsets.UTF_8));
+        entry.put("logprob", logprob);
+        ArrayNode bytes = entry.putArray("bytes");
+        for (byte x : b) {
+            bytes.add(x & 0xFF);
+        }
+        return entry;
+    }
+
+    private JsonNode completion(List<TokenLogprobs> tokens) {
+        ObjectNode root = json.createObjectNode();
+        ArrayNode texts = root.putArray("tokens");
+        ArrayNode values = root.putArray("token_logprobs");
+        ArrayNode tops = root.putArray("top_logprobs");
+        ArrayNode offsets = root.putArray("text_offset");
+        for (TokenLogprobs t : tokens) {
+            String text = text(t.token());
+            texts.add(text);
+            values.add(t.logprob());
+            ObjectNode top = tops.addObject();
+            for (int i = 0; i < t.topIds().length; i++) {
+                top.put(text(t.topIds()[i]), t.topLogprobs()[i]);
+            }
+            offsets.add(textOffset);
+            textOffset += text.length();
+        }
+        return root;
+    }
+
+    private String text(int id) {
+        return new String(tokenBytes.apply(id), StandardCharsets.UTF_8);
+    }
+}

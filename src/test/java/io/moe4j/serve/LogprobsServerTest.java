@@ -1,0 +1,196 @@
+package io.moe4j.serve;
+
+import com.openai.client.OpenAIClient;
+import com.openai.core.http.StreamResponse;
+import com.openai.errors.BadRequestException;
+import com.openai.models.chat.completions.ChatCompletion;
+import com.openai.models.chat.completions.ChatCompletionChunk;
+import com.openai.models.chat.completions.ChatCompletionCreateParams;
+import com.openai.models.chat.completions.ChatCompletionTokenLogprob;
+import com.openai.models.completions.Completion;
+import com.openai.models.completions.CompletionChoice;
+import com.openai.models.completions.CompletionCreateParams;
+import io.moe4j.serve.toy.ByteText;
+import io.moe4j.serve.toy.ToyModel;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.within;
+
+/**
+ * Log-probabilities through the server, read with the official OpenAI SDK, against the log softmax of the logits a
+ * second toy model gives for the same tokens.
+ */
+@Timeout(60)
+class LogprobsServerTest {
+    private static final String MODEL = "toy-model";
+    private static OpenAiServer server;
+    private static OpenAIClient client;
+
+    @BeforeAll
+    static void start() {
+        ServedModel served = new ServedModel(MODEL, new ToyModel(256, 16, 0, 0), new ByteText());
+        server = new OpenAiServer(served, new SchedulerConfig(4, 16, 64), ServerConfig.local(0)).start();
+        client = com.openai.client.okhttp.OpenAIOkHttpClient.builder()
+                .baseUrl("http://127.0.0.1:" + server.port() + "/v1").apiKey("unused").maxRetries(0)
+                .timeout(java.time.Duration.ofSeconds(20)).build();
+    }
+
+    @AfterAll
+    static void stop() {
+        client.close();
+        server.close();
+    }
+
+    /** The log softmax of the toy's logits after {@code prompt} and then each of {@code reply}'s tokens. */
+    private static List<double[]> reference(int[] prompt, int[] reply) {
+        ToyModel toy = new ToyModel(256, 16, 0, 0);
+        List<double[]> rows = new ArrayList<>();
+        try (StepModel.Sequence s = toy.open()) {
+            float[] logits = toy.step(List.of(s), List.of(prompt))[0];
+            for (int token : reply) {
+                double max = Double.NEGATIVE_INFINITY;
+                for (float l : logits) {
+                    max = Math.max(max, l);
+                }
+                double sum = 0;
+                for (float l : logits) {
+                    sum += Math.exp(l - max);
+                }
+                double[] row = new double[logits.length];
+                for (int i = 0; i < row.length; i++) {
+                    row[i] = logits[i] - max - Math.log(sum);
+                }
+                rows.add(row);
+                logits = toy.step(List.of(s), List.of(new int[] {token}))[0];
+            }
+        }
+        return rows;
+    }
+
+    private static int[] chatPrompt(String user) {
+        return new ByteText().renderChat(new ChatPrompt(List.of(new ChatMessage("user", user, null)), null));
+    }
+
+    private static int[] ids(List<ChatCompletionTokenLogprob> tokens) {
+        return tokens.stream().mapToInt(t -> t.bytes().orElseThrow().getFirst().intValue()).toArray();
+    }
+
+    private static void assertMatchesReference(String user, List<ChatCompletionTokenLogprob> tokens, int top) {
+        int[] reply = ids(tokens);
+        List<double[]> want = reference(chatPrompt(user), reply);
+        for (int i = 0; i < reply.length; i++) {
+            ChatCompletionTokenLogprob t = tokens.get(i);
+            assertThat(t.logprob()).as("token %d", i).isCloseTo(want.get(i)[reply[i]], within(1e-5));
+            assertThat(t.topLogprobs()).hasSize(top);
+            for (int k = 0; k < top; k++) {
+                ChatCompletionTokenLogprob.TopLogprob alt = t.topLogprobs().get(k);
+                int id = alt.bytes().orElseThrow().getFirst().intValue();
+                assertThat(alt.logprob()).isCloseTo(want.get(i)[id], within(1e-5));
+                if (k > 0) {
+                    assertThat(alt.logprob()).isLessThanOrEqualTo(t.topLogprobs().get(k - 1).logprob());
+                }
+            }
+            if (top > 0) {
+                // no token outside the list is more likely than the last one listed
+                double last = t.topLogprobs().get(top - 1).logprob();
+                long above = java.util.Arrays.stream(want.get(i)).filter(v -> v > last + 1e-6).count();
+                assertThat(above).isLessThan(top);
+            }
+        }
+    }
+
+    @Test
+    void chatLogprobsAreTheModelsLogSoftmax() {
+        String user = "tell me a long story";
+        ChatCompletion c = client.chat().completions().create(ChatCompletionCreateParams.builder().model(MODEL)
+                .addUserMessage(user).temperature(0.0).maxCompletionTokens(12).logprobs(true).topLogprobs(3L).build());
+        String text = c.choices().getFirst().message().content().orElseThrow();
+        List<ChatCompletionTokenLogprob> tokens = c.choices().getFirst().logprobs().orElseThrow().content()
+                .orElseThrow();
+        assertThat(tokens).isNotEmpty();
+        assertThat(String.join("", tokens.stream().map(ChatCompletionTokenLogprob::token).toList())).isEqualTo(text);
+        // greedy: the drawn token is the most likely one
+        for (ChatCompletionTokenLogprob t : tokens) {
+            assertThat(t.topLogprobs().getFirst().token()).isEqualTo(t.token());
+        }
+        assertMatchesReference(user, tokens, 3);
+    }
+
+    /** The raw distribution's values, whatever the penalties do to the draw (as vLLM reports by default). */
+    @Test
+    void logprobsAreOfTheModelBeforePenalties() {
+        String user = "tell me a long story";
+        ChatCompletion c = client.chat().completions().create(ChatCompletionCreateParams.builder().model(MODEL)
+                .addUserMessage(user).temperature(0.0).maxCompletionTokens(12).presencePenalty(2.0).logprobs(true)
+                .build());
+        List<ChatCompletionTokenLogprob> tokens = c.choices().getFirst().logprobs().orElseThrow().content()
+                .orElseThrow();
+        assertMatchesReference(user, tokens, 0);
+    }
+
+    @Test
+    void streamedLogprobsAreTheWholeReplysInOrder() {
+        String user = "a streamed story";
+        ChatCompletionCreateParams params = ChatCompletionCreateParams.builder().model(MODEL).addUserMessage(user)
+                .temperature(0.0).maxCompletionTokens(12).logprobs(true).topLogprobs(2L).build();
+        List<ChatCompletionTokenLogprob> whole = client.chat().completions().create(params).choices().getFirst()
+                .logprobs().orElseThrow().content().orElseThrow();
+        List<ChatCompletionTokenLogprob> streamed = new ArrayList<>();
+        StringBuilder text = new StringBuilder();
+        try (StreamResponse<ChatCompletionChunk> s = client.chat().completions().createStreaming(params)) {
+            s.stream().forEach(chunk -> chunk.choices().forEach(choice -> {
+                choice.delta().content().ifPresent(text::append);
+                choice.logprobs().flatMap(ChatCompletionChunk.Choice.Logprobs::content).ifPresent(streamed::addAll);
+            }));
+        }
+        assertThat(streamed).extracting(ChatCompletionTokenLogprob::token)
+                .containsExactlyElementsOf(whole.stream().map(ChatCompletionTokenLogprob::token).toList());
+        assertThat(streamed).extracting(ChatCompletionTokenLogprob::logprob)
+                .containsExactlyElementsOf(whole.stream().map(ChatCompletionTokenLogprob::logprob).toList());
+        assertThat(text.toString()).isEqualTo(String.join("", whole.stream().map(ChatCompletionTokenLogprob::token)
+                .toList()));
+    }
+
+    @Test
+    void completionsLogprobsInTheOlderShape() {
+        String prompt = "Once upon a time";
+        Completion c = client.completions().create(CompletionCreateParams.builder().model(MODEL).prompt(prompt)
+                .temperature(0.0).maxTokens(10).logprobs(2L).build());
+        CompletionChoice choice = c.choices().getFirst();
+        CompletionChoice.Logprobs lp = choice.logprobs().orElseThrow();
+        List<String> tokens = lp.tokens().orElseThrow();
+        assertThat(String.join("", tokens)).isEqualTo(choice.text());
+        List<Double> values = lp.tokenLogprobs().orElseThrow();
+        List<double[]> want = reference(new ByteText().encode(prompt), tokens.stream().mapToInt(t -> t.charAt(0))
+                .toArray());
+        for (int i = 0; i < tokens.size(); i++) {
+            assertThat(values.get(i)).isCloseTo(want.get(i)[tokens.get(i).charAt(0)], within(1e-5));
+        }
+        List<Long> offsets = lp.textOffset().orElseThrow();
+        for (int i = 0; i < offsets.size(); i++) {
+            assertThat(offsets.get(i)).isEqualTo(i);   // one character a token here
+        }
+        assertThat(lp.topLogprobs().orElseThrow()).allSatisfy(top -> assertThat(top._additionalProperties()).hasSize(2));
+    }
+
+    @Test
+    void badLogprobsFieldsAreRefusedByName() {
+        assertThatThrownBy(() -> client.chat().completions().create(ChatCompletionCreateParams.builder().model(MODEL)
+                .addUserMessage("x").topLogprobs(3L).build())).isInstanceOf(BadRequestException.class)
+                .hasMessageContaining("top_logprobs");
+        assertThatThrownBy(() -> client.chat().completions().create(ChatCompletionCreateParams.builder().model(MODEL)
+                .addUserMessage("x").logprobs(true).topLogprobs(21L).build())).isInstanceOf(BadRequestException.class)
+                .hasMessageContaining("top_logprobs");
+        assertThatThrownBy(() -> client.completions().create(CompletionCreateParams.builder().model(MODEL)
+                .prompt("x").logprobs(-1L).build())).isInstanceOf(BadRequestException.class)
+                .hasMessageContaining("logprobs");
+    }
+}
