@@ -94,4 +94,21 @@ class ModelBackendTest {
         assertThat(said).contains("moe: cuda cannot run qwen3 (").contains("loading on cpu")
                 .contains("on cpu (auto: cuda could not load it)");
     }
+
+    /** On a machine with a usable GPU (skipped elsewhere), auto loads a model that fits it on cuda. */
+    @Test
+    void aRealGpuIsChosenByAuto() {
+        io.moe4j.backend.cuda.driver.CudaProbe probe = io.moe4j.backend.cuda.driver.CudaRuntime.probe();
+        org.junit.jupiter.api.Assumptions.assumeTrue(probe.available(), () -> "no usable CUDA device: " + probe.reason());
+        ModelArgs args = new ModelArgs();
+        args.model = io.moe4j.testing.RandomModels.qwen3(dir.resolve("qwen3"), 5);
+        args.backend = "auto";
+        args.threads = 2;
+        args.activations = new ActivationsArg();
+        args.activations.activations = "float";
+        args.gpus = 1;
+        try (io.moe4j.generate.MoeModel m = args.load()) {
+            assertThat(m.model().options().backend()).isEqualTo("cuda");
+        }
+    }
 }
