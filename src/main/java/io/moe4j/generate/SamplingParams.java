@@ -40,6 +40,10 @@ public record SamplingParams(double temperature, int topK, double topP, double m
         return new SamplingParams(0, 0, 1, 0, 0);
     }
 
+    public SamplingParams withSeed(long s) {
+        return new SamplingParams(temperature, topK, topP, minP, s, adjustments);
+    }
+
     public SamplingParams withAdjustments(LogitAdjustments a) {
         return new SamplingParams(temperature, topK, topP, minP, seed, a);
     }

@@ -19,10 +19,11 @@ import java.util.List;
  * @param grammar        what constrained decoding keeps the reply to (a forced call's, or a JSON response_format's),
  *                       compiled once as the request was read; null for free text
  * @param logprobs       how many top tokens each generated token's log-probabilities list, or -1 for none
+ * @param n              how many choices (sequences) to generate for the prompt
  */
 public record ApiRequest(boolean isChat, String model, ChatPrompt chat, String promptText, int[] promptIds,
                          SamplingParams sampling, Integer maxTokens, List<String> stops, boolean stream,
                          boolean includeUsage, JsonNode responseFormat, ToolChoice toolChoice,
                          boolean skipSpecialTokens, boolean parallelToolCalls,
-                         io.moe4j.generate.constraint.JsonGrammar grammar, int logprobs) {
+                         io.moe4j.generate.constraint.JsonGrammar grammar, int logprobs, int n) {
 }

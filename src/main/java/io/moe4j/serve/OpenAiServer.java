@@ -1,7 +1,5 @@
 package io.moe4j.serve;
 
-import io.moe4j.generate.FinishReason;
-import io.moe4j.generate.TokenLogprobs;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
@@ -18,6 +16,7 @@ import io.moe4j.generate.ChatOutputs;
 import io.moe4j.generate.ReplyBudget;
 import io.moe4j.generate.ReplyConstraint;
 import io.moe4j.generate.ReplyReader;
+import io.moe4j.generate.SamplingParams;
 import io.moe4j.generate.constraint.JsonGrammar;
 import io.moe4j.text.tools.ToolCallIds;
 import io.moe4j.text.tools.ToolChoice;
@@ -25,7 +24,6 @@ import org.eclipse.jetty.ee10.servlet.ServletContextRequest;
 
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.ArrayList;
@@ -231,41 +229,53 @@ public final class OpenAiServer implements AutoCloseable {
         // for maxTokens is built for the room the reply really has.
         int maxTokens = new ReplyBudget(request.maxTokens() == null ? Integer.MAX_VALUE : request.maxTokens(), context)
                 .room(0, prompt.length);
-        ReplyConstraint constraint = chat ? constraint(request, promptText, maxTokens) : null;
-        ReplyReader reader = reader(request, promptText);
+        // Each choice is a sequence of its own, with its own constraint and reader (each follows one reply); the
+        // first is built before anything is submitted, so that a request it refuses submits nothing.
+        ReplyConstraint first = chat ? constraint(request, promptText, maxTokens) : null;
         // Stop strings never cut a constrained reply: its JSON would be left incomplete.
-        List<String> stops = constraint == null ? request.stops() : List.of();
-        RequestChannel channel = new RequestChannel();
-        Ticket ticket;
+        List<String> stops = first == null ? request.stops() : List.of();
+        java.util.concurrent.BlockingQueue<RequestChannel.Event> events = RequestChannel.queue();
+        List<ReplyDelivery.Choice> choices = new ArrayList<>();
         try {
-            // A reader splits the reply at the model's special tokens (channels, tool calls): it gets them all.
-            boolean skipSpecial = request.skipSpecialTokens() && reader == null;
-            ticket = scheduler.submit(new GenerationRequest(prompt, request.sampling(), maxTokens, stops, constraint,
-                    skipSpecial, request.logprobs()), channel);
+            for (int i = 0; i < request.n(); i++) {
+                ReplyConstraint constraint = i == 0 ? first : constraint(request, promptText, maxTokens);
+                ReplyReader reader = reader(request, promptText);
+                // A reader splits the reply at the model's special tokens (channels, tool calls): it gets them all.
+                boolean skipSpecial = request.skipSpecialTokens() && reader == null;
+                // choice i draws with seed + i: n samples, not n copies of one (greedy ones are alike anyway)
+                SamplingParams sampling = request.sampling().withSeed(request.sampling().seed() + i);
+                Ticket ticket = scheduler.submit(new GenerationRequest(prompt, sampling, maxTokens, stops,
+                        constraint, skipSpecial, request.logprobs()), new RequestChannel(i, events));
+                LogprobsWriter logprobs = request.logprobs() < 0 ? null
+                        : new LogprobsWriter(json, chat, served.text()::tokenBytes);
+                choices.add(new ReplyDelivery.Choice(i, ticket, reader, logprobs));
+            }
         } catch (AdmissionException e) {
+            choices.forEach(c -> c.ticket.cancel());
             throw e.queueFull() ? new ApiError(429, e.getMessage(), "rate_limit_error", null, "queue_full")
                     : new ApiError(503, e.getMessage(), "server_error", null, "shutting_down");
         } catch (IllegalArgumentException e) {
+            choices.forEach(c -> c.ticket.cancel());
             throw ApiError.badRequest(e.getMessage(), param);
         }
         String id = (chat ? "chatcmpl-" : "cmpl-") + idPrefix + Long.toHexString(ids.incrementAndGet());
         ResponseShapes shapes = new ResponseShapes(json, chat, id, System.currentTimeMillis() / 1000, served.id());
+        ReplyDelivery delivery = new ReplyDelivery(events, choices, shapes);
         ServletContextRequest core = ServletContextRequest.getServletContextRequest(ctx.req());
         if (core != null) {
-            // Failures Jetty reports while the request runs end its sequence too. A client that hangs up is seen when a
-            // write fails (a streamed request at its next token, or keep-alive line) or by a plain request's probe.
-            core.addFailureListener(failure -> ticket.cancel());
+            // Failures Jetty reports while the request runs end its sequences too. A client that hangs up is seen
+            // when a write fails (a streamed request at its next token, or keep-alive line) or by a plain request's
+            // probe.
+            core.addFailureListener(failure -> delivery.cancelAll());
         }
         try {
-            LogprobsWriter logprobs = request.logprobs() < 0 ? null
-                    : new LogprobsWriter(json, chat, served.text()::tokenBytes);
             if (request.stream()) {
-                stream(ctx, channel, ticket, shapes, request.includeUsage(), reader, logprobs);
+                delivery.stream(ctx, request.includeUsage(), config.keepAlive().toMillis());
             } else {
-                respond(ctx, channel, ticket, HangUpProbe.of(core), shapes, reader, logprobs);
+                delivery.whole(ctx, HangUpProbe.of(core));
             }
         } catch (InterruptedException e) {
-            ticket.cancel();
+            delivery.cancelAll();
             Thread.currentThread().interrupt();
             throw new ApiError(503, "the server is shutting down", "server_error", null, "shutting_down");
         }
@@ -333,199 +343,6 @@ public final class OpenAiServer implements AutoCloseable {
         } catch (MoeException | IllegalArgumentException e) {
             throw ApiError.badRequest("the prompt cannot be rendered: " + e.getMessage(),
                     request.isChat() ? "messages" : "prompt");
-        }
-    }
-
-    private void respond(Context ctx, RequestChannel channel, Ticket ticket, HangUpProbe probe, ResponseShapes shapes,
-                         ReplyReader reader, LogprobsWriter logprobs) throws InterruptedException {
-        StringBuilder text = new StringBuilder();
-        List<TokenLogprobs> tokens = new ArrayList<>();
-        while (true) {
-            if (probe.clientGone()) {
-                // nobody to answer: free the sequence at the next step boundary
-                ticket.cancel();
-                return;
-            }
-            RequestChannel.Event event = channel.next(HangUpProbe.INTERVAL_NANOS / 1_000_000);
-            if (event == null) {
-                continue;
-            }
-            if (event.end() == null) {
-                if (event.logprobs() != null) {
-                    tokens.add(event.logprobs());
-                }
-                text.append(event.text());
-                if (reader != null && !event.text().isEmpty()) {
-                    reader.feed(event.text());
-                }
-                continue;
-            }
-            GenerationResult end = event.end();
-            failIfAborted(end);
-            JsonNode written = logprobs == null ? null : logprobs.write(tokens);
-            JsonNode body;
-            if (reader == null) {
-                body = shapes.whole(text.toString(), end, written);
-            } else {
-                reader.finish();
-                body = shapes.wholeReply(reader.answer(), reader.reasoning(), reader.toolCalls(), end, written);
-            }
-            if (probe.tookData()) {
-                ctx.header("Connection", "close");
-            }
-            ctx.contentType("application/json").result(body.toString());
-            return;
-        }
-    }
-
-    /** Sends the reader's events as chunks: text runs of one kind together, each tool call in two chunks. */
-    private static void sendEvents(OutputStream out, ResponseShapes shapes, List<ReplyReader.Event> events,
-                                   boolean includeUsage, PendingLogprobs pending) throws IOException {
-        StringBuilder run = new StringBuilder();
-        boolean runIsReasoning = false;
-        for (ReplyReader.Event e : events) {
-            switch (e) {
-                case ReplyReader.Event.Answer(String t) -> {
-                    if (runIsReasoning && !run.isEmpty()) {
-                        send(out, pending.attach(shapes.reasoningChunk(run.toString(), includeUsage)));
-                        run.setLength(0);
-                    }
-                    runIsReasoning = false;
-                    run.append(t);
-                }
-                case ReplyReader.Event.Reasoning(String t) -> {
-                    if (!runIsReasoning && !run.isEmpty()) {
-                        send(out, pending.attach(shapes.textChunk(run.toString(), includeUsage)));
-                        run.setLength(0);
-                    }
-                    runIsReasoning = true;
-                    run.append(t);
-                }
-                case ReplyReader.Event.Call(int index, io.moe4j.text.tools.ToolCall call) -> {
-                    if (!run.isEmpty()) {
-                        send(out, pending.attach(runIsReasoning ? shapes.reasoningChunk(run.toString(), includeUsage)
-                                : shapes.textChunk(run.toString(), includeUsage)));
-                        run.setLength(0);
-                    }
-                    for (ObjectNode chunk : shapes.toolCallChunks(index, call, includeUsage)) {
-                        send(out, pending.attach(chunk));
-                    }
-                }
-            }
-        }
-        if (!run.isEmpty()) {
-            send(out, pending.attach(runIsReasoning ? shapes.reasoningChunk(run.toString(), includeUsage)
-                    : shapes.textChunk(run.toString(), includeUsage)));
-        }
-    }
-
-    /**
-     * Log-probabilities of tokens not yet sent: they go with the next chunk (a token's text may be held back, and
-     * its log-probabilities wait for the chunk that carries text, or the last one).
-     */
-    private static final class PendingLogprobs {
-        private final LogprobsWriter writer;
-        private final List<TokenLogprobs> tokens = new ArrayList<>();
-
-        PendingLogprobs(LogprobsWriter writer) {
-            this.writer = writer;
-        }
-
-        void add(TokenLogprobs t) {
-            if (t != null) {
-                tokens.add(t);
-            }
-        }
-
-        ObjectNode attach(ObjectNode chunk) {
-            if (writer != null && !tokens.isEmpty()) {
-                ResponseShapes.withLogprobs(chunk, writer.write(tokens));
-                tokens.clear();
-            }
-            return chunk;
-        }
-    }
-
-    private void stream(Context ctx, RequestChannel channel, Ticket ticket, ResponseShapes shapes,
-                        boolean includeUsage, ReplyReader reader, LogprobsWriter logprobs) throws InterruptedException {
-        PendingLogprobs pending = new PendingLogprobs(logprobs);
-        ctx.status(200);
-        ctx.res().setContentType("text/event-stream");
-        ctx.res().setCharacterEncoding("utf-8");
-        ctx.res().setHeader("Cache-Control", "no-cache");
-        ctx.res().setHeader("X-Accel-Buffering", "no");
-        try {
-            OutputStream out = ctx.res().getOutputStream();
-            if (shapes.chat()) {
-                send(out, shapes.firstChunk(includeUsage));
-            }
-            long keepAlive = Math.max(1, config.keepAlive().toMillis());
-            while (true) {
-                RequestChannel.Event event = channel.next(keepAlive);
-                if (event == null) {
-                    // An SSE comment: clients skip it, and a write to a client that left fails here.
-                    out.write(": keep-alive\n\n".getBytes(StandardCharsets.UTF_8));
-                    out.flush();
-                    continue;
-                }
-                if (event.end() == null) {
-                    StringBuilder text = new StringBuilder(event.text());
-                    pending.add(event.logprobs());
-                    RequestChannel.Event more;
-                    // Text already waiting goes out in the same chunk; an end found on the way is handled next.
-                    while ((more = channel.poll()) != null && more.end() == null) {
-                        text.append(more.text());
-                        pending.add(more.logprobs());
-                    }
-                    if (reader == null) {
-                        if (!text.isEmpty()) {
-                            send(out, pending.attach(shapes.textChunk(text.toString(), includeUsage)));
-                        }
-                    } else if (!text.isEmpty()) {
-                        sendEvents(out, shapes, reader.feed(text.toString()), includeUsage, pending);
-                    }
-                    if (more == null) {
-                        continue;
-                    }
-                    event = more;
-                }
-                GenerationResult end = event.end();
-                if (end.reason() == FinishReason.ERROR) {
-                    send(out, shapes.errorEvent(new ApiError(500, end.error(), "server_error", null, null)));
-                } else {
-                    if (reader != null) {
-                        sendEvents(out, shapes, reader.finish(), includeUsage, pending);
-                    }
-                    boolean calls = reader != null && !reader.toolCalls().isEmpty();
-                    send(out, pending.attach(shapes.finishChunk(end, includeUsage, calls)));
-                    if (includeUsage) {
-                        send(out, shapes.usageChunk(end));
-                    }
-                }
-                out.write("data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8));
-                // Closing ends the chunked body now (its last chunk written), not after the handler returns, so a
-                // server that stops right after this handler does not cut the stream short.
-                out.close();
-                return;
-            }
-        } catch (IOException e) {
-            // The client went away: free its sequence at the next step boundary.
-            ticket.cancel();
-        }
-    }
-
-    private static void send(OutputStream out, JsonNode event) throws IOException {
-        out.write(("data: " + event + "\n\n").getBytes(StandardCharsets.UTF_8));
-        out.flush();
-    }
-
-    private static void failIfAborted(GenerationResult end) {
-        if (end.reason() == FinishReason.ERROR) {
-            throw new ApiError(500, end.error(), "server_error", null, null);
-        }
-        if (end.reason() == FinishReason.CANCELLED) {
-            throw new ApiError(503, "the request was cancelled: the server is shutting down", "server_error", null,
-                    "shutting_down");
         }
     }
 

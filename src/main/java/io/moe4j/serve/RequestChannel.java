@@ -1,45 +1,47 @@
 package io.moe4j.serve;
 
+import io.moe4j.generate.TokenLogprobs;
+
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
 
-/** Hands one sequence's output from the engine thread to the HTTP thread that answers its request. */
+/**
+ * Hands one sequence's output from the engine thread to the HTTP thread that answers its request: the events of a
+ * request's choices share one queue, each tagged with its choice's index.
+ */
 final class RequestChannel implements GenerationListener {
     /**
-     * An event: text to show (perhaps with the log-probabilities of the token that made it, when the request asked
-     * for them; then the text may be empty), or the end (then {@code text} is null).
+     * An event of choice {@code choice}: text to show (perhaps with the log-probabilities of the token that made it,
+     * when the request asked for them; then the text may be empty), or the end (then {@code text} is null).
      */
-    record Event(String text, GenerationResult end, io.moe4j.generate.TokenLogprobs logprobs) {
-        Event(String text, GenerationResult end) {
-            this(text, end, null);
-        }
+    record Event(int choice, String text, GenerationResult end, TokenLogprobs logprobs) {
     }
 
-    private final BlockingQueue<Event> events = new LinkedBlockingQueue<>();
+    private final int choice;
+    private final BlockingQueue<Event> events;
+
+    RequestChannel(int choice, BlockingQueue<Event> events) {
+        this.choice = choice;
+        this.events = events;
+    }
+
+    /** A queue for the channels of one request. */
+    static BlockingQueue<Event> queue() {
+        return new LinkedBlockingQueue<>();
+    }
 
     @Override
     public void onText(String text) {
-        events.add(new Event(text, null));
+        events.add(new Event(choice, text, null, null));
     }
 
     @Override
-    public void onToken(String text, io.moe4j.generate.TokenLogprobs logprobs) {
-        events.add(new Event(text, null, logprobs));
+    public void onToken(String text, TokenLogprobs logprobs) {
+        events.add(new Event(choice, text, null, logprobs));
     }
 
     @Override
     public void onFinish(GenerationResult result) {
-        events.add(new Event(null, result));
-    }
-
-    /** The next event, or null after the timeout. */
-    Event next(long timeoutMillis) throws InterruptedException {
-        return events.poll(timeoutMillis, TimeUnit.MILLISECONDS);
-    }
-
-    /** Every event already waiting, so a burst of text goes out as one chunk. */
-    Event poll() {
-        return events.poll();
+        events.add(new Event(choice, null, result, null));
     }
 }

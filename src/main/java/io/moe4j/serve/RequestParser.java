@@ -22,11 +22,13 @@ import java.util.concurrent.ThreadLocalRandom;
 /**
  * Checks an OpenAI request body field by field and builds an {@link ApiRequest}; every refusal is an
  * {@link ApiError} that names the field. Fields this server does not act on are refused when they ask for something
- * (n &gt; 1, best_of, echo), so a client never gets an answer that silently ignored them;
+ * (best_of, echo, suffix), so a client never gets an answer that silently ignored them;
  * fields that only describe the caller (user, metadata, store) are accepted and ignored.
  */
 final class RequestParser {
     static final int MAX_STOPS = 16;
+    /** The most choices one request may ask for ({@code n}): each is a sequence of its own. */
+    static final int MAX_CHOICES = 16;
     private static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant", "tool");
 
     private RequestParser() {
@@ -195,8 +197,11 @@ final class RequestParser {
             }
         }
         Integer n = optionalInt(body, "n", 1);
-        if (n != null && n != 1) {
-            throw ApiError.badRequest("'n' must be 1: one choice per request is served", "n");
+        if (n == null) {
+            n = 1;
+        }
+        if (n > MAX_CHOICES) {
+            throw ApiError.badRequest("'n' must be in [1, " + MAX_CHOICES + "], got " + n, "n");
         }
         double temperature = optionalNumber(body, "temperature", 0, 2, defaults.temperature());
         double topP = optionalNumber(body, "top_p", Double.NEGATIVE_INFINITY, Double.POSITIVE_INFINITY,
@@ -255,7 +260,7 @@ final class RequestParser {
         // vLLM's extension, true by default there too: special tokens stay out of the text unless asked for
         boolean skipSpecial = optionalBoolean(body, "skip_special_tokens", "skip_special_tokens", true);
         return new ApiRequest(isChat, model, chat, text, ids, sampling, maxTokens, stops, stream, includeUsage, format,
-                toolChoice, skipSpecial, parallelToolCalls, grammar, logprobs);
+                toolChoice, skipSpecial, parallelToolCalls, grammar, logprobs, n);
     }
 
     /** Chat's {@code logprobs} (a boolean) and {@code top_logprobs} (0-20, with logprobs only): -1 for none. */

@@ -133,6 +133,26 @@ record ResponseShapes(ObjectMapper json, boolean chat, String id, long created, 
         return root;
     }
 
+    /** The chunk (or body) of choice {@code index} of a request that asked for several ({@code n}). */
+    static ObjectNode indexed(ObjectNode chunk, int index) {
+        ((ObjectNode) chunk.get("choices").get(0)).put("index", index);
+        return chunk;
+    }
+
+    /** The whole bodies of a request's choices as one body: every choice in index order, the usage of them all. */
+    ObjectNode joined(List<ObjectNode> bodies, GenerationResult total) {
+        if (bodies.size() == 1) {
+            return bodies.getFirst();
+        }
+        ObjectNode root = bodies.getFirst().deepCopy();
+        ArrayNode list = root.putArray("choices");
+        for (int i = 0; i < bodies.size(); i++) {
+            list.add(((ObjectNode) bodies.get(i).get("choices").get(0)).put("index", i));
+        }
+        root.set("usage", usage(total));
+        return root;
+    }
+
     /** The chunk with these log-probabilities (of the tokens whose text it carries, or that came before it). */
     static ObjectNode withLogprobs(ObjectNode chunk, JsonNode logprobs) {
         ((ObjectNode) chunk.get("choices").get(0)).set("logprobs", logprobs);

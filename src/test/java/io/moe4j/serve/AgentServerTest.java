@@ -285,6 +285,21 @@ class AgentServerTest {
         assertThat(SchemaCheck.errors(parameters, tree(f.function().arguments()))).isEmpty();
     }
 
+    /** Several choices each keep to the schema: each has a constraint of its own, following its own reply. */
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    void everyChoiceKeepsToTheSchema(boolean gpt) {
+        ChatCompletion c = (gpt ? gptOssClient : qwenClient).chat().completions().create(
+                chat(gpt, "Some items", 96, 5).n(3L).putAdditionalBodyProperty("response_format", value("""
+                        {"type": "json_schema", "json_schema": {"name": "c", "schema": %s}}""".formatted(
+                        SCHEMAS.get(3)))).build());
+        assertThat(c.choices()).hasSize(3);
+        for (ChatCompletion.Choice choice : c.choices()) {
+            String content = choice.message().content().orElseThrow();
+            assertThat(SchemaCheck.errors(tree(SCHEMAS.get(3)), tree(content))).as(content).isEmpty();
+        }
+    }
+
     @Test
     void streamedJsonReassemblesWithReasoningApart() {
         ChatCompletionAccumulator acc = ChatCompletionAccumulator.create();

@@ -171,7 +171,7 @@ class OpenAiSdkTest {
                     assertThat(e.code()).contains("model_not_found");
                     assertThat(e.param()).contains("model");
                 });
-        assertThatThrownBy(() -> client.chat().completions().create(chat("hi").n(2).build()))
+        assertThatThrownBy(() -> client.chat().completions().create(chat("hi").n(17).build()))
                 .isInstanceOfSatisfying(BadRequestException.class, e -> assertThat(e.param()).contains("n"));
         assertThatThrownBy(() -> client.chat().completions().create(chat("hi").temperature(3.5).build()))
                 .isInstanceOfSatisfying(BadRequestException.class,
@@ -186,7 +186,7 @@ class OpenAiSdkTest {
                         e -> assertThat(e.param()).contains("response_format"));
         // Streamed requests are refused the same way, before any event.
         assertThatThrownBy(() -> {
-            try (var s = client.chat().completions().createStreaming(chat("hi").n(3).build())) {
+            try (var s = client.chat().completions().createStreaming(chat("hi").n(30).build())) {
                 s.stream().count();
             }
         }).isInstanceOf(OpenAIServiceException.class);
@@ -285,5 +285,47 @@ class OpenAiSdkTest {
         String frequency = client.chat().completions().create(chat(prompt).maxCompletionTokens(24)
                 .frequencyPenalty(2.0).build()).choices().getFirst().message().content().orElseThrow();
         assertThat(frequency.chars().distinct().count()).as(frequency).isEqualTo(frequency.length());
+    }
+
+    /** n choices: choice i is what one request with seed + i samples; usage counts the prompt once. */
+    @Test
+    void severalChoicesAreSeveralSeeds() {
+        String prompt = "tell me a long story about choices";
+        ChatCompletion c = client.chat().completions().create(chat(prompt).temperature(1.0).seed(40L).n(3L)
+                .maxCompletionTokens(10).build());
+        assertThat(c.choices()).extracting(ChatCompletion.Choice::index).containsExactly(0L, 1L, 2L);
+        long completion = 0;
+        for (int i = 0; i < 3; i++) {
+            String alone = client.chat().completions().create(chat(prompt).temperature(1.0).seed(40L + i)
+                    .maxCompletionTokens(10).build()).choices().getFirst().message().content().orElseThrow();
+            assertThat(c.choices().get(i).message().content().orElseThrow()).as("choice %d", i).isEqualTo(alone);
+            completion += alone.length();   // one token a byte here
+        }
+        assertThat(c.usage().orElseThrow().completionTokens()).isEqualTo(completion);
+        int promptTokens = new ByteText().renderChat(new ChatPrompt(List.of(new ChatMessage("user", prompt, null)),
+                null)).length;
+        assertThat(c.usage().orElseThrow().promptTokens()).isEqualTo(promptTokens);
+        assertThat(c.choices().stream().map(ch -> ch.message().content().orElseThrow()).distinct().count())
+                .as("three samples at temperature 1").isGreaterThan(1);
+
+        // streamed: each chunk names its choice; the texts reassemble to the whole response's
+        List<StringBuilder> texts = List.of(new StringBuilder(), new StringBuilder(), new StringBuilder());
+        List<String> finishes = new ArrayList<>(java.util.Collections.nCopies(3, null));
+        try (StreamResponse<ChatCompletionChunk> s = client.chat().completions().createStreaming(chat(prompt)
+                .temperature(1.0).seed(40L).n(3L).maxCompletionTokens(10).build())) {
+            s.stream().forEach(chunk -> chunk.choices().forEach(ch -> {
+                ch.delta().content().ifPresent(texts.get((int) ch.index())::append);
+                ch.finishReason().ifPresent(f -> finishes.set((int) ch.index(), f.asString()));
+            }));
+        }
+        for (int i = 0; i < 3; i++) {
+            assertThat(texts.get(i).toString()).isEqualTo(c.choices().get(i).message().content().orElseThrow());
+            assertThat(finishes.get(i)).isNotNull();
+        }
+
+        Completion text = client.completions().create(CompletionCreateParams.builder().model("toy-model")
+                .prompt(prompt).temperature(1.0).seed(7L).n(2L).maxTokens(6).build());
+        assertThat(text.choices()).extracting(com.openai.models.completions.CompletionChoice::index)
+                .containsExactly(0L, 1L);
     }
 }

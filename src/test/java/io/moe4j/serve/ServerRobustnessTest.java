@@ -158,7 +158,8 @@ class ServerRobustnessTest {
         cases.put("stream a string", new Object[] {CHAT, chatWith("stream", "yes"), 400, "stream"});
         cases.put("stream_options without stream", new Object[] {CHAT, chatWith("stream_options",
                 Map.of("include_usage", true)), 400, "stream_options"});
-        cases.put("n of two", new Object[] {CHAT, chatWith("n", 2), 400, "n"});
+        cases.put("n past the most", new Object[] {CHAT, chatWith("n", 17), 400, "n"});
+        cases.put("n of zero", new Object[] {CHAT, chatWith("n", 0), 400, "n"});
         cases.put("logprobs a number on chat", new Object[] {CHAT, chatWith("logprobs", 3), 400, "logprobs"});
         cases.put("top_logprobs without logprobs", new Object[] {CHAT, chatWith("top_logprobs", 2), 400,
                 "top_logprobs"});
