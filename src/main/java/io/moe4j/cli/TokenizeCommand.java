@@ -108,7 +108,8 @@ final class TokenizeCommand implements Callable<Integer> {
                         template = ChatTemplate.load(model);
                     }
                     try {
-                        text = template.render(ChatRequest.fromJson(node));
+                        // as the server renders a request: a tool may leave out its description
+                        text = template.renderWithOptionalToolFields(ChatRequest.fromJson(node));
                     } catch (IllegalArgumentException | MoeException e) {
                         throw new MoeException(inputName() + " line " + number + ": " + e.getMessage());
                     }

@@ -56,38 +56,10 @@ public final class ModelText implements TextCodec {
             throw new IllegalArgumentException(model.directory() + ": the model ships no chat template");
         }
         try {
-            return model.chatTemplate().get().render(request);
+            return model.chatTemplate().get().renderWithOptionalToolFields(request);
         } catch (MoeException e) {
-            ArrayNode described = tools == null ? null : withEmptyDescriptions(tools);
-            if (described != null) {
-                try {
-                    return model.chatTemplate().get().render(request.withTools(described));
-                } catch (MoeException again) {
-                    // the missing description was not (only) what failed: report the request as sent
-                }
-            }
             throw new IllegalArgumentException(e.getMessage(), e);
         }
-    }
-
-    /**
-     * The tools with an empty description where a function has none, or null when every function has one.
-     * OpenAI's API makes a tool's description optional, but some templates write it unconditionally (gpt-oss's
-     * {@code "// " + tool.description}, an error under Jinja's rules for undefined values, as transformers reports
-     * it); such a template gets an empty description and writes an empty comment (gpt-oss's own harmony encoder
-     * writes no comment line for an empty description). Templates that render a tool as sent (Qwen3's
-     * {@code tojson}) never get here, so their prompts show the request's tools.
-     */
-    private static ArrayNode withEmptyDescriptions(ArrayNode tools) {
-        ArrayNode copy = tools.deepCopy();
-        boolean added = false;
-        for (JsonNode tool : copy) {
-            if (tool.path("function") instanceof ObjectNode f && !f.path("description").isTextual()) {
-                f.put("description", "");
-                added = true;
-            }
-        }
-        return added ? copy : null;
     }
 
     /**

@@ -73,6 +73,18 @@ class TokenizeCommandTest {
         }
     }
 
+    /** A tool without a description renders as the server renders it (gpt-oss's template alone would fail). */
+    @Test
+    void aToolWithoutDescriptionRendersAsServed() throws IOException {
+        String line = "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"add_generation_prompt\": true, "
+                + "\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
+                + "{\"type\": \"object\", \"properties\": {}}}}]}\n";
+        CliTest.Run r = CliTest.moeWithInput(line, "tokenize", "--model",
+                RandomModels.sharedTokenizers().resolve("gpt-oss").toString(), "--input", "-", "--output", "-");
+        assertThat(r.exit()).as(r.err()).isZero();
+        assertThat(new ObjectMapper().readTree(r.out()).get("text").asText()).contains("// \ntype f = () => any;");
+    }
+
     /** '-' reads standard input and writes standard output; a file already there is replaced only when done. */
     @Test
     void standardStreamsAndAnOutputReplacedWhole(@TempDir Path tmp) throws IOException {

@@ -408,9 +408,26 @@ final class JsonSchemaCompiler {
         if (expressions.isEmpty() && machines.isEmpty()) {
             return integer ? NumberSchema.INTEGER : NumberSchema.NUMBER;
         }
-        expressions.add(SchemaRegex.parse(NumberRanges.syntax(integer), path));
-        StringRule rule = StringAutomaton.of(expressions, machines, 0, -1,
-                path + (machines.isEmpty() ? " (bounds)" : " (bounds, multipleOf)"), work);
+        if (machines.isEmpty()) {
+            expressions.add(SchemaRegex.parse(NumberRanges.syntax(integer), path));
+            StringRule rule = StringAutomaton.of(expressions, 0, -1, path + " (bounds)", work);
+            return new ValueSchema.RuleNumberSchema(rule, rule.dist(rule.start()));
+        }
+        // The digit caps multiplied into a remainder's states grow too large: the text's length is capped beside.
+        expressions.add(SchemaRegex.parse(NumberRanges.unboundedSyntax(integer), path));
+        StringAutomaton automaton;
+        try {
+            automaton = StringAutomaton.of(expressions, machines, 0, -1, path + " (bounds, multipleOf)", work);
+        } catch (MoeException e) {
+            if (e.getMessage().contains("automaton states")) {
+                throw new MoeException("JSON schema at " + path + ": multipleOf " + s.get("multipleOf")
+                        + (expressions.size() > 1 ? " with its minimum/maximum" : "") + " needs more than "
+                        + StringAutomaton.MAX_STATES + " automaton states; a divisor with fewer digits other than "
+                        + "trailing zeros (or bounds with fewer digits) fits", e);
+            }
+            throw e;
+        }
+        StringRule rule = new MaxLengthRule(automaton, NumberRanges.MAX_TEXT);
         return new ValueSchema.RuleNumberSchema(rule, rule.dist(rule.start()));
     }
 

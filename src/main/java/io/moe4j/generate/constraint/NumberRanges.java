@@ -28,6 +28,18 @@ final class NumberRanges {
         return "^-?(0|[1-9][0-9]{0," + (digits - 1) + "})" + (integer ? "" : "(\\.[0-9]{1," + digits + "})?") + "$";
     }
 
+    /**
+     * JSON's number text without exponent and without the digit caps: for rules whose product with the caps grows
+     * too large (multipleOf), which cap the whole text's length beside the automaton instead ({@link MaxLengthRule},
+     * {@link #MAX_TEXT}).
+     */
+    static String unboundedSyntax(boolean integer) {
+        return "^-?(0|[1-9][0-9]*)" + (integer ? "" : "(\\.[0-9]+)?") + "$";
+    }
+
+    /** The longest number text {@link #unboundedSyntax} is held to: a sign, and both parts at their cap. */
+    static final int MAX_TEXT = 2 * NumberFrame.MAX_DIGITS + 2;
+
     /** The texts of values at least (above, when strict) {@code a}. */
     static String atLeast(BigDecimal a, boolean strict, boolean integer) {
         if (integer) {

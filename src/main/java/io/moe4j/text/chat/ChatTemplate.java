@@ -3,6 +3,8 @@ package io.moe4j.text.chat;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.moe4j.MoeException;
 import io.moe4j.text.chat.jinja.JinjaTemplate;
 
@@ -147,6 +149,43 @@ public final class ChatTemplate {
             return render(request, JsonValues.toTemplateValue(request.messages()));
         }
         return FinalMessageContinuation.render(this, request);
+    }
+
+    /**
+     * {@link #render}, except that a tool without a description is served: OpenAI's API makes a tool's description
+     * optional, but some templates write it unconditionally (gpt-oss's {@code "// " + tool.description}, an error
+     * under Jinja's rules for undefined values, as transformers reports it). Where the request as sent fails and a
+     * tool lacks one, it renders again with empty descriptions (the template then writes an empty comment; gpt-oss's
+     * own harmony encoder writes no comment line). Templates that render a tool as sent (Qwen3's {@code tojson})
+     * never get there, so their prompts show the request's tools. The server and {@code moe tokenize} render so.
+     */
+    public String renderWithOptionalToolFields(ChatRequest request) {
+        try {
+            return render(request);
+        } catch (MoeException e) {
+            ArrayNode described = request.tools() == null ? null : withEmptyDescriptions(request.tools());
+            if (described != null) {
+                try {
+                    return render(request.withTools(described));
+                } catch (MoeException again) {
+                    // the missing description was not (only) what failed: report the request as sent
+                }
+            }
+            throw e;
+        }
+    }
+
+    /** The tools with an empty description where a function has none, or null when every function has one. */
+    private static ArrayNode withEmptyDescriptions(ArrayNode tools) {
+        ArrayNode copy = tools.deepCopy();
+        boolean added = false;
+        for (JsonNode tool : copy) {
+            if (tool.path("function") instanceof ObjectNode f && !f.path("description").isTextual()) {
+                f.put("description", "");
+                added = true;
+            }
+        }
+        return added ? copy : null;
     }
 
     /** Renders with {@code messages} already converted (the continuation marks the final message first). */

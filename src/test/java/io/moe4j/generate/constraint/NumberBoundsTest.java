@@ -36,6 +36,8 @@ class NumberBoundsTest {
         "\"multipleOf\": 2", "\"multipleOf\": 0.5", "\"multipleOf\": 0.01", "\"multipleOf\": 7",
         "\"multipleOf\": 1.5", "\"multipleOf\": 100", "\"multipleOf\": 1e-3", "\"multipleOf\": 0.25, \"exclusiveMinimum\": -5",
         "\"multipleOf\": 3, \"minimum\": 10, \"maximum\": 100", "\"multipleOf\": 2.5e1",
+        "\"multipleOf\": 1000", "\"multipleOf\": 5000, \"maximum\": 20000", "\"multipleOf\": 0.0025",
+        "\"multipleOf\": 120", "\"multipleOf\": 700, \"minimum\": -1500",
     };
 
     /**
@@ -43,7 +45,7 @@ class NumberBoundsTest {
      * the value a multiple (and in range).
      */
     @ParameterizedTest
-    @ValueSource(ints = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+    @ValueSource(ints = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14})
     void multiplesAreTakenExactly(int index) throws IOException {
         for (String type : new String[] {"number", "integer"}) {
             JsonNode schema = JSON.readTree("{\"type\": \"" + type + "\", " + MULTIPLES[index] + "}");
@@ -184,11 +186,11 @@ class NumberBoundsTest {
                 "{\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"number\", \"minimum\": \"0\"}}}"), 0))
                 .isInstanceOf(MoeException.class).hasMessageContaining("'minimum'")
                 .hasMessageContaining("$.properties.n");
-        for (String divisor : new String[] {"0", "-2", "\"2\"", "1e-30", "123457", "1e400"}) {
+        for (String divisor : new String[] {"0", "-2", "\"2\"", "1e-30", "123457", "1e400", "4099"}) {
             assertThatThrownBy(() -> JsonGrammar.of(JSON.readTree(
                     "{\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"number\", \"multipleOf\": "
                             + divisor + "}}}"), 0)).as(divisor)
-                    .isInstanceOf(MoeException.class).hasMessageContaining("'multipleOf'")
+                    .isInstanceOf(MoeException.class).hasMessageContaining("multipleOf")
                     .hasMessageContaining("$.properties.n");
         }
         assertThatThrownBy(() -> JsonGrammar.of(JSON.readTree(
@@ -205,6 +207,19 @@ class NumberBoundsTest {
                 .isInstanceOf(MoeException.class).hasMessageContaining("'minimum'");
         assertThatThrownBy(() -> JsonGrammar.of(JSON.readTree("{\"const\": 5, \"minimum\": 6}"), 0))
                 .isInstanceOf(MoeException.class).hasMessageContaining("no enum/const value fits");
+    }
+
+    /** Powers of ten take a few states, whatever their size; the text stays within its length cap. */
+    @Test
+    void largePowersOfTenAndTheLengthCap() throws IOException {
+        JsonGrammar grammar = JsonGrammar.of(JSON.readTree("{\"type\": \"integer\", \"multipleOf\": 1e15}"), 0);
+        assertThat(JsonMatcher.matches(grammar, "3000000000000000")).isTrue();
+        assertThat(JsonMatcher.matches(grammar, "-12000000000000000")).isTrue();
+        assertThat(JsonMatcher.matches(grammar, "300000000000000")).isFalse();
+        assertThat(JsonMatcher.matches(grammar, "0")).isTrue();
+        JsonGrammar any = JsonGrammar.of(JSON.readTree("{\"type\": \"number\", \"multipleOf\": 1}"), 0);
+        assertThat(JsonMatcher.matches(any, "-" + "9".repeat(20) + "." + "0".repeat(20))).isTrue();
+        assertThat(JsonMatcher.isPrefix(any, "9".repeat(43))).isFalse();
     }
 
     /** Draft 4's boolean exclusiveMinimum makes its minimum exclusive. */
