@@ -29,6 +29,10 @@ record ModelBackend(String backend, String reason, boolean fallback) {
             return new ModelBackend(asked, null, false);
         }
         if (gpus > 1) {
+            if (!platform.cuda().available()) {
+                throw new IllegalArgumentException("--gpus " + gpus + " spreads experts over CUDA GPUs, and this "
+                        + "machine has none usable: " + platform.cuda().reason());
+            }
             return new ModelBackend(ModelOptions.CUDA, "--gpus " + gpus, false);
         }
         if (activations != KernelActivations.FLOAT) {

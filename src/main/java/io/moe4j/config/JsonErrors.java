@@ -17,6 +17,8 @@ public final class JsonErrors {
         }
         String reason = j.getOriginalMessage() == null ? j.getClass().getSimpleName() : j.getOriginalMessage();
         reason = reason.replace('\n', ' ');
+        // Jackson's advice to the programmer (": enable `JsonReadFeature.ALLOW_...` to allow") is not the user's
+        reason = reason.replaceAll(":?\\s*enable `?JsonReadFeature\\.[A-Z_]+`? to allow", "");
         JsonLocation at = j.getLocation();
         return at == null || at.getLineNr() < 0 ? reason
                 : reason + " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")";

@@ -96,7 +96,8 @@ public final class MoeLayer implements AutoCloseable {
             ExpertWeights weights = method.load(checkpoint, config,
                     new LoadOptions(options.localExperts(), bytes -> { }), arena);
             Platform platform = options.platform() != null ? options.platform() : PlatformProbe.probe();
-            BackendChoice choice = BackendChoice.resolve(options.backend(), null, System.getenv(), System.getProperties());
+            BackendChoice choice = BackendChoice.resolve(options.backend(), options.backendSource(), null,
+                    System.getenv(), System.getProperties());
             Selection selection = Oracle.standard().select(
                     MoeProblem.of(weights, config.topK()).withKernelActivations(options.kernelActivations()), platform, choice);
             LOG.log(System.Logger.Level.INFO, "layer {0}: {1}", layer, selection.logLine());

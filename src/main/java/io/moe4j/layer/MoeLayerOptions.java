@@ -18,10 +18,19 @@ import io.moe4j.backend.Workers;
  *                      {@link KernelActivations#INT8} runs only where a backend offers it for the scheme
  * @param device        the accelerator a device backend puts the layer on (0 unless asked: expert parallelism puts
  *                      each slice of the experts on a device of its own)
+ * @param backendSource who named {@code backend}, as the oracle's log line says it ({@code --backend} unless set: a
+ *                      whole model names its own backend for its layers)
  */
 public record MoeLayerOptions(String backend, int threads, int[] localExperts, Platform platform,
                               SharedExperts sharedExperts, Workers workers,
-                              KernelActivations kernelActivations, int device) {
+                              KernelActivations kernelActivations, int device, String backendSource) {
+
+    /** Options whose backend the command line named. */
+    public MoeLayerOptions(String backend, int threads, int[] localExperts, Platform platform,
+                           SharedExperts sharedExperts, Workers workers, KernelActivations kernelActivations,
+                           int device) {
+        this(backend, threads, localExperts, platform, sharedExperts, workers, kernelActivations, device, "--backend");
+    }
 
     public MoeLayerOptions {
         if (sharedExperts == null) {
@@ -60,45 +69,53 @@ public record MoeLayerOptions(String backend, int threads, int[] localExperts, P
         return new MoeLayerOptions("auto", Runtime.getRuntime().availableProcessors(), null, null);
     }
 
+    /** The backend {@code b}, named by {@code source} (for the oracle's log line). */
+    public MoeLayerOptions withBackend(String b, String source) {
+        return new MoeLayerOptions(b, threads, localExperts, platform, sharedExperts, workers, kernelActivations,
+                device, source);
+    }
+
     public MoeLayerOptions withBackend(String b) {
         return new MoeLayerOptions(b, threads, localExperts, platform, sharedExperts, workers, kernelActivations,
-                device);
+                device, backendSource);
     }
 
     public MoeLayerOptions withThreads(int t) {
         return new MoeLayerOptions(backend, t, localExperts, platform, sharedExperts,
-                workers != null && workers.threads() == t ? workers : null, kernelActivations, device);
+                workers != null && workers.threads() == t ? workers : null, kernelActivations, device, backendSource);
     }
 
     public MoeLayerOptions withLocalExperts(int[] experts) {
         return new MoeLayerOptions(backend, threads, experts, platform, sharedExperts, workers, kernelActivations,
-                device);
+                device, backendSource);
     }
 
     public MoeLayerOptions withPlatform(Platform p) {
         return new MoeLayerOptions(backend, threads, localExperts, p, sharedExperts, workers, kernelActivations,
-                device);
+                device, backendSource);
     }
 
     public MoeLayerOptions withSharedExperts(SharedExperts s) {
-        return new MoeLayerOptions(backend, threads, localExperts, platform, s, workers, kernelActivations, device);
+        return new MoeLayerOptions(backend, threads, localExperts, platform, s, workers, kernelActivations, device,
+                backendSource);
     }
 
     /** The same options on a model's shared workers (their count becomes {@code threads}). */
     public MoeLayerOptions withWorkers(Workers w) {
         return new MoeLayerOptions(backend, w == null ? threads : w.threads(), localExperts, platform, sharedExperts, w,
-                kernelActivations, device);
+                kernelActivations, device, backendSource);
     }
 
     /** The same options with the experts' kernels multiplying activations in {@code k}. */
     public MoeLayerOptions withKernelActivations(KernelActivations k) {
-        return new MoeLayerOptions(backend, threads, localExperts, platform, sharedExperts, workers, k, device);
+        return new MoeLayerOptions(backend, threads, localExperts, platform, sharedExperts, workers, k, device,
+                backendSource);
     }
 
     /** The same options with the layer on device {@code ordinal} (for device backends). */
     public MoeLayerOptions withDevice(int ordinal) {
         return new MoeLayerOptions(backend, threads, localExperts, platform, sharedExperts, workers, kernelActivations,
-                ordinal);
+                ordinal, backendSource);
     }
 
     /** Whether a layer loaded with these options adds its shared experts to its output. */

@@ -459,7 +459,8 @@ public final class Model implements AutoCloseable {
         }
 
         private FeedForward moe(int layer) {
-            MoeLayerOptions moeOptions = MoeLayerOptions.defaults().withBackend(options.backend())
+            MoeLayerOptions moeOptions = MoeLayerOptions.defaults()
+                    .withBackend(options.backend(), io.moe4j.backend.oracle.BackendChoice.MODEL)
                     .withWorkers(parallel.workers()).withKernelActivations(options.kernelActivations());
             return new MoeFeedForward(MoeLayer.load(checkpoint, config.model(), layer, moeOptions));
         }

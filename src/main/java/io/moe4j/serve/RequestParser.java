@@ -27,6 +27,14 @@ import java.util.concurrent.ThreadLocalRandom;
  */
 final class RequestParser {
     static final int MAX_STOPS = 16;
+    /**
+     * vLLM's request extensions not served here; each is refused unless it asks for nothing (absent, null, false,
+     * empty or 0), so that no reply silently ignores it.
+     */
+    private static final List<String> UNSERVED_EXTENSIONS = List.of("allowed_token_ids", "bad_words",
+            "prompt_logprobs", "min_tokens", "ignore_eos", "include_stop_str_in_output", "return_tokens_as_token_ids",
+            "stop_token_ids", "use_beam_search", "length_penalty", "truncate_prompt_tokens", "guided_decoding_backend");
+
     /** The most choices one request may ask for ({@code n}): each is a sequence of its own. */
     static final int MAX_CHOICES = 16;
     private static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant", "tool");
@@ -195,6 +203,19 @@ final class RequestParser {
                 throw ApiError.badRequest("'" + field + "' is not supported"
                         + (isChat ? "; send response_format json_schema" : ""), field);
             }
+        }
+        // vLLM's other sampling extensions this server does not act on: refused when they ask for anything
+        for (String field : UNSERVED_EXTENSIONS) {
+            JsonNode v = nullToNull(body.get(field));
+            boolean neutral = v == null || (v.isBoolean() && !v.booleanValue()) || (v.isArray() && v.isEmpty())
+                    || (v.isNumber() && v.asDouble() == 0 && !field.equals("prompt_logprobs"));
+            if (!neutral) {
+                throw ApiError.badRequest("'" + field + "' is not supported", field);
+            }
+        }
+        if (!isChat && nullToNull(body.get("top_logprobs")) != null) {
+            throw ApiError.badRequest("'top_logprobs' is a chat field; completions take 'logprobs' (how many top "
+                    + "tokens)", "top_logprobs");
         }
         Integer n = optionalInt(body, "n", 1);
         if (n == null) {

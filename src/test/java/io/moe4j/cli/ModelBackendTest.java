@@ -58,8 +58,12 @@ class ModelBackendTest {
 
     @Test
     void severalGpusOrInt8KernelsDecideIt() {
-        assertThat(ModelBackend.choose("auto", dir, 2, KernelActivations.FLOAT, Platform.cpuOnly(2, 256)))
+        assertThat(ModelBackend.choose("auto", dir, 2, KernelActivations.FLOAT, withGpu(1L << 40)))
                 .isEqualTo(new ModelBackend("cuda", "--gpus 2", false));
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> ModelBackend.choose("auto", dir, 2,
+                        KernelActivations.FLOAT, Platform.cpuOnly(2, 256)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("--gpus 2 spreads experts over CUDA")
+                .hasMessageContaining("no CUDA driver");
         assertThat(ModelBackend.choose("auto", dir, 1, KernelActivations.INT8, withGpu(1L << 40)).backend())
                 .isEqualTo("cpu");
     }
@@ -109,6 +113,37 @@ class ModelBackendTest {
         args.gpus = 1;
         try (io.moe4j.generate.MoeModel m = args.load()) {
             assertThat(m.model().options().backend()).isEqualTo("cuda");
+        }
+    }
+
+    /** A whole model's MoE layers say that the model named their backend, not a --backend nobody gave. */
+    @Test
+    void theLayersSayTheModelChoseTheirBackend() {
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger("io.moe4j.layer.MoeLayer");
+        java.util.List<String> lines = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler capture = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                lines.add(new java.util.logging.SimpleFormatter().formatMessage(r));
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        log.addHandler(capture);
+        try (io.moe4j.generate.MoeModel m = io.moe4j.generate.MoeModel.load(
+                io.moe4j.testing.RandomModels.qwen3(dir.resolve("qwen3"), 5),
+                io.moe4j.model.ModelOptions.defaults().withThreads(2))) {
+            assertThat(lines).isNotEmpty().filteredOn(l -> l.contains("MoE backend"))
+                    .allSatisfy(l -> assertThat(l).contains("forced by the whole model's backend cpu: ")
+                            .doesNotContain("--backend"));
+        } finally {
+            log.removeHandler(capture);
         }
     }
 }

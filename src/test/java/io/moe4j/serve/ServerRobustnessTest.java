@@ -158,6 +158,14 @@ class ServerRobustnessTest {
         cases.put("stream a string", new Object[] {CHAT, chatWith("stream", "yes"), 400, "stream"});
         cases.put("stream_options without stream", new Object[] {CHAT, chatWith("stream_options",
                 Map.of("include_usage", true)), 400, "stream_options"});
+        cases.put("vLLM's allowed_token_ids", new Object[] {CHAT, chatWith("allowed_token_ids", List.of(97)), 400,
+                "allowed_token_ids"});
+        cases.put("vLLM's ignore_eos", new Object[] {CHAT, chatWith("ignore_eos", true), 400, "ignore_eos"});
+        cases.put("vLLM's min_tokens", new Object[] {CHAT, chatWith("min_tokens", 5), 400, "min_tokens"});
+        cases.put("vLLM's prompt_logprobs", new Object[] {CHAT, chatWith("prompt_logprobs", 0), 400,
+                "prompt_logprobs"});
+        cases.put("completion top_logprobs", new Object[] {TEXT,
+                "{\"model\":\"toy\",\"prompt\":\"a\",\"top_logprobs\":2}", 400, "top_logprobs"});
         cases.put("n past the most", new Object[] {CHAT, chatWith("n", 17), 400, "n"});
         cases.put("n of zero", new Object[] {CHAT, chatWith("n", 0), 400, "n"});
         cases.put("logprobs a number on chat", new Object[] {CHAT, chatWith("logprobs", 3), 400, "logprobs"});

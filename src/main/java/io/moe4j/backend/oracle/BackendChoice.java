@@ -79,6 +79,9 @@ public record BackendChoice(String requested, String backend, ActivationKey impl
     }
 
     /** Parses a {@code --backend} value. */
+    /** The source of a backend a whole model names for its MoE layers (it says how it chose, once). */
+    public static final String MODEL = "the whole model's backend";
+
     public static BackendChoice parse(String name) {
         return parse(name, "--backend");
     }
@@ -141,9 +144,15 @@ public record BackendChoice(String requested, String backend, ActivationKey impl
      */
     public static BackendChoice resolve(String cliBackend, String cliActivation, Map<String, String> env,
                                         Properties properties) {
+        return resolve(cliBackend, "--backend", cliActivation, env, properties);
+    }
+
+    /** {@link #resolve(String, String, Map, Properties)} with the backend named by {@code source}. */
+    public static BackendChoice resolve(String cliBackend, String source, String cliActivation,
+                                        Map<String, String> env, Properties properties) {
         BackendChoice choice;
         if (cliBackend != null && !normalize(cliBackend).isEmpty() && !normalize(cliBackend).equals(AUTO)) {
-            choice = parse(cliBackend, "--backend");
+            choice = parse(cliBackend, source);
         } else if (properties.getProperty(BACKEND_PROPERTY) != null) {
             choice = parse(properties.getProperty(BACKEND_PROPERTY), "-D" + BACKEND_PROPERTY);
         } else if (env.get(BACKEND_ENV) != null && !env.get(BACKEND_ENV).isBlank()) {
@@ -192,7 +201,7 @@ public record BackendChoice(String requested, String backend, ActivationKey impl
         if (backend != null && !backend.equals(requested)) {
             notes.add("moe4j: " + backend);
         }
-        if (!source.equals("--backend") && !source.equals("default")) {
+        if (!source.equals("--backend") && !source.equals("default") && !source.equals(MODEL)) {
             notes.add("set by " + source);
         }
         return notes.isEmpty() ? requested : requested + " (" + String.join(", ", notes) + ")";

@@ -359,7 +359,8 @@ public final class DeviceModel implements DecoderRuntime {
         }
 
         Moe moe(int index, ModelOptions options) {
-            MoeLayerOptions layerOptions = MoeLayerOptions.defaults().withBackend(ModelOptions.CUDA)
+            MoeLayerOptions layerOptions = MoeLayerOptions.defaults()
+                    .withBackend(ModelOptions.CUDA, io.moe4j.backend.oracle.BackendChoice.MODEL)
                     .withThreads(options.threads());
             if (shard != null) {
                 int experts = config.model().layer(index).numExperts();
