@@ -24,9 +24,12 @@ public final class ReplyStream {
     private final IntFunction<String> detokenize;
     private final Supplier<String> flushText;
     private final LogitAdjustments.Adjuster adjuster;
-    /** How many top tokens each draw's {@link TokenLogprobs} lists; -1 when none are kept. */
-    private int logprobsTop = -1;
+    private ReplyOptions options = ReplyOptions.NONE;
     private TokenLogprobs lastLogprobs;
+    /** The ids an end-of-sequence or stop token, found once a reply with min tokens needs to hold them back. */
+    private int[] endIds;
+    private int taken;
+    private boolean endedByToken;
     private boolean[] mask;
     private boolean ended;
 
@@ -68,15 +71,21 @@ public final class ReplyStream {
     public int draw(float[] logits, int vocab, int remaining) {
         TokenLogprobs.Distribution raw = null;
         float[] rawLogits = logits;
-        if (logprobsTop >= 0) {
+        boolean holdEnds = taken < options.minTokens();
+        if (options.logprobs() >= 0) {
             // the model's own distribution, before the adjustments change the logits in place
-            raw = TokenLogprobs.Distribution.of(logits, vocab, logprobsTop);
-            if (adjuster != null) {
+            raw = TokenLogprobs.Distribution.of(logits, vocab, options.logprobs());
+            if (adjuster != null || holdEnds) {
                 rawLogits = logits.clone();
             }
         }
         if (adjuster != null) {
             adjuster.apply(logits, vocab);
+        }
+        if (holdEnds) {
+            for (int id : endIds(vocab)) {
+                logits[id] = Float.NEGATIVE_INFINITY;
+            }
         }
         int token;
         if (constraint == null) {
@@ -96,14 +105,24 @@ public final class ReplyStream {
     }
 
     /**
-     * From now on each {@link #draw} keeps the drawn token's {@link TokenLogprobs} with the {@code top} most likely
-     * tokens (0 to {@link TokenLogprobs#MAX_TOP}); the reply then draws on the host, where its logits are.
+     * What the reply keeps and when it may end ({@link ReplyOptions}), set before its first draw: with log-probabilities
+     * or min tokens it draws on the host, where its logits are.
      */
+    public void configure(ReplyOptions replyOptions) {
+        this.options = replyOptions;
+    }
+
+    /** {@link #configure} with log-probabilities of the {@code top} most likely tokens kept at every draw. */
     public void keepLogprobs(int top) {
-        if (top < 0 || top > TokenLogprobs.MAX_TOP) {
-            throw new IllegalArgumentException("top logprobs must be in [0, " + TokenLogprobs.MAX_TOP + "], got " + top);
+        configure(options.withLogprobs(top));
+    }
+
+    private int[] endIds(int vocab) {
+        if (endIds == null) {
+            endIds = java.util.stream.IntStream.range(0, vocab)
+                    .filter(id -> (!options.ignoreEos() && eos.test(id)) || options.isStopToken(id)).toArray();
         }
-        logprobsTop = top;
+        return endIds;
     }
 
     /** The last draw's log-probabilities, when {@link #keepLogprobs} asked for them (else null). */
@@ -117,7 +136,7 @@ public final class ReplyStream {
      * the host, exactly as {@link #draw} would have drawn it from them.
      */
     public boolean drawsInModel() {
-        return constraint == null && adjuster == null && logprobsTop < 0;
+        return constraint == null && adjuster == null && options.logprobs() < 0 && options.minTokens() == 0;
     }
 
     /** The next draw's rule and random number, for a model that draws itself ({@link #drawsInModel}). */
@@ -138,13 +157,25 @@ public final class ReplyStream {
         if (adjuster != null) {
             adjuster.accept(token);
         }
-        if (eos.test(token)) {
+        taken++;
+        if ((!options.ignoreEos() && eos.test(token)) || options.isStopToken(token)) {
             ended = true;
+            endedByToken = true;
             return "";
         }
-        String shown = stops.accept(detokenize.apply(token));
+        String text = detokenize.apply(token);
+        if (taken <= options.minTokens()) {
+            // before min tokens no stop string ends the reply (as vLLM checks none there)
+            return text;
+        }
+        String shown = stops.accept(text);
         ended = stops.stopped();
         return shown;
+    }
+
+    /** Whether the reply ended at the last token taken because of that token (an end-of-sequence or stop id). */
+    public boolean endedByToken() {
+        return endedByToken;
     }
 
     /** Whether the last token taken ended the reply (end-of-sequence id or stop string). */

@@ -18,12 +18,14 @@ import java.util.List;
  * @param toolChoice     the {@code tool_choice} read against the tools (none without tools); null for completions
  * @param grammar        what constrained decoding keeps the reply to (a forced call's, or a JSON response_format's),
  *                       compiled once as the request was read; null for free text
- * @param logprobs       how many top tokens each generated token's log-probabilities list, or -1 for none
+ * @param replyOptions   what each reply keeps (log-probabilities) and when it may end (min tokens, ignore eos, stop
+ *                       token ids)
  * @param n              how many choices (sequences) to generate for the prompt
  */
 public record ApiRequest(boolean isChat, String model, ChatPrompt chat, String promptText, int[] promptIds,
                          SamplingParams sampling, Integer maxTokens, List<String> stops, boolean stream,
                          boolean includeUsage, JsonNode responseFormat, ToolChoice toolChoice,
                          boolean skipSpecialTokens, boolean parallelToolCalls,
-                         io.moe4j.generate.constraint.JsonGrammar grammar, int logprobs, int n) {
+                         io.moe4j.generate.constraint.JsonGrammar grammar,
+                         io.moe4j.generate.ReplyOptions replyOptions, int n) {
 }

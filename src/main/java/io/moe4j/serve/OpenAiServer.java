@@ -245,8 +245,8 @@ public final class OpenAiServer implements AutoCloseable {
                 // choice i draws with seed + i: n samples, not n copies of one (greedy ones are alike anyway)
                 SamplingParams sampling = request.sampling().withSeed(request.sampling().seed() + i);
                 Ticket ticket = scheduler.submit(new GenerationRequest(prompt, sampling, maxTokens, stops,
-                        constraint, skipSpecial, request.logprobs()), new RequestChannel(i, events));
-                LogprobsWriter logprobs = request.logprobs() < 0 ? null
+                        constraint, skipSpecial, request.replyOptions()), new RequestChannel(i, events));
+                LogprobsWriter logprobs = request.replyOptions().logprobs() < 0 ? null
                         : new LogprobsWriter(json, chat, served.text()::tokenBytes);
                 choices.add(new ReplyDelivery.Choice(i, ticket, reader, logprobs));
             }

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeType;
 import io.moe4j.MoeException;
 import io.moe4j.generate.LogitAdjustments;
+import io.moe4j.generate.ReplyOptions;
 import io.moe4j.generate.SamplingParams;
 import io.moe4j.generate.TokenLogprobs;
 import io.moe4j.generate.constraint.JsonGrammar;
@@ -32,8 +33,8 @@ final class RequestParser {
      * empty or 0), so that no reply silently ignores it.
      */
     private static final List<String> UNSERVED_EXTENSIONS = List.of("allowed_token_ids", "bad_words",
-            "prompt_logprobs", "min_tokens", "ignore_eos", "include_stop_str_in_output", "return_tokens_as_token_ids",
-            "stop_token_ids", "use_beam_search", "length_penalty", "truncate_prompt_tokens", "guided_decoding_backend");
+            "prompt_logprobs", "include_stop_str_in_output", "return_tokens_as_token_ids", "use_beam_search",
+            "length_penalty", "truncate_prompt_tokens", "guided_decoding_backend");
 
     /** The most choices one request may ask for ({@code n}): each is a sequence of its own. */
     static final int MAX_CHOICES = 16;
@@ -275,13 +276,50 @@ final class RequestParser {
             }
         }
         int logprobs = isChat ? chatLogprobs(body) : completionLogprobs(body);
+        ReplyOptions replyOptions = new ReplyOptions(logprobs, minTokens(body, grammar != null),
+                optionalBoolean(body, "ignore_eos"), stopTokenIds(body.get("stop_token_ids"), vocabSize));
         List<String> stops = stops(body.get("stop"));
         SamplingParams sampling = new SamplingParams(temperature, topK == null || topK < 0 ? 0 : topK, topP, minP,
                 seed, adjustments);
         // vLLM's extension, true by default there too: special tokens stay out of the text unless asked for
         boolean skipSpecial = optionalBoolean(body, "skip_special_tokens", "skip_special_tokens", true);
         return new ApiRequest(isChat, model, chat, text, ids, sampling, maxTokens, stops, stream, includeUsage, format,
-                toolChoice, skipSpecial, parallelToolCalls, grammar, logprobs, n);
+                toolChoice, skipSpecial, parallelToolCalls, grammar, replyOptions, n);
+    }
+
+    /** vLLM's {@code min_tokens}: 0 when absent; refused beside a constrained reply, which ends where its JSON does. */
+    private static int minTokens(JsonNode body, boolean constrained) {
+        Integer min = optionalInt(body, "min_tokens", 0);
+        if (min == null || min == 0) {
+            return 0;
+        }
+        if (constrained) {
+            throw ApiError.badRequest("'min_tokens' cannot hold a constrained reply (response_format or a forced tool "
+                    + "call) past the end of its JSON", "min_tokens");
+        }
+        return min;
+    }
+
+    /** vLLM's {@code stop_token_ids}: token ids that end a reply as its end-of-sequence id does. */
+    private static int[] stopTokenIds(JsonNode ids, int vocabSize) {
+        ids = nullToNull(ids);
+        if (ids == null) {
+            return new int[0];
+        }
+        if (!ids.isArray() || ids.size() > MAX_STOPS * 4) {
+            throw ApiError.badRequest("'stop_token_ids' must be an array of at most " + MAX_STOPS * 4 + " token ids",
+                    "stop_token_ids");
+        }
+        int[] out = new int[ids.size()];
+        for (int i = 0; i < out.length; i++) {
+            JsonNode v = ids.get(i);
+            if (!v.isIntegralNumber() || !v.canConvertToInt() || v.asInt() < 0 || v.asInt() >= vocabSize) {
+                throw ApiError.badRequest("'stop_token_ids[" + i + "]' must be a token id in [0, " + vocabSize
+                        + "), got " + v, "stop_token_ids");
+            }
+            out[i] = v.asInt();
+        }
+        return out;
     }
 
     /** Chat's {@code logprobs} (a boolean) and {@code top_logprobs} (0-20, with logprobs only): -1 for none. */

@@ -215,9 +215,7 @@ public final class Scheduler implements AutoCloseable {
                 TextCodec.Detokenizer detokenizer = text.detokenizer(job.request.skipSpecialTokens());
                 job.reply = new ReplyStream(job.request.sampling(), job.request.constraint(), job.request.stops(),
                         id -> eos[id], detokenizer::accept, detokenizer::flush, job.request.prompt());
-                if (job.request.logprobs() >= 0) {
-                    job.reply.keepLogprobs(job.request.logprobs());
-                }
+                job.reply.configure(job.request.options());
                 job.sequence = model.open();
             } catch (RuntimeException e) {
                 finish(job, FinishReason.ERROR, "could not open a sequence: " + e.getMessage());
@@ -345,7 +343,7 @@ public final class Scheduler implements AutoCloseable {
             metrics.firstToken((System.nanoTime() - job.submittedNanos) / 1e9);
         }
         String shown = job.reply.take(token);
-        if (job.request.logprobs() >= 0 && !eos[token]) {
+        if (job.request.options().logprobs() >= 0 && !job.reply.endedByToken()) {
             job.listener.onToken(shown, job.reply.lastLogprobs());
         } else if (!shown.isEmpty()) {
             job.listener.onText(shown);

@@ -328,4 +328,33 @@ class OpenAiSdkTest {
         assertThat(text.choices()).extracting(com.openai.models.completions.CompletionChoice::index)
                 .containsExactly(0L, 1L);
     }
+
+    /**
+     * vLLM's end rules: ignore_eos runs a reply to its max tokens, min_tokens holds the end back that long,
+     * stop_token_ids end a reply at a token of the caller's choosing (the toy ends a reply when its hash says so).
+     */
+    @Test
+    void ignoreEosMinTokensAndStopTokenIds() {
+        String prompt = "Hello there";
+        ChatCompletion plain = client.chat().completions().create(chat(prompt).maxCompletionTokens(40).build());
+        String text = plain.choices().getFirst().message().content().orElseThrow();
+        assertThat(plain.choices().getFirst().finishReason().asString()).isEqualTo("stop");
+        assertThat(text.length()).isLessThan(40);
+        ChatCompletion running = client.chat().completions().create(chat(prompt).maxCompletionTokens(40)
+                .putAdditionalBodyProperty("ignore_eos", JsonValue.from(true)).build());
+        assertThat(running.usage().orElseThrow().completionTokens()).isEqualTo(40);
+        assertThat(running.choices().getFirst().finishReason().asString()).isEqualTo("length");
+        assertThat(running.choices().getFirst().message().content().orElseThrow()).startsWith(text);
+        int min = text.length() + 3;
+        ChatCompletion held = client.chat().completions().create(chat(prompt).maxCompletionTokens(40)
+                .putAdditionalBodyProperty("min_tokens", JsonValue.from(min)).build());
+        assertThat(held.usage().orElseThrow().completionTokens()).isGreaterThanOrEqualTo(min);
+        assertThat(held.choices().getFirst().message().content().orElseThrow()).startsWith(text);
+        // the reply's third character as a stop token: the reply ends before it, which is not shown
+        ChatCompletion cut = client.chat().completions().create(chat(prompt).maxCompletionTokens(40)
+                .putAdditionalBodyProperty("stop_token_ids", JsonValue.from(List.of((int) text.charAt(2)))).build());
+        String shown = cut.choices().getFirst().message().content().orElseThrow();
+        assertThat(shown).isEqualTo(text.substring(0, text.indexOf(text.charAt(2))));
+        assertThat(cut.choices().getFirst().finishReason().asString()).isEqualTo("stop");
+    }
 }

@@ -160,8 +160,12 @@ class ServerRobustnessTest {
                 Map.of("include_usage", true)), 400, "stream_options"});
         cases.put("vLLM's allowed_token_ids", new Object[] {CHAT, chatWith("allowed_token_ids", List.of(97)), 400,
                 "allowed_token_ids"});
-        cases.put("vLLM's ignore_eos", new Object[] {CHAT, chatWith("ignore_eos", true), 400, "ignore_eos"});
-        cases.put("vLLM's min_tokens", new Object[] {CHAT, chatWith("min_tokens", 5), 400, "min_tokens"});
+        cases.put("ignore_eos a string", new Object[] {CHAT, chatWith("ignore_eos", "yes"), 400, "ignore_eos"});
+        cases.put("min_tokens negative", new Object[] {CHAT, chatWith("min_tokens", -1), 400, "min_tokens"});
+        cases.put("min_tokens beside json", new Object[] {CHAT, chatWith("min_tokens", 3).replace("{",
+                "{\"response_format\": {\"type\": \"json_object\"},"), 400, "min_tokens"});
+        cases.put("stop_token_ids beyond the vocabulary", new Object[] {CHAT, chatWith("stop_token_ids",
+                List.of(5, 999999)), 400, "stop_token_ids"});
         cases.put("vLLM's prompt_logprobs", new Object[] {CHAT, chatWith("prompt_logprobs", 0), 400,
                 "prompt_logprobs"});
         cases.put("completion top_logprobs", new Object[] {TEXT,
