@@ -35,7 +35,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * The OpenAI-compatible HTTP API over a {@link Scheduler}: {@code GET /v1/models} (and {@code /v1/models/ID}),
  * {@code POST /v1/chat/completions},
  * {@code POST /v1/completions} (plain, or streamed as server-sent events ending with {@code data: [DONE]}),
- * {@code GET /health} and {@code GET /metrics}. Refusals are OpenAI error objects with their status; no request can
+ * vLLM's {@code POST /tokenize} and {@code /detokenize}, {@code GET /health} and {@code GET /metrics}. Refusals are OpenAI error objects with their status; no request can
  * stop the server. Handlers run on virtual threads and block on their sequence's events, so many streams cost no
  * platform threads.
  *
@@ -44,7 +44,7 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class OpenAiServer implements AutoCloseable {
     private static final Set<String> ROUTES = Set.of("/v1/models", "/v1/chat/completions", "/v1/completions",
-            "/health", "/metrics");
+            "/health", "/metrics", "/tokenize", "/detokenize");
     private static final String MODEL_ROUTE = "/v1/models/";
 
     private final ServedModel served;
@@ -85,6 +85,11 @@ public final class OpenAiServer implements AutoCloseable {
             cfg.routes.get("/v1/models/<id>", this::model);
             cfg.routes.post("/v1/chat/completions", ctx -> tracked(ctx, true));
             cfg.routes.post("/v1/completions", ctx -> tracked(ctx, false));
+            // vLLM's token routes, outside /v1 as there (the API key holds for them too)
+            cfg.routes.before("/tokenize", this::authenticate);
+            cfg.routes.before("/detokenize", this::authenticate);
+            cfg.routes.post("/tokenize", this::tokenize);
+            cfg.routes.post("/detokenize", this::detokenize);
             for (String generation : List.of("/v1/chat/completions", "/v1/completions")) {
                 // the route exists: another method is a 405 naming the one it takes, not a 404
                 cfg.routes.get(generation, ctx -> {
@@ -187,6 +192,76 @@ public final class OpenAiServer implements AutoCloseable {
                     "invalid_request_error", "model", "model_not_found");
         }
         ctx.contentType("application/json").result(modelObject().toString());
+    }
+
+    /**
+     * vLLM's {@code POST /tokenize}: a {@code prompt} (with the tokenizer's added tokens unless
+     * {@code add_special_tokens} is false) or chat {@code messages} (and {@code tools}, rendered as a chat request
+     * is) to {@code {"count", "max_model_len", "tokens"}}.
+     */
+    private void tokenize(Context ctx) throws IOException {
+        JsonNode body = withModel(readBody(ctx));
+        int[] tokens;
+        if (body.has("messages")) {
+            tokens = prompt(RequestParser.chat(body, served.sampling(), null, served.model().vocabSize()));
+        } else {
+            JsonNode prompt = body.get("prompt");
+            if (prompt == null || !prompt.isTextual()) {
+                throw ApiError.badRequest("'prompt' (a string) or 'messages' is required", "prompt");
+            }
+            JsonNode add = body.get("add_special_tokens");
+            if (add != null && !add.isBoolean() && !add.isNull()) {
+                throw ApiError.badRequest("'add_special_tokens' must be a boolean", "add_special_tokens");
+            }
+            tokens = add == null || add.isNull() || add.booleanValue() ? served.text().encode(prompt.asText())
+                    : served.text().encodeChatText(prompt.asText());
+        }
+        ObjectNode out = json.createObjectNode().put("count", tokens.length)
+                .put("max_model_len", served.model().contextLength());
+        var list = out.putArray("tokens");
+        for (int t : tokens) {
+            list.add(t);
+        }
+        out.putNull("token_strs");
+        ctx.contentType("application/json").result(out.toString());
+    }
+
+    /** vLLM's {@code POST /detokenize}: {@code tokens} to {@code {"prompt"}}, special tokens written out. */
+    private void detokenize(Context ctx) throws IOException {
+        JsonNode body = withModel(readBody(ctx));
+        JsonNode tokens = body.get("tokens");
+        if (tokens == null || !tokens.isArray()) {
+            throw ApiError.badRequest("'tokens' (an array of token ids) is required", "tokens");
+        }
+        TextCodec.Detokenizer d = served.text().detokenizer(false);
+        StringBuilder text = new StringBuilder();
+        for (int i = 0; i < tokens.size(); i++) {
+            JsonNode v = tokens.get(i);
+            if (!v.isIntegralNumber() || !v.canConvertToInt() || v.asInt() < 0
+                    || v.asInt() >= served.model().vocabSize()) {
+                throw ApiError.badRequest("'tokens[" + i + "]' must be a token id in [0, "
+                        + served.model().vocabSize() + "), got " + v, "tokens");
+            }
+            text.append(d.accept(v.asInt()));
+        }
+        text.append(d.flush());
+        ctx.contentType("application/json").result(json.createObjectNode().put("prompt", text.toString()).toString());
+    }
+
+    /** The body, with this server's model where it names none (optional on the token routes); another is a 404. */
+    private JsonNode withModel(JsonNode body) {
+        if (!body.isObject()) {
+            throw ApiError.badRequest("the body must be a JSON object", null);
+        }
+        JsonNode model = body.get("model");
+        if (model == null || model.isNull()) {
+            return ((ObjectNode) body.deepCopy()).put("model", served.id());
+        }
+        if (!model.isTextual() || !model.asText().equals(served.id())) {
+            throw new ApiError(404, "the model '" + model.asText() + "' does not exist; this server serves '"
+                    + served.id() + "'", "invalid_request_error", "model", "model_not_found");
+        }
+        return body;
     }
 
     private ObjectNode modelObject() {

@@ -153,4 +153,34 @@ class RealModelServerTest {
             }
         }
     }
+
+    private static java.net.http.HttpResponse<String> post(String path, String body) throws Exception {
+        try (java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient()) {
+            return http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:"
+                            + server.port() + path)).header("Content-Type", "application/json")
+                    .POST(java.net.http.HttpRequest.BodyPublishers.ofString(body)).build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofString());
+        }
+    }
+
+    /** vLLM's token routes: the tokenizer's ids for a prompt or a chat, and back to text. */
+    @Test
+    void tokenizeAndDetokenize() throws Exception {
+        var json = new com.fasterxml.jackson.databind.ObjectMapper();
+        var r = json.readTree(post("/tokenize", "{\"prompt\": \"Hello world, again\"}").body());
+        int[] want = model.tokenizer().encodePrompt("Hello world, again");
+        assertThat(r.get("count").asInt()).isEqualTo(want.length);
+        assertThat(json.convertValue(r.get("tokens"), int[].class)).isEqualTo(want);
+        assertThat(r.get("max_model_len").asInt()).isEqualTo(model.model().contextLimit());
+        var chat = json.readTree(post("/tokenize", """
+                {"model": "qwen3-random", "messages": [{"role": "user", "content": "Hi there"}]}""").body());
+        int[] rendered = new ModelText(model).renderChat(new ChatPrompt(List.of(new ChatMessage("user", "Hi there",
+                json.readTree("{\"role\": \"user\", \"content\": \"Hi there\"}"))), null));
+        assertThat(json.convertValue(chat.get("tokens"), int[].class)).isEqualTo(rendered);
+        var back = json.readTree(post("/detokenize", "{\"tokens\": " + chat.get("tokens") + "}").body());
+        assertThat(back.get("prompt").asText()).isEqualTo(model.tokenizer().decode(rendered)).contains("Hi there");
+        assertThat(post("/detokenize", "{\"tokens\": [1, -3]}").body()).contains("tokens[1]");
+        assertThat(post("/tokenize", "{\"model\": \"other\", \"prompt\": \"x\"}").statusCode()).isEqualTo(404);
+        assertThat(post("/tokenize", "{\"prompt\": 5}").statusCode()).isEqualTo(400);
+    }
 }
