@@ -56,19 +56,7 @@ class LogprobsServerTest {
         try (StepModel.Sequence s = toy.open()) {
             float[] logits = toy.step(List.of(s), List.of(prompt))[0];
             for (int token : reply) {
-                double max = Double.NEGATIVE_INFINITY;
-                for (float l : logits) {
-                    max = Math.max(max, l);
-                }
-                double sum = 0;
-                for (float l : logits) {
-                    sum += Math.exp(l - max);
-                }
-                double[] row = new double[logits.length];
-                for (int i = 0; i < row.length; i++) {
-                    row[i] = logits[i] - max - Math.log(sum);
-                }
-                rows.add(row);
+                rows.add(io.moe4j.testing.LogSoftmax.of(logits));
                 logits = toy.step(List.of(s), List.of(new int[] {token}))[0];
             }
         }

@@ -1,0 +1,34 @@
+package io.moe4j.testing;
+
+/** The log softmax of a row of logits in double, and its most likely id: what tests hold log-probabilities to. */
+public final class LogSoftmax {
+    private LogSoftmax() {
+    }
+
+    public static double[] of(float[] logits) {
+        double max = Double.NEGATIVE_INFINITY;
+        for (float l : logits) {
+            max = Math.max(max, l);
+        }
+        double sum = 0;
+        for (float l : logits) {
+            sum += Math.exp(l - max);
+        }
+        double[] row = new double[logits.length];
+        for (int i = 0; i < row.length; i++) {
+            row[i] = logits[i] - max - Math.log(sum);
+        }
+        return row;
+    }
+
+    /** The highest logit's id, the lowest on ties (the greedy draw). */
+    public static int argmax(float[] logits) {
+        int best = 0;
+        for (int i = 1; i < logits.length; i++) {
+            if (logits[i] > logits[best]) {
+                best = i;
+            }
+        }
+        return best;
+    }
+}
