@@ -51,7 +51,8 @@ final class ChatCommand implements Callable<Integer> {
             AtomicBoolean interrupted = new AtomicBoolean();
             Runnable restore = Interrupts.onCtrlC(() -> interrupted.set(true));
             try {
-                run(model, in, out, err, interrupted);
+                // the "> " prompt is for a person at a terminal; piped input gets the answers alone
+                run(model, in, out, err, interrupted, System.console() != null);
             } finally {
                 restore.run();
             }
@@ -59,15 +60,19 @@ final class ChatCommand implements Callable<Integer> {
         return 0;
     }
 
-    void run(MoeModel model, BufferedReader in, PrintWriter out, PrintWriter err, AtomicBoolean interrupted)
-            throws IOException {
+    void run(MoeModel model, BufferedReader in, PrintWriter out, PrintWriter err, AtomicBoolean interrupted,
+             boolean prompts) throws IOException {
         Conversation chat = newConversation(model);
         while (true) {
-            out.print("> ");
-            out.flush();
+            if (prompts) {
+                out.print("> ");
+                out.flush();
+            }
             String line = in.readLine();
             if (line == null || line.strip().equals("/exit")) {
-                out.println();
+                if (prompts) {
+                    out.println();
+                }
                 out.flush();
                 chat.close();
                 return;
