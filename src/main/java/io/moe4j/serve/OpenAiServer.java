@@ -51,6 +51,8 @@ public final class OpenAiServer implements AutoCloseable {
     private final ServerConfig config;
     private final ServeMetrics metrics = new ServeMetrics();
     private final Scheduler scheduler;
+    /** The most sequences the scheduler queues: a request's choices must fit at once. */
+    private final int maxQueue;
     private final ObjectMapper json;
     private final long created = System.currentTimeMillis() / 1000;
     private final AtomicLong ids = new AtomicLong();
@@ -66,6 +68,7 @@ public final class OpenAiServer implements AutoCloseable {
                 .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
                 .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
         this.scheduler = new Scheduler(served.model(), served.text(), schedulerConfig, metrics);
+        this.maxQueue = schedulerConfig.maxQueue();
         this.app = Javalin.create(cfg -> {
             cfg.startup.showJavalinBanner = false;
             cfg.startup.showOldJavalinVersionWarning = false;
@@ -201,6 +204,19 @@ public final class OpenAiServer implements AutoCloseable {
      */
     private void tokenize(Context ctx) throws IOException {
         JsonNode body = withModel(readBody(ctx));
+        // vLLM's options this route does not act on: refused when they ask for anything
+        if (body.has("messages") && body.has("prompt")) {
+            throw ApiError.badRequest("send 'prompt' or 'messages', not both", "prompt");
+        }
+        if (body.path("add_generation_prompt").isBoolean() && !body.get("add_generation_prompt").booleanValue()) {
+            throw ApiError.badRequest("'add_generation_prompt' false is not supported: a chat is tokenized as it is "
+                    + "sent for a reply", "add_generation_prompt");
+        }
+        for (String field : List.of("continue_final_message", "return_token_strs")) {
+            if (body.path(field).asBoolean(false)) {
+                throw ApiError.badRequest("'" + field + "' is not supported", field);
+            }
+        }
         int[] tokens;
         if (body.has("messages")) {
             tokens = prompt(RequestParser.chat(body, served.sampling(), null, served.model().vocabSize()));
@@ -310,28 +326,40 @@ public final class OpenAiServer implements AutoCloseable {
         // Stop strings never cut a constrained reply: its JSON would be left incomplete.
         List<String> stops = first == null ? request.stops() : List.of();
         java.util.concurrent.BlockingQueue<RequestChannel.Event> events = RequestChannel.queue();
-        List<ReplyDelivery.Choice> choices = new ArrayList<>();
+        if (request.n() > maxQueue) {
+            throw ApiError.badRequest("'n' is " + request.n() + " but this server queues at most " + maxQueue
+                    + " sequences (--max-queue)", "n");
+        }
+        List<GenerationRequest> requests = new ArrayList<>();
+        List<GenerationListener> channels = new ArrayList<>();
+        List<ReplyReader> readers = new ArrayList<>();
+        for (int i = 0; i < request.n(); i++) {
+            ReplyConstraint constraint = i == 0 ? first : constraint(request, promptText, maxTokens);
+            ReplyReader reader = reader(request, promptText);
+            // A reader splits the reply at the model's special tokens (channels, tool calls): it gets them all.
+            boolean skipSpecial = request.skipSpecialTokens() && reader == null;
+            // choice i draws with seed + i: n samples, not n copies of one (greedy ones are alike anyway)
+            SamplingParams sampling = request.sampling().withSeed(request.sampling().seed() + i);
+            requests.add(new GenerationRequest(prompt, sampling, maxTokens, stops, constraint, skipSpecial,
+                    request.replyOptions()));
+            channels.add(new RequestChannel(i, events));
+            readers.add(reader);
+        }
+        List<Ticket> tickets;
         try {
-            for (int i = 0; i < request.n(); i++) {
-                ReplyConstraint constraint = i == 0 ? first : constraint(request, promptText, maxTokens);
-                ReplyReader reader = reader(request, promptText);
-                // A reader splits the reply at the model's special tokens (channels, tool calls): it gets them all.
-                boolean skipSpecial = request.skipSpecialTokens() && reader == null;
-                // choice i draws with seed + i: n samples, not n copies of one (greedy ones are alike anyway)
-                SamplingParams sampling = request.sampling().withSeed(request.sampling().seed() + i);
-                Ticket ticket = scheduler.submit(new GenerationRequest(prompt, sampling, maxTokens, stops,
-                        constraint, skipSpecial, request.replyOptions()), new RequestChannel(i, events));
-                LogprobsWriter logprobs = request.replyOptions().logprobs() < 0 ? null
-                        : new LogprobsWriter(json, chat, served.text()::tokenBytes);
-                choices.add(new ReplyDelivery.Choice(i, ticket, reader, logprobs));
-            }
+            // all of a request's choices are queued together, or none
+            tickets = scheduler.submitAll(requests, channels);
         } catch (AdmissionException e) {
-            choices.forEach(c -> c.ticket.cancel());
             throw e.queueFull() ? new ApiError(429, e.getMessage(), "rate_limit_error", null, "queue_full")
                     : new ApiError(503, e.getMessage(), "server_error", null, "shutting_down");
         } catch (IllegalArgumentException e) {
-            choices.forEach(c -> c.ticket.cancel());
             throw ApiError.badRequest(e.getMessage(), param);
+        }
+        List<ReplyDelivery.Choice> choices = new ArrayList<>();
+        for (int i = 0; i < tickets.size(); i++) {
+            LogprobsWriter logprobs = request.replyOptions().logprobs() < 0 ? null
+                    : new LogprobsWriter(json, chat, served.text()::tokenBytes);
+            choices.add(new ReplyDelivery.Choice(i, tickets.get(i), readers.get(i), logprobs));
         }
         String id = (chat ? "chatcmpl-" : "cmpl-") + idPrefix + Long.toHexString(ids.incrementAndGet());
         ResponseShapes shapes = new ResponseShapes(json, chat, id, System.currentTimeMillis() / 1000, served.id());

@@ -276,8 +276,18 @@ final class RequestParser {
             }
         }
         int logprobs = isChat ? chatLogprobs(body) : completionLogprobs(body);
-        ReplyOptions replyOptions = new ReplyOptions(logprobs, minTokens(body, grammar != null),
-                optionalBoolean(body, "ignore_eos"), stopTokenIds(body.get("stop_token_ids"), vocabSize));
+        int minTokens = minTokens(body, grammar != null);
+        if (maxTokens != null && minTokens > maxTokens) {
+            throw ApiError.badRequest("'min_tokens' (" + minTokens + ") must not be more than max_tokens ("
+                    + maxTokens + ")", "min_tokens");
+        }
+        boolean ignoreEos = optionalBoolean(body, "ignore_eos");
+        if (ignoreEos && grammar != null) {
+            throw ApiError.badRequest("'ignore_eos' cannot carry a constrained reply (response_format or a forced "
+                    + "tool call) past the end of its JSON", "ignore_eos");
+        }
+        ReplyOptions replyOptions = new ReplyOptions(logprobs, minTokens, ignoreEos,
+                stopTokenIds(body.get("stop_token_ids"), vocabSize));
         List<String> stops = stops(body.get("stop"));
         SamplingParams sampling = new SamplingParams(temperature, topK == null || topK < 0 ? 0 : topK, topP, minP,
                 seed, adjustments);
@@ -580,8 +590,12 @@ final class RequestParser {
         if (v == null) {
             return null;
         }
-        if (!v.isIntegralNumber() || !v.canConvertToInt()) {
+        if (!v.isIntegralNumber()) {
             throw ApiError.badRequest("'" + field + "' must be an integer", field);
+        }
+        if (!v.canConvertToInt()) {
+            throw ApiError.badRequest("'" + field + "' must be an integer in [" + min + ", " + Integer.MAX_VALUE
+                    + "], got " + v, field);
         }
         if (v.asInt() < min) {
             throw ApiError.badRequest("'" + field + "' must be >= " + min + ", got " + v.asInt(), field);

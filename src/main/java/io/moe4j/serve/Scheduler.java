@@ -74,6 +74,40 @@ public final class Scheduler implements AutoCloseable {
      *                                  vocabulary
      */
     public Ticket submit(GenerationRequest request, GenerationListener listener) {
+        return submitAll(List.of(request), List.of(listener)).getFirst();
+    }
+
+    /**
+     * Queues several requests together (a request's choices): all of them, or none when the queue has not room for
+     * them all ({@link #submit} for each one's checks).
+     */
+    public List<Ticket> submitAll(List<GenerationRequest> requests, List<GenerationListener> listeners) {
+        if (requests.size() != listeners.size() || requests.isEmpty()) {
+            throw new IllegalArgumentException(requests.size() + " requests, " + listeners.size() + " listeners");
+        }
+        List<Job> jobs = new ArrayList<>();
+        for (int i = 0; i < requests.size(); i++) {
+            jobs.add(checked(requests.get(i), listeners.get(i)));
+        }
+        // Under the lock that shutdown and the engine's exit take, jobs are either queued before the engine can
+        // stop (and are then run or cancelled) or refused: never left waiting for an engine that is gone.
+        synchronized (admission) {
+            if (!accepting) {
+                throw new AdmissionException("the server is shutting down", false);
+            }
+            if (waiting.remainingCapacity() < jobs.size()) {
+                throw new AdmissionException("the queue is full (" + waiting.size() + " waiting of at most "
+                        + config.maxQueue() + ", " + activeCount + " of " + config.maxSequences()
+                        + " sequences running" + (jobs.size() > 1 ? "; this request asks for " + jobs.size() : "")
+                        + "); retry later", true);
+            }
+            waiting.addAll(jobs);
+        }
+        return List.copyOf(jobs);
+    }
+
+    /** The job of a request whose prompt and constraint fit the model, else an IllegalArgumentException. */
+    private Job checked(GenerationRequest request, GenerationListener listener) {
         int context = model.contextLength();
         int[] prompt = request.prompt();
         if (prompt.length >= context) {
@@ -91,17 +125,6 @@ public final class Scheduler implements AutoCloseable {
             throw new IllegalArgumentException("the constrained reply needs at least " + request.constraint().minTokens()
                     + " tokens; max tokens is " + request.maxTokens() + " and the context leaves "
                     + job.budget.contextRoom(prompt.length) + " after the prompt");
-        }
-        // Under the lock that shutdown and the engine's exit take, a job is either queued before the engine can
-        // stop (and is then run or cancelled) or refused: never left waiting for an engine that is gone.
-        synchronized (admission) {
-            if (!accepting) {
-                throw new AdmissionException("the server is shutting down", false);
-            }
-            if (!waiting.offer(job)) {
-                throw new AdmissionException("the queue is full (" + config.maxQueue() + " waiting behind "
-                        + config.maxSequences() + " running sequences); retry later", true);
-            }
         }
         return job;
     }

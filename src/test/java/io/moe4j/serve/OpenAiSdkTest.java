@@ -323,6 +323,12 @@ class OpenAiSdkTest {
             assertThat(finishes.get(i)).isNotNull();
         }
 
+        // as many choices as the queue holds are queued together, every time (each one alone could find the
+        // queue still holding its siblings)
+        for (int round = 0; round < 3; round++) {
+            assertThat(client.chat().completions().create(chat(prompt).n(16L).maxCompletionTokens(2).build())
+                    .choices()).hasSize(16);
+        }
         Completion text = client.completions().create(CompletionCreateParams.builder().model("toy-model")
                 .prompt(prompt).temperature(1.0).seed(7L).n(2L).maxTokens(6).build());
         assertThat(text.choices()).extracting(com.openai.models.completions.CompletionChoice::index)

@@ -170,5 +170,11 @@ class RealModelServerTest {
         assertThat(post("/detokenize", "{\"tokens\": [1, -3]}").body()).contains("tokens[1]");
         assertThat(post("/tokenize", "{\"model\": \"other\", \"prompt\": \"x\"}").statusCode()).isEqualTo(404);
         assertThat(post("/tokenize", "{\"prompt\": 5}").statusCode()).isEqualTo(400);
+        for (String refused : new String[] {"\"add_generation_prompt\": false", "\"continue_final_message\": true",
+                "\"return_token_strs\": true", "\"prompt\": \"x\""}) {
+            var r2 = post("/tokenize", "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], " + refused + "}");
+            assertThat(r2.statusCode()).as(refused).isEqualTo(400);
+            assertThat(r2.body()).contains(refused.substring(1, refused.indexOf('"', 1)));
+        }
     }
 }

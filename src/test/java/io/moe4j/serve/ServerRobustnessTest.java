@@ -164,12 +164,18 @@ class ServerRobustnessTest {
         cases.put("min_tokens negative", new Object[] {CHAT, chatWith("min_tokens", -1), 400, "min_tokens"});
         cases.put("min_tokens beside json", new Object[] {CHAT, chatWith("min_tokens", 3).replace("{",
                 "{\"response_format\": {\"type\": \"json_object\"},"), 400, "min_tokens"});
+        cases.put("min_tokens past max_tokens", new Object[] {CHAT, chatWith("min_tokens", 5), 400, "min_tokens"});
+        cases.put("ignore_eos beside json", new Object[] {CHAT, chatWith("ignore_eos", true).replace("{",
+                "{\"response_format\": {\"type\": \"json_object\"},"), 400, "ignore_eos"});
+        cases.put("min_tokens past an int", new Object[] {CHAT, chatWith("min_tokens", 1099511627776L), 400,
+                "min_tokens"});
         cases.put("stop_token_ids beyond the vocabulary", new Object[] {CHAT, chatWith("stop_token_ids",
                 List.of(5, 999999)), 400, "stop_token_ids"});
         cases.put("vLLM's prompt_logprobs", new Object[] {CHAT, chatWith("prompt_logprobs", 0), 400,
                 "prompt_logprobs"});
         cases.put("completion top_logprobs", new Object[] {TEXT,
                 "{\"model\":\"toy\",\"prompt\":\"a\",\"top_logprobs\":2}", 400, "top_logprobs"});
+        cases.put("n past the queue", new Object[] {CHAT, chatWith("n", 9), 400, "n"});
         cases.put("n past the most", new Object[] {CHAT, chatWith("n", 17), 400, "n"});
         cases.put("n of zero", new Object[] {CHAT, chatWith("n", 0), 400, "n"});
         cases.put("logprobs a number on chat", new Object[] {CHAT, chatWith("logprobs", 3), 400, "logprobs"});
