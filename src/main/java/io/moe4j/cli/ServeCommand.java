@@ -47,6 +47,11 @@ public final class ServeCommand implements Callable<Integer> {
             description = "prompt tokens fed per step at most, over all joining requests (default: ${DEFAULT-VALUE})")
     int prefillTokens;
 
+    @Option(names = "--prefix-cache", defaultValue = "4",
+            description = "finished sequences kept with their KV caches, so that a request starting the same way (the "
+                    + "next turn of a conversation) feeds only the rest; 0 keeps none (default: ${DEFAULT-VALUE})")
+    int prefixCache;
+
     @Option(names = "--api-key", description = "require 'Authorization: Bearer KEY' on /v1 (default: $MOE_API_KEY, else none)")
     String apiKey;
 
@@ -62,7 +67,10 @@ public final class ServeCommand implements Callable<Integer> {
         }
         ServerConfig serverConfig = new ServerConfig(host, port, key, 4 << 20, Duration.ofSeconds(shutdownGrace),
                 Duration.ofSeconds(5));
-        SchedulerConfig schedulerConfig = new SchedulerConfig(maxSequences, maxQueue, prefillTokens);
+        if (prefixCache < 0) {
+            throw new IllegalArgumentException("--prefix-cache must be 0 or more sequences, got " + prefixCache);
+        }
+        SchedulerConfig schedulerConfig = new SchedulerConfig(maxSequences, maxQueue, prefillTokens, prefixCache);
         OpenAiServer server = new OpenAiServer(load(), schedulerConfig, serverConfig).start();
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {

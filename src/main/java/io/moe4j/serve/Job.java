@@ -24,6 +24,8 @@ final class Job implements Ticket {
     int fed;
     int generated;
     int lastToken = -1;
+    /** The tokens generated so far, in order (what a kept sequence holds after the prompt). */
+    private int[] made = new int[16];
     String samplingError;
 
     /** @param contextLength the most tokens a sequence may hold, prompt and reply (the last one drawn included) */
@@ -68,6 +70,24 @@ final class Job implements Ticket {
             return Arrays.copyOfRange(prompt, fed, Math.min(prompt.length, fed + prefillChunk));
         }
         return new int[] {lastToken};
+    }
+
+    /** A token the reply took. */
+    void took(int token) {
+        if (generated == made.length) {
+            made = Arrays.copyOf(made, 2 * made.length);
+        }
+        made[generated] = token;
+    }
+
+    /** The first {@code length} tokens of the sequence: the prompt, then the tokens generated. */
+    int[] heldTokens(int length) {
+        int[] prompt = request.prompt();
+        int[] out = Arrays.copyOf(prompt, length);
+        if (length > prompt.length) {
+            System.arraycopy(made, 0, out, prompt.length, length - prompt.length);
+        }
+        return out;
     }
 
     /** Marks the job finished; true only for the first caller, so a listener hears the end exactly once. */

@@ -56,6 +56,16 @@ public final class ModelSteps implements StepModel {
         }
 
         @Override
+        public boolean rewind(int length) {
+            return session.rewind(length);
+        }
+
+        @Override
+        public void keepForRewind(int positions) {
+            session.keepForRewind(positions);
+        }
+
+        @Override
         public void close() {
             session.close();
         }

@@ -32,6 +32,10 @@ public final class Scheduler implements AutoCloseable {
     private final SchedulerConfig config;
     private final ServeMetrics metrics;
     private final BlockingQueue<Job> waiting;
+    /** Finished sequences kept for requests that start the same way; the engine thread's alone. */
+    private final PrefixCache prefixCache;
+    /** The most positions a kept sequence prepares to rewind past its reply (rows a sliding layer keeps). */
+    private static final int REWIND_MOST = 2048;
     private final List<Job> active = new ArrayList<>();
     private final boolean[] eos;
     private final Thread engine;
@@ -49,6 +53,7 @@ public final class Scheduler implements AutoCloseable {
         this.metrics = metrics;
         // A zero-length queue still lets a request wait for the engine to pick it up between two steps.
         this.waiting = new ArrayBlockingQueue<>(Math.max(1, config.maxQueue()));
+        this.prefixCache = new PrefixCache(config.prefixCache());
         this.eos = new boolean[model.vocabSize()];
         for (int id : text.eosIds()) {
             if (id < 0 || id >= eos.length) {
@@ -198,6 +203,7 @@ public final class Scheduler implements AutoCloseable {
             for (Job job : left) {
                 finish(job, FinishReason.CANCELLED, null);
             }
+            prefixCache.close();
         }
     }
 
@@ -239,7 +245,19 @@ public final class Scheduler implements AutoCloseable {
                 job.reply = new ReplyStream(job.request.sampling(), job.request.constraint(), job.request.stops(),
                         id -> eos[id], detokenizer::accept, detokenizer::flush, job.request.prompt());
                 job.reply.configure(job.request.options());
-                job.sequence = model.open();
+                PrefixCache.Hit hit = prefixCache.take(job.request.prompt());
+                if (hit != null) {
+                    job.sequence = hit.sequence();
+                    job.fed = hit.shared();
+                    metrics.promptTokensCached(hit.shared());
+                } else {
+                    job.sequence = model.open();
+                }
+                if (prefixCache.enabled()) {
+                    // the next turn may render this reply anew (a template dropping its reasoning) and rewind to
+                    // where it began: a sliding-window layer keeps the rows that needs
+                    job.sequence.keepForRewind((int) Math.min(REWIND_MOST, job.request.maxTokens() + 64L));
+                }
             } catch (RuntimeException e) {
                 finish(job, FinishReason.ERROR, "could not open a sequence: " + e.getMessage());
                 continue;
@@ -360,6 +378,7 @@ public final class Scheduler implements AutoCloseable {
 
     /** Takes one sampled token; false when the sequence has ended. */
     private boolean accept(Job job, int token) {
+        job.took(token);
         job.generated++;
         metrics.generated();
         if (job.generated == 1) {
@@ -403,7 +422,12 @@ public final class Scheduler implements AutoCloseable {
         } finally {
             if (job.sequence != null) {
                 try {
-                    job.sequence.close();
+                    if (reason == FinishReason.STOP || reason == FinishReason.LENGTH) {
+                        // kept for a request that starts the same way (closed when the cache keeps none)
+                        prefixCache.keep(job.sequence, job.heldTokens(job.sequence.length()));
+                    } else {
+                        job.sequence.close();
+                    }
                 } catch (RuntimeException ignored) {
                     // The sequence is gone either way; its listener still hears the end below.
                 }

@@ -17,6 +17,7 @@ public final class ServeMetrics {
     private final Map<String, LongAdder> requests = new ConcurrentHashMap<>();
     private final Map<FinishReason, LongAdder> finished = new ConcurrentHashMap<>();
     private final LongAdder promptTokens = new LongAdder();
+    private final LongAdder cachedPromptTokens = new LongAdder();
     private final LongAdder generatedTokens = new LongAdder();
     private final LongAdder steps = new LongAdder();
     private final Histogram batchSize = new Histogram(1, 2, 4, 8, 16, 32, 64, 128, 256);
@@ -36,6 +37,11 @@ public final class ServeMetrics {
 
     public void request(String route, int status) {
         requests.computeIfAbsent(route + '\u0000' + status, k -> new LongAdder()).increment();
+    }
+
+    /** Prompt tokens a request found in a kept sequence ({@link PrefixCache}) and did not feed again. */
+    void promptTokensCached(int tokens) {
+        cachedPromptTokens.add(tokens);
     }
 
     void admitted(int promptLength) {
@@ -92,6 +98,8 @@ public final class ServeMetrics {
                     .append(n == null ? 0 : n.sum()).append('\n');
         }
         counter(out, "moe4j_prompt_tokens_total", "Prompt tokens of admitted requests.", promptTokens.sum());
+        counter(out, "moe4j_prompt_tokens_cached_total", "Prompt tokens found in a kept sequence, not fed again.",
+                cachedPromptTokens.sum());
         counter(out, "moe4j_generation_tokens_total", "Tokens sampled.", generatedTokens.sum());
         counter(out, "moe4j_steps_total", "Batched model steps.", steps.sum());
         gauge(out, "moe4j_queue_length", "Requests waiting for a free sequence slot.", queueLength.getAsInt());

@@ -44,6 +44,18 @@ public interface StepModel {
         /** Tokens held so far. */
         int length();
 
+        /**
+         * Goes back to holding its first {@code length} tokens, so that a request sharing them continues from there
+         * without feeding them again; false (nothing changed) where the model cannot.
+         */
+        default boolean rewind(int length) {
+            return false;
+        }
+
+        /** Keeps, from now on, what a rewind of up to {@code positions} positions needs (sliding-window layers). */
+        default void keepForRewind(int positions) {
+        }
+
         @Override
         void close();
     }

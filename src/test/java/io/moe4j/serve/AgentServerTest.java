@@ -118,7 +118,8 @@ class AgentServerTest {
 
     private static OpenAiServer serve(String id, MoeModel model) {
         ServedModel served = new ServedModel(id, new ModelSteps(model.model()), new ModelText(model));
-        return new OpenAiServer(served, new SchedulerConfig(10, 128, 512), ServerConfig.local(0)).start();
+        // sequences kept: gpt-oss's sliding-window layers rewind through the many requests that share its prompt
+        return new OpenAiServer(served, new SchedulerConfig(10, 128, 512, 2), ServerConfig.local(0)).start();
     }
 
     private static OpenAIClient client(OpenAiServer server) {
@@ -383,6 +384,50 @@ class AgentServerTest {
             assertThat(prompt).contains("namespace functions {\n\n// \ntype lookup = (_: {\nq: string,\n}) => any;");
         } else {
             assertThat(prompt).contains("\"name\": \"lookup\"").doesNotContain("description");
+        }
+    }
+
+    /**
+     * gpt-oss's sliding-window layers through kept sequences: each greedy reply (raw, special tokens kept) is what
+     * the library generates for the same prompt in a fresh session, the second turn continuing a kept sequence.
+     */
+    @Test
+    void keptSequencesAnswerAsFreshOnesOnSlidingWindows() throws Exception {
+        ModelText text = new ModelText(gptOss);
+        List<ChatMessage> turn = new ArrayList<>(List.of(new ChatMessage("user", "Name a colour",
+                tree("{\"role\": \"user\", \"content\": \"Name a colour\"}"))));
+        long cachedBefore = cachedTokens();
+        for (int round = 0; round < 2; round++) {
+            int[] prompt = text.renderChat(new ChatPrompt(turn, null));
+            String body = JSON.createObjectNode().put("model", id(true)).put("max_tokens", 10).put("temperature", 0)
+                    .put("skip_special_tokens", false).set("prompt", JSON.valueToTree(prompt)).toString();
+            HttpResponse<String> r;
+            try (HttpClient http = HttpClient.newHttpClient()) {
+                r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gptOssServer.port()
+                                + "/v1/completions")).header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+            }
+            assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+            String served = tree(r.body()).get("choices").get(0).get("text").asText();
+            String library;
+            try (var session = gptOss.model().newSession()) {
+                library = new io.moe4j.generate.Generator(gptOss.tokenizer()).generate(session, prompt,
+                        new io.moe4j.generate.GenerationRequest(10, io.moe4j.generate.SamplingParams.greedy(),
+                                List.of(), gptOss.eosIds()), p -> { }, () -> false).text();
+            }
+            assertThat(served).as("round %d", round).isEqualTo(library);
+            turn.add(new ChatMessage("assistant", "Blue.", tree("{\"role\": \"assistant\", \"content\": \"Blue.\"}")));
+            turn.add(new ChatMessage("user", "And another?", tree("{\"role\": \"user\", \"content\": \"And another?\"}")));
+        }
+        assertThat(cachedTokens()).as("the turns continued kept sequences").isGreaterThan(cachedBefore);
+    }
+
+    private static long cachedTokens() throws Exception {
+        try (HttpClient http = HttpClient.newHttpClient()) {
+            String metrics = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gptOssServer.port()
+                    + "/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body();
+            return metrics.lines().filter(l -> l.startsWith("moe4j_prompt_tokens_cached_total "))
+                    .mapToLong(l -> Long.parseLong(l.substring(l.indexOf(' ') + 1).strip())).findFirst().orElse(-1);
         }
     }
 

@@ -44,7 +44,8 @@ class DeviceServerTest {
         model = MoeModel.load(RandomModels.qwen3(tmp.resolve("qwen3-random"), 5),
                 ModelOptions.defaults().withBackend(ModelOptions.CUDA).withThreads(2));
         ServedModel served = new ServedModel("qwen3-random", new ModelSteps(model.model()), new ModelText(model));
-        server = new OpenAiServer(served, new SchedulerConfig(8, 32, 256), ServerConfig.local(0)).start();
+        // kept sequences: the requests below share their prompt, so each continues the one before on the device
+        server = new OpenAiServer(served, new SchedulerConfig(8, 32, 256, 2), ServerConfig.local(0)).start();
     }
 
     @AfterAll

@@ -45,7 +45,8 @@ class RealModelServerTest {
         Path dir = RandomModels.qwen3(tmp.resolve("qwen3-random"), 5);
         model = MoeModel.load(dir, ModelOptions.defaults().withThreads(2));
         ServedModel served = new ServedModel("qwen3-random", new ModelSteps(model.model()), new ModelText(model));
-        server = new OpenAiServer(served, new SchedulerConfig(8, 32, 256), ServerConfig.local(0)).start();
+        // two finished sequences kept: every chat shares the template's start, so most requests here take one
+        server = new OpenAiServer(served, new SchedulerConfig(8, 32, 256, 2), ServerConfig.local(0)).start();
         client = OpenAIOkHttpClient.builder().baseUrl("http://127.0.0.1:" + server.port() + "/v1").apiKey("unused")
                 .maxRetries(0).timeout(Duration.ofSeconds(60)).build();
     }
@@ -176,5 +177,41 @@ class RealModelServerTest {
             assertThat(r2.statusCode()).as(refused).isEqualTo(400);
             assertThat(r2.body()).contains(refused.substring(1, refused.indexOf('"', 1)));
         }
+    }
+
+    /** The next turn of a conversation continues a kept sequence and answers as the library does from scratch. */
+    @Test
+    void aSecondTurnFromAKeptSequenceIsTheLibrarysAnswer() throws Exception {
+        String first = client.chat().completions().create(request("Name a colour", 6)).choices().getFirst().message()
+                .content().orElseThrow();
+        String before = metrics();
+        ChatCompletion second = client.chat().completions().create(ChatCompletionCreateParams.builder()
+                .model("qwen3-random").addUserMessage("Name a colour").addAssistantMessage(first)
+                .addUserMessage("And another?").temperature(0.0).maxCompletionTokens(6).build());
+        var messages = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.arrayNode();
+        messages.addObject().put("role", "user").put("content", "Name a colour");
+        messages.addObject().put("role", "assistant").put("content", first);
+        messages.addObject().put("role", "user").put("content", "And another?");
+        int[] prompt = model.encodeChat(io.moe4j.text.chat.ChatRequest.of(messages, true));
+        String library;
+        try (var session = model.model().newSession()) {
+            library = new io.moe4j.generate.Generator(model.tokenizer()).generate(session, prompt,
+                    new GenerationRequest(6, SamplingParams.greedy(), List.of(), model.eosIds()), p -> { },
+                    () -> false).text();
+        }
+        assertThat(second.choices().getFirst().message().content().orElseThrow()).isEqualTo(library);
+        assertThat(cachedTokens(metrics())).isGreaterThan(cachedTokens(before));
+    }
+
+    private static String metrics() throws Exception {
+        try (java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient()) {
+            return http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:"
+                    + server.port() + "/metrics")).build(), java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+        }
+    }
+
+    private static long cachedTokens(String metrics) {
+        return metrics.lines().filter(l -> l.startsWith("moe4j_prompt_tokens_cached_total "))
+                .mapToLong(l -> Long.parseLong(l.substring(l.indexOf(' ') + 1).strip())).findFirst().orElse(-1);
     }
 }

@@ -521,4 +521,55 @@ class SchedulerTest {
             Thread.sleep(2);
         }
     }
+
+    /**
+     * A request that starts as a finished one's sequence does (the next turn of a conversation) feeds only the rest:
+     * its answer is the one it gets with nothing kept, the cached tokens are counted, and every kept sequence is
+     * closed with the scheduler.
+     */
+    @Test
+    void aKeptSequenceServesTheNextTurnAsAFreshOneWould() throws Exception {
+        ToyModel model = new ToyModel(512, 0, 0, 0);
+        GenerationRequest first = request("You are terse. Tell me a story", 12, SamplingParams.greedy());
+        Collector.Outcome firstAlone = alone(model, first);
+        int[] next = concat(concat(first.prompt(), TEXT.encode(firstAlone.text())), TEXT.encode(" And then?"));
+        GenerationRequest second = new GenerationRequest(next, SamplingParams.greedy(), 12, List.of());
+        Collector.Outcome secondAlone = alone(model, second);
+
+        ServeMetrics metrics = new ServeMetrics();
+        try (Scheduler s = new Scheduler(model, TEXT, new SchedulerConfig(1, 4, 512, 2), metrics)) {
+            Collector one = new Collector();
+            s.submit(first, one);
+            assertThat(one.await().text()).isEqualTo(firstAlone.text());
+            Collector two = new Collector();
+            s.submit(second, two);
+            assertThat(two.await().text()).isEqualTo(secondAlone.text());
+            // the first sequence held its prompt and all of its reply but the last token (never fed)
+            long cached = first.prompt().length + firstAlone.result().completionTokens() - 1;
+            assertThat(metrics.prometheus()).contains("moe4j_prompt_tokens_cached_total " + cached);
+            assertThat(model.openSequences()).as("the second, kept").isEqualTo(1);
+        }
+        assertThat(model.openSequences()).as("kept sequences closed with the scheduler").isZero();
+    }
+
+    /** The cache keeps at most its size, closing the oldest; a request sharing nothing opens a fresh sequence. */
+    @Test
+    void theCacheKeepsItsSize() throws Exception {
+        ToyModel model = new ToyModel(512, 0, 0, 0);
+        try (Scheduler s = new Scheduler(model, TEXT, new SchedulerConfig(1, 4, 512, 2), new ServeMetrics())) {
+            for (String prompt : List.of("alpha one", "bravo two", "charlie three", "delta four")) {
+                Collector c = new Collector();
+                s.submit(request(prompt, 3, SamplingParams.greedy()), c);
+                c.await();
+            }
+            assertThat(model.openSequences()).isEqualTo(2);
+        }
+        assertThat(model.openSequences()).isZero();
+    }
+
+    private static int[] concat(int[] a, int[] b) {
+        int[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
 }

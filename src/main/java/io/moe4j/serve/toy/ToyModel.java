@@ -87,8 +87,8 @@ public final class ToyModel implements StepModel {
                     throw new MoeException("token id " + t + " is outside the vocabulary");
                 }
                 s.hash = mix(s.hash ^ t);
+                s.remember();
             }
-            s.length += run.length;
             fed += run.length;
             logits[i] = logits(s.hash);
         }
@@ -119,13 +119,33 @@ public final class ToyModel implements StepModel {
     }
 
     private final class ToySequence implements Sequence {
-        long hash = 0x6a09e667f3bcc909L;
+        private static final long START = 0x6a09e667f3bcc909L;
+        long hash = START;
         int length;
         boolean closed;
+        /** The hash after each position, so that a rewind finds the state it goes back to. */
+        private long[] hashes = new long[16];
+
+        void remember() {
+            if (length == hashes.length) {
+                hashes = java.util.Arrays.copyOf(hashes, 2 * length);
+            }
+            hashes[length++] = hash;
+        }
 
         @Override
         public int length() {
             return length;
+        }
+
+        @Override
+        public boolean rewind(int to) {
+            if (to < 0 || to > length) {
+                return false;
+            }
+            length = to;
+            hash = to == 0 ? START : hashes[to - 1];
+            return true;
         }
 
         @Override

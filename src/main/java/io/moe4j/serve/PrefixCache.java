@@ -1,0 +1,92 @@
+package io.moe4j.serve;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Finished sequences kept with their KV caches, each with the tokens it holds: a new request takes the one that
+ * shares the longest start with its prompt, rewinds it to that shared start and feeds only the rest. An agent resends
+ * its whole conversation every turn, and on a CPU its prefill is what it waits for. The least recently kept sequence
+ * is closed when the cache is full. Used on the scheduler's engine thread only.
+ */
+final class PrefixCache implements AutoCloseable {
+    /** A kept sequence and the tokens it holds. */
+    record Entry(StepModel.Sequence sequence, int[] tokens) {
+    }
+
+    /** A taken sequence, rewound to hold the first {@code shared} tokens of the prompt. */
+    record Hit(StepModel.Sequence sequence, int shared) {
+    }
+
+    private final int capacity;
+    /** Oldest first. */
+    private final List<Entry> entries = new ArrayList<>();
+
+    PrefixCache(int capacity) {
+        this.capacity = capacity;
+    }
+
+    boolean enabled() {
+        return capacity > 0;
+    }
+
+    /** Keeps a finished sequence (closing the oldest kept one when full), or closes it when the cache keeps none. */
+    void keep(StepModel.Sequence sequence, int[] tokens) {
+        if (capacity == 0 || tokens.length == 0) {
+            sequence.close();
+            return;
+        }
+        entries.add(new Entry(sequence, tokens));
+        while (entries.size() > capacity) {
+            entries.removeFirst().sequence().close();
+        }
+    }
+
+    /**
+     * The kept sequence sharing the longest start with {@code prompt}, rewound to it and no longer kept; null when
+     * none shares a token, or the best one cannot rewind (it is closed then). At least one prompt token is left to
+     * feed, since the step that feeds it gives the next token's logits.
+     */
+    Hit take(int[] prompt) {
+        int best = -1;
+        int bestShared = 0;
+        for (int i = 0; i < entries.size(); i++) {
+            int shared = Math.min(sharedStart(entries.get(i).tokens(), prompt), prompt.length - 1);
+            if (shared > bestShared) {
+                best = i;
+                bestShared = shared;
+            }
+        }
+        if (best < 0) {
+            return null;
+        }
+        Entry e = entries.remove(best);
+        if (!e.sequence().rewind(bestShared)) {
+            e.sequence().close();
+            return null;
+        }
+        return new Hit(e.sequence(), bestShared);
+    }
+
+    int size() {
+        return entries.size();
+    }
+
+    private static int sharedStart(int[] a, int[] b) {
+        int n = Math.min(a.length, b.length);
+        int i = 0;
+        while (i < n && a[i] == b[i]) {
+            i++;
+        }
+        return i;
+    }
+
+    /** Closes every kept sequence. */
+    @Override
+    public void close() {
+        for (Entry e : entries) {
+            e.sequence().close();
+        }
+        entries.clear();
+    }
+}
