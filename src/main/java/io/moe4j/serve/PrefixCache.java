@@ -44,28 +44,32 @@ final class PrefixCache implements AutoCloseable {
 
     /**
      * The kept sequence sharing the longest start with {@code prompt}, rewound to it and no longer kept; null when
-     * none shares a token, or the best one cannot rewind (it is closed then). At least one prompt token is left to
-     * feed, since the step that feeds it gives the next token's logits.
+     * none shares enough. A sequence is taken only for at least half of what it holds: a request sharing just a chat
+     * template's header would otherwise spend a conversation's long prefix for a few tokens. One that cannot rewind
+     * that far (a sliding-window layer has dropped the rows) is closed, and the next best is tried. At least one
+     * prompt token is left to feed, since the step that feeds it gives the next token's logits.
      */
     Hit take(int[] prompt) {
-        int best = -1;
-        int bestShared = 0;
-        for (int i = 0; i < entries.size(); i++) {
-            int shared = Math.min(sharedStart(entries.get(i).tokens(), prompt), prompt.length - 1);
-            if (shared > bestShared) {
-                best = i;
-                bestShared = shared;
+        while (true) {
+            int best = -1;
+            int bestShared = 0;
+            for (int i = 0; i < entries.size(); i++) {
+                int[] held = entries.get(i).tokens();
+                int shared = Math.min(sharedStart(held, prompt), prompt.length - 1);
+                if (shared > bestShared && 2L * shared >= held.length) {
+                    best = i;
+                    bestShared = shared;
+                }
             }
-        }
-        if (best < 0) {
-            return null;
-        }
-        Entry e = entries.remove(best);
-        if (!e.sequence().rewind(bestShared)) {
+            if (best < 0) {
+                return null;
+            }
+            Entry e = entries.remove(best);
+            if (e.sequence().rewind(bestShared)) {
+                return new Hit(e.sequence(), bestShared);
+            }
             e.sequence().close();
-            return null;
         }
-        return new Hit(e.sequence(), bestShared);
     }
 
     int size() {

@@ -26,10 +26,9 @@ public final class JsonValues {
             return node.booleanValue();
         }
         if (node.isIntegralNumber()) {
-            if (!node.canConvertToLong()) {
-                throw new IllegalArgumentException("integer " + node + " is beyond 64 bits");
-            }
-            return node.longValue();
+            // Python's ints have no bound: one beyond 64 bits (a tool call's argument, say) is written back exactly
+            // (str, tojson); arithmetic on it is refused by the template runtime
+            return node.canConvertToLong() ? node.longValue() : node.bigIntegerValue();
         }
         if (node.isNumber()) {
             return node.doubleValue();

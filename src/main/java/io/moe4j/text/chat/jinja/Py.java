@@ -62,6 +62,7 @@ final class Py {
             case null -> false;
             case Boolean b -> b;
             case Long l -> l != 0;
+            case java.math.BigInteger b -> b.signum() != 0;
             case Double d -> d != 0.0;
             case String s -> !s.isEmpty();
             case List<?> l -> !l.isEmpty();
@@ -76,6 +77,7 @@ final class Py {
             case null -> "NoneType";
             case Boolean b -> "bool";
             case Long l -> "int";
+            case java.math.BigInteger b -> "int";
             case Double d -> "float";
             case String s -> "str";
             case PyTuple t -> "tuple";
@@ -124,6 +126,7 @@ final class Py {
             case null -> "None";
             case Boolean b -> b ? "True" : "False";
             case Long l -> l.toString();
+            case java.math.BigInteger b -> b.toString();
             case Double d -> floatRepr(d);
             case String s -> stringRepr(s);
             case PyTuple t -> t.size() == 1 ? "(" + repr(t.get(0)) + ",)" : joinRepr(t, "(", ")");

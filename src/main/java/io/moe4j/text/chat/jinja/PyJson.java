@@ -33,6 +33,7 @@ final class PyJson {
             case null -> sb.append("null");
             case Boolean b -> sb.append(b ? "true" : "false");
             case Long l -> sb.append(l);
+            case java.math.BigInteger b -> sb.append(b);
             case Double d -> sb.append(Double.isNaN(d) ? "NaN" : Double.isInfinite(d) ? (d > 0 ? "Infinity" : "-Infinity")
                     : Py.floatRepr(d));
             case String s -> quote(s, sb);
@@ -89,6 +90,7 @@ final class PyJson {
             case null -> "null";
             case Boolean b -> b ? "true" : "false";
             case Long l -> l.toString();
+            case java.math.BigInteger b -> b.toString();
             case Double d -> Py.floatRepr(d);
             default -> throw new JinjaRuntimeException("keys must be str, int, float, bool or None, not " + Py.typeName(k));
         };
