@@ -24,6 +24,8 @@ final class Job implements Ticket {
     int fed;
     int generated;
     int lastToken = -1;
+    /** Prompt tokens a kept sequence already held when the job took it. */
+    int cachedTokens;
     /** The tokens generated so far, in order (what a kept sequence holds after the prompt). */
     private int[] made = new int[16];
     String samplingError;

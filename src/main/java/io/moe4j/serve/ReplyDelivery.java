@@ -118,7 +118,7 @@ final class ReplyDelivery {
     private GenerationResult total() {
         GenerationResult first = choices.getFirst().end;
         int completion = choices.stream().mapToInt(c -> c.end.completionTokens()).sum();
-        return new GenerationResult(first.reason(), first.promptTokens(), completion, null);
+        return new GenerationResult(first.reason(), first.promptTokens(), completion, null, first.cachedTokens());
     }
 
     /** Streams every choice's reply as it comes; a write that fails (the client left) cancels them. */

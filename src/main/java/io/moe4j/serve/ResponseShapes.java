@@ -199,9 +199,12 @@ record ResponseShapes(ObjectMapper json, boolean chat, String id, long created, 
     }
 
     private JsonNode usage(GenerationResult end) {
-        return json.createObjectNode()
+        ObjectNode usage = json.createObjectNode()
                 .put("prompt_tokens", end.promptTokens())
                 .put("completion_tokens", end.completionTokens())
                 .put("total_tokens", end.promptTokens() + end.completionTokens());
+        // as OpenAI reports prompt caching: the prompt tokens a kept sequence already held
+        usage.putObject("prompt_tokens_details").put("cached_tokens", end.cachedTokens());
+        return usage;
     }
 }

@@ -249,6 +249,7 @@ public final class Scheduler implements AutoCloseable {
                 if (hit != null) {
                     job.sequence = hit.sequence();
                     job.fed = hit.shared();
+                    job.cachedTokens = hit.shared();
                     metrics.promptTokensCached(hit.shared());
                 } else {
                     job.sequence = model.open();
@@ -433,7 +434,8 @@ public final class Scheduler implements AutoCloseable {
                 }
             }
             metrics.finished(reason);
-            job.listener.onFinish(new GenerationResult(reason, job.request.prompt().length, job.generated, error));
+            job.listener.onFinish(new GenerationResult(reason, job.request.prompt().length, job.generated, error,
+                    job.cachedTokens));
         }
     }
 }

@@ -201,6 +201,8 @@ class RealModelServerTest {
         }
         assertThat(second.choices().getFirst().message().content().orElseThrow()).isEqualTo(library);
         assertThat(cachedTokens(metrics())).isGreaterThan(cachedTokens(before));
+        assertThat(second.usage().orElseThrow().promptTokensDetails().orElseThrow().cachedTokens().orElseThrow())
+                .as("usage.prompt_tokens_details.cached_tokens").isPositive();
     }
 
     private static String metrics() throws Exception {
