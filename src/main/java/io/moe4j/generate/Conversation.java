@@ -105,7 +105,11 @@ public final class Conversation implements AutoCloseable {
         return m;
     }
 
-    private static int sharedPrefix(int[] a, int[] b) {
+    /**
+     * How many tokens two sequences share from their start: what a KV cache holding {@code a} can keep for
+     * {@code b} (a conversation's next turn here, a kept sequence in the server's prefix cache).
+     */
+    public static int sharedPrefix(int[] a, int[] b) {
         int n = Math.min(a.length, b.length);
         int i = 0;
         while (i < n && a[i] == b[i]) {

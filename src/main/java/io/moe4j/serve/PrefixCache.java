@@ -1,5 +1,7 @@
 package io.moe4j.serve;
 
+import io.moe4j.generate.Conversation;
+
 import java.util.ArrayList;
 import java.util.List;
 
@@ -55,7 +57,7 @@ final class PrefixCache implements AutoCloseable {
             int bestShared = 0;
             for (int i = 0; i < entries.size(); i++) {
                 int[] held = entries.get(i).tokens();
-                int shared = Math.min(sharedStart(held, prompt), prompt.length - 1);
+                int shared = Math.min(Conversation.sharedPrefix(held, prompt), prompt.length - 1);
                 if (shared > bestShared && 2L * shared >= held.length) {
                     best = i;
                     bestShared = shared;
@@ -74,15 +76,6 @@ final class PrefixCache implements AutoCloseable {
 
     int size() {
         return entries.size();
-    }
-
-    private static int sharedStart(int[] a, int[] b) {
-        int n = Math.min(a.length, b.length);
-        int i = 0;
-        while (i < n && a[i] == b[i]) {
-            i++;
-        }
-        return i;
     }
 
     /** Closes every kept sequence. */
