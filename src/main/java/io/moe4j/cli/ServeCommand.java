@@ -78,8 +78,8 @@ public final class ServeCommand implements Callable<Integer> {
             server.close();
             stopped.countDown();
         }, "moe-serve-shutdown"));
-        System.err.printf("moe serve: listening on http://%s:%d/v1 (max %d sequences, queue %d)%n", host,
-                server.port(), maxSequences, maxQueue);
+        System.err.printf("moe serve: listening on http://%s:%d/v1 (max %d sequences, queue %d, prefix cache %d)%n",
+                host, server.port(), maxSequences, maxQueue, prefixCache);
         stopped.await();
         return 0;
     }
