@@ -21,11 +21,12 @@ import java.util.List;
  * @param replyOptions   what each reply keeps (log-probabilities) and when it may end (min tokens, ignore eos, stop
  *                       token ids)
  * @param n              how many choices (sequences) to generate for the prompt
+ * @param echo           completions: the prompt is written before each reply
  */
 public record ApiRequest(boolean isChat, String model, ChatPrompt chat, String promptText, int[] promptIds,
                          SamplingParams sampling, Integer maxTokens, List<String> stops, boolean stream,
                          boolean includeUsage, JsonNode responseFormat, ToolChoice toolChoice,
                          boolean skipSpecialTokens, boolean parallelToolCalls,
                          io.moe4j.generate.constraint.JsonGrammar grammar,
-                         io.moe4j.generate.ReplyOptions replyOptions, int n) {
+                         io.moe4j.generate.ReplyOptions replyOptions, int n, boolean echo) {
 }

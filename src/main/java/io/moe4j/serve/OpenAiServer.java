@@ -242,6 +242,16 @@ public final class OpenAiServer implements AutoCloseable {
         ctx.contentType("application/json").result(out.toString());
     }
 
+    /** Token ids as text, special tokens written out. */
+    private String decoded(int[] ids) {
+        TextCodec.Detokenizer d = served.text().detokenizer(false);
+        StringBuilder text = new StringBuilder();
+        for (int id : ids) {
+            text.append(d.accept(id));
+        }
+        return text.append(d.flush()).toString();
+    }
+
     /** vLLM's {@code POST /detokenize}: {@code tokens} to {@code {"prompt"}}, special tokens written out. */
     private void detokenize(Context ctx) throws IOException {
         JsonNode body = withModel(readBody(ctx));
@@ -249,19 +259,17 @@ public final class OpenAiServer implements AutoCloseable {
         if (tokens == null || !tokens.isArray()) {
             throw ApiError.badRequest("'tokens' (an array of token ids) is required", "tokens");
         }
-        TextCodec.Detokenizer d = served.text().detokenizer(false);
-        StringBuilder text = new StringBuilder();
-        for (int i = 0; i < tokens.size(); i++) {
+        int[] ids = new int[tokens.size()];
+        for (int i = 0; i < ids.length; i++) {
             JsonNode v = tokens.get(i);
             if (!v.isIntegralNumber() || !v.canConvertToInt() || v.asInt() < 0
                     || v.asInt() >= served.model().vocabSize()) {
                 throw ApiError.badRequest("'tokens[" + i + "]' must be a token id in [0, "
                         + served.model().vocabSize() + "), got " + v, "tokens");
             }
-            text.append(d.accept(v.asInt()));
+            ids[i] = v.asInt();
         }
-        text.append(d.flush());
-        ctx.contentType("application/json").result(json.createObjectNode().put("prompt", text.toString()).toString());
+        ctx.contentType("application/json").result(json.createObjectNode().put("prompt", decoded(ids)).toString());
     }
 
     /** The body, with this server's model where it names none (optional on the token routes); another is a 404. */
@@ -364,6 +372,9 @@ public final class OpenAiServer implements AutoCloseable {
         String id = (chat ? "chatcmpl-" : "cmpl-") + idPrefix + Long.toHexString(ids.incrementAndGet());
         ResponseShapes shapes = new ResponseShapes(json, chat, id, System.currentTimeMillis() / 1000, served.id());
         ReplyDelivery delivery = new ReplyDelivery(events, choices, shapes);
+        if (request.echo()) {
+            delivery.echo(request.promptText() != null ? request.promptText() : decoded(request.promptIds()));
+        }
         ServletContextRequest core = ServletContextRequest.getServletContextRequest(ctx.req());
         if (core != null) {
             // Failures Jetty reports while the request runs end its sequences too. A client that hangs up is seen

@@ -37,6 +37,8 @@ final class ReplyDelivery {
         /** Log-probabilities not yet written (a whole reply's all of them). */
         final List<TokenLogprobs> tokens = new ArrayList<>();
         GenerationResult end;
+        /** The prompt written before the reply (the completions API's echo), or null. */
+        String echo;
 
         Choice(int index, Ticket ticket, ReplyReader reader, LogprobsWriter logprobs) {
             this.index = index;
@@ -60,6 +62,14 @@ final class ReplyDelivery {
         this.events = events;
         this.choices = List.copyOf(choices);
         this.shapes = shapes;
+    }
+
+    /** The completions API's echo: each reply starts with the prompt's text. */
+    void echo(String prompt) {
+        for (Choice c : choices) {
+            c.echo = prompt;
+            c.text.append(prompt);
+        }
     }
 
     void cancelAll() {
@@ -130,9 +140,11 @@ final class ReplyDelivery {
         ctx.res().setHeader("X-Accel-Buffering", "no");
         try {
             OutputStream out = ctx.res().getOutputStream();
-            if (shapes.chat()) {
-                for (Choice c : choices) {
+            for (Choice c : choices) {
+                if (shapes.chat()) {
                     send(out, ResponseShapes.indexed(shapes.firstChunk(includeUsage), c.index));
+                } else if (c.echo != null && !c.echo.isEmpty()) {
+                    send(out, ResponseShapes.indexed(shapes.textChunk(c.echo, includeUsage), c.index));
                 }
             }
             int ended = 0;

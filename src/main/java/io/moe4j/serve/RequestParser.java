@@ -23,7 +23,7 @@ import java.util.concurrent.ThreadLocalRandom;
 /**
  * Checks an OpenAI request body field by field and builds an {@link ApiRequest}; every refusal is an
  * {@link ApiError} that names the field. Fields this server does not act on are refused when they ask for something
- * (best_of, echo, suffix), so a client never gets an answer that silently ignored them;
+ * (best_of, suffix, echo with logprobs), so a client never gets an answer that silently ignored them;
  * fields that only describe the caller (user, metadata, store) are accepted and ignored.
  */
 final class RequestParser {
@@ -177,7 +177,7 @@ final class RequestParser {
             throw ApiError.badRequest("'prompt' must be a string, an array of one string, or an array of token ids",
                     "prompt");
         }
-        refuseTrue(body, "echo");
+
         refuseNonNull(body, "suffix");
         // constrained decoding and tools are served on /v1/chat/completions, where the chat template places them
         for (String field : List.of("response_format", "tools", "tool_choice")) {
@@ -276,6 +276,15 @@ final class RequestParser {
             }
         }
         int logprobs = isChat ? chatLogprobs(body) : completionLogprobs(body);
+        // the completions API's echo: the prompt written before the reply (vLLM's chat echo is another thing)
+        boolean echo = !isChat && optionalBoolean(body, "echo");
+        if (echo && logprobs >= 0) {
+            throw ApiError.badRequest("'echo' with 'logprobs' asks for the prompt's log-probabilities, which this server "
+                    + "does not compute", "echo");
+        }
+        if (isChat && nullToNull(body.get("echo")) != null && optionalBoolean(body, "echo")) {
+            throw ApiError.badRequest("'echo' is not supported on chat completions", "echo");
+        }
         int minTokens = minTokens(body, grammar != null);
         if (maxTokens != null && minTokens > maxTokens) {
             throw ApiError.badRequest("'min_tokens' (" + minTokens + ") must not be more than max_tokens ("
@@ -294,7 +303,7 @@ final class RequestParser {
         // vLLM's extension, true by default there too: special tokens stay out of the text unless asked for
         boolean skipSpecial = optionalBoolean(body, "skip_special_tokens", "skip_special_tokens", true);
         return new ApiRequest(isChat, model, chat, text, ids, sampling, maxTokens, stops, stream, includeUsage, format,
-                toolChoice, skipSpecial, parallelToolCalls, grammar, replyOptions, n);
+                toolChoice, skipSpecial, parallelToolCalls, grammar, replyOptions, n, echo);
     }
 
     /** vLLM's {@code min_tokens}: 0 when absent; refused beside a constrained reply, which ends where its JSON does. */

@@ -363,4 +363,24 @@ class OpenAiSdkTest {
         assertThat(shown).isEqualTo(text.substring(0, text.indexOf(text.charAt(2))));
         assertThat(cut.choices().getFirst().finishReason().asString()).isEqualTo("stop");
     }
+
+    /** The completions API's echo: each reply starts with the prompt, whole and streamed. */
+    @Test
+    void completionsEchoThePrompt() {
+        CompletionCreateParams params = CompletionCreateParams.builder().model("toy-model").prompt("Once upon")
+                .temperature(0.0).maxTokens(6).echo(true).build();
+        String whole = client.completions().create(params).choices().getFirst().text();
+        String plain = client.completions().create(params.toBuilder().echo(false).build()).choices().getFirst().text();
+        assertThat(whole).isEqualTo("Once upon" + plain);
+        StringBuilder streamed = new StringBuilder();
+        try (StreamResponse<Completion> s = client.completions().createStreaming(params)) {
+            s.stream().forEach(c -> c.choices().forEach(ch -> streamed.append(ch.text())));
+        }
+        assertThat(streamed.toString()).isEqualTo(whole);
+        // token ids: the prompt decoded
+        String ids = client.completions().create(CompletionCreateParams.builder().model("toy-model")
+                .prompt(CompletionCreateParams.Prompt.ofArrayOfTokens(List.of(72L, 105L))).temperature(0.0).maxTokens(3)
+                .echo(true).build()).choices().getFirst().text();
+        assertThat(ids).startsWith("Hi");
+    }
 }
