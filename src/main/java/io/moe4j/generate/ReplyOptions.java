@@ -27,10 +27,6 @@ public record ReplyOptions(int logprobs, int minTokens, boolean ignoreEos, int[]
         stopTokenIds = Arrays.stream(stopTokenIds).sorted().distinct().toArray();
     }
 
-    public ReplyOptions withLogprobs(int top) {
-        return new ReplyOptions(top, minTokens, ignoreEos, stopTokenIds);
-    }
-
     boolean isStopToken(int id) {
         return Arrays.binarySearch(stopTokenIds, id) >= 0;
     }

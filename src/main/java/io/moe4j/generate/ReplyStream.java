@@ -10,8 +10,8 @@ import java.util.function.Supplier;
 /**
  * What happens to one sequence's reply after each model step: the next token is drawn (after the sampling's
  * {@link LogitAdjustments}, among those a constraint allows, when there is one, and the constraint follows it), an
- * end-of-sequence id ends the reply unseen, any other token becomes text (incomplete characters held back by the detokenizer) and text that may begin a stop string is
- * held back until it is known not to be one. {@link Generator} and the server's scheduler both run their sequences
+ * end-of-sequence id ends the reply unseen, any other token becomes text (incomplete characters held back by the
+ * detokenizer) and text that may begin a stop string is held back until it is known not to be one. {@link Generator} and the server's scheduler both run their sequences
  * through it, so a reply draws, ends and reads the same whichever of them produces it, and both reckon its room (token
  * budget and context) with a {@link ReplyBudget}; they keep only what differs (how logits are made, where text goes).
  * One per sequence; not thread-safe.
@@ -112,11 +112,6 @@ public final class ReplyStream {
         this.options = replyOptions;
     }
 
-    /** {@link #configure} with log-probabilities of the {@code top} most likely tokens kept at every draw. */
-    public void keepLogprobs(int top) {
-        configure(options.withLogprobs(top));
-    }
-
     private int[] endIds(int vocab) {
         if (endIds == null) {
             endIds = java.util.stream.IntStream.range(0, vocab)
@@ -125,7 +120,7 @@ public final class ReplyStream {
         return endIds;
     }
 
-    /** The last draw's log-probabilities, when {@link #keepLogprobs} asked for them (else null). */
+    /** The last draw's log-probabilities, when the {@link ReplyOptions} ask for them (else null). */
     public TokenLogprobs lastLogprobs() {
         return lastLogprobs;
     }

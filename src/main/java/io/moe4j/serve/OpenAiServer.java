@@ -29,15 +29,16 @@ import java.security.MessageDigest;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The OpenAI-compatible HTTP API over a {@link Scheduler}: {@code GET /v1/models} (and {@code /v1/models/ID}),
  * {@code POST /v1/chat/completions},
  * {@code POST /v1/completions} (plain, or streamed as server-sent events ending with {@code data: [DONE]}),
- * vLLM's {@code POST /tokenize} and {@code /detokenize}, {@code GET /health} and {@code GET /metrics}. Refusals are OpenAI error objects with their status; no request can
- * stop the server. Handlers run on virtual threads and block on their sequence's events, so many streams cost no
- * platform threads.
+ * vLLM's {@code POST /tokenize} and {@code /detokenize}, {@code GET /health} and {@code GET /metrics}. Refusals are
+ * OpenAI error objects with their status; no request can stop the server. Handlers run on virtual threads and block
+ * on their sequences' events, so many streams cost no platform threads.
  *
  * <p>A streamed request is cancelled when writing to its client fails (the client went away), which is noticed at its
  * next token, or at the next keep-alive comment while it waits; a non-streamed one runs to its end.
@@ -259,16 +260,7 @@ public final class OpenAiServer implements AutoCloseable {
         if (tokens == null || !tokens.isArray()) {
             throw ApiError.badRequest("'tokens' (an array of token ids) is required", "tokens");
         }
-        int[] ids = new int[tokens.size()];
-        for (int i = 0; i < ids.length; i++) {
-            JsonNode v = tokens.get(i);
-            if (!v.isIntegralNumber() || !v.canConvertToInt() || v.asInt() < 0
-                    || v.asInt() >= served.model().vocabSize()) {
-                throw ApiError.badRequest("'tokens[" + i + "]' must be a token id in [0, "
-                        + served.model().vocabSize() + "), got " + v, "tokens");
-            }
-            ids[i] = v.asInt();
-        }
+        int[] ids = RequestParser.tokenIds(tokens, served.model().vocabSize(), "tokens");
         ctx.contentType("application/json").result(json.createObjectNode().put("prompt", decoded(ids)).toString());
     }
 
@@ -328,16 +320,16 @@ public final class OpenAiServer implements AutoCloseable {
         // for maxTokens is built for the room the reply really has.
         int maxTokens = new ReplyBudget(request.maxTokens() == null ? Integer.MAX_VALUE : request.maxTokens(), context)
                 .room(0, prompt.length);
+        if (request.n() > maxQueue) {
+            throw ApiError.badRequest("'n' is " + request.n() + " but this server queues at most " + maxQueue
+                    + " sequences (--max-queue)", "n");
+        }
         // Each choice is a sequence of its own, with its own constraint and reader (each follows one reply); the
         // first is built before anything is submitted, so that a request it refuses submits nothing.
         ReplyConstraint first = chat ? constraint(request, promptText, maxTokens) : null;
         // Stop strings never cut a constrained reply: its JSON would be left incomplete.
         List<String> stops = first == null ? request.stops() : List.of();
-        java.util.concurrent.BlockingQueue<RequestChannel.Event> events = RequestChannel.queue();
-        if (request.n() > maxQueue) {
-            throw ApiError.badRequest("'n' is " + request.n() + " but this server queues at most " + maxQueue
-                    + " sequences (--max-queue)", "n");
-        }
+        BlockingQueue<RequestChannel.Event> events = RequestChannel.queue();
         List<GenerationRequest> requests = new ArrayList<>();
         List<GenerationListener> channels = new ArrayList<>();
         List<ReplyReader> readers = new ArrayList<>();

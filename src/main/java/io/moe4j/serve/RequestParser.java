@@ -170,9 +170,9 @@ final class RequestParser {
                 throw ApiError.badRequest("'prompt' holds " + prompt.size() + " prompts; one prompt per request "
                         + "is served", "prompt");
             }
-            ids = tokenIds(prompt.get(0), vocabSize);
+            ids = tokenIds(prompt.get(0), vocabSize, "prompt");
         } else if (prompt.isArray() && !prompt.isEmpty()) {
-            ids = tokenIds(prompt, vocabSize);
+            ids = tokenIds(prompt, vocabSize, "prompt");
         } else {
             throw ApiError.badRequest("'prompt' must be a string, an array of one string, or an array of token ids",
                     "prompt");
@@ -282,7 +282,7 @@ final class RequestParser {
             throw ApiError.badRequest("'echo' with 'logprobs' asks for the prompt's log-probabilities, which this server "
                     + "does not compute", "echo");
         }
-        if (isChat && nullToNull(body.get("echo")) != null && optionalBoolean(body, "echo")) {
+        if (isChat && optionalBoolean(body, "echo")) {
             throw ApiError.badRequest("'echo' is not supported on chat completions", "echo");
         }
         int minTokens = minTokens(body, grammar != null);
@@ -329,16 +329,7 @@ final class RequestParser {
             throw ApiError.badRequest("'stop_token_ids' must be an array of at most " + MAX_STOPS * 4 + " token ids",
                     "stop_token_ids");
         }
-        int[] out = new int[ids.size()];
-        for (int i = 0; i < out.length; i++) {
-            JsonNode v = ids.get(i);
-            if (!v.isIntegralNumber() || !v.canConvertToInt() || v.asInt() < 0 || v.asInt() >= vocabSize) {
-                throw ApiError.badRequest("'stop_token_ids[" + i + "]' must be a token id in [0, " + vocabSize
-                        + "), got " + v, "stop_token_ids");
-            }
-            out[i] = v.asInt();
-        }
-        return out;
+        return tokenIds(ids, vocabSize, "stop_token_ids");
     }
 
     /** Chat's {@code logprobs} (a boolean) and {@code top_logprobs} (0-20, with logprobs only): -1 for none. */
@@ -537,13 +528,14 @@ final class RequestParser {
         return out;
     }
 
-    private static int[] tokenIds(JsonNode array, int vocabSize) {
+    /** An array of token ids in [0, vocabSize), or a 400 naming {@code field}'s entry at fault. */
+    static int[] tokenIds(JsonNode array, int vocabSize, String field) {
         int[] ids = new int[array.size()];
         for (int i = 0; i < ids.length; i++) {
             JsonNode v = array.get(i);
             if (!v.isIntegralNumber() || !v.canConvertToInt() || v.asInt() < 0 || v.asInt() >= vocabSize) {
-                throw ApiError.badRequest("'prompt[" + i + "]' must be a token id in [0, " + vocabSize + "), got " + v,
-                        "prompt");
+                throw ApiError.badRequest("'" + field + "[" + i + "]' must be a token id in [0, " + vocabSize
+                        + "), got " + v, field);
             }
             ids[i] = v.asInt();
         }

@@ -423,8 +423,8 @@ public final class Scheduler implements AutoCloseable {
         } finally {
             if (job.sequence != null) {
                 try {
-                    if (reason == FinishReason.STOP || reason == FinishReason.LENGTH) {
-                        // kept for a request that starts the same way (closed when the cache keeps none)
+                    if ((reason == FinishReason.STOP || reason == FinishReason.LENGTH) && prefixCache.enabled()) {
+                        // kept for a request that starts the same way
                         prefixCache.keep(job.sequence, job.heldTokens(job.sequence.length()));
                     } else {
                         job.sequence.close();
