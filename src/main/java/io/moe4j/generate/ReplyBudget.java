@@ -12,13 +12,13 @@ package io.moe4j.generate;
  * states when it makes its budget: the generator one more than its session's positions (the last token drawn is
  * never fed), the scheduler its model's context length (as vLLM counts {@code max_model_len}).
  *
- * @param maxTokens     the most tokens the reply may produce
+ * @param maxTokens     the most tokens the reply may produce (0: none, a prompt only scored)
  * @param contextTokens the most tokens the sequence may hold in all
  */
 public record ReplyBudget(int maxTokens, long contextTokens) {
     public ReplyBudget {
-        if (maxTokens < 1) {
-            throw new IllegalArgumentException("max tokens must be >= 1, got " + maxTokens);
+        if (maxTokens < 0) {
+            throw new IllegalArgumentException("max tokens must be >= 0, got " + maxTokens);
         }
         if (contextTokens < 1) {
             throw new IllegalArgumentException("a context must hold at least one token, got " + contextTokens);

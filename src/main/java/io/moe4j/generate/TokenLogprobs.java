@@ -21,6 +21,17 @@ public record TokenLogprobs(int token, float logprob, int[] topIds, float[] topL
     /** The most top tokens one may ask for (OpenAI's limit). */
     public static final int MAX_TOP = 20;
 
+    /**
+     * The log-probability of {@code token} under one row of logits {@code row[0, vocab)} and the row's {@code top}
+     * most likely tokens: a token given rather than drawn (a prompt's, scored).
+     */
+    public static TokenLogprobs of(float[] row, int vocab, int token, int top) {
+        if (token < 0 || token >= vocab) {
+            throw new IllegalArgumentException("token " + token + " is outside the vocabulary [0, " + vocab + ")");
+        }
+        return Distribution.of(row, vocab, top).of(token, row[token]);
+    }
+
     /** The distribution of one row of logits: its log-partition and its {@code top} most likely tokens. */
     record Distribution(double logPartition, int[] topIds, float[] topLogprobs) {
 

@@ -20,6 +20,13 @@ public interface GenerationListener {
         }
     }
 
+    /**
+     * Log-probabilities of prompt tokens, in order, for a request that scores its prompt: the first call starts at the
+     * prompt's second token (the first has nothing before it), and every one comes before the reply's first token.
+     */
+    default void onPromptLogprobs(java.util.List<io.moe4j.generate.TokenLogprobs> scored) {
+    }
+
     /** The sequence ended; called exactly once, last. */
     void onFinish(GenerationResult result);
 }

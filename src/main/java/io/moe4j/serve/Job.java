@@ -60,6 +60,11 @@ final class Job implements Ticket {
         return request.prompt().length + (long) generated;
     }
 
+    /** Whether its prompt is scored: fed apart from the batch, every position's logits read. */
+    boolean scoresPrompt() {
+        return request.promptLogprobs() >= 0;
+    }
+
     boolean prefilling() {
         return fed < request.prompt().length;
     }

@@ -59,12 +59,47 @@ final class LogprobsWriter {
         return entry;
     }
 
+    /**
+     * The completions API's echo with log-probabilities: the prompt's tokens, then the reply's. The prompt's first
+     * token has nothing before it to be scored by, so its log-probability and top tokens are null (as OpenAI wrote
+     * them); {@code prompt} scores the others, in order.
+     */
+    JsonNode writeEcho(int firstPromptToken, List<TokenLogprobs> prompt, List<TokenLogprobs> reply) {
+        if (chat) {
+            throw new IllegalStateException("echo is a completions field");
+        }
+        ObjectNode root = completionRoot();
+        String text = text(firstPromptToken);
+        ((ArrayNode) root.get("tokens")).add(text);
+        ((ArrayNode) root.get("token_logprobs")).addNull();
+        ((ArrayNode) root.get("top_logprobs")).addNull();
+        ((ArrayNode) root.get("text_offset")).add(textOffset);
+        textOffset += text.length();
+        appendCompletion(root, prompt);
+        appendCompletion(root, reply);
+        return root;
+    }
+
     private JsonNode completion(List<TokenLogprobs> tokens) {
+        ObjectNode root = completionRoot();
+        appendCompletion(root, tokens);
+        return root;
+    }
+
+    private ObjectNode completionRoot() {
         ObjectNode root = json.createObjectNode();
-        ArrayNode texts = root.putArray("tokens");
-        ArrayNode values = root.putArray("token_logprobs");
-        ArrayNode tops = root.putArray("top_logprobs");
-        ArrayNode offsets = root.putArray("text_offset");
+        root.putArray("tokens");
+        root.putArray("token_logprobs");
+        root.putArray("top_logprobs");
+        root.putArray("text_offset");
+        return root;
+    }
+
+    private void appendCompletion(ObjectNode root, List<TokenLogprobs> tokens) {
+        ArrayNode texts = (ArrayNode) root.get("tokens");
+        ArrayNode values = (ArrayNode) root.get("token_logprobs");
+        ArrayNode tops = (ArrayNode) root.get("top_logprobs");
+        ArrayNode offsets = (ArrayNode) root.get("text_offset");
         for (TokenLogprobs t : tokens) {
             String text = text(t.token());
             texts.add(text);
@@ -76,7 +111,6 @@ final class LogprobsWriter {
             offsets.add(textOffset);
             textOffset += text.length();
         }
-        return root;
     }
 
     private String text(int id) {

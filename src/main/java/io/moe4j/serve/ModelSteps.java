@@ -41,6 +41,11 @@ public final class ModelSteps implements StepModel {
         return model.step(sessions(sequences), tokens, draws);
     }
 
+    @Override
+    public float[] stepEveryRow(Sequence sequence, int[] tokens) {
+        return ((SessionSequence) sequence).session.forward(tokens, true);
+    }
+
     private static List<Session> sessions(List<Sequence> sequences) {
         List<Session> sessions = new ArrayList<>(sequences.size());
         for (Sequence s : sequences) {

@@ -340,8 +340,10 @@ public final class OpenAiServer implements AutoCloseable {
             boolean skipSpecial = request.skipSpecialTokens() && reader == null;
             // choice i draws with seed + i: n samples, not n copies of one (greedy ones are alike anyway)
             SamplingParams sampling = request.sampling().withSeed(request.sampling().seed() + i);
+            // echo with logprobs: the prompt's tokens are scored too, as the legacy completions API lists them
+            int promptLogprobs = request.echo() ? request.replyOptions().logprobs() : -1;
             requests.add(new GenerationRequest(prompt, sampling, maxTokens, stops, constraint, skipSpecial,
-                    request.replyOptions()));
+                    request.replyOptions(), promptLogprobs));
             channels.add(new RequestChannel(i, events));
             readers.add(reader);
         }
@@ -365,7 +367,8 @@ public final class OpenAiServer implements AutoCloseable {
         ResponseShapes shapes = new ResponseShapes(json, chat, id, System.currentTimeMillis() / 1000, served.id());
         ReplyDelivery delivery = new ReplyDelivery(events, choices, shapes);
         if (request.echo()) {
-            delivery.echo(request.promptText() != null ? request.promptText() : decoded(request.promptIds()));
+            delivery.echo(request.promptText() != null ? request.promptText() : decoded(request.promptIds()),
+                    prompt[0]);
         }
         ServletContextRequest core = ServletContextRequest.getServletContextRequest(ctx.req());
         if (core != null) {

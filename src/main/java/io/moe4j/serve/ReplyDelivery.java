@@ -39,6 +39,12 @@ final class ReplyDelivery {
         GenerationResult end;
         /** The prompt written before the reply (the completions API's echo), or null. */
         String echo;
+        /** The echoed prompt's first token (its log-probabilities are listed from it when asked for). */
+        int echoFirstToken = -1;
+        /** Log-probabilities of the echoed prompt's tokens after the first, as they come. */
+        final List<TokenLogprobs> promptScores = new ArrayList<>();
+        /** A streamed echo that waits for its prompt's log-probabilities: not yet sent. */
+        boolean echoPending;
 
         Choice(int index, Ticket ticket, ReplyReader reader, LogprobsWriter logprobs) {
             this.index = index;
@@ -64,12 +70,26 @@ final class ReplyDelivery {
         this.shapes = shapes;
     }
 
-    /** The completions API's echo: each reply starts with the prompt's text. */
-    void echo(String prompt) {
+    /**
+     * The completions API's echo: each reply starts with the prompt's text (and, with log-probabilities, its tokens'
+     * ones, from {@code firstToken} on).
+     */
+    void echo(String prompt, int firstToken) {
         for (Choice c : choices) {
             c.echo = prompt;
+            c.echoFirstToken = firstToken;
+            c.echoPending = c.logprobs != null;
             c.text.append(prompt);
         }
+    }
+
+    /** The choice's log-probabilities: the echoed prompt's first when it has them, then the reply's. */
+    private static JsonNode written(Choice c) {
+        if (c.logprobs == null) {
+            return null;
+        }
+        return c.echo != null ? c.logprobs.writeEcho(c.echoFirstToken, c.promptScores, c.tokens)
+                : c.logprobs.write(c.tokens);
     }
 
     void cancelAll() {
@@ -90,6 +110,10 @@ final class ReplyDelivery {
                 continue;
             }
             Choice c = choices.get(event.choice());
+            if (event.prompt() != null) {
+                c.promptScores.addAll(event.prompt());
+                continue;
+            }
             if (event.end() == null) {
                 if (event.logprobs() != null) {
                     c.tokens.add(event.logprobs());
@@ -109,7 +133,7 @@ final class ReplyDelivery {
         }
         List<ObjectNode> bodies = new ArrayList<>();
         for (Choice c : choices) {
-            JsonNode written = c.logprobs == null ? null : c.logprobs.write(c.tokens);
+            JsonNode written = written(c);
             if (c.reader == null) {
                 bodies.add(shapes.whole(c.text.toString(), c.end, written));
             } else {
@@ -143,7 +167,7 @@ final class ReplyDelivery {
             for (Choice c : choices) {
                 if (shapes.chat()) {
                     send(out, ResponseShapes.indexed(shapes.firstChunk(includeUsage), c.index));
-                } else if (c.echo != null && !c.echo.isEmpty()) {
+                } else if (c.echo != null && !c.echo.isEmpty() && !c.echoPending) {
                     send(out, ResponseShapes.indexed(shapes.textChunk(c.echo, includeUsage), c.index));
                 }
             }
@@ -163,6 +187,18 @@ final class ReplyDelivery {
                 for (int i = 0; i < batch.size(); ) {
                     RequestChannel.Event e = batch.get(i);
                     Choice c = choices.get(e.choice());
+                    if (e.prompt() != null) {
+                        c.promptScores.addAll(e.prompt());
+                        i++;
+                        continue;
+                    }
+                    if (c.echoPending && (e.end() == null || e.end().reason() != FinishReason.ERROR)) {
+                        // every prompt score comes before the reply's first token and its end
+                        c.echoPending = false;
+                        send(out, ResponseShapes.withLogprobs(ResponseShapes.indexed(
+                                shapes.textChunk(c.echo, includeUsage), c.index),
+                                c.logprobs.writeEcho(c.echoFirstToken, c.promptScores, List.of())));
+                    }
                     if (e.end() != null) {
                         if (!finish(out, c, e.end(), includeUsage)) {
                             cancelAll();
@@ -175,7 +211,8 @@ final class ReplyDelivery {
                         continue;
                     }
                     StringBuilder text = new StringBuilder();
-                    while (i < batch.size() && batch.get(i).end() == null && batch.get(i).choice() == c.index) {
+                    while (i < batch.size() && batch.get(i).end() == null && batch.get(i).prompt() == null
+                            && batch.get(i).choice() == c.index) {
                         text.append(batch.get(i).text());
                         if (batch.get(i).logprobs() != null) {
                             c.tokens.add(batch.get(i).logprobs());

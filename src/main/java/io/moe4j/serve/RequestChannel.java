@@ -2,6 +2,7 @@ package io.moe4j.serve;
 
 import io.moe4j.generate.TokenLogprobs;
 
+import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 
@@ -12,9 +13,13 @@ import java.util.concurrent.LinkedBlockingQueue;
 final class RequestChannel implements GenerationListener {
     /**
      * An event of choice {@code choice}: text to show (perhaps with the log-probabilities of the token that made it,
-     * when the request asked for them; then the text may be empty), or the end (then {@code text} is null).
+     * when the request asked for them; then the text may be empty), prompt tokens' log-probabilities (then
+     * {@code prompt} is not null and {@code text} is empty), or the end (then {@code text} is null).
      */
-    record Event(int choice, String text, GenerationResult end, TokenLogprobs logprobs) {
+    record Event(int choice, String text, GenerationResult end, TokenLogprobs logprobs, List<TokenLogprobs> prompt) {
+        Event(int choice, String text, GenerationResult end, TokenLogprobs logprobs) {
+            this(choice, text, end, logprobs, null);
+        }
     }
 
     private final int choice;
@@ -38,6 +43,11 @@ final class RequestChannel implements GenerationListener {
     @Override
     public void onToken(String text, TokenLogprobs logprobs) {
         events.add(new Event(choice, text, null, logprobs));
+    }
+
+    @Override
+    public void onPromptLogprobs(List<TokenLogprobs> scored) {
+        events.add(new Event(choice, "", null, null, List.copyOf(scored)));
     }
 
     @Override

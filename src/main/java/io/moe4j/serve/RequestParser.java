@@ -23,7 +23,7 @@ import java.util.concurrent.ThreadLocalRandom;
 /**
  * Checks an OpenAI request body field by field and builds an {@link ApiRequest}; every refusal is an
  * {@link ApiError} that names the field. Fields this server does not act on are refused when they ask for something
- * (best_of, suffix, echo with logprobs), so a client never gets an answer that silently ignored them;
+ * (best_of, suffix), so a client never gets an answer that silently ignored them;
  * fields that only describe the caller (user, metadata, store) are accepted and ignored.
  */
 final class RequestParser {
@@ -190,8 +190,9 @@ final class RequestParser {
         if (bestOf != null && !(bestOf.isIntegralNumber() && bestOf.asLong() == 1)) {
             throw ApiError.badRequest("'best_of' must be 1", "best_of");
         }
-        return common(body, false, model, vocabSize, null, text, ids, optionalInt(body, "max_tokens", 1), null, null, defaults,
-                null);
+        // 0 asks for the prompt alone (with echo), as evaluation harnesses score a text
+        return common(body, false, model, vocabSize, null, text, ids, optionalInt(body, "max_tokens", 0), null, null,
+                defaults, null);
     }
 
     private static ApiRequest common(JsonNode body, boolean isChat, String model, int vocabSize, ChatPrompt chat,
@@ -278,9 +279,9 @@ final class RequestParser {
         int logprobs = isChat ? chatLogprobs(body) : completionLogprobs(body);
         // the completions API's echo: the prompt written before the reply (vLLM's chat echo is another thing)
         boolean echo = !isChat && optionalBoolean(body, "echo");
-        if (echo && logprobs >= 0) {
-            throw ApiError.badRequest("'echo' with 'logprobs' asks for the prompt's log-probabilities, which this server "
-                    + "does not compute", "echo");
+        if (maxTokens != null && maxTokens == 0 && !echo) {
+            throw ApiError.badRequest("'max_tokens' must be >= 1, got 0 (0 is for 'echo': the prompt alone)",
+                    "max_tokens");
         }
         if (isChat && optionalBoolean(body, "echo")) {
             throw ApiError.badRequest("'echo' is not supported on chat completions", "echo");

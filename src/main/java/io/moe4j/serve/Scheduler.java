@@ -240,12 +240,19 @@ public final class Scheduler implements AutoCloseable {
                 finish(job, FinishReason.CANCELLED, null);
                 continue;
             }
+            if (job.request.maxTokens() == 0 && !job.scoresPrompt()) {
+                // nothing to compute: no reply, no scores (an echo of the prompt alone)
+                metrics.admitted(job.request.prompt().length);
+                finish(job, FinishReason.LENGTH, null);
+                continue;
+            }
             try {
                 TextCodec.Detokenizer detokenizer = text.detokenizer(job.request.skipSpecialTokens());
                 job.reply = new ReplyStream(job.request.sampling(), job.request.constraint(), job.request.stops(),
                         id -> eos[id], detokenizer::accept, detokenizer::flush, job.request.prompt());
                 job.reply.configure(job.request.options());
-                PrefixCache.Hit hit = prefixCache.take(job.request.prompt());
+                // a scored prompt needs the logits of every position, so it is fed from the start
+                PrefixCache.Hit hit = job.scoresPrompt() ? null : prefixCache.take(job.request.prompt());
                 if (hit != null) {
                     job.sequence = hit.sequence();
                     job.fed = hit.shared();
@@ -272,14 +279,28 @@ public final class Scheduler implements AutoCloseable {
 
     /** One batched step of every running sequence; returns the nanoseconds the model's step took. */
     private long step() {
+        int budget = config.prefillTokens();
+        long scoring = 0;
+        // Prompts being scored go first, each in a call of its own (their every position's logits come back).
+        List<Job> ended = new ArrayList<>();
+        for (Job job : active) {
+            if (budget > 0 && job.prefilling() && job.scoresPrompt()) {
+                int chunk = Math.min(Math.min(budget, scoredRows()), job.request.prompt().length - job.fed);
+                budget -= chunk;
+                scoring += scorePrompt(job, chunk, ended);
+            }
+        }
+        active.removeAll(ended);
+        activeCount = active.size();
         List<Job> stepped = new ArrayList<>(active.size());
         List<StepModel.Sequence> sequences = new ArrayList<>(active.size());
         List<int[]> inputs = new ArrayList<>(active.size());
-        int budget = config.prefillTokens();
         int tokens = 0;
         for (Job job : active) {
             int[] input;
-            if (!job.prefilling()) {
+            if (job.prefilling() && job.scoresPrompt()) {
+                continue; // fed by scorePrompt alone
+            } else if (!job.prefilling()) {
                 input = job.nextInput(1);
             } else if (budget > 0) {
                 input = job.nextInput(budget);
@@ -291,6 +312,9 @@ public final class Scheduler implements AutoCloseable {
             sequences.add(job.sequence);
             inputs.add(input);
             tokens += input.length;
+        }
+        if (stepped.isEmpty()) {
+            return scoring;
         }
         // a job that draws after this step without a constraint lets the model draw its token where the logits are
         TokenDraw[] draws = new TokenDraw[stepped.size()];
@@ -317,14 +341,14 @@ public final class Scheduler implements AutoCloseable {
             }
             active.removeAll(stepped);
             activeCount = active.size();
-            return System.nanoTime() - started;
+            return scoring + System.nanoTime() - started;
         }
         metrics.step(stepped.size(), tokens, took / 1e9);
         for (int i = 0; i < stepped.size(); i++) {
             stepped.get(i).fed += inputs.get(i).length;
         }
         int[] sampled = sampleAll(stepped, output);
-        List<Job> ended = new ArrayList<>();
+        ended.clear();
         for (int i = 0; i < stepped.size(); i++) {
             Job job = stepped.get(i);
             if (job.prefilling()) {
@@ -339,6 +363,70 @@ public final class Scheduler implements AutoCloseable {
         }
         active.removeAll(ended);
         activeCount = active.size();
+        return scoring + took;
+    }
+
+    /** Prompt positions scored in one call: their logits rows stay within 16 M floats (64 MB). */
+    private int scoredRows() {
+        return Math.max(1, (1 << 24) / model.vocabSize());
+    }
+
+    /**
+     * Feeds the next chunk of a scored prompt (at most {@code most} tokens) to its sequence alone, tells the listener
+     * each next prompt token's log-probability, and once the prompt is read, draws the reply's first token from the
+     * last row (or ends a request for no reply). Adds the job to {@code ended} when it ends; returns the model's
+     * nanoseconds.
+     */
+    private long scorePrompt(Job job, int most, List<Job> ended) {
+        int[] input = job.nextInput(most);
+        int start = job.fed;
+        int vocab = model.vocabSize();
+        long started = System.nanoTime();
+        float[] rows;
+        try {
+            rows = model.stepEveryRow(job.sequence, input);
+            if (rows.length != (long) input.length * vocab) {
+                throw new IllegalStateException("the model returned " + rows.length + " logits for " + input.length
+                        + " positions of " + vocab);
+            }
+        } catch (RuntimeException e) {
+            finish(job, FinishReason.ERROR, "the model step failed: " + e.getMessage());
+            ended.add(job);
+            return System.nanoTime() - started;
+        }
+        long took = System.nanoTime() - started;
+        metrics.step(1, input.length, took / 1e9);
+        job.fed += input.length;
+        int[] prompt = job.request.prompt();
+        List<io.moe4j.generate.TokenLogprobs> scored = new ArrayList<>(input.length);
+        for (int r = 0; r < input.length && start + r + 1 < prompt.length; r++) {
+            float[] row = java.util.Arrays.copyOfRange(rows, r * vocab, (r + 1) * vocab);
+            scored.add(io.moe4j.generate.TokenLogprobs.of(row, vocab, prompt[start + r + 1],
+                    job.request.promptLogprobs()));
+        }
+        if (!scored.isEmpty()) {
+            job.listener.onPromptLogprobs(scored);
+        }
+        if (job.prefilling()) {
+            return took;
+        }
+        if (job.request.maxTokens() == 0) {
+            finish(job, FinishReason.LENGTH, null);
+            ended.add(job);
+            return took;
+        }
+        int token;
+        try {
+            float[] last = java.util.Arrays.copyOfRange(rows, (input.length - 1) * vocab, input.length * vocab);
+            token = job.reply.draw(last, vocab, job.room());
+        } catch (RuntimeException e) {
+            finish(job, FinishReason.ERROR, "sampling failed: " + e.getMessage());
+            ended.add(job);
+            return took;
+        }
+        if (!accept(job, token)) {
+            ended.add(job);
+        }
         return took;
     }
 

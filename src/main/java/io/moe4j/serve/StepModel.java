@@ -39,6 +39,15 @@ public interface StepModel {
         return StepOutput.of(step(sequences, tokens), draws);
     }
 
+    /**
+     * Appends {@code tokens} to one sequence, alone, and returns the logits after every one of them, row-major
+     * [tokens.length * vocabSize()]: what scoring a prompt needs (each prompt token's log-probability given those
+     * before it). The same rules as {@link #step}; a model that cannot return every row says so.
+     */
+    default float[] stepEveryRow(Sequence sequence, int[] tokens) {
+        throw new UnsupportedOperationException("this model returns the logits of a step's last position only");
+    }
+
     /** One sequence's state inside the model. Closing it frees its cache; it is then never stepped again. */
     interface Sequence extends AutoCloseable {
         /** Tokens held so far. */

@@ -39,9 +39,11 @@ class ReplyBudgetTest {
     }
 
     @Test
-    void refusesAnEmptyBudgetOrContext() {
-        assertThatThrownBy(() -> new ReplyBudget(0, 8)).isInstanceOf(IllegalArgumentException.class)
+    void refusesANegativeBudgetOrAnEmptyContext() {
+        assertThatThrownBy(() -> new ReplyBudget(-1, 8)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("max tokens");
+        // a budget of 0 is a prompt scored with no reply: spent before its first token
+        assertThat(new ReplyBudget(0, 8).spent(0, 3)).isTrue();
         assertThatThrownBy(() -> new ReplyBudget(1, 0)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("context");
     }

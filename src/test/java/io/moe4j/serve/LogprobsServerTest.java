@@ -169,6 +169,114 @@ class LogprobsServerTest {
         assertThat(lp.topLogprobs().orElseThrow()).allSatisfy(top -> assertThat(top._additionalProperties()).hasSize(2));
     }
 
+    /**
+     * The log softmax of the toy's logits after each prefix of {@code tokens}: row j is the distribution of token
+     * j + 1 (the first token has no row).
+     */
+    private static List<double[]> prefixes(int[] tokens) {
+        ToyModel toy = new ToyModel(256, 16, 0, 0);
+        List<double[]> rows = new ArrayList<>();
+        try (StepModel.Sequence s = toy.open()) {
+            for (int t : tokens) {
+                rows.add(io.moe4j.testing.LogSoftmax.of(toy.step(List.of(s), List.of(new int[] {t}))[0]));
+            }
+        }
+        return rows;
+    }
+
+    /**
+     * Echo with logprobs (what evaluation harnesses send to score a text): the prompt's tokens come first, the first
+     * with null values, each other one's value its log-probability given those before it; then the reply's.
+     */
+    @Test
+    void echoWithLogprobsScoresThePromptThenTheReply() {
+        String prompt = "the cat sat";
+        Completion c = client.completions().create(CompletionCreateParams.builder().model(MODEL).prompt(prompt)
+                .temperature(0.0).maxTokens(5).logprobs(3L).echo(true).build());
+        CompletionChoice choice = c.choices().getFirst();
+        assertThat(choice.text()).startsWith(prompt);
+        CompletionChoice.Logprobs lp = choice.logprobs().orElseThrow();
+        List<String> tokens = lp.tokens().orElseThrow();
+        List<Double> values = lp.tokenLogprobs().orElseThrow();
+        var tops = lp.topLogprobs().orElseThrow();
+        int[] promptIds = new ByteText().encode(prompt);
+        int replyLength = (int) c.usage().orElseThrow().completionTokens();
+        assertThat(tokens).hasSize(promptIds.length + replyLength);
+        assertThat(String.join("", tokens)).isEqualTo(choice.text());
+        // the SDK reads a JSON null in these lists as a missing value
+        assertThat(values.getFirst()).isNull();
+        assertThat(tops.getFirst()).isNull();
+        int[] all = tokens.stream().mapToInt(t -> t.charAt(0)).toArray();
+        assertThat(java.util.Arrays.copyOf(all, promptIds.length)).containsExactly(promptIds);
+        List<double[]> want = prefixes(all);
+        for (int i = 1; i < all.length; i++) {
+            double[] row = want.get(i - 1);
+            assertThat(values.get(i)).as("token %d", i).isCloseTo(row[all[i]], within(1e-5));
+            var top = tops.get(i)._additionalProperties();
+            assertThat(top).hasSize(3);
+            top.forEach((text, value) -> assertThat(value.convert(Double.class))
+                    .isCloseTo(row[text.charAt(0)], within(1e-5)));
+        }
+        List<Long> offsets = lp.textOffset().orElseThrow();
+        for (int i = 0; i < offsets.size(); i++) {
+            assertThat(offsets.get(i)).isEqualTo(i);   // one character a token here
+        }
+    }
+
+    /** max_tokens 0 with echo: the prompt alone, scored; nothing generated. */
+    @Test
+    void echoOfThePromptAloneScoresItWithoutAReply() {
+        String prompt = "a b c d e f g";
+        Completion c = client.completions().create(CompletionCreateParams.builder().model(MODEL).prompt(prompt)
+                .maxTokens(0).logprobs(0L).echo(true).build());
+        CompletionChoice choice = c.choices().getFirst();
+        assertThat(choice.text()).isEqualTo(prompt);
+        assertThat(choice.finishReason()).isEqualTo(CompletionChoice.FinishReason.LENGTH);
+        assertThat(c.usage().orElseThrow().completionTokens()).isZero();
+        assertThat(c.usage().orElseThrow().promptTokens()).isEqualTo(prompt.length());
+        List<Double> values = choice.logprobs().orElseThrow().tokenLogprobs().orElseThrow();
+        assertThat(values).hasSize(prompt.length());
+        int[] ids = new ByteText().encode(prompt);
+        List<double[]> want = prefixes(ids);
+        double sum = 0;
+        for (int i = 1; i < ids.length; i++) {
+            sum += values.get(i);
+            assertThat(values.get(i)).isCloseTo(want.get(i - 1)[ids[i]], within(1e-5));
+        }
+        assertThat(sum).isNegative();
+        // without logprobs: the prompt back, nothing computed
+        Completion plain = client.completions().create(CompletionCreateParams.builder().model(MODEL).prompt(prompt)
+                .maxTokens(0).echo(true).build());
+        assertThat(plain.choices().getFirst().text()).isEqualTo(prompt);
+        assertThat(plain.choices().getFirst().logprobs()).isEmpty();
+    }
+
+    @Test
+    void streamedEchoCarriesThePromptsLogprobsFirst() {
+        CompletionCreateParams params = CompletionCreateParams.builder().model(MODEL).prompt("so it goes")
+                .temperature(0.0).maxTokens(6).logprobs(1L).echo(true).build();
+        CompletionChoice.Logprobs whole = client.completions().create(params).choices().getFirst().logprobs()
+                .orElseThrow();
+        List<String> tokens = new ArrayList<>();
+        List<Double> values = new ArrayList<>();
+        List<Long> offsets = new ArrayList<>();
+        StringBuilder text = new StringBuilder();
+        try (StreamResponse<Completion> s = client.completions().createStreaming(params)) {
+            s.stream().forEach(chunk -> chunk.choices().forEach(choice -> {
+                text.append(choice.text());
+                choice.logprobs().ifPresent(lp -> {
+                    tokens.addAll(lp.tokens().orElseThrow());
+                    values.addAll(lp.tokenLogprobs().orElseThrow());
+                    offsets.addAll(lp.textOffset().orElseThrow());
+                });
+            }));
+        }
+        assertThat(tokens).containsExactlyElementsOf(whole.tokens().orElseThrow());
+        assertThat(values).containsExactlyElementsOf(whole.tokenLogprobs().orElseThrow());
+        assertThat(offsets).containsExactlyElementsOf(whole.textOffset().orElseThrow());
+        assertThat(text.toString()).isEqualTo(String.join("", tokens));
+    }
+
     @Test
     void badLogprobsFieldsAreRefusedByName() {
         assertThatThrownBy(() -> client.chat().completions().create(ChatCompletionCreateParams.builder().model(MODEL)

@@ -143,6 +143,46 @@ class RealModelServerTest {
         }
     }
 
+    /**
+     * A scored prompt (completions' echo with logprobs, as evaluation harnesses send it) longer than one scoring call
+     * and one step's prompt budget: every prompt token's value is the log softmax of the library's own prefill logits
+     * at the position before it, and the reply's token follows.
+     */
+    @Test
+    void aScoredPromptIsTheLibrarysPrefillLogSoftmax() throws Exception {
+        java.util.Random random = new java.util.Random(11);
+        int vocab = model.model().vocabSize();
+        int[] prompt = random.ints(300, 0, Math.min(vocab, 100_000)).toArray();
+        var json = new com.fasterxml.jackson.databind.ObjectMapper();
+        var body = json.createObjectNode().put("model", "qwen3-random").put("echo", true).put("logprobs", 2)
+                .put("max_tokens", 1).put("temperature", 0);
+        var ids = body.putArray("prompt");
+        for (int t : prompt) {
+            ids.add(t);
+        }
+        var r = post("/v1/completions", body.toString());
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        var lp = json.readTree(r.body()).path("choices").get(0).path("logprobs");
+        var values = lp.path("token_logprobs");
+        var tops = lp.path("top_logprobs");
+        assertThat(values.size()).isEqualTo(prompt.length + 1);
+        assertThat(values.get(0).isNull()).isTrue();
+        assertThat(tops.get(0).isNull()).isTrue();
+        try (var session = model.model().newSession()) {
+            float[] all = session.prefill(prompt);
+            for (int i = 0; i < prompt.length; i++) {
+                double[] row = io.moe4j.testing.LogSoftmax.of(java.util.Arrays.copyOfRange(all, i * vocab,
+                        (i + 1) * vocab));
+                // position i's row scores prompt token i + 1, or (the last) the reply's greedy token
+                int next = i + 1 < prompt.length ? prompt[i + 1]
+                        : io.moe4j.testing.LogSoftmax.argmax(java.util.Arrays.copyOfRange(all, i * vocab, all.length));
+                assertThat(values.get(i + 1).asDouble()).as("position %d", i + 1)
+                        .isCloseTo(row[next], org.assertj.core.api.Assertions.within(1e-4));
+                assertThat(tops.get(i + 1).size()).isBetween(1, 2); // two ids may read as one text
+            }
+        }
+    }
+
     private static java.net.http.HttpResponse<String> post(String path, String body) throws Exception {
         try (java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient()) {
             return http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:"

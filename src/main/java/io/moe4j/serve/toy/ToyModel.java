@@ -99,6 +99,18 @@ public final class ToyModel implements StepModel {
         return logits;
     }
 
+    /** Token by token: the toy's logits depend on the hash after each one alone. */
+    @Override
+    public float[] stepEveryRow(Sequence sequence, int[] tokens) {
+        int vocab = ByteText.VOCAB_SIZE;
+        float[] rows = new float[tokens.length * vocab];
+        for (int t = 0; t < tokens.length; t++) {
+            float[] row = step(List.of(sequence), List.of(new int[] {tokens[t]}))[0];
+            System.arraycopy(row, 0, rows, t * vocab, vocab);
+        }
+        return rows;
+    }
+
     private float[] logits(long hash) {
         float[] row = new float[ByteText.VOCAB_SIZE];
         java.util.Arrays.fill(row, -10f);
