@@ -10,8 +10,8 @@ import java.util.List;
  * A validated {@code /v1/chat/completions} or {@code /v1/completions} request.
  *
  * @param chat           the conversation (chat requests); null for completions
- * @param promptText     the prompt as text (completions given a string); null otherwise
- * @param promptIds      the prompt as token ids (completions given ids); null otherwise
+ * @param prompts        completions: the prompts, each answered by {@code n} choices of its own (a list of one
+ *                       where one prompt was sent); empty for chat
  * @param maxTokens      the cap on new tokens, or null for "until the context is full"
  * @param includeUsage   {@code stream_options.include_usage}: a last streamed chunk with the usage
  * @param responseFormat the {@code response_format} object as sent (checked), or null
@@ -20,13 +20,16 @@ import java.util.List;
  *                       compiled once as the request was read; null for free text
  * @param replyOptions   what each reply keeps (log-probabilities) and when it may end (min tokens, ignore eos, stop
  *                       token ids)
- * @param n              how many choices (sequences) to generate for the prompt
+ * @param n              how many choices (sequences) to generate for each prompt
  * @param echo           completions: the prompt is written before each reply
  */
-public record ApiRequest(boolean isChat, String model, ChatPrompt chat, String promptText, int[] promptIds,
+public record ApiRequest(boolean isChat, String model, ChatPrompt chat, List<CompletionPrompt> prompts,
                          SamplingParams sampling, Integer maxTokens, List<String> stops, boolean stream,
                          boolean includeUsage, JsonNode responseFormat, ToolChoice toolChoice,
                          boolean skipSpecialTokens, boolean parallelToolCalls,
                          io.moe4j.generate.constraint.JsonGrammar grammar,
                          io.moe4j.generate.ReplyOptions replyOptions, int n, boolean echo) {
+    public ApiRequest {
+        prompts = List.copyOf(prompts);
+    }
 }

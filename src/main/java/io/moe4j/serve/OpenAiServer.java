@@ -220,7 +220,7 @@ public final class OpenAiServer implements AutoCloseable {
         }
         int[] tokens;
         if (body.has("messages")) {
-            tokens = prompt(RequestParser.chat(body, served.sampling(), null, served.model().vocabSize()));
+            tokens = prompt(RequestParser.chat(body, served.sampling(), null, served.model().vocabSize()), null);
         } else {
             JsonNode prompt = body.get("prompt");
             if (prompt == null || !prompt.isTextual()) {
@@ -300,52 +300,52 @@ public final class OpenAiServer implements AutoCloseable {
                     + served.id() + "'", "invalid_request_error", "model", "model_not_found");
         }
         String promptText = chat ? chatText(request) : null;
-        int[] prompt = promptText != null ? served.text().encodeChatText(promptText) : prompt(request);
-        String param = chat ? "messages" : "prompt";
-        if (prompt.length == 0) {
-            throw ApiError.badRequest("the prompt is empty", param);
+        // a chat's one prompt, or each of a completions request's prompts (n choices each)
+        List<int[]> prompts = new ArrayList<>();
+        if (chat) {
+            prompts.add(promptText != null ? served.text().encodeChatText(promptText) : prompt(request, null));
+        } else {
+            for (CompletionPrompt p : request.prompts()) {
+                prompts.add(prompt(request, p));
+            }
         }
         int context = served.model().contextLength();
-        if (prompt.length >= context) {
-            throw ApiError.badRequest("this model's context holds " + context + " tokens; the prompt has "
-                    + prompt.length + ", which leaves no room for an answer", param, "context_length_exceeded");
+        int[] room = new int[prompts.size()];
+        for (int p = 0; p < prompts.size(); p++) {
+            room[p] = room(request, prompts.get(p), context,
+                    chat ? "messages" : prompts.size() > 1 ? "prompt[" + p + "]" : "prompt");
         }
-        if (request.maxTokens() != null && request.maxTokens() > context - prompt.length) {
-            // As OpenAI and vLLM answer: a reply the request allows but the context cannot hold is refused, not cut.
-            throw ApiError.badRequest("max_tokens (or max_completion_tokens) is " + request.maxTokens()
-                    + " but this model's context holds " + context + " tokens and the prompt has " + prompt.length
-                    + ", which leaves " + (context - prompt.length), "max_tokens", "context_length_exceeded");
-        }
-        // The scheduler's own rule for the room (prompt and reply within the context), so that a constraint built
-        // for maxTokens is built for the room the reply really has.
-        int maxTokens = new ReplyBudget(request.maxTokens() == null ? Integer.MAX_VALUE : request.maxTokens(), context)
-                .room(0, prompt.length);
-        if (request.n() > maxQueue) {
-            throw ApiError.badRequest("'n' is " + request.n() + " but this server queues at most " + maxQueue
-                    + " sequences (--max-queue)", "n");
+        String param = chat ? "messages" : "prompt";
+        int sequences = prompts.size() * request.n();
+        if (sequences > maxQueue) {
+            throw ApiError.badRequest((prompts.size() > 1 ? prompts.size() + " prompts of " : "") + "'n' " + request.n()
+                    + " ask for " + sequences + " sequences but this server queues at most " + maxQueue
+                    + " (--max-queue)", prompts.size() > 1 ? "prompt" : "n");
         }
         // Each choice is a sequence of its own, with its own constraint and reader (each follows one reply); the
         // first is built before anything is submitted, so that a request it refuses submits nothing.
-        ReplyConstraint first = chat ? constraint(request, promptText, maxTokens) : null;
+        ReplyConstraint first = chat ? constraint(request, promptText, room[0]) : null;
         // Stop strings never cut a constrained reply: its JSON would be left incomplete.
         List<String> stops = first == null ? request.stops() : List.of();
         BlockingQueue<RequestChannel.Event> events = RequestChannel.queue();
         List<GenerationRequest> requests = new ArrayList<>();
         List<GenerationListener> channels = new ArrayList<>();
         List<ReplyReader> readers = new ArrayList<>();
-        for (int i = 0; i < request.n(); i++) {
-            ReplyConstraint constraint = i == 0 ? first : constraint(request, promptText, maxTokens);
-            ReplyReader reader = reader(request, promptText);
-            // A reader splits the reply at the model's special tokens (channels, tool calls): it gets them all.
-            boolean skipSpecial = request.skipSpecialTokens() && reader == null;
-            // choice i draws with seed + i: n samples, not n copies of one (greedy ones are alike anyway)
-            SamplingParams sampling = request.sampling().withSeed(request.sampling().seed() + i);
-            // echo with logprobs: the prompt's tokens are scored too, as the legacy completions API lists them
-            int promptLogprobs = request.echo() ? request.replyOptions().logprobs() : -1;
-            requests.add(new GenerationRequest(prompt, sampling, maxTokens, stops, constraint, skipSpecial,
-                    request.replyOptions(), promptLogprobs));
-            channels.add(new RequestChannel(i, events));
-            readers.add(reader);
+        // echo with logprobs: the prompt's tokens are scored too, as the legacy completions API lists them
+        int promptLogprobs = request.echo() ? request.replyOptions().logprobs() : -1;
+        for (int p = 0; p < prompts.size(); p++) {
+            for (int i = 0; i < request.n(); i++) {
+                ReplyConstraint constraint = p == 0 && i == 0 ? first : constraint(request, promptText, room[p]);
+                ReplyReader reader = reader(request, promptText);
+                // A reader splits the reply at the model's special tokens (channels, tool calls): it gets them all.
+                boolean skipSpecial = request.skipSpecialTokens() && reader == null;
+                // choice i draws with seed + i: n samples, not n copies of one (greedy ones are alike anyway)
+                SamplingParams sampling = request.sampling().withSeed(request.sampling().seed() + i);
+                requests.add(new GenerationRequest(prompts.get(p), sampling, room[p], stops, constraint, skipSpecial,
+                        request.replyOptions(), promptLogprobs));
+                channels.add(new RequestChannel(requests.size() - 1, events));
+                readers.add(reader);
+            }
         }
         List<Ticket> tickets;
         try {
@@ -361,14 +361,18 @@ public final class OpenAiServer implements AutoCloseable {
         for (int i = 0; i < tickets.size(); i++) {
             LogprobsWriter logprobs = request.replyOptions().logprobs() < 0 ? null
                     : new LogprobsWriter(json, chat, served.text()::tokenBytes);
-            choices.add(new ReplyDelivery.Choice(i, tickets.get(i), readers.get(i), logprobs));
+            // the usage counts each prompt once, with its first choice
+            choices.add(new ReplyDelivery.Choice(i, tickets.get(i), readers.get(i), logprobs,
+                    i % request.n() == 0));
         }
         String id = (chat ? "chatcmpl-" : "cmpl-") + idPrefix + Long.toHexString(ids.incrementAndGet());
         ResponseShapes shapes = new ResponseShapes(json, chat, id, System.currentTimeMillis() / 1000, served.id());
         ReplyDelivery delivery = new ReplyDelivery(events, choices, shapes);
         if (request.echo()) {
-            delivery.echo(request.promptText() != null ? request.promptText() : decoded(request.promptIds()),
-                    prompt[0]);
+            for (int i = 0; i < choices.size(); i++) {
+                CompletionPrompt p = request.prompts().get(i / request.n());
+                delivery.echo(i, p.text() != null ? p.text() : decoded(p.ids()), prompts.get(i / request.n())[0]);
+            }
         }
         ServletContextRequest core = ServletContextRequest.getServletContextRequest(ctx.req());
         if (core != null) {
@@ -443,16 +447,40 @@ public final class OpenAiServer implements AutoCloseable {
         return request.parallelToolCalls() ? reader : reader.oneCallOnly();
     }
 
-    private int[] prompt(ApiRequest request) {
+    /** The tokens of a chat's rendered prompt ({@code completion} null) or of one completions prompt. */
+    private int[] prompt(ApiRequest request, CompletionPrompt completion) {
         try {
-            if (request.isChat()) {
+            if (completion == null) {
                 return served.text().renderChat(request.chat());
             }
-            return request.promptIds() != null ? request.promptIds() : served.text().encode(request.promptText());
+            return completion.ids() != null ? completion.ids() : served.text().encode(completion.text());
         } catch (MoeException | IllegalArgumentException e) {
             throw ApiError.badRequest("the prompt cannot be rendered: " + e.getMessage(),
                     request.isChat() ? "messages" : "prompt");
         }
+    }
+
+    /**
+     * The reply's room after {@code prompt} (the request's max tokens, within the context: the scheduler's own rule,
+     * so that a constraint is built for the room the reply really has); refuses a prompt that leaves none, or a
+     * max_tokens the context cannot hold.
+     */
+    private static int room(ApiRequest request, int[] prompt, int context, String param) {
+        if (prompt.length == 0) {
+            throw ApiError.badRequest("the prompt is empty", param);
+        }
+        if (prompt.length >= context) {
+            throw ApiError.badRequest("this model's context holds " + context + " tokens; the prompt has "
+                    + prompt.length + ", which leaves no room for an answer", param, "context_length_exceeded");
+        }
+        if (request.maxTokens() != null && request.maxTokens() > context - prompt.length) {
+            // As OpenAI and vLLM answer: a reply the request allows but the context cannot hold is refused, not cut.
+            throw ApiError.badRequest("max_tokens (or max_completion_tokens) is " + request.maxTokens()
+                    + " but this model's context holds " + context + " tokens and the prompt has " + prompt.length
+                    + ", which leaves " + (context - prompt.length), "max_tokens", "context_length_exceeded");
+        }
+        return new ReplyBudget(request.maxTokens() == null ? Integer.MAX_VALUE : request.maxTokens(), context)
+                .room(0, prompt.length);
     }
 
     private JsonNode readBody(Context ctx) throws IOException {

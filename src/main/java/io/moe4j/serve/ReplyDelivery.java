@@ -46,7 +46,11 @@ final class ReplyDelivery {
         /** A streamed echo that waits for its prompt's log-probabilities: not yet sent. */
         boolean echoPending;
 
-        Choice(int index, Ticket ticket, ReplyReader reader, LogprobsWriter logprobs) {
+        /** Whether its prompt's tokens count in the usage (the first choice of each prompt). */
+        final boolean countsPrompt;
+
+        Choice(int index, Ticket ticket, ReplyReader reader, LogprobsWriter logprobs, boolean countsPrompt) {
+            this.countsPrompt = countsPrompt;
             this.index = index;
             this.ticket = ticket;
             this.reader = reader;
@@ -71,16 +75,15 @@ final class ReplyDelivery {
     }
 
     /**
-     * The completions API's echo: each reply starts with the prompt's text (and, with log-probabilities, its tokens'
-     * ones, from {@code firstToken} on).
+     * The completions API's echo: the choice's reply starts with its prompt's text (and, with log-probabilities, its
+     * tokens' ones, from {@code firstToken} on).
      */
-    void echo(String prompt, int firstToken) {
-        for (Choice c : choices) {
-            c.echo = prompt;
-            c.echoFirstToken = firstToken;
-            c.echoPending = c.logprobs != null;
-            c.text.append(prompt);
-        }
+    void echo(int choice, String prompt, int firstToken) {
+        Choice c = choices.get(choice);
+        c.echo = prompt;
+        c.echoFirstToken = firstToken;
+        c.echoPending = c.logprobs != null;
+        c.text.append(prompt);
     }
 
     /** The choice's log-probabilities: the echoed prompt's first when it has them, then the reply's. */
@@ -148,11 +151,19 @@ final class ReplyDelivery {
         ctx.contentType("application/json").result(shapes.joined(bodies, total()).toString());
     }
 
-    /** The usage of all choices together: the prompt once, every choice's completion. */
+    /** The usage of all choices together: each prompt once, every choice's completion. */
     private GenerationResult total() {
-        GenerationResult first = choices.getFirst().end;
-        int completion = choices.stream().mapToInt(c -> c.end.completionTokens()).sum();
-        return new GenerationResult(first.reason(), first.promptTokens(), completion, null, first.cachedTokens());
+        int prompt = 0;
+        int cached = 0;
+        int completion = 0;
+        for (Choice c : choices) {
+            completion += c.end.completionTokens();
+            if (c.countsPrompt) {
+                prompt += c.end.promptTokens();
+                cached += c.end.cachedTokens();
+            }
+        }
+        return new GenerationResult(choices.getFirst().end.reason(), prompt, completion, null, cached);
     }
 
     /** Streams every choice's reply as it comes; a write that fails (the client left) cancels them. */

@@ -36,6 +36,8 @@ final class RequestParser {
             "prompt_logprobs", "include_stop_str_in_output", "return_tokens_as_token_ids", "use_beam_search",
             "length_penalty", "truncate_prompt_tokens", "guided_decoding_backend");
 
+    /** The most prompts one completions request may send (each with its own choices: --max-queue bounds them all). */
+    static final int MAX_PROMPTS = 1024;
     /** The most choices one request may ask for ({@code n}): each is a sequence of its own. */
     static final int MAX_CHOICES = 16;
     private static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant", "tool");
@@ -118,7 +120,7 @@ final class RequestParser {
         }
         Integer maxTokens = optionalInt(body, "max_completion_tokens", 1);
         Integer legacyMax = optionalInt(body, "max_tokens", 1);
-        return common(body, true, model, vocabSize, new ChatPrompt(messages, tools, templateArgs(body)), null, null,
+        return common(body, true, model, vocabSize, new ChatPrompt(messages, tools, templateArgs(body)), List.of(),
                 maxTokens != null ? maxTokens : legacyMax, toolChoice, format, defaults, grammar);
     }
 
@@ -155,27 +157,33 @@ final class RequestParser {
         if (prompt == null || prompt.isNull()) {
             throw ApiError.badRequest("'prompt' is required", "prompt");
         }
-        String text = null;
-        int[] ids = null;
+        List<CompletionPrompt> prompts = new ArrayList<>();
         if (prompt.isTextual()) {
-            text = prompt.asText();
-        } else if (prompt.isArray() && !prompt.isEmpty() && prompt.get(0).isTextual()) {
-            if (prompt.size() != 1) {
-                throw ApiError.badRequest("'prompt' holds " + prompt.size() + " prompts; one prompt per request "
-                        + "is served", "prompt");
+            prompts.add(new CompletionPrompt(prompt.asText(), null));
+        } else if (prompt.isArray() && !prompt.isEmpty() && (prompt.get(0).isTextual() || prompt.get(0).isArray())) {
+            // a batch: strings, or arrays of token ids, each answered by n choices of its own
+            if (prompt.size() > MAX_PROMPTS) {
+                throw ApiError.badRequest("'prompt' holds " + prompt.size() + " prompts; at most " + MAX_PROMPTS
+                        + " are served in one request", "prompt");
             }
-            text = prompt.get(0).asText();
-        } else if (prompt.isArray() && !prompt.isEmpty() && prompt.get(0).isArray()) {
-            if (prompt.size() != 1) {
-                throw ApiError.badRequest("'prompt' holds " + prompt.size() + " prompts; one prompt per request "
-                        + "is served", "prompt");
+            boolean texts = prompt.get(0).isTextual();
+            for (int i = 0; i < prompt.size(); i++) {
+                JsonNode one = prompt.get(i);
+                String at = "prompt[" + i + "]";
+                if (texts && one.isTextual()) {
+                    prompts.add(new CompletionPrompt(one.asText(), null));
+                } else if (!texts && one.isArray() && !one.isEmpty()) {
+                    prompts.add(new CompletionPrompt(null, tokenIds(one, vocabSize, at)));
+                } else {
+                    throw ApiError.badRequest("'" + at + "' must be " + (texts ? "a string" : "a non-empty array of "
+                            + "token ids") + ", as the first prompt is", "prompt");
+                }
             }
-            ids = tokenIds(prompt.get(0), vocabSize, "prompt");
         } else if (prompt.isArray() && !prompt.isEmpty()) {
-            ids = tokenIds(prompt, vocabSize, "prompt");
+            prompts.add(new CompletionPrompt(null, tokenIds(prompt, vocabSize, "prompt")));
         } else {
-            throw ApiError.badRequest("'prompt' must be a string, an array of one string, or an array of token ids",
-                    "prompt");
+            throw ApiError.badRequest("'prompt' must be a string, an array of strings, an array of token ids or an "
+                    + "array of such arrays", "prompt");
         }
 
         refuseNonNull(body, "suffix");
@@ -191,12 +199,12 @@ final class RequestParser {
             throw ApiError.badRequest("'best_of' must be 1", "best_of");
         }
         // 0 asks for the prompt alone (with echo), as evaluation harnesses score a text
-        return common(body, false, model, vocabSize, null, text, ids, optionalInt(body, "max_tokens", 0), null, null,
+        return common(body, false, model, vocabSize, null, prompts, optionalInt(body, "max_tokens", 0), null, null,
                 defaults, null);
     }
 
     private static ApiRequest common(JsonNode body, boolean isChat, String model, int vocabSize, ChatPrompt chat,
-                                     String text, int[] ids, Integer maxTokens, ToolChoice toolChoice, JsonNode format,
+                                     List<CompletionPrompt> prompts, Integer maxTokens, ToolChoice toolChoice, JsonNode format,
                                      SamplingDefaults defaults, JsonGrammar grammar) {
         // vLLM's guided-decoding extensions: refused by name rather than silently ignored
         for (String field : List.of("guided_json", "guided_regex", "guided_choice", "guided_grammar",
@@ -303,7 +311,7 @@ final class RequestParser {
                 seed, adjustments);
         // vLLM's extension, true by default there too: special tokens stay out of the text unless asked for
         boolean skipSpecial = optionalBoolean(body, "skip_special_tokens", "skip_special_tokens", true);
-        return new ApiRequest(isChat, model, chat, text, ids, sampling, maxTokens, stops, stream, includeUsage, format,
+        return new ApiRequest(isChat, model, chat, prompts, sampling, maxTokens, stops, stream, includeUsage, format,
                 toolChoice, skipSpecial, parallelToolCalls, grammar, replyOptions, n, echo);
     }
 

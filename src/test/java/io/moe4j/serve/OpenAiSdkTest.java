@@ -14,6 +14,7 @@ import com.openai.models.chat.completions.ChatCompletionChunk;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
 import com.openai.models.chat.completions.ChatCompletionStreamOptions;
 import com.openai.models.completions.Completion;
+import com.openai.models.completions.CompletionChoice;
 import com.openai.models.completions.CompletionCreateParams;
 import com.openai.models.completions.CompletionUsage;
 import com.openai.models.models.Model;
@@ -27,6 +28,7 @@ import org.junit.jupiter.api.Timeout;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -382,5 +384,45 @@ class OpenAiSdkTest {
                 .prompt(CompletionCreateParams.Prompt.ofArrayOfTokens(List.of(72L, 105L))).temperature(0.0).maxTokens(3)
                 .echo(true).build()).choices().getFirst().text();
         assertThat(ids).startsWith("Hi");
+    }
+
+    /**
+     * Several prompts in one completions request (as evaluation harnesses batch them): prompt p's choices are indices
+     * p * n .. p * n + n - 1, each the reply that prompt gets alone; the usage counts every prompt once.
+     */
+    @Test
+    void aBatchOfPromptsAnswersEachAsAlone() {
+        List<String> prompts = List.of("Once upon", "In a hole", "It was");
+        CompletionCreateParams.Builder one = CompletionCreateParams.builder().model("toy-model").temperature(0.0)
+                .maxTokens(5).echo(true);
+        Completion batch = client.completions().create(one.prompt(CompletionCreateParams.Prompt.ofArrayOfStrings(
+                prompts)).n(2).build());
+        assertThat(batch.choices()).hasSize(6);
+        long promptTokens = 0;
+        for (int p = 0; p < prompts.size(); p++) {
+            Completion alone = client.completions().create(one.prompt(prompts.get(p)).n(1).build());
+            String want = alone.choices().getFirst().text();
+            assertThat(want).startsWith(prompts.get(p));
+            promptTokens += alone.usage().orElseThrow().promptTokens();
+            for (int i = 0; i < 2; i++) {
+                int index = p * 2 + i;
+                CompletionChoice choice = batch.choices().stream().filter(c -> c.index() == index).findFirst()
+                        .orElseThrow();
+                assertThat(choice.text()).as("choice %d", index).isEqualTo(want);
+            }
+        }
+        assertThat(batch.usage().orElseThrow().promptTokens()).isEqualTo(promptTokens);
+        // token-id prompts too, streamed
+        Map<Long, StringBuilder> streamed = new java.util.TreeMap<>();
+        try (StreamResponse<Completion> s = client.completions().createStreaming(CompletionCreateParams.builder()
+                .model("toy-model").temperature(0.0).maxTokens(3).echo(true)
+                .prompt(CompletionCreateParams.Prompt.ofArrayOfTokenArrays(List.of(List.of(72L, 105L),
+                        List.of(79L, 107L)))).build())) {
+            s.stream().forEach(c -> c.choices().forEach(ch -> streamed.computeIfAbsent(ch.index(),
+                    k -> new StringBuilder()).append(ch.text())));
+        }
+        assertThat(streamed).hasSize(2);
+        assertThat(streamed.get(0L).toString()).startsWith("Hi");
+        assertThat(streamed.get(1L).toString()).startsWith("Ok");
     }
 }

@@ -3,7 +3,10 @@ package io.moe4j.serve;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import org.junit.jupiter.api.Test;
 
+import java.util.List;
+
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 class RequestParserTest {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -46,13 +49,22 @@ class RequestParserTest {
     @Test
     void completionPromptsAsTextOrIds() throws Exception {
         ApiRequest text = RequestParser.completion(JSON.readTree("{\"model\":\"m\",\"prompt\":[\"hi\"]}"), 10);
-        assertThat(text.promptText()).isEqualTo("hi");
+        assertThat(text.prompts()).singleElement().extracting(CompletionPrompt::text).isEqualTo("hi");
         assertThat(text.maxTokens()).isNull();
         assertThat(text.sampling().temperature()).as("OpenAI's default").isEqualTo(1.0);
         ApiRequest ids = RequestParser.completion(JSON.readTree("{\"model\":\"m\",\"prompt\":[[1,2,3]],\"stop\":\"s\"}"),
                 10);
-        assertThat(ids.promptIds()).containsExactly(1, 2, 3);
+        assertThat(ids.prompts().getFirst().ids()).containsExactly(1, 2, 3);
         assertThat(ids.stops()).containsExactly("s");
+        ApiRequest batch = RequestParser.completion(JSON.readTree("{\"model\":\"m\",\"prompt\":[[1,2],[3]]}"), 10);
+        assertThat(batch.prompts()).hasSize(2);
+        assertThat(batch.prompts().get(1).ids()).containsExactly(3);
+        assertThat(RequestParser.completion(JSON.readTree("{\"model\":\"m\",\"prompt\":[\"a\",\"b\"]}"), 10)
+                .prompts()).extracting(CompletionPrompt::text).containsExactly("a", "b");
+        for (String bad : List.of("[\"a\", [1]]", "[[1], \"a\"]", "[[1], []]", "[[1], [99]]")) {
+            assertThatThrownBy(() -> RequestParser.completion(JSON.readTree("{\"model\":\"m\",\"prompt\":" + bad
+                    + "}"), 10)).as(bad).isInstanceOf(ApiError.class).hasMessageContaining("prompt[1]");
+        }
     }
 
     /**

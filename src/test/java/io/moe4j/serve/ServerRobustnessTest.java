@@ -212,7 +212,12 @@ class ServerRobustnessTest {
                 "content", "z".repeat(70_000)))), 413, null});
         cases.put("completion prompt missing", new Object[] {TEXT, "{\"model\":\"toy\"}", 400, "prompt"});
         cases.put("completion prompt an object", new Object[] {TEXT, "{\"model\":\"toy\",\"prompt\":{}}", 400, "prompt"});
-        cases.put("completion of two prompts", new Object[] {TEXT, "{\"model\":\"toy\",\"prompt\":[\"a\",\"b\"]}", 400, "prompt"});
+        cases.put("completion of mixed prompts", new Object[] {TEXT, "{\"model\":\"toy\",\"prompt\":[\"a\",[1]]}", 400,
+                "prompt"});
+        cases.put("completion prompts past the queue", new Object[] {TEXT, "{\"model\":\"toy\",\"prompt\":[\"a\",\"b\","
+                + "\"c\"],\"n\":3}", 400, "prompt"});
+        cases.put("completion prompt of a batch over the context", new Object[] {TEXT, "{\"model\":\"toy\",\"prompt\":"
+                + "[\"a\",\"" + "y".repeat(200) + "\"]}", 400, "prompt[1]"});
         cases.put("completion ids outside the vocabulary", new Object[] {TEXT,
                 "{\"model\":\"toy\",\"prompt\":[1,2,999999]}", 400, "prompt"});
         cases.put("completion empty prompt", new Object[] {TEXT, "{\"model\":\"toy\",\"prompt\":\"\"}", 400, "prompt"});
