@@ -36,6 +36,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * The OpenAI-compatible HTTP API over a {@link Scheduler}: {@code GET /v1/models} (and {@code /v1/models/ID}),
  * {@code POST /v1/chat/completions},
  * {@code POST /v1/completions} (plain, or streamed as server-sent events ending with {@code data: [DONE]}),
+ * {@code POST /v1/responses} (the Responses API, read as the chat request it amounts to: {@link ResponsesRequest}),
  * vLLM's {@code POST /tokenize} and {@code /detokenize}, {@code GET /health} and {@code GET /metrics}. Refusals are
  * OpenAI error objects with their status; no request can stop the server. Handlers run on virtual threads and block
  * on their sequences' events, so many streams cost no platform threads.
@@ -45,7 +46,10 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class OpenAiServer implements AutoCloseable {
     private static final Set<String> ROUTES = Set.of("/v1/models", "/v1/chat/completions", "/v1/completions",
-            "/health", "/metrics", "/tokenize", "/detokenize");
+            "/v1/responses", "/health", "/metrics", "/tokenize", "/detokenize");
+
+    /** The generation routes: each reads its request and shapes its answer its own way. */
+    private enum Api { CHAT, COMPLETIONS, RESPONSES }
     private static final String MODEL_ROUTE = "/v1/models/";
 
     private final ServedModel served;
@@ -87,14 +91,19 @@ public final class OpenAiServer implements AutoCloseable {
             cfg.routes.get("/v1/models", this::models);
             // <id> rather than {id}: model ids such as "openai/gpt-oss-20b" hold slashes.
             cfg.routes.get("/v1/models/<id>", this::model);
-            cfg.routes.post("/v1/chat/completions", ctx -> tracked(ctx, true));
-            cfg.routes.post("/v1/completions", ctx -> tracked(ctx, false));
+            cfg.routes.post("/v1/chat/completions", ctx -> tracked(ctx, Api.CHAT));
+            cfg.routes.post("/v1/completions", ctx -> tracked(ctx, Api.COMPLETIONS));
+            cfg.routes.post("/v1/responses", ctx -> tracked(ctx, Api.RESPONSES));
+            cfg.routes.get("/v1/responses/<id>", ctx -> {
+                throw new ApiError(404, "no response '" + ctx.pathParam("id") + "': this server keeps no responses "
+                        + "(they are answered, not stored)", "invalid_request_error", null, "not_found");
+            });
             // vLLM's token routes, outside /v1 as there (the API key holds for them too)
             cfg.routes.before("/tokenize", this::authenticate);
             cfg.routes.before("/detokenize", this::authenticate);
             cfg.routes.post("/tokenize", this::tokenize);
             cfg.routes.post("/detokenize", this::detokenize);
-            for (String generation : List.of("/v1/chat/completions", "/v1/completions")) {
+            for (String generation : List.of("/v1/chat/completions", "/v1/completions", "/v1/responses")) {
                 // the route exists: another method is a 405 naming the one it takes, not a 404
                 cfg.routes.get(generation, ctx -> {
                     ctx.header("Allow", "POST");
@@ -158,10 +167,13 @@ public final class OpenAiServer implements AutoCloseable {
     }
 
     /** Runs a generation handler, counted so that {@link #close} can wait for it to finish writing. */
-    private void tracked(Context ctx, boolean chat) throws IOException {
+    private void tracked(Context ctx, Api api) throws IOException {
         generating.incrementAndGet();
         try {
-            generate(ctx, chat);
+            generate(ctx, api);
+        } catch (ApiError e) {
+            // the Responses API's request is checked as the chat request it amounts to: its refusals name its fields
+            throw api == Api.RESPONSES ? ResponsesRequest.inResponsesTerms(e) : e;
         } finally {
             synchronized (generating) {
                 generating.decrementAndGet();
@@ -289,8 +301,10 @@ public final class OpenAiServer implements AutoCloseable {
                 .put("max_model_len", served.model().contextLength());
     }
 
-    private void generate(Context ctx, boolean chat) throws IOException {
-        JsonNode body = readBody(ctx);
+    private void generate(Context ctx, Api api) throws IOException {
+        JsonNode sent = readBody(ctx);
+        JsonNode body = api == Api.RESPONSES ? ResponsesRequest.toChat(sent) : sent;
+        boolean chat = api != Api.COMPLETIONS;
         ChatOutputs outputs = served.text().chatOutputs();
         ApiRequest request = chat ? RequestParser.chat(body, served.sampling(), outputs == null ? null : outputs.trie(),
                 served.model().vocabSize())
@@ -365,6 +379,10 @@ public final class OpenAiServer implements AutoCloseable {
             choices.add(new ReplyDelivery.Choice(i, tickets.get(i), readers.get(i), logprobs,
                     i % request.n() == 0));
         }
+        if (api == Api.RESPONSES) {
+            respond(ctx, sent, request, events, choices.getFirst());
+            return;
+        }
         String id = (chat ? "chatcmpl-" : "cmpl-") + idPrefix + Long.toHexString(ids.incrementAndGet());
         ResponseShapes shapes = new ResponseShapes(json, chat, id, System.currentTimeMillis() / 1000, served.id());
         ReplyDelivery delivery = new ReplyDelivery(events, choices, shapes);
@@ -389,6 +407,30 @@ public final class OpenAiServer implements AutoCloseable {
             }
         } catch (InterruptedException e) {
             delivery.cancelAll();
+            Thread.currentThread().interrupt();
+            throw new ApiError(503, "the server is shutting down", "server_error", null, "shutting_down");
+        }
+    }
+
+    /** Answers a Responses API request (one choice) whole or streamed, as {@link ResponsesDelivery} shapes it. */
+    private void respond(Context ctx, JsonNode sent, ApiRequest request, BlockingQueue<RequestChannel.Event> events,
+                         ReplyDelivery.Choice choice) {
+        String serial = idPrefix + Long.toHexString(ids.incrementAndGet());
+        ResponsesShapes shapes = new ResponsesShapes(json, "resp_" + serial, System.currentTimeMillis() / 1000,
+                served.id(), sent);
+        ResponsesDelivery delivery = new ResponsesDelivery(events, choice, shapes, serial);
+        ServletContextRequest core = ServletContextRequest.getServletContextRequest(ctx.req());
+        if (core != null) {
+            core.addFailureListener(failure -> choice.ticket.cancel());
+        }
+        try {
+            if (request.stream()) {
+                delivery.stream(ctx, config.keepAlive().toMillis());
+            } else {
+                delivery.whole(ctx, HangUpProbe.of(core));
+            }
+        } catch (InterruptedException e) {
+            choice.ticket.cancel();
             Thread.currentThread().interrupt();
             throw new ApiError(503, "the server is shutting down", "server_error", null, "shutting_down");
         }

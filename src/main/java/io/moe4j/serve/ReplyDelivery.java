@@ -315,7 +315,8 @@ final class ReplyDelivery {
         out.flush();
     }
 
-    private static void failIfAborted(GenerationResult end) {
+    /** Throws the API error of a reply that ended by failing or by being cancelled. */
+    static void failIfAborted(GenerationResult end) {
         if (end.reason() == FinishReason.ERROR) {
             throw new ApiError(500, end.error(), "server_error", null, null);
         }

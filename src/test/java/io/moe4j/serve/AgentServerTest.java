@@ -332,6 +332,111 @@ class AgentServerTest {
         }
     }
 
+    /** TOOLS as the Responses API writes function tools (flat). */
+    private static List<com.openai.models.responses.FunctionTool> flatTools() {
+        List<com.openai.models.responses.FunctionTool> out = new ArrayList<>();
+        for (JsonNode t : tree(TOOLS)) {
+            JsonNode f = t.get("function");
+            var parameters = com.openai.models.responses.FunctionTool.Parameters.builder();
+            f.get("parameters").properties().forEach(e -> parameters.putAdditionalProperty(e.getKey(),
+                    JsonValue.from(JSON.convertValue(e.getValue(), Object.class))));
+            out.add(com.openai.models.responses.FunctionTool.builder().name(f.get("name").asText())
+                    .description(f.get("description").asText()).parameters(parameters.build()).strict((Boolean) null)
+                    .build());
+        }
+        return out;
+    }
+
+    private static String reasoningOf(com.openai.models.responses.Response r) {
+        StringBuilder text = new StringBuilder();
+        for (var item : r.output()) {
+            item.reasoning().ifPresent(x -> x.content().orElse(List.of()).forEach(c -> text.append(c.text())));
+        }
+        return text.toString();
+    }
+
+    /**
+     * The Responses API calls tools as chat completions do: a forced call, greedy, gives the same reasoning and the
+     * same arguments, whole and streamed; a second turn of input items (the call and its output) reads as the chat
+     * messages of the same turn (the same prompt and answer).
+     */
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    void responsesCallToolsAsChatDoes(boolean gpt) throws Exception {
+        String user = "Add two numbers";
+        HttpResponse<String> raw = post(gpt ? gptOssServer : qwenServer, """
+                {"model": "%s", "max_tokens": 96, "temperature": 0, "messages": [{"role": "user", "content": "%s"}],
+                 "tools": %s, "tool_choice": {"type": "function", "function": {"name": "add"}}}"""
+                .formatted(id(gpt), user, TOOLS));
+        assertThat(raw.statusCode()).as(raw.body()).isEqualTo(200);
+        JsonNode chatMessage = tree(raw.body()).path("choices").get(0).path("message");
+        JsonNode chatCall = chatMessage.path("tool_calls").get(0).path("function");
+        var builder = com.openai.models.responses.ResponseCreateParams.builder().model(id(gpt)).input(user)
+                .temperature(0.0).maxOutputTokens(96)
+                .toolChoice(com.openai.models.responses.ToolChoiceFunction.builder().name("add").build());
+        flatTools().forEach(builder::addTool);
+        var params = builder.build();
+        var r = client(gpt).responses().create(params);
+        r.validate();
+        var call = r.output().stream().filter(com.openai.models.responses.ResponseOutputItem::isFunctionCall)
+                .map(com.openai.models.responses.ResponseOutputItem::asFunctionCall).findFirst().orElseThrow();
+        assertThat(call.name()).isEqualTo("add");
+        assertThat(call.arguments()).isEqualTo(chatCall.path("arguments").asText());
+        assertThat(reasoningOf(r)).isEqualTo(chatMessage.path("reasoning_content").asText(""));
+        List<com.openai.models.responses.ResponseStreamEvent> events = new ArrayList<>();
+        try (var stream = client(gpt).responses().createStreaming(params)) {
+            stream.stream().forEach(events::add);
+        }
+        events.forEach(com.openai.models.responses.ResponseStreamEvent::validate);
+        StringBuilder streamedReasoning = new StringBuilder();
+        String streamedArguments = null;
+        for (var e : events) {
+            e.reasoningTextDelta().ifPresent(d -> streamedReasoning.append(d.delta()));
+            if (e.isFunctionCallArgumentsDone()) {
+                streamedArguments = e.asFunctionCallArgumentsDone().arguments();
+            }
+        }
+        assertThat(streamedArguments).isEqualTo(call.arguments());
+        assertThat(streamedReasoning.toString()).isEqualTo(reasoningOf(r));
+        var last = events.getLast();
+        var fin = last.isCompleted() ? last.asCompleted().response() : last.asIncomplete().response();
+        assertThat(fin.output()).hasSize(r.output().size());
+
+        // the next turn: the call and its output as input items, against the same chat messages
+        String roundTrip = """
+                [{"role": "user", "content": "%s"},
+                 {"role": "assistant", "content": null, "tool_calls": [{"id": "%s", "type": "function",
+                   "function": {"name": "add", "arguments": %s}}]},
+                 {"role": "tool", "tool_call_id": "%s", "content": "5"}]"""
+                .formatted(user, call.callId(), JSON.writeValueAsString(call.arguments()), call.callId());
+        HttpResponse<String> chat2 = post(gpt ? gptOssServer : qwenServer, """
+                {"model": "%s", "max_tokens": 12, "temperature": 0, "messages": %s, "tools": %s}"""
+                .formatted(id(gpt), roundTrip, TOOLS));
+        assertThat(chat2.statusCode()).as(chat2.body()).isEqualTo(200);
+        var next = com.openai.models.responses.ResponseCreateParams.builder().model(id(gpt)).temperature(0.0)
+                .maxOutputTokens(12).inputOfResponse(List.of(
+                        com.openai.models.responses.ResponseInputItem.ofEasyInputMessage(
+                                com.openai.models.responses.EasyInputMessage.builder()
+                                        .role(com.openai.models.responses.EasyInputMessage.Role.USER).content(user)
+                                        .build()),
+                        com.openai.models.responses.ResponseInputItem.ofFunctionCall(call),
+                        com.openai.models.responses.ResponseInputItem.ofFunctionCallOutput(
+                                com.openai.models.responses.ResponseInputItem.FunctionCallOutput.builder()
+                                        .callId(call.callId()).output("5").build())));
+        flatTools().forEach(next::addTool);
+        var r2 = client(gpt).responses().create(next.build());
+        r2.validate();
+        JsonNode c2 = tree(chat2.body());
+        assertThat(r2.usage().orElseThrow().inputTokens()).isEqualTo(c2.path("usage").path("prompt_tokens").asLong());
+        assertThat(r2.usage().orElseThrow().outputTokens())
+                .isEqualTo(c2.path("usage").path("completion_tokens").asLong());
+        StringBuilder answer = new StringBuilder();
+        for (var item : r2.output()) {
+            item.message().ifPresent(m -> m.content().forEach(c -> answer.append(c.asOutputText().text())));
+        }
+        assertThat(answer.toString()).isEqualTo(c2.path("choices").get(0).path("message").path("content").asText(""));
+    }
+
     private static final String ROUND_TRIP = """
             [{"role": "user", "content": "Weather in Paris?"},
              {"role": "assistant", "content": null, "tool_calls": [{"id": "call_abc", "type": "function",
