@@ -322,6 +322,77 @@ class ServerRobustnessTest {
         assertStillServing();
     }
 
+    /**
+     * The Responses API under the same damage, also inside its input items, tools and text format: an answer or a
+     * 4xx that names what is wrong, never a failure, and the server serves on.
+     */
+    @Test
+    void fuzzedResponsesBodiesGetAnAnswerOrAnErrorNeverAFailure() throws Exception {
+        Random random = new Random(20261129);
+        String base = """
+                {"model": "toy", "instructions": "be short", "max_output_tokens": 4, "temperature": 0,
+                 "input": [{"role": "user", "content": "hi"},
+                           {"type": "function_call", "call_id": "call_1", "name": "f", "arguments": "{}"},
+                           {"type": "function_call_output", "call_id": "call_1", "output": "ok"},
+                           {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}],
+                 "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}],
+                 "text": {"format": {"type": "text"}}}""";
+        List<Object> values = new ArrayList<>(List.of(-1, 0, 1, 3.5, 1e30, "", "x", "auto", "required", true, false,
+                List.of(), List.of(1, "a"), Map.of(), Map.of("type", "function"), Map.of("type", "json_object"),
+                Map.of("type", "function", "name", "f"), Map.of("effort", "low"), Map.of("format", Map.of()),
+                List.of(Map.of("type", "function_call")), List.of(Map.of("role", "tool", "content", "x")),
+                List.of(Map.of("type", "reasoning", "content", List.of(Map.of("type", "x")))),
+                List.of("reasoning.encrypted_content"), List.of(Map.of("type", "web_search"))));
+        values.add(null);
+        String[] fields = {"model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "tools",
+                "tool_choice", "text", "reasoning", "stream", "include", "truncation", "metadata", "store",
+                "parallel_tool_calls", "previous_response_id", "user", "background", "top_logprobs"};
+        int answered = 0;
+        int refused = 0;
+        for (int i = 0; i < 200; i++) {
+            JsonNode node = JSON.readTree(base);
+            int edits = 1 + random.nextInt(3);
+            for (int e = 0; e < edits; e++) {
+                JsonNode value = JSON.valueToTree(values.get(random.nextInt(values.size())));
+                switch (random.nextInt(4)) {
+                    case 0, 1 -> ((ObjectNode) node).set(fields[random.nextInt(fields.length)], value);
+                    case 2 -> {
+                        // inside an input item
+                        JsonNode input = node.get("input");
+                        if (input != null && input.isArray() && !input.isEmpty()) {
+                            JsonNode item = input.get(random.nextInt(input.size()));
+                            if (item.isObject()) {
+                                String[] keys = {"type", "role", "content", "call_id", "name", "arguments", "output"};
+                                ((ObjectNode) item).set(keys[random.nextInt(keys.length)], value);
+                            }
+                        }
+                    }
+                    default -> {
+                        // inside the tool or the text format
+                        JsonNode target = random.nextBoolean() ? node.path("tools").path(0) : node.path("text")
+                                .path("format");
+                        if (target.isObject()) {
+                            String[] keys = {"type", "name", "parameters", "strict", "schema", "description"};
+                            ((ObjectNode) target).set(keys[random.nextInt(keys.length)], value);
+                        }
+                    }
+                }
+            }
+            HttpResponse<String> r = post("/v1/responses", node.toString());
+            String what = "fuzz case " + i + ": " + node;
+            if (r.statusCode() == 200) {
+                answered++;
+                continue;
+            }
+            refused++;
+            assertThat(r.statusCode()).as(what + " -> " + r.body()).isBetween(400, 499);
+            assertError(r, r.statusCode(), null, what);
+        }
+        assertThat(refused).isGreaterThan(50);
+        assertThat(answered).isPositive();
+        assertStillServing();
+    }
+
     @Test
     void aQueuedStreamWhoseClientLeftIsDroppedAtTheNextKeepAlive() throws Exception {
         ToyModel slow = new ToyModel(4096, 0, 5_000_000, 0);
