@@ -77,6 +77,14 @@ public final class ChatOutputs {
     }
 
     /**
+     * Whether the tool calls of a free (tool_choice auto) reply after {@code renderedPrompt} are read out of it:
+     * harmony's messages (gpt-oss) or the family's parser; else a call would come back as text.
+     */
+    public boolean readsFreeToolCalls(String renderedPrompt) {
+        return renderedPrompt.endsWith("<|start|>assistant") || toolCallParser() != null;
+    }
+
+    /**
      * A reader of the reply that continues {@code renderedPrompt}.
      *
      * @param toolCalls    read the family's tool calls out of the reply (tools offered, tool_choice auto)

@@ -314,6 +314,10 @@ public final class OpenAiServer implements AutoCloseable {
                     + served.id() + "'", "invalid_request_error", "model", "model_not_found");
         }
         String promptText = chat ? chatText(request) : null;
+        if (chat && request.toolChoice() instanceof ToolChoice.Auto && request.chat().tools() != null
+                && !request.chat().tools().isEmpty()) {
+            refuseUnreadToolCalls(promptText);
+        }
         // a chat's one prompt, or each of a completions request's prompts (n choices each)
         List<int[]> prompts = new ArrayList<>();
         if (chat) {
@@ -474,6 +478,21 @@ public final class OpenAiServer implements AutoCloseable {
                     + " tokens; max_tokens (or the context left) allows " + maxTokens, "max_tokens");
         }
         return constraint;
+    }
+
+    /**
+     * Refuses tools offered with tool_choice auto where no parser reads this model's calls out of its text (as vLLM
+     * refuses without a tool-call parser): the calls would come back as text, never as tool calls.
+     */
+    private void refuseUnreadToolCalls(String promptText) {
+        ChatOutputs outputs = served.text().chatOutputs();
+        if (outputs != null && promptText != null && outputs.readsFreeToolCalls(promptText)) {
+            return;
+        }
+        String family = outputs == null ? "this model" : "this model (" + outputs.family().modelType() + ")";
+        throw ApiError.badRequest("'tool_choice' auto (the default with tools) needs the model's tool calls read out "
+                + "of free text, and this server has no tool-call parser for " + family + ": send 'tool_choice' "
+                + "'required' or a named function (calls by constrained decoding), or 'none'", "tool_choice");
     }
 
     /** A reader that splits the reply into answer, reasoning and tool calls; null where the model offers none. */

@@ -103,4 +103,40 @@ class DeviceServerTest {
         // a penalty moves the draw to the host, from the device's logits
         assertThat(chat(", \"presence_penalty\": 2").get("message").get("content").asText()).isNotEmpty();
     }
+
+    /**
+     * A scored prompt (echo with logprobs) longer than one scoring call and one step's prompt budget: every position's
+     * logits come back from the device, and each prompt token's value is the log softmax of a device session's
+     * prefill at the position before it.
+     */
+    @Test
+    void aScoredPromptOnTheDevice() throws Exception {
+        int vocab = model.model().vocabSize();
+        int[] prompt = new java.util.Random(3).ints(300, 0, Math.min(vocab, 100_000)).toArray();
+        var body = JSON.createObjectNode().put("model", "qwen3-random").put("echo", true).put("logprobs", 1)
+                .put("max_tokens", 0);
+        var ids = body.putArray("prompt");
+        for (int t : prompt) {
+            ids.add(t);
+        }
+        JsonNode values;
+        try (HttpClient http = HttpClient.newHttpClient()) {
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port()
+                            + "/v1/completions")).header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString(body.toString())).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+            values = JSON.readTree(r.body()).get("choices").get(0).get("logprobs").get("token_logprobs");
+        }
+        assertThat(values.size()).isEqualTo(prompt.length);
+        try (var session = model.model().newSession()) {
+            float[] all = session.prefill(prompt);
+            for (int i = 0; i + 1 < prompt.length; i++) {
+                double[] row = io.moe4j.testing.LogSoftmax.of(java.util.Arrays.copyOfRange(all, i * vocab,
+                        (i + 1) * vocab));
+                assertThat(values.get(i + 1).asDouble()).as("position %d", i + 1)
+                        .isCloseTo(row[prompt[i + 1]], within(1e-3));
+            }
+        }
+    }
 }

@@ -210,6 +210,8 @@ class ServerRobustnessTest {
                 "content", "y".repeat(200)))), 400, "messages"});
         cases.put("body too large", new Object[] {CHAT, chatWith("messages", List.of(Map.of("role", "user",
                 "content", "z".repeat(70_000)))), 413, null});
+        cases.put("tools with auto on a model without a tool-call parser", new Object[] {CHAT, chatWith("tools",
+                List.of(Map.of("type", "function", "function", Map.of("name", "f")))), 400, "tool_choice"});
         cases.put("completion prompt missing", new Object[] {TEXT, "{\"model\":\"toy\"}", 400, "prompt"});
         cases.put("completion prompt an object", new Object[] {TEXT, "{\"model\":\"toy\",\"prompt\":{}}", 400, "prompt"});
         cases.put("completion of mixed prompts", new Object[] {TEXT, "{\"model\":\"toy\",\"prompt\":[\"a\",[1]]}", 400,
