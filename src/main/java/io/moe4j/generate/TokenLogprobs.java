@@ -14,8 +14,10 @@ import jdk.incubator.vector.VectorSpecies;
  * @param logprob     its log-probability
  * @param topIds      the most likely tokens, most likely first (ties: lower id first)
  * @param topLogprobs their log-probabilities
+ * @param rank        the token's rank in the distribution, 1 + how many tokens are more likely (vLLM's
+ *                    {@code rank}); 0 where not counted (a drawn token's)
  */
-public record TokenLogprobs(int token, float logprob, int[] topIds, float[] topLogprobs) {
+public record TokenLogprobs(int token, float logprob, int[] topIds, float[] topLogprobs, int rank) {
     /** What stands for a log-probability of -infinity (or NaN), which JSON cannot carry. */
     public static final float FLOOR = -9999f;
     /** The most top tokens one may ask for (OpenAI's limit). */
@@ -29,7 +31,33 @@ public record TokenLogprobs(int token, float logprob, int[] topIds, float[] topL
         if (token < 0 || token >= vocab) {
             throw new IllegalArgumentException("token " + token + " is outside the vocabulary [0, " + vocab + ")");
         }
-        return Distribution.of(row, vocab, top).of(token, row[token]);
+        TokenLogprobs scored = Distribution.of(row, vocab, top).of(token, row[token]);
+        return new TokenLogprobs(token, scored.logprob, scored.topIds, scored.topLogprobs, rank(row, vocab, token));
+    }
+
+    /** 1 + the count of logits above the token's (NaN logits counted as not above). */
+    private static int rank(float[] row, int vocab, int token) {
+        float v = row[token];
+        VectorSpecies<Float> f = FloatVector.SPECIES_PREFERRED;
+        int bound = f.loopBound(vocab);
+        int above = 0;
+        int i = 0;
+        for (; i < bound; i += f.length()) {
+            above += FloatVector.fromArray(f, row, i).compare(VectorOperators.GT, v).trueCount();
+        }
+        for (; i < vocab; i++) {
+            above += row[i] > v ? 1 : 0;
+        }
+        return above + 1;
+    }
+
+    /** These log-probabilities with at most {@code top} top tokens. */
+    public TokenLogprobs withTop(int top) {
+        if (top >= topIds.length) {
+            return this;
+        }
+        return new TokenLogprobs(token, logprob, java.util.Arrays.copyOf(topIds, top),
+                java.util.Arrays.copyOf(topLogprobs, top), rank);
     }
 
     /** The distribution of one row of logits: its log-partition and its {@code top} most likely tokens. */
@@ -118,7 +146,7 @@ public record TokenLogprobs(int token, float logprob, int[] topIds, float[] topL
         }
 
         TokenLogprobs of(int token, float rawLogit) {
-            return new TokenLogprobs(token, floor(rawLogit - logPartition), topIds, topLogprobs);
+            return new TokenLogprobs(token, floor(rawLogit - logPartition), topIds, topLogprobs, 0);
         }
     }
 

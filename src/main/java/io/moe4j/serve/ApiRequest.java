@@ -22,13 +22,16 @@ import java.util.List;
  *                       token ids)
  * @param n              how many choices (sequences) to generate for each prompt
  * @param echo           completions: the prompt is written before each reply
+ * @param promptLogprobs vLLM's {@code prompt_logprobs}: each prompt token's log-probability with that many top
+ *                       tokens, in whole responses; -1 for none
  */
 public record ApiRequest(boolean isChat, String model, ChatPrompt chat, List<CompletionPrompt> prompts,
                          SamplingParams sampling, Integer maxTokens, List<String> stops, boolean stream,
                          boolean includeUsage, JsonNode responseFormat, ToolChoice toolChoice,
                          boolean skipSpecialTokens, boolean parallelToolCalls,
                          io.moe4j.generate.constraint.JsonGrammar grammar,
-                         io.moe4j.generate.ReplyOptions replyOptions, int n, boolean echo) {
+                         io.moe4j.generate.ReplyOptions replyOptions, int n, boolean echo,
+                         int promptLogprobs) {
     public ApiRequest {
         prompts = List.copyOf(prompts);
     }

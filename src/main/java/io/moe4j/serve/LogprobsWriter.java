@@ -80,6 +80,28 @@ final class LogprobsWriter {
         return root;
     }
 
+    /**
+     * vLLM's {@code prompt_logprobs}: null for the prompt's first token, then for each other token an object keyed by
+     * token id holding that token and the most likely ones, each {@code {"logprob", "rank", "decoded_token"}}.
+     */
+    ArrayNode promptLogprobs(List<TokenLogprobs> scored) {
+        ArrayNode list = json.createArrayNode();
+        list.addNull();
+        for (TokenLogprobs t : scored) {
+            ObjectNode position = list.addObject();
+            position.set(Integer.toString(t.token()), json.createObjectNode().put("logprob", t.logprob())
+                    .put("rank", t.rank()).put("decoded_token", text(t.token())));
+            for (int i = 0; i < t.topIds().length; i++) {
+                String id = Integer.toString(t.topIds()[i]);
+                if (!position.has(id)) {
+                    position.set(id, json.createObjectNode().put("logprob", t.topLogprobs()[i]).put("rank", i + 1)
+                            .put("decoded_token", text(t.topIds()[i])));
+                }
+            }
+        }
+        return list;
+    }
+
     private JsonNode completion(List<TokenLogprobs> tokens) {
         ObjectNode root = completionRoot();
         appendCompletion(root, tokens);

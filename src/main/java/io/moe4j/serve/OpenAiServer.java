@@ -349,8 +349,10 @@ public final class OpenAiServer implements AutoCloseable {
         List<GenerationRequest> requests = new ArrayList<>();
         List<GenerationListener> channels = new ArrayList<>();
         List<ReplyReader> readers = new ArrayList<>();
-        // echo with logprobs: the prompt's tokens are scored too, as the legacy completions API lists them
-        int promptLogprobs = request.echo() ? request.replyOptions().logprobs() : -1;
+        // echo with logprobs: the prompt's tokens are scored too, as the legacy completions API lists them; and
+        // vLLM's prompt_logprobs (the prompt is scored once, with the larger of the two top counts)
+        int promptLogprobs = Math.max(request.echo() ? request.replyOptions().logprobs() : -1,
+                request.promptLogprobs());
         for (int p = 0; p < prompts.size(); p++) {
             for (int i = 0; i < request.n(); i++) {
                 ReplyConstraint constraint = p == 0 && i == 0 ? first : constraint(request, promptText, room[p]);
@@ -390,6 +392,8 @@ public final class OpenAiServer implements AutoCloseable {
         String id = (chat ? "chatcmpl-" : "cmpl-") + idPrefix + Long.toHexString(ids.incrementAndGet());
         ResponseShapes shapes = new ResponseShapes(json, chat, id, System.currentTimeMillis() / 1000, served.id());
         ReplyDelivery delivery = new ReplyDelivery(events, choices, shapes);
+        delivery.promptScores(request.echo() ? request.replyOptions().logprobs() : -1, request.promptLogprobs(),
+                new LogprobsWriter(json, chat, served.text()::tokenBytes));
         if (request.echo()) {
             for (int i = 0; i < choices.size(); i++) {
                 CompletionPrompt p = request.prompts().get(i / request.n());

@@ -24,6 +24,11 @@ final class ReplyDelivery {
     private final BlockingQueue<RequestChannel.Event> events;
     private final List<Choice> choices;
     private final ResponseShapes shapes;
+    /** Top tokens an echo's prompt lists ({@code logprobs}), and vLLM's {@code prompt_logprobs} (-1: none). */
+    private int echoTop = -1;
+    private int promptTop = -1;
+    /** Writes {@code prompt_logprobs}. */
+    private LogprobsWriter promptWriter;
 
     /** One choice: its ticket, what reads its reply, and what it has produced so far. */
     static final class Choice {
@@ -75,6 +80,20 @@ final class ReplyDelivery {
     }
 
     /**
+     * How the scored prompt is written: an echo's log-probabilities list {@code echoTop} top tokens, vLLM's
+     * {@code prompt_logprobs} {@code promptTop} (-1: not written); the prompt was scored with the larger.
+     */
+    void promptScores(int echoTop, int promptTop, LogprobsWriter writer) {
+        this.echoTop = echoTop;
+        this.promptTop = promptTop;
+        this.promptWriter = writer;
+    }
+
+    private static List<TokenLogprobs> top(List<TokenLogprobs> scores, int top) {
+        return scores.stream().map(t -> t.withTop(top)).toList();
+    }
+
+    /**
      * The completions API's echo: the choice's reply starts with its prompt's text (and, with log-probabilities, its
      * tokens' ones, from {@code firstToken} on).
      */
@@ -87,11 +106,11 @@ final class ReplyDelivery {
     }
 
     /** The choice's log-probabilities: the echoed prompt's first when it has them, then the reply's. */
-    private static JsonNode written(Choice c) {
+    private JsonNode written(Choice c) {
         if (c.logprobs == null) {
             return null;
         }
-        return c.echo != null ? c.logprobs.writeEcho(c.echoFirstToken, c.promptScores, c.tokens)
+        return c.echo != null ? c.logprobs.writeEcho(c.echoFirstToken, top(c.promptScores, echoTop), c.tokens)
                 : c.logprobs.write(c.tokens);
     }
 
@@ -137,18 +156,31 @@ final class ReplyDelivery {
         List<ObjectNode> bodies = new ArrayList<>();
         for (Choice c : choices) {
             JsonNode written = written(c);
+            ObjectNode body;
             if (c.reader == null) {
-                bodies.add(shapes.whole(c.text.toString(), c.end, written));
+                body = shapes.whole(c.text.toString(), c.end, written);
             } else {
                 c.reader.finish();
-                bodies.add(shapes.wholeReply(c.reader.answer(), c.reader.reasoning(), c.reader.toolCalls(), c.end,
-                        written));
+                body = shapes.wholeReply(c.reader.answer(), c.reader.reasoning(), c.reader.toolCalls(), c.end,
+                        written);
             }
+            if (promptTop >= 0 && !shapes.chat()) {
+                // vLLM writes a completion's prompt_logprobs in its choice
+                ((ObjectNode) body.get("choices").get(0)).set("prompt_logprobs",
+                        promptWriter.promptLogprobs(top(c.promptScores, promptTop)));
+            }
+            bodies.add(body);
         }
         if (probe.tookData()) {
             ctx.header("Connection", "close");
         }
-        ctx.contentType("application/json").result(shapes.joined(bodies, total()).toString());
+        ObjectNode response = shapes.joined(bodies, total());
+        if (promptTop >= 0 && shapes.chat()) {
+            // and a chat's at the top (one prompt)
+            response.set("prompt_logprobs", promptWriter.promptLogprobs(top(choices.getFirst().promptScores,
+                    promptTop)));
+        }
+        ctx.contentType("application/json").result(response.toString());
     }
 
     /** The usage of all choices together: each prompt once, every choice's completion. */
@@ -208,7 +240,7 @@ final class ReplyDelivery {
                         c.echoPending = false;
                         send(out, ResponseShapes.withLogprobs(ResponseShapes.indexed(
                                 shapes.textChunk(c.echo, includeUsage), c.index),
-                                c.logprobs.writeEcho(c.echoFirstToken, c.promptScores, List.of())));
+                                c.logprobs.writeEcho(c.echoFirstToken, top(c.promptScores, echoTop), List.of())));
                     }
                     if (e.end() != null) {
                         if (!finish(out, c, e.end(), includeUsage)) {

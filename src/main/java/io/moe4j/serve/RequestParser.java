@@ -33,7 +33,7 @@ final class RequestParser {
      * empty or 0), so that no reply silently ignores it.
      */
     private static final List<String> UNSERVED_EXTENSIONS = List.of("allowed_token_ids", "bad_words",
-            "prompt_logprobs", "include_stop_str_in_output", "return_tokens_as_token_ids", "use_beam_search",
+            "include_stop_str_in_output", "return_tokens_as_token_ids", "use_beam_search",
             "length_penalty", "truncate_prompt_tokens", "guided_decoding_backend");
 
     /** The most prompts one completions request may send (each with its own choices: --max-queue bounds them all). */
@@ -218,7 +218,7 @@ final class RequestParser {
         for (String field : UNSERVED_EXTENSIONS) {
             JsonNode v = nullToNull(body.get(field));
             boolean neutral = v == null || (v.isBoolean() && !v.booleanValue()) || (v.isArray() && v.isEmpty())
-                    || (v.isNumber() && v.asDouble() == 0 && !field.equals("prompt_logprobs"));
+                    || (v.isNumber() && v.asDouble() == 0);
             if (!neutral) {
                 throw ApiError.badRequest("'" + field + "' is not supported", field);
             }
@@ -304,6 +304,16 @@ final class RequestParser {
             throw ApiError.badRequest("'ignore_eos' cannot carry a constrained reply (response_format or a forced "
                     + "tool call) past the end of its JSON", "ignore_eos");
         }
+        // vLLM's prompt_logprobs: each prompt token's log-probability given those before it, with that many top ones
+        Integer promptLogprobs = optionalInt(body, "prompt_logprobs", 0);
+        if (promptLogprobs != null && promptLogprobs > TokenLogprobs.MAX_TOP) {
+            throw ApiError.badRequest("'prompt_logprobs' must be in [0, " + TokenLogprobs.MAX_TOP + "], got "
+                    + promptLogprobs, "prompt_logprobs");
+        }
+        if (promptLogprobs != null && stream) {
+            throw ApiError.badRequest("'prompt_logprobs' is served in whole responses, not streamed ones",
+                    "prompt_logprobs");
+        }
         ReplyOptions replyOptions = new ReplyOptions(logprobs, minTokens, ignoreEos,
                 stopTokenIds(body.get("stop_token_ids"), vocabSize));
         List<String> stops = stops(body.get("stop"));
@@ -312,7 +322,8 @@ final class RequestParser {
         // vLLM's extension, true by default there too: special tokens stay out of the text unless asked for
         boolean skipSpecial = optionalBoolean(body, "skip_special_tokens", "skip_special_tokens", true);
         return new ApiRequest(isChat, model, chat, prompts, sampling, maxTokens, stops, stream, includeUsage, format,
-                toolChoice, skipSpecial, parallelToolCalls, grammar, replyOptions, n, echo);
+                toolChoice, skipSpecial, parallelToolCalls, grammar, replyOptions, n, echo,
+                promptLogprobs == null ? -1 : promptLogprobs);
     }
 
     /** vLLM's {@code min_tokens}: 0 when absent; refused beside a constrained reply, which ends where its JSON does. */

@@ -277,6 +277,73 @@ class LogprobsServerTest {
         assertThat(text.toString()).isEqualTo(String.join("", tokens));
     }
 
+    private static com.fasterxml.jackson.databind.JsonNode post(String path, String body) throws Exception {
+        try (java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient()) {
+            var r = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:"
+                            + server.port() + path)).header("Content-Type", "application/json")
+                    .POST(java.net.http.HttpRequest.BodyPublishers.ofString(body)).build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofString());
+            var tree = new com.fasterxml.jackson.databind.ObjectMapper().readTree(r.body());
+            return ((com.fasterxml.jackson.databind.node.ObjectNode) tree).put("status", r.statusCode());
+        }
+    }
+
+    /**
+     * vLLM's prompt_logprobs: for each prompt token after the first, that token's log-probability and rank (1 + how
+     * many tokens are more likely) and the most likely ones, keyed by id; in a completion's choice, at a chat's top.
+     */
+    @Test
+    void promptLogprobsAreEachPromptTokensValueAndRank() throws Exception {
+        String prompt = "the cat sat";
+        var r = post("/v1/completions", """
+                {"model": "%s", "prompt": "%s", "max_tokens": 3, "temperature": 0, "prompt_logprobs": 2,
+                 "echo": true, "logprobs": 1}""".formatted(MODEL, prompt));
+        assertThat(r.path("status").asInt()).as(r.toString()).isEqualTo(200);
+        var choice = r.path("choices").get(0);
+        var scored = choice.path("prompt_logprobs");
+        int[] ids = new ByteText().encode(prompt);
+        assertThat(scored.size()).isEqualTo(ids.length);
+        assertThat(scored.get(0).isNull()).isTrue();
+        List<double[]> want = prefixes(ids);
+        for (int i = 1; i < ids.length; i++) {
+            double[] row = want.get(i - 1);
+            var position = scored.get(i);
+            var token = position.path(Integer.toString(ids[i]));
+            assertThat(token.path("logprob").asDouble()).isCloseTo(row[ids[i]], within(1e-5));
+            double value = row[ids[i]];
+            long above = java.util.Arrays.stream(row).filter(v -> v > value).count();
+            assertThat(token.path("rank").asLong()).isEqualTo(above + 1);
+            assertThat(token.path("decoded_token").asText()).isEqualTo(String.valueOf((char) ids[i]));
+            // the top two are the two most likely ids, ranks 1 and 2
+            List<Integer> order = java.util.stream.IntStream.range(0, row.length).boxed()
+                    .sorted((a, b) -> Double.compare(row[b], row[a])).limit(2).toList();
+            for (int k = 0; k < 2; k++) {
+                var top = position.path(Integer.toString(order.get(k)));
+                assertThat(top.path("rank").asInt()).isEqualTo(k + 1);
+                assertThat(top.path("logprob").asDouble()).isCloseTo(row[order.get(k)], within(1e-5));
+            }
+            assertThat(position.size()).isBetween(2, 3);
+        }
+        // the echo's own list keeps its own top count (1), though the prompt was scored with 2
+        var tops = choice.path("logprobs").path("top_logprobs");
+        for (int i = 1; i < tops.size(); i++) {
+            assertThat(tops.get(i).size()).isEqualTo(1);
+        }
+        var chat = post("/v1/chat/completions", """
+                {"model": "%s", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 2,
+                 "prompt_logprobs": 0}""".formatted(MODEL));
+        assertThat(chat.path("status").asInt()).as(chat.toString()).isEqualTo(200);
+        assertThat(chat.path("prompt_logprobs").size()).isEqualTo(chat.path("usage").path("prompt_tokens").asInt());
+        assertThat(chat.path("prompt_logprobs").get(1).size()).isEqualTo(1);
+        var streamed = post("/v1/completions", """
+                {"model": "%s", "prompt": "x", "stream": true, "prompt_logprobs": 1}""".formatted(MODEL));
+        assertThat(streamed.path("status").asInt()).isEqualTo(400);
+        assertThat(streamed.path("error").path("param").asText()).isEqualTo("prompt_logprobs");
+        var many = post("/v1/completions", """
+                {"model": "%s", "prompt": "x", "prompt_logprobs": 21}""".formatted(MODEL));
+        assertThat(many.path("status").asInt()).isEqualTo(400);
+    }
+
     @Test
     void badLogprobsFieldsAreRefusedByName() {
         assertThatThrownBy(() -> client.chat().completions().create(ChatCompletionCreateParams.builder().model(MODEL)

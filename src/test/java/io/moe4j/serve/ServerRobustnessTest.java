@@ -171,8 +171,8 @@ class ServerRobustnessTest {
                 "min_tokens"});
         cases.put("stop_token_ids beyond the vocabulary", new Object[] {CHAT, chatWith("stop_token_ids",
                 List.of(5, 999999)), 400, "stop_token_ids"});
-        cases.put("vLLM's prompt_logprobs", new Object[] {CHAT, chatWith("prompt_logprobs", 0), 400,
-                "prompt_logprobs"});
+        cases.put("vLLM's prompt_logprobs of the whole vocabulary", new Object[] {CHAT, chatWith("prompt_logprobs",
+                -1), 400, "prompt_logprobs"});
         cases.put("completion top_logprobs", new Object[] {TEXT,
                 "{\"model\":\"toy\",\"prompt\":\"a\",\"top_logprobs\":2}", 400, "top_logprobs"});
         cases.put("n past the queue", new Object[] {CHAT, chatWith("n", 9), 400, "n"});
