@@ -15,7 +15,7 @@ import java.util.Properties;
         description = "Mixture-of-Experts models from their real quantized checkpoints, on the JVM: chat, generate"
                 + " and serve them; run, time and inspect their layers.",
         subcommands = {DemoCommand.class, GenerateCommand.class, ChatCommand.class, ServeCommand.class, TokenizeCommand.class, InspectCommand.class, ForwardCommand.class, BackendsCommand.class,
-                BenchCommand.class, LogitsCommand.class,
+                BenchCommand.class, LogitsCommand.class, PerplexityCommand.class,
                 CommandLine.HelpCommand.class})
 public final class MoeCommand implements Runnable {
 

@@ -35,6 +35,17 @@ public record TokenLogprobs(int token, float logprob, int[] topIds, float[] topL
         return new TokenLogprobs(token, scored.logprob, scored.topIds, scored.topLogprobs, rank(row, vocab, token));
     }
 
+    /**
+     * The log softmax of one row of logits {@code row[0, vocab)} at {@code token}, not floored: -infinity where the
+     * token's logit is, NaN where the row holds a NaN.
+     */
+    public static double logSoftmaxAt(float[] row, int vocab, int token) {
+        if (token < 0 || token >= vocab) {
+            throw new IllegalArgumentException("token " + token + " is outside the vocabulary [0, " + vocab + ")");
+        }
+        return row[token] - Distribution.logSumExp(row, vocab);
+    }
+
     /** 1 + the count of logits above the token's (NaN logits counted as not above). */
     private static int rank(float[] row, int vocab, int token) {
         float v = row[token];
