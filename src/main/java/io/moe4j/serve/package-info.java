@@ -5,12 +5,19 @@
  * <ul>
  *   <li>{@link io.moe4j.serve.OpenAiServer}: the HTTP routes on Javalin; reads and bounds the body, refuses with
  *       OpenAI error objects ({@link io.moe4j.serve.ApiError}), answers whole or as server-sent events.</li>
- *   <li>{@link io.moe4j.serve.RequestParser}: checks every field and builds an {@link io.moe4j.serve.ApiRequest}.</li>
+ *   <li>{@link io.moe4j.serve.RequestParser}: checks every field and builds an {@link io.moe4j.serve.ApiRequest}; a
+ *       Responses API request is first read as the chat request it amounts to
+ *       ({@link io.moe4j.serve.ResponsesRequest}).</li>
  *   <li>{@link io.moe4j.serve.TextCodec}: renders the chat (or encodes the prompt) to ids, and turns generated ids
  *       back into text with an incremental detokenizer.</li>
  *   <li>{@link io.moe4j.serve.Scheduler}: one engine thread that steps every active sequence together through
  *       {@link io.moe4j.serve.StepModel#step}, admits waiting requests between steps, samples each sequence with its
- *       own seeded sampler and ends it at eos, a stop string, max tokens or the context end.</li>
+ *       own seeded sampler and ends it at eos, a stop string, max tokens or the context end. A request that scores its
+ *       prompt (echo with logprobs, {@code prompt_logprobs}) has its prompt fed alone through
+ *       {@link io.moe4j.serve.StepModel#stepEveryRow}, every position's logits read, before it joins the batch.</li>
+ *   <li>{@link io.moe4j.serve.ReplyDelivery} (chat and completions, {@code n} choices) and
+ *       {@link io.moe4j.serve.ResponsesDelivery} (the Responses API's items and events): a request's answer, whole
+ *       or streamed, from its sequences' events.</li>
  *   <li>{@link io.moe4j.serve.ServeMetrics}: counters and histograms for {@code GET /metrics}.</li>
  * </ul>
  *
