@@ -14,8 +14,9 @@ import java.util.function.IntFunction;
  * A reply's tokens' log-probabilities in OpenAI's shapes: for chat {@code {"content": [{"token", "logprob", "bytes",
  * "top_logprobs": [...]}], "refusal": null}}, for completions the older {@code {"tokens", "token_logprobs",
  * "top_logprobs", "text_offset"}}. A token's text is its bytes read as UTF-8 (a byte-level token holding part of a
- * character reads as U+FFFD; {@code bytes} has it exactly). The completions' offsets run on over the pieces of one
- * reply, so one writer serves one response.
+ * character reads as U+FFFD; {@code bytes} has it exactly). The completions' offsets count characters (code points,
+ * as Python clients index a string, not Java's UTF-16 units) and run on over the pieces of one reply, so one writer
+ * serves one response.
  */
 final class LogprobsWriter {
     private final ObjectMapper json;
@@ -74,7 +75,7 @@ final class LogprobsWriter {
         ((ArrayNode) root.get("token_logprobs")).addNull();
         ((ArrayNode) root.get("top_logprobs")).addNull();
         ((ArrayNode) root.get("text_offset")).add(textOffset);
-        textOffset += text.length();
+        textOffset += text.codePointCount(0, text.length());
         appendCompletion(root, prompt);
         appendCompletion(root, reply);
         return root;
@@ -131,7 +132,7 @@ final class LogprobsWriter {
                 top.put(text(t.topIds()[i]), t.topLogprobs()[i]);
             }
             offsets.add(textOffset);
-            textOffset += text.length();
+            textOffset += text.codePointCount(0, text.length());
         }
     }
 
