@@ -15,6 +15,25 @@ final class HostSequence implements SequenceState {
         }
     }
 
+    private HostSequence(Model model, KvBuffer[] caches) {
+        this.model = model;
+        this.caches = caches;
+    }
+
+    @Override
+    public SequenceState fork(long position) {
+        for (int l = 0; l < caches.length; l++) {
+            if (!caches[l].canRewind(model.layers().get(l).attention().window(), position)) {
+                return null;
+            }
+        }
+        KvBuffer[] copies = new KvBuffer[caches.length];
+        for (int l = 0; l < caches.length; l++) {
+            copies[l] = caches[l].copyBefore(position);
+        }
+        return new HostSequence(model, copies);
+    }
+
     @Override
     public float[] forward(int[] tokens, long start, boolean allLogits) {
         int n = tokens.length;

@@ -104,6 +104,21 @@ public final class KvBuffer {
         }
     }
 
+    /**
+     * A new buffer holding this one's rows before {@code position} (and its rewind allowance); the two then change
+     * apart.
+     */
+    public KvBuffer copyBefore(long position) {
+        KvBuffer copy = new KvBuffer(width);
+        int keep = (int) Math.max(0, Math.min(rows, position - first));
+        copy.data = new float[Math.max(keep, 16) * width];
+        System.arraycopy(data, startRow * width, copy.data, 0, keep * width);
+        copy.rows = keep;
+        copy.first = first;
+        copy.rewindable = rewindable;
+        return copy;
+    }
+
     public void clear() {
         startRow = 0;
         rows = 0;

@@ -50,6 +50,15 @@ public interface SequenceState extends AutoCloseable {
     default void keepForRewind(int positions) {
     }
 
+    /**
+     * A new state holding this one's first {@code position} positions, which then changes apart from this one (a
+     * shared prefix copied rather than fed again); null, changing nothing, where the runtime cannot (or a windowed
+     * layer no longer holds what the copy's next query sees).
+     */
+    default SequenceState fork(long position) {
+        return null;
+    }
+
     @Override
     void close();
 }

@@ -223,6 +223,28 @@ public final class Session implements AutoCloseable {
     }
 
     /**
+     * A new session holding this one's first {@code position} tokens, its caches copied (a shared prefix is copied, not
+     * run again); the two then go on apart. Null where the runtime cannot copy them or, as for {@link #rewind}, a
+     * sliding or chunked host layer no longer holds every row the copy's next query sees.
+     */
+    public Session fork(long position) {
+        checkOpen();
+        if (position < 0 || position > this.position) {
+            throw new IllegalArgumentException("cannot fork at " + position + " (at " + this.position + ")");
+        }
+        if (failure != null) {
+            return null;
+        }
+        SequenceState copy = state.fork(position);
+        if (copy == null) {
+            return null;
+        }
+        Session s = new Session(model, copy);
+        s.position = position;
+        return s;
+    }
+
+    /**
      * Keeps, from now on, what a {@link #rewind} of up to {@code positions} positions needs: a sliding or chunked
      * host layer then holds that many rows beyond its window (a conversation rewinds past its last reply where the
      * chat template renders that reply anew).

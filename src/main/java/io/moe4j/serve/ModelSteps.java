@@ -66,6 +66,12 @@ public final class ModelSteps implements StepModel {
         }
 
         @Override
+        public Sequence fork(int length) {
+            Session copy = session.fork(length);
+            return copy == null ? null : new SessionSequence(copy);
+        }
+
+        @Override
         public void keepForRewind(int positions) {
             session.keepForRewind(positions);
         }

@@ -258,6 +258,9 @@ public final class Scheduler implements AutoCloseable {
                     job.fed = hit.shared();
                     job.cachedTokens = hit.shared();
                     metrics.promptTokensCached(hit.shared());
+                    if (hit.copied()) {
+                        metrics.prefixCopied();
+                    }
                 } else {
                     job.sequence = model.open();
                 }

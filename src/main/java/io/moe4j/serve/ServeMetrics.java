@@ -18,6 +18,7 @@ public final class ServeMetrics {
     private final Map<FinishReason, LongAdder> finished = new ConcurrentHashMap<>();
     private final LongAdder promptTokens = new LongAdder();
     private final LongAdder cachedPromptTokens = new LongAdder();
+    private final LongAdder prefixCopies = new LongAdder();
     private final LongAdder generatedTokens = new LongAdder();
     private final LongAdder steps = new LongAdder();
     private final Histogram batchSize = new Histogram(1, 2, 4, 8, 16, 32, 64, 128, 256);
@@ -40,6 +41,11 @@ public final class ServeMetrics {
     }
 
     /** Prompt tokens a request found in a kept sequence ({@link PrefixCache}) and did not feed again. */
+    /** A request got a copy of a kept sequence's start (the kept one stays). */
+    void prefixCopied() {
+        prefixCopies.increment();
+    }
+
     void promptTokensCached(int tokens) {
         cachedPromptTokens.add(tokens);
     }
@@ -100,6 +106,8 @@ public final class ServeMetrics {
         counter(out, "moe4j_prompt_tokens_total", "Prompt tokens of admitted requests.", promptTokens.sum());
         counter(out, "moe4j_prompt_tokens_cached_total", "Prompt tokens found in a kept sequence, not fed again.",
                 cachedPromptTokens.sum());
+        counter(out, "moe4j_prefix_copies_total", "Requests that got a copy of a kept sequence's start.",
+                prefixCopies.sum());
         counter(out, "moe4j_generation_tokens_total", "Tokens sampled.", generatedTokens.sum());
         counter(out, "moe4j_steps_total", "Batched model steps.", steps.sum());
         gauge(out, "moe4j_queue_length", "Requests waiting for a free sequence slot.", queueLength.getAsInt());

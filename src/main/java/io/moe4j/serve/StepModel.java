@@ -61,6 +61,14 @@ public interface StepModel {
             return false;
         }
 
+        /**
+         * A new sequence holding this one's first {@code length} tokens, copied rather than fed again; this one is
+         * unchanged. Null where the model cannot copy them.
+         */
+        default Sequence fork(int length) {
+            return null;
+        }
+
         /** Keeps, from now on, what a rewind of up to {@code positions} positions needs (sliding-window layers). */
         default void keepForRewind(int positions) {
         }

@@ -36,6 +36,19 @@ class PrefixCacheTest {
             return true;
         }
 
+        /** Forks made of this sequence, at these lengths. */
+        final List<Integer> forks = new ArrayList<>();
+        boolean forkable;
+
+        @Override
+        public StepModel.Sequence fork(int to) {
+            if (!forkable) {
+                return null;
+            }
+            forks.add(to);
+            return new Fake(to, 0);
+        }
+
         @Override
         public void close() {
             closed = true;
@@ -83,6 +96,42 @@ class PrefixCacheTest {
         assertThat(longer.closed).isTrue();
         assertThat(hit.sequence()).isSameAs(shorter);
         assertThat(hit.shared()).isEqualTo(60);
+    }
+
+    /**
+     * A request sharing a long start but less than half of a kept sequence (the system prompt and tools of another
+     * conversation) gets a copy at the shared start; the kept one stays for the next such request, and for its own
+     * conversation's next turn. A model that cannot copy leaves it to a fresh prefill.
+     */
+    @Test
+    void aSharedSystemPromptIsCopiedAndTheKeptSequenceStays() {
+        PrefixCache cache = new PrefixCache(4);
+        Fake conversation = new Fake(200, 0);
+        conversation.forkable = true;
+        int[] held = concat(tokens(0, 60), tokens(1000, 140));
+        cache.keep(conversation, held);
+        for (int client = 0; client < 3; client++) {
+            PrefixCache.Hit hit = cache.take(concat(tokens(0, 60), tokens(2000 + 100 * client, 50)));
+            assertThat(hit.sequence()).isNotSameAs(conversation);
+            assertThat(hit.shared()).isEqualTo(60);
+            assertThat(hit.sequence().length()).isEqualTo(60);
+            assertThat(hit.copied()).isTrue();
+        }
+        assertThat(conversation.forks).containsExactly(60, 60, 60);
+        assertThat(cache.size()).isEqualTo(1);
+        assertThat(conversation.rewinds).isEmpty();
+        // fewer than FORK_LEAST shared tokens: not worth a copy
+        assertThat(cache.take(concat(tokens(0, PrefixCache.FORK_LEAST - 1), tokens(5000, 50)))).isNull();
+        // its own next turn takes it
+        PrefixCache.Hit next = cache.take(concat(held, tokens(3000, 10)));
+        assertThat(next.sequence()).isSameAs(conversation);
+        assertThat(next.shared()).isEqualTo(200);
+        assertThat(next.copied()).isFalse();
+        // a model that cannot copy: no hit, nothing changed
+        Fake plain = new Fake(200, 0);
+        cache.keep(plain, held);
+        assertThat(cache.take(concat(tokens(0, 60), tokens(4000, 10)))).isNull();
+        assertThat(cache.size()).isEqualTo(1);
     }
 
     @Test

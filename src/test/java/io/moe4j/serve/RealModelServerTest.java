@@ -245,6 +245,43 @@ class RealModelServerTest {
                 .as("usage.prompt_tokens_details.cached_tokens").isPositive();
     }
 
+    /**
+     * Requests sharing a long system prompt with a kept sequence, but less than half of what it holds, each get a
+     * copy of its start (the kept one stays for the next), and answer as the library does from scratch.
+     */
+    @Test
+    void requestsSharingASystemPromptEachGetACopyOfIt() throws Exception {
+        String system = "You answer for the prefix copy test. " + "Keep every answer to a single word. ".repeat(6);
+        client.chat().completions().create(ChatCompletionCreateParams.builder().model("qwen3-random")
+                .addSystemMessage(system).addUserMessage("A long question: " + "word ".repeat(150)).temperature(0.0)
+                .maxCompletionTokens(4).build());
+        long copies = copies(metrics());
+        for (String user : List.of("Name a colour", "Name a fruit")) {
+            ChatCompletion c = client.chat().completions().create(ChatCompletionCreateParams.builder()
+                    .model("qwen3-random").addSystemMessage(system).addUserMessage(user).temperature(0.0)
+                    .maxCompletionTokens(6).build());
+            var messages = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.arrayNode();
+            messages.addObject().put("role", "system").put("content", system);
+            messages.addObject().put("role", "user").put("content", user);
+            int[] prompt = model.encodeChat(io.moe4j.text.chat.ChatRequest.of(messages, true));
+            String library;
+            try (var session = model.model().newSession()) {
+                library = new io.moe4j.generate.Generator(model.tokenizer()).generate(session, prompt,
+                        new GenerationRequest(6, SamplingParams.greedy(), List.of(), model.eosIds()), p -> { },
+                        () -> false).text();
+            }
+            assertThat(c.choices().getFirst().message().content().orElseThrow()).as(user).isEqualTo(library);
+            assertThat(c.usage().orElseThrow().promptTokensDetails().orElseThrow().cachedTokens().orElseThrow())
+                    .as("cached tokens of '%s'", user).isGreaterThanOrEqualTo(PrefixCache.FORK_LEAST);
+        }
+        assertThat(copies(metrics())).as("copies made").isGreaterThan(copies);
+    }
+
+    private static long copies(String metrics) {
+        return metrics.lines().filter(l -> l.startsWith("moe4j_prefix_copies_total "))
+                .mapToLong(l -> Long.parseLong(l.substring(l.indexOf(' ') + 1).strip())).findFirst().orElse(-1);
+    }
+
     private static String metrics() throws Exception {
         try (java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient()) {
             return http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:"

@@ -270,6 +270,34 @@ final class DeviceSequence implements SequenceState {
         cachePositions = grown;
     }
 
+    /**
+     * A new sequence of the same model holding this one's first {@code position} positions: every layer's rows copied
+     * on the device, after all work on this model's context (a batched step writes the caches on a stream of its own).
+     */
+    @Override
+    public SequenceState fork(long position) {
+        if (closed) {
+            throw new IllegalStateException("this sequence is closed");
+        }
+        DeviceSequence copy = (DeviceSequence) model.newSequence();
+        try {
+            if (position > 0) {
+                copy.reserveCache((int) position);
+                ops.context().synchronize();
+                for (int l = 0; l < cacheOffsets.length; l++) {
+                    long row = 4L * model.layers().get(l).cacheWidth();
+                    copy.cache.copyFromDeviceAsync(cache, cacheOffsets[l], copy.cacheOffsets[l], row * position,
+                            copy.ops.stream());
+                }
+                copy.ops.synchronize();
+            }
+            return copy;
+        } catch (RuntimeException e) {
+            copy.close();
+            throw e;
+        }
+    }
+
     @Override
     public void reset() {
         // Positions are overwritten as they are fed again; nothing to clear.

@@ -26,6 +26,7 @@ public final class ToyModel implements StepModel {
     private final long nanosPerToken;
     private final AtomicInteger open = new AtomicInteger();
     private final AtomicInteger largestBatch = new AtomicInteger();
+    private final AtomicInteger forks = new AtomicInteger();
 
     public ToyModel(int contextLength, int eosPeriod, long nanosPerStep, long nanosPerToken) {
         if (contextLength < 2) {
@@ -45,6 +46,11 @@ public final class ToyModel implements StepModel {
     @Override
     public int contextLength() {
         return contextLength;
+    }
+
+    /** Sequences made by forking another. */
+    public int forks() {
+        return forks.get();
     }
 
     /** Sequences opened and not yet closed (a leak shows here). */
@@ -158,6 +164,20 @@ public final class ToyModel implements StepModel {
             length = to;
             hash = to == 0 ? START : hashes[to - 1];
             return true;
+        }
+
+        @Override
+        public Sequence fork(int to) {
+            if (to < 0 || to > length || closed) {
+                return null;
+            }
+            open.incrementAndGet();
+            forks.incrementAndGet();
+            ToySequence copy = new ToySequence();
+            copy.hashes = java.util.Arrays.copyOf(hashes, Math.max(16, to));
+            copy.length = to;
+            copy.hash = to == 0 ? START : hashes[to - 1];
+            return copy;
         }
 
         @Override
