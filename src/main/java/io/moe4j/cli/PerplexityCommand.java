@@ -46,8 +46,9 @@ final class PerplexityCommand implements Callable<Integer> {
             description = "tokens a window holds, at most the model's context (default: ${DEFAULT-VALUE})")
     int window;
 
-    @Option(names = "--stride", description = "tokens between window starts (default: half the window); each token is "
-            + "scored once, with at least window - stride tokens before it as context")
+    @Option(names = "--stride", description = "tokens between window starts (default: half the window); each token "
+            + "after the first is scored once, with at least window - stride tokens before it as context (a stride "
+            + "of the whole window leaves each window's first token unscored: nothing in its window precedes it)")
     Integer stride;
 
     @Option(names = "--json", description = "print the figures as one JSON object")
@@ -66,6 +67,10 @@ final class PerplexityCommand implements Callable<Integer> {
         }
         if (source.file != null) {
             String text = read(source.file);
+            if (text.isEmpty()) {
+                // said before a model is loaded for nothing
+                throw new IllegalArgumentException(source.file + " is empty: nothing to score");
+            }
             try (MoeModel m = modelArgs.load()) {
                 int[] ids = m.tokenizer().encodePrompt(text);
                 report(m.model(), ids, text.getBytes(StandardCharsets.UTF_8).length);
@@ -86,6 +91,8 @@ final class PerplexityCommand implements Callable<Integer> {
             return Files.readString(file, StandardCharsets.UTF_8);
         } catch (java.nio.charset.MalformedInputException e) {
             throw new MoeException(file + ": not UTF-8 text");
+        } catch (java.nio.file.NoSuchFileException e) {
+            throw new MoeException(file + ": no such file");
         } catch (IOException e) {
             throw new MoeException("cannot read " + file + ": " + e.getMessage(), e);
         }
@@ -99,7 +106,8 @@ final class PerplexityCommand implements Callable<Integer> {
         }
         int w = Math.min(window, Math.min(ids.length, model.contextLimit()));
         if (window > model.contextLimit()) {
-            System.err.printf("moe: --window %d is more than the model's context; windows of %d%n", window, w);
+            System.err.printf("moe: --window %d is more than the context of %d positions; windows of %d%n", window,
+                    model.contextLimit(), w);
         }
         int s = stride != null ? Math.min(stride, w) : Math.max(1, w / 2);
         long start = System.nanoTime();
@@ -118,9 +126,9 @@ final class PerplexityCommand implements Callable<Integer> {
             }
             out.println(o);
         } else {
-            out.printf("perplexity %.6g over %d tokens (%d scored, %d windows of %d, stride %d): mean NLL %.4f nats a "
-                    + "token%s%n", r.perplexity(), r.tokens(), r.scored(), r.windows(), w, s, r.meanNll(),
-                    bytes > 0 ? String.format(", %.4f bits a byte", bitsPerByte) : "");
+            out.printf("perplexity %.6g over %d tokens (%d scored, %d window%s of %d, stride %d): mean NLL %.4f nats "
+                    + "a token%s%n", r.perplexity(), r.tokens(), r.scored(), r.windows(), r.windows() == 1 ? "" : "s",
+                    w, s, r.meanNll(), bytes > 0 ? String.format(", %.4f bits a byte", bitsPerByte) : "");
         }
         out.flush();
         System.err.printf("moe: scored in %.1f s (%.1f tokens/s)%n", seconds, r.scored() / seconds);

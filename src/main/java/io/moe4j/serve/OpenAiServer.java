@@ -170,10 +170,18 @@ public final class OpenAiServer implements AutoCloseable {
     private void tracked(Context ctx, Api api) throws IOException {
         generating.incrementAndGet();
         try {
-            generate(ctx, api);
-        } catch (ApiError e) {
-            // the Responses API's request is checked as the chat request it amounts to: its refusals name its fields
-            throw api == Api.RESPONSES ? ResponsesRequest.inResponsesTerms(e) : e;
+            JsonNode sent = readBody(ctx);
+            if (api != Api.RESPONSES) {
+                generate(ctx, api, sent, sent);
+                return;
+            }
+            JsonNode chat = ResponsesRequest.toChat(sent); // refusals here name the Responses fields already
+            try {
+                generate(ctx, api, sent, chat);
+            } catch (ApiError e) {
+                // checked as the chat request it amounts to: its refusals are put in the Responses API's terms
+                throw ResponsesRequest.inResponsesTerms(e);
+            }
         } finally {
             synchronized (generating) {
                 generating.decrementAndGet();
@@ -301,9 +309,8 @@ public final class OpenAiServer implements AutoCloseable {
                 .put("max_model_len", served.model().contextLength());
     }
 
-    private void generate(Context ctx, Api api) throws IOException {
-        JsonNode sent = readBody(ctx);
-        JsonNode body = api == Api.RESPONSES ? ResponsesRequest.toChat(sent) : sent;
+    /** Answers one generation request: {@code sent} as the client sent it, {@code body} as chat reads it. */
+    private void generate(Context ctx, Api api, JsonNode sent, JsonNode body) {
         boolean chat = api != Api.COMPLETIONS;
         ChatOutputs outputs = served.text().chatOutputs();
         ApiRequest request = chat ? RequestParser.chat(body, served.sampling(), outputs == null ? null : outputs.trie(),
@@ -425,7 +432,8 @@ public final class OpenAiServer implements AutoCloseable {
                          ReplyDelivery.Choice choice) {
         String serial = idPrefix + Long.toHexString(ids.incrementAndGet());
         ResponsesShapes shapes = new ResponsesShapes(json, "resp_" + serial, System.currentTimeMillis() / 1000,
-                served.id(), sent);
+                served.id(), sent, request.sampling(), text -> text.isEmpty() ? 0
+                : served.text().encodeChatText(text).length);
         ResponsesDelivery delivery = new ResponsesDelivery(events, choice, shapes, serial);
         ServletContextRequest core = ServletContextRequest.getServletContextRequest(ctx.req());
         if (core != null) {
@@ -493,10 +501,14 @@ public final class OpenAiServer implements AutoCloseable {
         if (outputs != null && promptText != null && outputs.readsFreeToolCalls(promptText)) {
             return;
         }
-        String family = outputs == null ? "this model" : "this model (" + outputs.family().modelType() + ")";
+        if (outputs == null) {
+            throw ApiError.badRequest("this model offers no tool calls: send 'tool_choice' 'none' or no 'tools'",
+                    "tool_choice");
+        }
         throw ApiError.badRequest("'tool_choice' auto (the default with tools) needs the model's tool calls read out "
-                + "of free text, and this server has no tool-call parser for " + family + ": send 'tool_choice' "
-                + "'required' or a named function (calls by constrained decoding), or 'none'", "tool_choice");
+                + "of free text, and this server has no tool-call parser for this model (" + outputs.family()
+                .modelType() + "): send 'tool_choice' 'required' or a named function (calls by constrained "
+                + "decoding), or 'none'", "tool_choice");
     }
 
     /** A reader that splits the reply into answer, reasoning and tool calls; null where the model offers none. */
@@ -534,9 +546,11 @@ public final class OpenAiServer implements AutoCloseable {
         if (prompt.length == 0) {
             throw ApiError.badRequest("the prompt is empty", param);
         }
-        if (prompt.length >= context) {
+        boolean promptOnly = request.maxTokens() != null && request.maxTokens() == 0;
+        if (prompt.length > context || (prompt.length == context && !promptOnly)) {
             throw ApiError.badRequest("this model's context holds " + context + " tokens; the prompt has "
-                    + prompt.length + ", which leaves no room for an answer", param, "context_length_exceeded");
+                    + prompt.length + (promptOnly ? "" : ", which leaves no room for an answer"), param,
+                    "context_length_exceeded");
         }
         if (request.maxTokens() != null && request.maxTokens() > context - prompt.length) {
             // As OpenAI and vLLM answer: a reply the request allows but the context cannot hold is refused, not cut.

@@ -515,6 +515,18 @@ final class RequestParser {
             if (!t.path("function").isObject() || !t.path("function").path("name").isTextual()) {
                 throw ApiError.badRequest("'" + at + ".function.name' must be a string", at + ".function.name");
             }
+            JsonNode parameters = t.get("function").get("parameters");
+            if (parameters != null && !parameters.isNull() && !parameters.isObject()) {
+                // a JSON schema is an object; a forced call compiles it, and every call's model reads it
+                throw ApiError.badRequest("'" + at + ".function.parameters' must be a JSON schema object",
+                        at + ".function.parameters");
+            }
+            for (int j = 0; j < i; j++) {
+                if (tools.get(j).path("function").path("name").asText().equals(t.get("function").get("name").asText())) {
+                    throw ApiError.badRequest("'" + at + ".function.name' is '" + t.get("function").get("name").asText()
+                            + "', as tools[" + j + "]'s: tool names must differ", at + ".function.name");
+                }
+            }
         }
     }
 

@@ -47,7 +47,7 @@ final class ResponsesDelivery {
     }
 
     private String itemId(String kind) {
-        return kind + "_" + itemPrefix + Integer.toHexString(items++);
+        return kind + "_" + itemPrefix + "_" + items++;
     }
 
     /** The whole response once the reply has ended; a client that hangs up first cancels it. */

@@ -142,12 +142,23 @@ final class ResponsesRequest {
 
     /** A chat refusal in this API's terms: its field, and the field's name in its message. */
     static ApiError inResponsesTerms(ApiError e) {
-        String message = e.getMessage();
+        String message = inResponsesTerms(e.getMessage());
         for (Map.Entry<String, String> p : PARAMS.entrySet()) {
             message = message.replace("'" + p.getKey(), "'" + p.getValue());
         }
         message = message.replace("max_tokens (or max_completion_tokens)", "max_output_tokens");
-        return new ApiError(e.status(), message, e.type(), responsesParam(e.param()), e.code());
+        return new ApiError(e.status(), message, e.type(), e.param() == null ? null
+                : inResponsesTerms(responsesParam(e.param())), e.code());
+    }
+
+    /**
+     * Chat paths that differ beyond their first name: a tool's fields sit in the tool itself here (tools[i].x, not
+     * tools[i].function.x), a JSON schema's in text.format (not response_format.json_schema).
+     */
+    private static String inResponsesTerms(String text) {
+        return text.replaceAll("(tools\\[\\d+])\\.function\\.", "$1.")
+                .replace("response_format.json_schema.", "text.format.")
+                .replace("response_format.json_schema", "text.format");
     }
 
     private static boolean present(JsonNode v) {
@@ -177,6 +188,7 @@ final class ResponsesRequest {
         }
         ObjectNode calling = null; // the assistant message that consecutive function calls join
         String reasoning = null;   // a reasoning item's text, for the next assistant message
+        Set<String> calls = new java.util.HashSet<>(); // the call ids of the function calls so far
         for (int i = 0; i < input.size(); i++) {
             JsonNode item = input.get(i);
             String at = "input[" + i + "]";
@@ -205,6 +217,7 @@ final class ResponsesRequest {
                         calling.putArray("tool_calls");
                     }
                     ObjectNode call = ((ArrayNode) calling.get("tool_calls")).addObject();
+                    calls.add(text(item, "call_id", at));
                     call.put("id", text(item, "call_id", at)).put("type", "function");
                     call.putObject("function").put("name", text(item, "name", at))
                             .put("arguments", text(item, "arguments", at));
@@ -220,8 +233,12 @@ final class ResponsesRequest {
                         throw ApiError.badRequest("'" + at + ".output' must be a string or an array of input_text "
                                 + "parts", at + ".output");
                     }
-                    messages.addObject().put("role", "tool").put("tool_call_id", text(item, "call_id", at))
-                            .put("content", content);
+                    String callId = text(item, "call_id", at);
+                    if (!calls.contains(callId)) {
+                        throw ApiError.badRequest("'" + at + ".call_id' is '" + callId + "', which no earlier "
+                                + "function_call item of the input holds", at + ".call_id");
+                    }
+                    messages.addObject().put("role", "tool").put("tool_call_id", callId).put("content", content);
                     calling = null;
                 }
                 case "reasoning" -> {

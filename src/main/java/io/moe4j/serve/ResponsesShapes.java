@@ -12,9 +12,13 @@ import io.moe4j.text.tools.ToolCall;
  * carry it), its output items (reasoning, message, function call) and the stream's events. The request's settings are
  * echoed as OpenAI does; fields the SDKs require but this server does not fill are null.
  *
- * @param request the Responses request as sent (its settings are echoed)
+ * @param request     the Responses request as sent (its settings are echoed)
+ * @param sampling    the sampling the reply was drawn with (its temperature and top_p are echoed, the server's
+ *                    defaults where the request sent none)
+ * @param countTokens the tokens a text encodes to (the usage's reasoning tokens are its reasoning's)
  */
-record ResponsesShapes(ObjectMapper json, String id, long createdAt, String model, JsonNode request) {
+record ResponsesShapes(ObjectMapper json, String id, long createdAt, String model, JsonNode request,
+                       io.moe4j.generate.SamplingParams sampling, java.util.function.ToIntFunction<String> countTokens) {
 
     /**
      * The response object: {@code status} in_progress, completed, incomplete or failed; {@code end} null while in
@@ -43,8 +47,8 @@ record ResponsesShapes(ObjectMapper json, String id, long createdAt, String mode
         r.put("model", model);
         r.set("output", output);
         r.put("parallel_tool_calls", request.path("parallel_tool_calls").asBoolean(true));
-        r.set("temperature", request.path("temperature").isNumber() ? request.get("temperature") : null);
-        r.set("top_p", request.path("top_p").isNumber() ? request.get("top_p") : null);
+        r.put("temperature", sampling.temperature());
+        r.put("top_p", sampling.topP());
         r.set("tool_choice", request.has("tool_choice") && !request.get("tool_choice").isNull()
                 ? request.get("tool_choice") : json.getNodeFactory().textNode("auto"));
         r.set("tools", tools());
@@ -60,8 +64,21 @@ record ResponsesShapes(ObjectMapper json, String id, long createdAt, String mode
         r.put("background", false);
         r.putNull("access_programs");
         r.set("user", request.path("user").isTextual() ? request.get("user") : null);
-        r.set("usage", end == null ? null : usage(end));
+        r.set("usage", end == null ? null : usage(end, reasoningTokens(output)));
         return r;
+    }
+
+    /** The tokens of the reasoning items' texts (the reply is read as text, so they are counted by encoding it). */
+    private int reasoningTokens(ArrayNode output) {
+        int n = 0;
+        for (JsonNode item : output) {
+            if (item.path("type").asText().equals("reasoning")) {
+                for (JsonNode part : item.path("content")) {
+                    n += countTokens.applyAsInt(part.path("text").asText());
+                }
+            }
+        }
+        return n;
     }
 
     /** The request's function tools, each with every field the API lists (null where not sent). */
@@ -76,17 +93,16 @@ record ResponsesShapes(ObjectMapper json, String id, long createdAt, String mode
         return out;
     }
 
-    /**
-     * The usage: the prompt's tokens (those a kept sequence held as cached), the reply's. Reasoning tokens are not
-     * counted apart (the reply is read as text), so {@code reasoning_tokens} is 0.
-     */
-    private ObjectNode usage(GenerationResult end) {
+    /** The usage: the prompt's tokens (those a kept sequence held as cached), the reply's, its reasoning's. */
+    private ObjectNode usage(GenerationResult end, int reasoningTokens) {
         ObjectNode u = json.createObjectNode();
         u.put("input_tokens", end.promptTokens());
         // cache_write_tokens: a prompt this server keeps for later requests is not billed apart, so none
         u.putObject("input_tokens_details").put("cached_tokens", end.cachedTokens()).put("cache_write_tokens", 0);
         u.put("output_tokens", end.completionTokens());
-        u.putObject("output_tokens_details").put("reasoning_tokens", 0);
+        // the markup around the reasoning is not counted, so the count stays within the reply's
+        u.putObject("output_tokens_details").put("reasoning_tokens", Math.min(reasoningTokens,
+                end.completionTokens()));
         u.put("total_tokens", end.promptTokens() + end.completionTokens());
         return u;
     }

@@ -115,7 +115,8 @@ public final class Scheduler implements AutoCloseable {
     private Job checked(GenerationRequest request, GenerationListener listener) {
         int context = model.contextLength();
         int[] prompt = request.prompt();
-        if (prompt.length >= context) {
+        // a request for no reply (a prompt scored or echoed) may fill the context
+        if (prompt.length > context || (prompt.length == context && request.maxTokens() > 0)) {
             throw new IllegalArgumentException("the prompt has " + prompt.length + " tokens; the context holds "
                     + context + ", so at most " + (context - 1) + " leave room for an answer");
         }

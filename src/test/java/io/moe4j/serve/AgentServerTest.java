@@ -383,6 +383,14 @@ class AgentServerTest {
         assertThat(call.name()).isEqualTo("add");
         assertThat(call.arguments()).isEqualTo(chatCall.path("arguments").asText());
         assertThat(reasoningOf(r)).isEqualTo(chatMessage.path("reasoning_content").asText(""));
+        var details = r.usage().orElseThrow().outputTokensDetails();
+        if (reasoningOf(r).isEmpty()) {
+            assertThat(details.reasoningTokens()).isZero();
+        } else {
+            // the reasoning's text encoded: within the reply's tokens
+            assertThat(details.reasoningTokens()).isPositive()
+                    .isLessThanOrEqualTo(r.usage().orElseThrow().outputTokens());
+        }
         List<com.openai.models.responses.ResponseStreamEvent> events = new ArrayList<>();
         try (var stream = client(gpt).responses().createStreaming(params)) {
             stream.stream().forEach(events::add);

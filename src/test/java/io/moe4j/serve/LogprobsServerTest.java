@@ -244,6 +244,11 @@ class LogprobsServerTest {
             assertThat(values.get(i)).isCloseTo(want.get(i - 1)[ids[i]], within(1e-5));
         }
         assertThat(sum).isNegative();
+        // a prompt that fills the context (256) is scored too: no reply is asked for
+        String full = "abcdefgh".repeat(32);
+        Completion filled = client.completions().create(CompletionCreateParams.builder().model(MODEL).prompt(full)
+                .maxTokens(0).logprobs(0L).echo(true).build());
+        assertThat(filled.choices().getFirst().logprobs().orElseThrow().tokenLogprobs().orElseThrow()).hasSize(256);
         // without logprobs: the prompt back, nothing computed
         Completion plain = client.completions().create(CompletionCreateParams.builder().model(MODEL).prompt(prompt)
                 .maxTokens(0).echo(true).build());

@@ -164,4 +164,38 @@ class ResponsesApiTest {
         assertThatThrownBy(() -> client.responses().retrieve("resp_123")).isInstanceOf(NotFoundException.class)
                 .hasMessageContaining("keeps no responses");
     }
+
+    private static com.fasterxml.jackson.databind.JsonNode post(String body) throws Exception {
+        try (java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient()) {
+            var r = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:"
+                            + server.port() + "/v1/responses")).header("Content-Type", "application/json")
+                    .POST(java.net.http.HttpRequest.BodyPublishers.ofString(body)).build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofString());
+            var tree = (com.fasterxml.jackson.databind.node.ObjectNode) new com.fasterxml.jackson.databind.ObjectMapper()
+                    .readTree(r.body());
+            return tree.put("status", r.statusCode());
+        }
+    }
+
+    /** A refusal names the field as this API spells it, not as the chat request it is read as. */
+    @Test
+    void refusalsNameTheResponsesFields() throws Exception {
+        String[][] cases = {
+            // {body, param}
+            {"{\"model\":\"toy-model\",\"input\":\"hi\",\"tool_choice\":\"none\",\"tools\":[{\"type\":\"function\","
+                    + "\"name\":\"f\",\"parameters\":\"x\"}]}", "tools[0].parameters"},
+            {"{\"model\":\"toy-model\",\"input\":[{\"role\":\"user\",\"content\":\"hi\"},{\"type\":"
+                    + "\"function_call_output\",\"call_id\":\"nope\",\"output\":\"x\"}]}", "input[1].call_id"},
+            {"{\"model\":\"toy-model\",\"input\":\"hi\",\"response_format\":{\"type\":\"json_object\"}}",
+                    "response_format"},
+            {"{\"model\":\"toy-model\",\"input\":\"hi\",\"max_output_tokens\":0}", "max_output_tokens"},
+        };
+        for (String[] c : cases) {
+            var r = post(c[0]);
+            assertThat(r.path("status").asInt()).as(c[0] + " -> " + r).isEqualTo(400);
+            assertThat(r.path("error").path("param").asText()).as(c[0] + " -> " + r).isEqualTo(c[1]);
+            assertThat(r.path("error").path("message").asText()).as(c[0]).contains(c[1].replaceAll("\\[.*", ""))
+                    .doesNotContain("messages").doesNotContain("function.parameters");
+        }
+    }
 }

@@ -210,6 +210,11 @@ class ServerRobustnessTest {
                 "content", "y".repeat(200)))), 400, "messages"});
         cases.put("body too large", new Object[] {CHAT, chatWith("messages", List.of(Map.of("role", "user",
                 "content", "z".repeat(70_000)))), 413, null});
+        cases.put("tool parameters not a schema", new Object[] {CHAT, chatWith("tools", List.of(Map.of("type",
+                "function", "function", Map.of("name", "f", "parameters", "x")))), 400, "tools[0].function.parameters"});
+        cases.put("two tools of one name", new Object[] {CHAT, chatWith("tools", List.of(
+                Map.of("type", "function", "function", Map.of("name", "f")),
+                Map.of("type", "function", "function", Map.of("name", "f")))), 400, "tools[1].function.name"});
         cases.put("tools with auto on a model without a tool-call parser", new Object[] {CHAT, chatWith("tools",
                 List.of(Map.of("type", "function", "function", Map.of("name", "f")))), 400, "tool_choice"});
         cases.put("completion prompt missing", new Object[] {TEXT, "{\"model\":\"toy\"}", 400, "prompt"});
