@@ -34,8 +34,11 @@ public final class Scheduler implements AutoCloseable {
     private final BlockingQueue<Job> waiting;
     /** Finished sequences kept for requests that start the same way; the engine thread's alone. */
     private final PrefixCache prefixCache;
-    /** The most positions a kept sequence prepares to rewind past its reply (rows a sliding layer keeps). */
-    private static final int REWIND_MOST = 2048;
+    /**
+     * The most positions a kept sequence prepares to go back (rows a sliding layer keeps beyond its window): a rewind
+     * past its reply, or a copy of its start for another request (at most as many rows again as the full layers hold).
+     */
+    private static final int REWIND_MOST = 8192;
     private final List<Job> active = new ArrayList<>();
     private final boolean[] eos;
     private final Thread engine;
@@ -267,8 +270,10 @@ public final class Scheduler implements AutoCloseable {
                 }
                 if (prefixCache.enabled()) {
                     // the next turn may render this reply anew (a template dropping its reasoning) and rewind to
-                    // where it began: a sliding-window layer keeps the rows that needs
-                    job.sequence.keepForRewind((int) Math.min(REWIND_MOST, job.request.maxTokens() + 64L));
+                    // where it began, and another request may want a copy of its start (a shared system prompt):
+                    // a sliding-window layer keeps the rows those need
+                    job.sequence.keepForRewind((int) Math.min(REWIND_MOST,
+                            (long) job.request.prompt().length + job.request.maxTokens()));
                 }
             } catch (RuntimeException e) {
                 finish(job, FinishReason.ERROR, "could not open a sequence: " + e.getMessage());
