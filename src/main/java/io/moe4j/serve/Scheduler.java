@@ -40,6 +40,13 @@ public final class Scheduler implements AutoCloseable {
      */
     private static final int REWIND_MOST = 8192;
     private final List<Job> active = new ArrayList<>();
+    /**
+     * Jobs held back while an active job with the same prompt reads it (a request's other choices, or the same prompt
+     * sent twice at once): when it has, they copy its sequence instead of reading the prompt again. The engine
+     * thread's alone; examined before the queue.
+     */
+    private final java.util.ArrayDeque<Job> deferred = new java.util.ArrayDeque<>();
+    private volatile int deferredCount;
     private final boolean[] eos;
     private final Thread engine;
     private final Object admission = new Object();
@@ -64,7 +71,7 @@ public final class Scheduler implements AutoCloseable {
             }
             eos[id] = true;
         }
-        metrics.gauges(waiting::size, () -> activeCount);
+        metrics.gauges(this::queueLength, () -> activeCount);
         this.engine = Thread.ofPlatform().name("moe-engine").daemon(true).unstarted(this::run);
         engine.start();
     }
@@ -138,8 +145,9 @@ public final class Scheduler implements AutoCloseable {
         return job;
     }
 
+    /** Requests waiting: queued, or held back to copy a sequence reading the same prompt. */
     public int queueLength() {
-        return waiting.size();
+        return waiting.size() + deferredCount;
     }
 
     public int activeSequences() {
@@ -180,7 +188,7 @@ public final class Scheduler implements AutoCloseable {
 
     private void run() {
         try {
-            while (!abortAll && (accepting || !active.isEmpty() || !waiting.isEmpty())) {
+            while (!abortAll && (accepting || !active.isEmpty() || !waiting.isEmpty() || !deferred.isEmpty())) {
                 long start = System.nanoTime();
                 dropCancelled();
                 long idle = admit();
@@ -197,6 +205,11 @@ public final class Scheduler implements AutoCloseable {
                 finish(job, FinishReason.CANCELLED, null);
             }
             active.clear();
+            for (Job job : deferred) {
+                finish(job, FinishReason.CANCELLED, null);
+            }
+            deferred.clear();
+            deferredCount = 0;
             activeCount = 0;
             List<Job> left = new ArrayList<>();
             synchronized (admission) {
@@ -228,9 +241,15 @@ public final class Scheduler implements AutoCloseable {
      */
     private long admit() throws InterruptedException {
         long idle = 0;
+        int held = deferred.size();
         while (active.size() < config.maxSequences()) {
             Job job;
-            if (active.isEmpty()) {
+            if (held > 0) {
+                // each held-back job is looked at once a step, in its turn
+                job = deferred.poll();
+                deferredCount = deferred.size();
+                held--;
+            } else if (active.isEmpty() && deferred.isEmpty()) {
                 long before = System.nanoTime();
                 job = waiting.poll(50, TimeUnit.MILLISECONDS);
                 idle += System.nanoTime() - before;
@@ -250,6 +269,12 @@ public final class Scheduler implements AutoCloseable {
                 finish(job, FinishReason.LENGTH, null);
                 continue;
             }
+            Job twin = job.scoresPrompt() ? null : twinOf(job);
+            if (twin != null && twin.prefilling()) {
+                deferred.add(job);
+                deferredCount = deferred.size();
+                continue;
+            }
             try {
                 TextCodec.Detokenizer detokenizer = text.detokenizer(job.request.skipSpecialTokens());
                 job.reply = new ReplyStream(job.request.sampling(), job.request.constraint(), job.request.stops(),
@@ -257,7 +282,16 @@ public final class Scheduler implements AutoCloseable {
                 job.reply.configure(job.request.options());
                 // a scored prompt needs the logits of every position, so it is fed from the start
                 PrefixCache.Hit hit = job.scoresPrompt() ? null : prefixCache.take(job.request.prompt());
-                if (hit != null) {
+                StepModel.Sequence copy = hit == null && twin != null
+                        ? twin.sequence.fork(job.request.prompt().length - 1) : null;
+                if (copy != null) {
+                    // the twin has read the prompt: all but its last token copied, which is fed for the logits
+                    job.sequence = copy;
+                    job.fed = job.request.prompt().length - 1;
+                    job.cachedTokens = job.fed;
+                    metrics.promptTokensCached(job.fed);
+                    metrics.prefixCopied();
+                } else if (hit != null) {
                     job.sequence = hit.sequence();
                     job.fed = hit.shared();
                     job.cachedTokens = hit.shared();
@@ -284,6 +318,26 @@ public final class Scheduler implements AutoCloseable {
         }
         activeCount = active.size();
         return idle;
+    }
+
+    /**
+     * An active job that reads (or has read) the same prompt and whose sequence can be copied from: not scoring its
+     * prompt, not ended; one still reading it first (the job then waits for it). Null when none.
+     */
+    private Job twinOf(Job job) {
+        int[] prompt = job.request.prompt();
+        Job done = null;
+        for (Job other : active) {
+            if (other.scoresPrompt() || other.cancelled || other.sequence == null
+                    || !java.util.Arrays.equals(other.request.prompt(), prompt)) {
+                continue;
+            }
+            if (other.prefilling()) {
+                return other;
+            }
+            done = done == null ? other : done;
+        }
+        return done;
     }
 
     /** One batched step of every running sequence; returns the nanoseconds the model's step took. */

@@ -567,6 +567,38 @@ class SchedulerTest {
         assertThat(model.openSequences()).isZero();
     }
 
+    /**
+     * A request's choices (the same prompt, queued together) read the prompt once: the others wait for the first to
+     * have read it, then copy its sequence and feed only the last prompt token; each still answers as it does alone.
+     */
+    @Test
+    void choicesOfOnePromptCopyTheSequenceThatReadIt() throws Exception {
+        ToyModel model = new ToyModel(512, 0, 0, 0);
+        String prompt = "a long shared prompt " + "that takes several steps to read ".repeat(6);
+        List<GenerationRequest> requests = new ArrayList<>();
+        List<Collector.Outcome> alone = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            GenerationRequest r = request(prompt, 10, new SamplingParams(1.0, 0, 1.0, 0.0, 40 + i));
+            requests.add(r);
+            alone.add(alone(model, r));
+        }
+        int forksBefore = model.forks();
+        ServeMetrics metrics = new ServeMetrics();
+        // 16 prompt tokens a step: the prompt takes several steps to read
+        try (Scheduler s = new Scheduler(model, TEXT, new SchedulerConfig(4, 8, 16), metrics)) {
+            List<Collector> collectors = List.of(new Collector(), new Collector(), new Collector());
+            s.submitAll(requests, new ArrayList<>(collectors));
+            for (int i = 0; i < 3; i++) {
+                assertThat(collectors.get(i).await().text()).as("choice %d", i).isEqualTo(alone.get(i).text());
+                assertThat(collectors.get(i).await().result().cachedTokens()).isEqualTo(i == 0 ? 0
+                        : requests.get(i).prompt().length - 1);
+            }
+        }
+        assertThat(model.forks() - forksBefore).isEqualTo(2);
+        assertThat(metrics.prometheus()).contains("moe4j_prefix_copies_total 2");
+        assertThat(model.openSequences()).isZero();
+    }
+
     private static int[] concat(int[] a, int[] b) {
         int[] out = java.util.Arrays.copyOf(a, a.length + b.length);
         System.arraycopy(b, 0, out, a.length, b.length);
