@@ -269,8 +269,14 @@ public final class Scheduler implements AutoCloseable {
                 finish(job, FinishReason.LENGTH, null);
                 continue;
             }
-            Job twin = job.scoresPrompt() ? null : twinOf(job);
-            if (twin != null && twin.prefilling()) {
+            List<Job> twins = job.scoresPrompt() ? List.of() : twinsOf(job);
+            StepModel.Sequence copy = null;
+            for (Job twin : twins) {
+                if (!twin.prefilling() && (copy = twin.sequence.fork(job.request.prompt().length - 1)) != null) {
+                    break;
+                }
+            }
+            if (copy == null && twins.stream().anyMatch(Job::prefilling)) {
                 deferred.add(job);
                 deferredCount = deferred.size();
                 continue;
@@ -281,9 +287,8 @@ public final class Scheduler implements AutoCloseable {
                         id -> eos[id], detokenizer::accept, detokenizer::flush, job.request.prompt());
                 job.reply.configure(job.request.options());
                 // a scored prompt needs the logits of every position, so it is fed from the start
-                PrefixCache.Hit hit = job.scoresPrompt() ? null : prefixCache.take(job.request.prompt());
-                StepModel.Sequence copy = hit == null && twin != null
-                        ? twin.sequence.fork(job.request.prompt().length - 1) : null;
+                PrefixCache.Hit hit = job.scoresPrompt() || copy != null ? null
+                        : prefixCache.take(job.request.prompt());
                 if (copy != null) {
                     // the twin has read the prompt: all but its last token copied, which is fed for the logits
                     job.sequence = copy;
@@ -308,8 +313,15 @@ public final class Scheduler implements AutoCloseable {
                     // a sliding-window layer keeps the rows those need
                     job.sequence.keepForRewind((int) Math.min(REWIND_MOST,
                             (long) job.request.prompt().length + job.request.maxTokens()));
+                } else {
+                    // a job waiting for this one copies all of its prompt but the last token: a sliding-window
+                    // layer keeps the one row more that the copy's first query sees
+                    job.sequence.keepForRewind(1);
                 }
             } catch (RuntimeException e) {
+                if (copy != null && job.sequence == null) {
+                    copy.close();
+                }
                 finish(job, FinishReason.ERROR, "could not open a sequence: " + e.getMessage());
                 continue;
             }
@@ -321,23 +333,21 @@ public final class Scheduler implements AutoCloseable {
     }
 
     /**
-     * An active job that reads (or has read) the same prompt and whose sequence can be copied from: not scoring its
-     * prompt, not ended; one still reading it first (the job then waits for it). Null when none.
+     * The active jobs that read (or have read) the same prompt, whose sequences a copy may come from (not scoring
+     * their prompts, not cancelled): those that have read it first, the least advanced first (a sliding-window layer
+     * of one that has gone on may no longer hold the rows a copy needs), then those still reading it.
      */
-    private Job twinOf(Job job) {
+    private List<Job> twinsOf(Job job) {
         int[] prompt = job.request.prompt();
-        Job done = null;
+        List<Job> twins = new ArrayList<>();
         for (Job other : active) {
-            if (other.scoresPrompt() || other.cancelled || other.sequence == null
-                    || !java.util.Arrays.equals(other.request.prompt(), prompt)) {
-                continue;
+            if (!other.scoresPrompt() && !other.cancelled && other.sequence != null
+                    && java.util.Arrays.equals(other.request.prompt(), prompt)) {
+                twins.add(other);
             }
-            if (other.prefilling()) {
-                return other;
-            }
-            done = done == null ? other : done;
         }
-        return done;
+        twins.sort(java.util.Comparator.comparing(Job::prefilling).thenComparingInt(j -> j.generated));
+        return twins;
     }
 
     /** One batched step of every running sequence; returns the nanoseconds the model's step took. */
