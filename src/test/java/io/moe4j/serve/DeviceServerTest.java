@@ -104,6 +104,30 @@ class DeviceServerTest {
         assertThat(chat(", \"presence_penalty\": 2").get("message").get("content").asText()).isNotEmpty();
     }
 
+    /** Three greedy choices: two copy the device sequence that read the prompt, and all answer as the library. */
+    @Test
+    void choicesCopyTheDeviceSequenceThatReadThePrompt() throws Exception {
+        String library;
+        try (var session = model.model().newSession()) {
+            library = new io.moe4j.generate.Generator(model.tokenizer()).generate(session, prompt(),
+                    new GenerationRequest(8, SamplingParams.greedy(), List.of(), model.eosIds()), p -> { },
+                    () -> false).text();
+        }
+        String body = "{\"model\": \"qwen3-random\", \"messages\": [{\"role\": \"user\", \"content\": \"Hello there\"}], "
+                + "\"temperature\": 0, \"max_tokens\": 8, \"n\": 3}";
+        try (HttpClient http = HttpClient.newHttpClient()) {
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port()
+                            + "/v1/chat/completions")).header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+            JsonNode choices = JSON.readTree(r.body()).get("choices");
+            assertThat(choices.size()).isEqualTo(3);
+            for (JsonNode c : choices) {
+                assertThat(c.get("message").get("content").asText()).isEqualTo(library);
+            }
+        }
+    }
+
     /**
      * A scored prompt (echo with logprobs) longer than one scoring call and one step's prompt budget: every position's
      * logits come back from the device, and each prompt token's value is the log softmax of a device session's
