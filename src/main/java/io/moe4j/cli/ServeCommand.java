@@ -40,7 +40,8 @@ public final class ServeCommand implements Callable<Integer> {
     int maxSequences;
 
     @Option(names = "--max-queue", defaultValue = "64",
-            description = "requests waiting behind them at most; more get 429 (default: ${DEFAULT-VALUE})")
+            description = "sequences waiting behind them at most (a request's n choices count n); more get 429 "
+                    + "(default: ${DEFAULT-VALUE})")
     int maxQueue;
 
     @Option(names = "--prefill-tokens", defaultValue = "512",

@@ -343,9 +343,9 @@ public final class OpenAiServer implements AutoCloseable {
         String param = chat ? "messages" : "prompt";
         int sequences = prompts.size() * request.n();
         if (sequences > maxQueue) {
-            throw ApiError.badRequest((prompts.size() > 1 ? prompts.size() + " prompts of " : "") + "'n' " + request.n()
-                    + " ask for " + sequences + " sequences but this server queues at most " + maxQueue
-                    + " (--max-queue)", prompts.size() > 1 ? "prompt" : "n");
+            throw ApiError.badRequest((prompts.size() > 1 ? prompts.size() + " prompts of 'n' " + request.n()
+                    + " ask" : "'n' " + request.n() + " asks") + " for " + sequences + " sequences but this server "
+                    + "queues at most " + maxQueue + " (--max-queue)", prompts.size() > 1 ? "prompt" : "n");
         }
         // Each choice is a sequence of its own, with its own constraint and reader (each follows one reply); the
         // first is built before anything is submitted, so that a request it refuses submits nothing.

@@ -110,8 +110,9 @@ public final class Scheduler implements AutoCloseable {
             if (!accepting) {
                 throw new AdmissionException("the server is shutting down", false);
             }
-            if (waiting.remainingCapacity() < jobs.size()) {
-                throw new AdmissionException("the queue is full (" + waiting.size() + " waiting of at most "
+            // sequences held back to copy a twin wait too: they count against the queue
+            if (waiting.remainingCapacity() - deferredCount < jobs.size()) {
+                throw new AdmissionException("the queue is full (" + queueLength() + " waiting of at most "
                         + config.maxQueue() + ", " + activeCount + " of " + config.maxSequences()
                         + " sequences running" + (jobs.size() > 1 ? "; this request asks for " + jobs.size() : "")
                         + "); retry later", true);

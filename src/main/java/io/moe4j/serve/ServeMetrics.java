@@ -41,7 +41,7 @@ public final class ServeMetrics {
     }
 
     /** Prompt tokens a request found in a kept sequence ({@link PrefixCache}) and did not feed again. */
-    /** A request got a copy of a kept sequence's start (the kept one stays). */
+    /** A sequence got a copy of another's start (a kept one's, or a twin's that read the same prompt). */
     void prefixCopied() {
         prefixCopies.increment();
     }
@@ -106,7 +106,8 @@ public final class ServeMetrics {
         counter(out, "moe4j_prompt_tokens_total", "Prompt tokens of admitted requests.", promptTokens.sum());
         counter(out, "moe4j_prompt_tokens_cached_total", "Prompt tokens found in a kept sequence, not fed again.",
                 cachedPromptTokens.sum());
-        counter(out, "moe4j_prefix_copies_total", "Requests that got a copy of a kept sequence's start.",
+        counter(out, "moe4j_prefix_copies_total", "Sequences that got a copy of another's start (a kept sequence's, "
+                + "or one that read the same prompt).",
                 prefixCopies.sum());
         counter(out, "moe4j_generation_tokens_total", "Tokens sampled.", generatedTokens.sum());
         counter(out, "moe4j_steps_total", "Batched model steps.", steps.sum());

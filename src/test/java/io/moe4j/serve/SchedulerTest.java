@@ -599,6 +599,29 @@ class SchedulerTest {
         assertThat(model.openSequences()).isZero();
     }
 
+    /** Choices held back to copy a twin count against the queue: its bound holds. */
+    @Test
+    void choicesWaitingForATwinCountAgainstTheQueue() throws Exception {
+        ToyModel slow = new ToyModel(4096, 0, 2_000_000, 0);
+        try (Scheduler s = new Scheduler(slow, TEXT, new SchedulerConfig(2, 4, 4), new ServeMetrics())) {
+            String prompt = "a prompt read four tokens a step " + "x".repeat(2000);
+            List<GenerationRequest> four = new ArrayList<>();
+            List<GenerationListener> listeners = new ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                four.add(request(prompt, 50, SamplingParams.greedy()));
+                listeners.add(new Collector());
+            }
+            s.submitAll(four, listeners);
+            // the first reads the prompt; the other three wait for it
+            waitUntil(() -> s.activeSequences() == 1 && s.queueLength() == 3);
+            assertThatThrownBy(() -> s.submitAll(List.of(request("b", 5, SamplingParams.greedy()),
+                    request("c", 5, SamplingParams.greedy())), List.of(new Collector(), new Collector())))
+                    .isInstanceOf(AdmissionException.class).hasMessageContaining("3 waiting of at most 4");
+            s.submit(request("d", 5, SamplingParams.greedy()), new Collector());
+            assertThat(s.queueLength()).isLessThanOrEqualTo(4);
+        }
+    }
+
     private static int[] concat(int[] a, int[] b) {
         int[] out = java.util.Arrays.copyOf(a, a.length + b.length);
         System.arraycopy(b, 0, out, a.length, b.length);
