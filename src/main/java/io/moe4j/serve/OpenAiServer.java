@@ -55,6 +55,8 @@ public final class OpenAiServer implements AutoCloseable {
     private final ServedModel served;
     private final ServerConfig config;
     private final ServeMetrics metrics = new ServeMetrics();
+    /** Responses answered with store (the default), for previous_response_id and GET /v1/responses/ID. */
+    private final ResponsesStore responses = new ResponsesStore(1024);
     private final Scheduler scheduler;
     /** The most sequences the scheduler queues: a request's choices must fit at once. */
     private final int maxQueue;
@@ -94,10 +96,7 @@ public final class OpenAiServer implements AutoCloseable {
             cfg.routes.post("/v1/chat/completions", ctx -> tracked(ctx, Api.CHAT));
             cfg.routes.post("/v1/completions", ctx -> tracked(ctx, Api.COMPLETIONS));
             cfg.routes.post("/v1/responses", ctx -> tracked(ctx, Api.RESPONSES));
-            cfg.routes.get("/v1/responses/<id>", ctx -> {
-                throw new ApiError(404, "no response '" + ctx.pathParam("id") + "': this server keeps no responses "
-                        + "(they are answered, not stored)", "invalid_request_error", null, "not_found");
-            });
+            cfg.routes.get("/v1/responses/<id>", this::storedResponse);
             // vLLM's token routes, outside /v1 as there (the API key holds for them too)
             cfg.routes.before("/tokenize", this::authenticate);
             cfg.routes.before("/detokenize", this::authenticate);
@@ -175,7 +174,7 @@ public final class OpenAiServer implements AutoCloseable {
                 generate(ctx, api, sent, sent);
                 return;
             }
-            JsonNode chat = ResponsesRequest.toChat(sent); // refusals here name the Responses fields already
+            JsonNode chat = ResponsesRequest.toChat(sent, responses); // refusals here name the Responses fields
             try {
                 generate(ctx, api, sent, chat);
             } catch (ApiError e) {
@@ -201,6 +200,18 @@ public final class OpenAiServer implements AutoCloseable {
             throw new ApiError(401, header == null ? "missing API key: send 'Authorization: Bearer KEY'"
                     : "incorrect API key", "authentication_error", null, "invalid_api_key");
         }
+    }
+
+    /** {@code GET /v1/responses/ID}: a stored response as it was answered. */
+    private void storedResponse(Context ctx) {
+        String id = ctx.pathParam("id");
+        ResponsesStore.Stored stored = responses.get(id);
+        if (stored == null) {
+            throw new ApiError(404, "no response '" + id + "' is stored here (this server keeps the last "
+                    + responses.capacity() + ", in memory, those sent with 'store' true)", "invalid_request_error",
+                    null, "not_found");
+        }
+        ctx.contentType("application/json").result(stored.response().toString());
     }
 
     private void models(Context ctx) {
@@ -393,7 +404,7 @@ public final class OpenAiServer implements AutoCloseable {
                     i % request.n() == 0));
         }
         if (api == Api.RESPONSES) {
-            respond(ctx, sent, request, events, choices.getFirst());
+            respond(ctx, sent, body, request, events, choices.getFirst());
             return;
         }
         String id = (chat ? "chatcmpl-" : "cmpl-") + idPrefix + Long.toHexString(ids.incrementAndGet());
@@ -427,9 +438,12 @@ public final class OpenAiServer implements AutoCloseable {
         }
     }
 
-    /** Answers a Responses API request (one choice) whole or streamed, as {@link ResponsesDelivery} shapes it. */
-    private void respond(Context ctx, JsonNode sent, ApiRequest request, BlockingQueue<RequestChannel.Event> events,
-                         ReplyDelivery.Choice choice) {
+    /**
+     * Answers a Responses API request (one choice) whole or streamed, as {@link ResponsesDelivery} shapes it, and
+     * stores the answered response unless the request says {@code store: false}.
+     */
+    private void respond(Context ctx, JsonNode sent, JsonNode chat, ApiRequest request,
+                         BlockingQueue<RequestChannel.Event> events, ReplyDelivery.Choice choice) {
         String serial = idPrefix + Long.toHexString(ids.incrementAndGet());
         ResponsesShapes shapes = new ResponsesShapes(json, "resp_" + serial, System.currentTimeMillis() / 1000,
                 served.id(), sent, request.sampling(), text -> text.isEmpty() ? 0
@@ -444,6 +458,11 @@ public final class OpenAiServer implements AutoCloseable {
                 delivery.stream(ctx, config.keepAlive().toMillis());
             } else {
                 delivery.whole(ctx, HangUpProbe.of(core));
+            }
+            ObjectNode answered = delivery.answered();
+            if (answered != null && ResponsesShapes.stores(sent)) {
+                responses.put(answered.get("id").asText(), new ResponsesStore.Stored(answered,
+                        ResponsesRequest.conversation(sent, chat, answered)));
             }
         } catch (InterruptedException e) {
             choice.ticket.cancel();

@@ -34,6 +34,8 @@ final class ResponsesDelivery {
     private ArrayNode finished;
     /** The output item whose content is being streamed (a message or a reasoning item), or null. */
     private OpenItem open;
+    /** The finished response (completed or incomplete) once answered; null until then, or when it failed. */
+    private ObjectNode answered;
 
     private record OpenItem(boolean message, String id, int index, StringBuilder text) {
     }
@@ -44,6 +46,11 @@ final class ResponsesDelivery {
         this.choice = choice;
         this.shapes = shapes;
         this.itemPrefix = itemPrefix;
+    }
+
+    /** The finished response once answered (completed or incomplete), else null. */
+    ObjectNode answered() {
+        return answered;
     }
 
     private String itemId(String kind) {
@@ -97,7 +104,8 @@ final class ResponsesDelivery {
         if (probe.tookData()) {
             ctx.header("Connection", "close");
         }
-        ctx.contentType("application/json").result(shapes.response(status, output, end, null).toString());
+        answered = shapes.response(status, output, end, null);
+        ctx.contentType("application/json").result(answered.toString());
     }
 
     /** Streams the response's events as they come; a write that fails (the client left) cancels the reply. */
@@ -170,7 +178,8 @@ final class ResponsesDelivery {
         closeOpen(status);
         ObjectNode last = shapes.event(status.equals("completed") ? "response.completed" : "response.incomplete",
                 sequence++);
-        last.set("response", shapes.response(status, finished, end, null));
+        answered = shapes.response(status, finished, end, null);
+        last.set("response", answered);
         send(last);
     }
 

@@ -18,9 +18,9 @@ import java.util.Set;
  * through the same checks as one sent to {@code /v1/chat/completions}; {@link #responsesParam} names its fields back
  * in this API's terms.
  *
- * <p>This server keeps no responses: {@code previous_response_id}, {@code conversation} and {@code background} are
- * refused by name (send the whole conversation as {@code input}), as are tools other than functions and input other
- * than text.
+ * <p>A {@code previous_response_id} continues a response the server stored ({@link ResponsesStore}: its conversation
+ * comes before the input); {@code conversation} and {@code background} are refused by name, as are tools other than
+ * functions and input other than text.
  */
 final class ResponsesRequest {
     private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
@@ -42,14 +42,32 @@ final class ResponsesRequest {
 
     /** The chat request body that {@code body} amounts to; a refusal names the Responses field at fault. */
     static ObjectNode toChat(JsonNode body) {
+        return toChat(body, null);
+    }
+
+    /**
+     * The chat request body that {@code body} amounts to, continuing the stored response its
+     * {@code previous_response_id} names ({@code store} null: none kept); a refusal names the Responses field at
+     * fault.
+     */
+    static ObjectNode toChat(JsonNode body, ResponsesStore store) {
         if (!body.isObject()) {
             throw ApiError.badRequest("the body must be a JSON object", null);
         }
-        for (String field : List.of("previous_response_id", "conversation")) {
-            if (present(body.get(field))) {
-                throw ApiError.badRequest("'" + field + "' is not supported: this server keeps no responses; send the "
-                        + "whole conversation as 'input'", field);
+        if (present(body.get("conversation"))) {
+            throw ApiError.badRequest("'conversation' is not supported: continue a response by its "
+                    + "'previous_response_id', or send the whole conversation as 'input'", "conversation");
+        }
+        ArrayNode earlier = NODES.arrayNode();
+        JsonNode previous = body.get("previous_response_id");
+        if (present(previous)) {
+            ResponsesStore.Stored before = previous.isTextual() && store != null ? store.get(previous.asText()) : null;
+            if (before == null) {
+                throw new ApiError(404, "no response '" + previous.asText() + "' is stored here" + (store == null
+                        ? "" : " (this server keeps the last " + store.capacity() + ", in memory, those sent with "
+                        + "'store' true)"), "invalid_request_error", "previous_response_id", "not_found");
             }
+            earlier = before.conversation();
         }
         if (body.path("background").asBoolean(false)) {
             throw ApiError.badRequest("'background' is not supported: a response is answered while the request waits",
@@ -86,7 +104,7 @@ final class ResponsesRequest {
                         field);
             }
         });
-        chat.set("messages", messages(body));
+        chat.set("messages", messages(body, earlier));
         if (present(body.get("max_output_tokens"))) {
             chat.set("max_completion_tokens", body.get("max_output_tokens"));
         }
@@ -161,12 +179,55 @@ final class ResponsesRequest {
                 .replace("response_format.json_schema", "text.format");
     }
 
+    /**
+     * The conversation a response ends, as it is stored: the chat request's messages but its instructions (which do not
+     * carry over), then the response's output as one assistant message (its text, reasoning and calls).
+     */
+    static ArrayNode conversation(JsonNode sent, JsonNode chat, JsonNode response) {
+        ArrayNode out = NODES.arrayNode();
+        JsonNode messages = chat.get("messages");
+        for (int i = present(sent.get("instructions")) ? 1 : 0; i < messages.size(); i++) {
+            out.add(messages.get(i).deepCopy());
+        }
+        ObjectNode reply = out.addObject().put("role", "assistant");
+        StringBuilder text = new StringBuilder();
+        StringBuilder reasoning = new StringBuilder();
+        ArrayNode calls = NODES.arrayNode();
+        for (JsonNode item : response.path("output")) {
+            switch (item.path("type").asText()) {
+                case "message" -> item.path("content").forEach(part -> text.append(part.path("text").asText()));
+                case "reasoning" -> item.path("content").forEach(part -> reasoning.append(part.path("text").asText()));
+                case "function_call" -> {
+                    ObjectNode call = calls.addObject().put("id", item.path("call_id").asText()).put("type", "function");
+                    call.putObject("function").put("name", item.path("name").asText())
+                            .put("arguments", item.path("arguments").asText());
+                }
+                default -> { }
+            }
+        }
+        if (text.isEmpty() && !calls.isEmpty()) {
+            reply.putNull("content");
+        } else {
+            reply.put("content", text.toString());
+        }
+        if (!reasoning.isEmpty()) {
+            reply.put("reasoning_content", reasoning.toString());
+        }
+        if (!calls.isEmpty()) {
+            reply.set("tool_calls", calls);
+        }
+        return out;
+    }
+
     private static boolean present(JsonNode v) {
         return v != null && !v.isNull();
     }
 
-    /** {@code instructions} as a system message, then the input's items as chat messages. */
-    private static ArrayNode messages(JsonNode body) {
+    /**
+     * {@code instructions} as a system message, the {@code earlier} conversation (a stored response's), then the
+     * input's items as chat messages.
+     */
+    private static ArrayNode messages(JsonNode body, ArrayNode earlier) {
         ArrayNode messages = NODES.arrayNode();
         JsonNode instructions = body.get("instructions");
         if (present(instructions)) {
@@ -175,6 +236,7 @@ final class ResponsesRequest {
             }
             messages.addObject().put("role", "system").put("content", instructions.asText());
         }
+        messages.addAll(earlier.deepCopy());
         JsonNode input = body.get("input");
         if (!present(input)) {
             throw ApiError.badRequest("'input' is required", "input");
@@ -189,6 +251,9 @@ final class ResponsesRequest {
         ObjectNode calling = null; // the assistant message that consecutive function calls join
         String reasoning = null;   // a reasoning item's text, for the next assistant message
         Set<String> calls = new java.util.HashSet<>(); // the call ids of the function calls so far
+        for (JsonNode m : earlier) {
+            m.path("tool_calls").forEach(c -> calls.add(c.path("id").asText()));
+        }
         for (int i = 0; i < input.size(); i++) {
             JsonNode item = input.get(i);
             String at = "input[" + i + "]";

@@ -54,13 +54,13 @@ record ResponsesShapes(ObjectMapper json, String id, long createdAt, String mode
         r.set("tools", tools());
         r.set("max_output_tokens", request.path("max_output_tokens").isIntegralNumber()
                 ? request.get("max_output_tokens") : null);
-        r.putNull("previous_response_id");
+        r.set("previous_response_id", request.path("previous_response_id").isTextual()
+                ? request.get("previous_response_id") : null);
         r.set("reasoning", request.path("reasoning").isObject() ? request.get("reasoning") : null);
         ObjectNode text = r.putObject("text");
         text.set("format", request.path("text").path("format").isObject() ? request.get("text").get("format")
                 : json.createObjectNode().put("type", "text"));
         r.put("truncation", "disabled");
-        r.put("store", false);
         r.put("background", false);
         r.putNull("access_programs");
         r.set("user", request.path("user").isTextual() ? request.get("user") : null);
@@ -79,6 +79,11 @@ record ResponsesShapes(ObjectMapper json, String id, long createdAt, String mode
             }
         }
         return n;
+    }
+
+    /** Whether the request's response is stored ({@code store}, true unless false, as OpenAI's default). */
+    static boolean stores(JsonNode request) {
+        return request.path("store").asBoolean(true);
     }
 
     /** The request's function tools, each with every field the API lists (null where not sent). */

@@ -443,6 +443,26 @@ class AgentServerTest {
             item.message().ifPresent(m -> m.content().forEach(c -> answer.append(c.asOutputText().text())));
         }
         assertThat(answer.toString()).isEqualTo(c2.path("choices").get(0).path("message").path("content").asText(""));
+
+        // the same turn by previous_response_id: the stored conversation (the call, and its reasoning) comes first
+        var byId = com.openai.models.responses.ResponseCreateParams.builder().model(id(gpt)).temperature(0.0)
+                .maxOutputTokens(12).previousResponseId(r.id()).inputOfResponse(List.of(
+                        com.openai.models.responses.ResponseInputItem.ofFunctionCallOutput(
+                                com.openai.models.responses.ResponseInputItem.FunctionCallOutput.builder()
+                                        .callId(call.callId()).output("5").build())));
+        flatTools().forEach(byId::addTool);
+        var r3 = client(gpt).responses().create(byId.build());
+        r3.validate();
+        var stored = (com.fasterxml.jackson.databind.node.ArrayNode) tree(roundTrip);
+        if (!reasoningOf(r).isEmpty()) {
+            ((com.fasterxml.jackson.databind.node.ObjectNode) stored.get(1)).put("reasoning_content", reasoningOf(r));
+        }
+        HttpResponse<String> chat3 = post(gpt ? gptOssServer : qwenServer, """
+                {"model": "%s", "max_tokens": 12, "temperature": 0, "messages": %s, "tools": %s}"""
+                .formatted(id(gpt), stored, TOOLS));
+        assertThat(chat3.statusCode()).as(chat3.body()).isEqualTo(200);
+        assertThat(r3.usage().orElseThrow().inputTokens())
+                .isEqualTo(tree(chat3.body()).path("usage").path("prompt_tokens").asLong());
     }
 
     private static final String ROUND_TRIP = """

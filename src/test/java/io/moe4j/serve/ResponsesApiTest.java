@@ -147,8 +147,8 @@ class ResponsesApiTest {
     @Test
     void whatThisServerDoesNotDoIsRefusedByName() {
         assertThatThrownBy(() -> client.responses().create(ResponseCreateParams.builder().model(MODEL).input("x")
-                .previousResponseId("resp_1").build())).isInstanceOf(BadRequestException.class)
-                .hasMessageContaining("previous_response_id");
+                .previousResponseId("resp_1").build())).isInstanceOf(NotFoundException.class)
+                .hasMessageContaining("resp_1");
         assertThatThrownBy(() -> client.responses().create(ResponseCreateParams.builder().model(MODEL).input("x")
                 .addTool(WebSearchTool.builder().type(WebSearchTool.Type.WEB_SEARCH).build()).build()))
                 .isInstanceOf(BadRequestException.class).hasMessageContaining("tools[0].type");
@@ -162,7 +162,33 @@ class ResponsesApiTest {
                 .inputOfResponse(List.of()).build())).isInstanceOf(BadRequestException.class)
                 .hasMessageContaining("input");
         assertThatThrownBy(() -> client.responses().retrieve("resp_123")).isInstanceOf(NotFoundException.class)
-                .hasMessageContaining("keeps no responses");
+                .hasMessageContaining("resp_123");
+    }
+
+    /**
+     * A stored response (the default) is read back by its id and continued by previous_response_id: the next turn is
+     * the chat of the whole conversation so far, without the earlier request's instructions (they do not carry over).
+     * One sent with store false is not kept.
+     */
+    @Test
+    void aStoredResponseIsReadBackAndContinued() {
+        Response first = client.responses().create(ResponseCreateParams.builder().model(MODEL)
+                .instructions("be terse").input("tell me a story").temperature(0.0).maxOutputTokens(20).build());
+        Response again = client.responses().retrieve(first.id());
+        assertThat(again.id()).isEqualTo(first.id());
+        assertThat(text(again)).isEqualTo(text(first));
+        Response next = client.responses().create(ResponseCreateParams.builder().model(MODEL)
+                .previousResponseId(first.id()).input("and then?").temperature(0.0).maxOutputTokens(20).build());
+        next.validate();
+        assertThat(next.previousResponseId()).contains(first.id());
+        ChatCompletion chat = client.chat().completions().create(ChatCompletionCreateParams.builder().model(MODEL)
+                .temperature(0.0).maxCompletionTokens(20).addUserMessage("tell me a story")
+                .addAssistantMessage(text(first)).addUserMessage("and then?").build());
+        assertThat(text(next)).isEqualTo(chat.choices().getFirst().message().content().orElseThrow());
+        assertThat(next.usage().orElseThrow().inputTokens()).isEqualTo(chat.usage().orElseThrow().promptTokens());
+        Response unkept = client.responses().create(ResponseCreateParams.builder().model(MODEL).input("x")
+                .store(false).maxOutputTokens(2).build());
+        assertThatThrownBy(() -> client.responses().retrieve(unkept.id())).isInstanceOf(NotFoundException.class);
     }
 
     private static com.fasterxml.jackson.databind.JsonNode post(String body) throws Exception {
