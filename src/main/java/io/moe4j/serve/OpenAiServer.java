@@ -56,7 +56,7 @@ public final class OpenAiServer implements AutoCloseable {
     private final ServerConfig config;
     private final ServeMetrics metrics = new ServeMetrics();
     /** Responses answered with store (the default), for previous_response_id and GET /v1/responses/ID. */
-    private final ResponsesStore responses = new ResponsesStore(1024);
+    private final ResponsesStore responses = new ResponsesStore(1024, 256L << 20);
     private final Scheduler scheduler;
     /** The most sequences the scheduler queues: a request's choices must fit at once. */
     private final int maxQueue;

@@ -8,8 +8,8 @@ import java.util.Map;
 
 /**
  * The last responses answered with {@code store} (OpenAI's default), in memory: a later request continues one by
- * its {@code previous_response_id}, and {@code GET /v1/responses/ID} reads one back. The oldest goes when full; a
- * restart forgets them all. Thread-safe.
+ * its {@code previous_response_id}, and {@code GET /v1/responses/ID} reads one back. The oldest goes when full (a
+ * count, and a budget of JSON characters); a restart forgets them all. Thread-safe.
  */
 final class ResponsesStore {
     /**
@@ -20,20 +20,31 @@ final class ResponsesStore {
     }
 
     private final int capacity;
+    /** The most characters of stored JSON (each conversation holds all of its earlier turns: long chains add up). */
+    private final long maxChars;
     private final Map<String, Stored> stored = new LinkedHashMap<>();
+    private final Map<String, Long> sizes = new java.util.HashMap<>();
+    private long chars;
 
-    ResponsesStore(int capacity) {
+    ResponsesStore(int capacity, long maxChars) {
         this.capacity = capacity;
+        this.maxChars = maxChars;
     }
 
     int capacity() {
         return capacity;
     }
 
+    /** Keeps a response, dropping the oldest while more are kept than the capacity or their JSON than the budget. */
     synchronized void put(String id, Stored response) {
+        long size = response.response().toString().length() + response.conversation().toString().length();
         stored.put(id, response);
-        while (stored.size() > capacity) {
-            stored.remove(stored.keySet().iterator().next());
+        sizes.put(id, size);
+        chars += size;
+        while (stored.size() > capacity || (chars > maxChars && stored.size() > 1)) {
+            String oldest = stored.keySet().iterator().next();
+            stored.remove(oldest);
+            chars -= sizes.remove(oldest);
         }
     }
 
