@@ -271,12 +271,7 @@ public final class Scheduler implements AutoCloseable {
                 continue;
             }
             List<Job> twins = job.scoresPrompt() ? List.of() : twinsOf(job);
-            StepModel.Sequence copy = null;
-            for (Job twin : twins) {
-                if (!twin.prefilling() && (copy = twin.sequence.fork(job.request.prompt().length - 1)) != null) {
-                    break;
-                }
-            }
+            StepModel.Sequence copy = copyOfTwin(job, twins);
             if (copy == null && twins.stream().anyMatch(Job::prefilling)) {
                 deferred.add(job);
                 deferredCount = deferred.size();
@@ -287,38 +282,7 @@ public final class Scheduler implements AutoCloseable {
                 job.reply = new ReplyStream(job.request.sampling(), job.request.constraint(), job.request.stops(),
                         id -> eos[id], detokenizer::accept, detokenizer::flush, job.request.prompt());
                 job.reply.configure(job.request.options());
-                // a scored prompt needs the logits of every position, so it is fed from the start
-                PrefixCache.Hit hit = job.scoresPrompt() || copy != null ? null
-                        : prefixCache.take(job.request.prompt());
-                if (copy != null) {
-                    // the twin has read the prompt: all but its last token copied, which is fed for the logits
-                    job.sequence = copy;
-                    job.fed = job.request.prompt().length - 1;
-                    job.cachedTokens = job.fed;
-                    metrics.promptTokensCached(job.fed);
-                    metrics.prefixCopied();
-                } else if (hit != null) {
-                    job.sequence = hit.sequence();
-                    job.fed = hit.shared();
-                    job.cachedTokens = hit.shared();
-                    metrics.promptTokensCached(hit.shared());
-                    if (hit.copied()) {
-                        metrics.prefixCopied();
-                    }
-                } else {
-                    job.sequence = model.open();
-                }
-                if (prefixCache.enabled()) {
-                    // the next turn may render this reply anew (a template dropping its reasoning) and rewind to
-                    // where it began, and another request may want a copy of its start (a shared system prompt):
-                    // a sliding-window layer keeps the rows those need
-                    job.sequence.keepForRewind((int) Math.min(REWIND_MOST,
-                            (long) job.request.prompt().length + job.request.maxTokens()));
-                } else {
-                    // a job waiting for this one copies all of its prompt but the last token: a sliding-window
-                    // layer keeps the one row more that the copy's first query sees
-                    job.sequence.keepForRewind(1);
-                }
+                placeSequence(job, copy);
             } catch (RuntimeException e) {
                 if (copy != null && job.sequence == null) {
                     copy.close();
@@ -331,6 +295,57 @@ public final class Scheduler implements AutoCloseable {
         }
         activeCount = active.size();
         return idle;
+    }
+
+    /** A copy of all but the last prompt token of a twin that has read the prompt; null when none can give one. */
+    private static StepModel.Sequence copyOfTwin(Job job, List<Job> twins) {
+        for (Job twin : twins) {
+            if (!twin.prefilling()) {
+                StepModel.Sequence copy = twin.sequence.fork(job.request.prompt().length - 1);
+                if (copy != null) {
+                    return copy;
+                }
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Gives the job its sequence: {@code copy} (a twin's), else a kept sequence of the prefix cache (taken or copied),
+     * else a new one; and what its sliding-window layers keep for later copies and rewinds.
+     */
+    private void placeSequence(Job job, StepModel.Sequence copy) {
+        // a scored prompt needs the logits of every position, so it is fed from the start
+        PrefixCache.Hit hit = job.scoresPrompt() || copy != null ? null : prefixCache.take(job.request.prompt());
+        if (copy != null) {
+            // the twin has read the prompt: all but its last token copied, which is fed for the logits
+            job.sequence = copy;
+            job.fed = job.request.prompt().length - 1;
+            metrics.prefixCopied();
+        } else if (hit != null) {
+            job.sequence = hit.sequence();
+            job.fed = hit.shared();
+            if (hit.copied()) {
+                metrics.prefixCopied();
+            }
+        } else {
+            job.sequence = model.open();
+        }
+        job.cachedTokens = job.fed;
+        if (job.fed > 0) {
+            metrics.promptTokensCached(job.fed);
+        }
+        if (prefixCache.enabled()) {
+            // the next turn may render this reply anew (a template dropping its reasoning) and rewind to where it
+            // began, and another request may want a copy of its start (a shared system prompt): a sliding-window
+            // layer keeps the rows those need
+            job.sequence.keepForRewind((int) Math.min(REWIND_MOST,
+                    (long) job.request.prompt().length + job.request.maxTokens()));
+        } else {
+            // a job waiting for this one copies all of its prompt but the last token: a sliding-window layer keeps
+            // the one row more that the copy's first query sees
+            job.sequence.keepForRewind(1);
+        }
     }
 
     /**
