@@ -207,7 +207,8 @@ public final class OpenAiServer implements AutoCloseable {
         String id = ctx.pathParam("id");
         ResponsesStore.Stored stored = responses.get(id);
         if (stored == null) {
-            throw new ApiError(404, "no response '" + id + "' is stored here (this server keeps the last "
+            throw new ApiError(404, "no response '" + ResponsesRequest.shortened(id) + "' is stored here (this "
+                    + "server keeps the last "
                     + responses.capacity() + ", in memory, those sent with 'store' true)", "invalid_request_error",
                     null, "not_found");
         }

@@ -58,12 +58,20 @@ final class ResponsesRequest {
             throw ApiError.badRequest("'conversation' is not supported: continue a response by its "
                     + "'previous_response_id', or send the whole conversation as 'input'", "conversation");
         }
+        JsonNode keep = body.get("store");
+        if (present(keep) && !keep.isBoolean()) {
+            throw ApiError.badRequest("'store' must be a boolean", "store");
+        }
         ArrayNode earlier = NODES.arrayNode();
         JsonNode previous = body.get("previous_response_id");
         if (present(previous)) {
-            ResponsesStore.Stored before = previous.isTextual() && store != null ? store.get(previous.asText()) : null;
+            if (!previous.isTextual() || previous.asText().isEmpty()) {
+                throw ApiError.badRequest("'previous_response_id' must be a response's id (a non-empty string)",
+                        "previous_response_id");
+            }
+            ResponsesStore.Stored before = store != null ? store.get(previous.asText()) : null;
             if (before == null) {
-                throw new ApiError(404, "no response '" + previous.asText() + "' is stored here" + (store == null
+                throw new ApiError(404, "no response '" + shortened(previous.asText()) + "' is stored here" + (store == null
                         ? "" : " (this server keeps the last " + store.capacity() + ", in memory, those sent with "
                         + "'store' true)"), "invalid_request_error", "previous_response_id", "not_found");
             }
@@ -217,6 +225,11 @@ final class ResponsesRequest {
             reply.set("tool_calls", calls);
         }
         return out;
+    }
+
+    /** An id as an error message quotes it: at most 80 characters. */
+    static String shortened(String id) {
+        return id.length() <= 80 ? id : id.substring(0, 77) + "...";
     }
 
     private static boolean present(JsonNode v) {

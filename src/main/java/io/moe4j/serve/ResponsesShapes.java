@@ -61,6 +61,7 @@ record ResponsesShapes(ObjectMapper json, String id, long createdAt, String mode
         text.set("format", request.path("text").path("format").isObject() ? request.get("text").get("format")
                 : json.createObjectNode().put("type", "text"));
         r.put("truncation", "disabled");
+        r.put("store", stores(request));
         r.put("background", false);
         r.putNull("access_programs");
         r.set("user", request.path("user").isTextual() ? request.get("user") : null);

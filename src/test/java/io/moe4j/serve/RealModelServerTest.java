@@ -65,8 +65,15 @@ class RealModelServerTest {
 
     /** What the library generates for the same chat, greedily, in a session of its own. */
     private static String library(String user, int maxTokens) {
+        return library(maxTokens, "user", user);
+    }
+
+    /** The library's greedy answer to the messages given as role, content, role, content ... */
+    private static String library(int maxTokens, String... rolesAndContents) {
         var messages = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.arrayNode();
-        messages.addObject().put("role", "user").put("content", user);
+        for (int i = 0; i < rolesAndContents.length; i += 2) {
+            messages.addObject().put("role", rolesAndContents[i]).put("content", rolesAndContents[i + 1]);
+        }
         int[] prompt = model.encodeChat(io.moe4j.text.chat.ChatRequest.of(messages, true));
         try (var session = model.model().newSession()) {
             GenerationResult r = new io.moe4j.generate.Generator(model.tokenizer()).generate(session, prompt,
@@ -228,17 +235,7 @@ class RealModelServerTest {
         ChatCompletion second = client.chat().completions().create(ChatCompletionCreateParams.builder()
                 .model("qwen3-random").addUserMessage("Name a colour").addAssistantMessage(first)
                 .addUserMessage("And another?").temperature(0.0).maxCompletionTokens(6).build());
-        var messages = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.arrayNode();
-        messages.addObject().put("role", "user").put("content", "Name a colour");
-        messages.addObject().put("role", "assistant").put("content", first);
-        messages.addObject().put("role", "user").put("content", "And another?");
-        int[] prompt = model.encodeChat(io.moe4j.text.chat.ChatRequest.of(messages, true));
-        String library;
-        try (var session = model.model().newSession()) {
-            library = new io.moe4j.generate.Generator(model.tokenizer()).generate(session, prompt,
-                    new GenerationRequest(6, SamplingParams.greedy(), List.of(), model.eosIds()), p -> { },
-                    () -> false).text();
-        }
+        String library = library(6, "user", "Name a colour", "assistant", first, "user", "And another?");
         assertThat(second.choices().getFirst().message().content().orElseThrow()).isEqualTo(library);
         assertThat(cachedTokens(metrics())).isGreaterThan(cachedTokens(before));
         assertThat(second.usage().orElseThrow().promptTokensDetails().orElseThrow().cachedTokens().orElseThrow())
@@ -260,17 +257,8 @@ class RealModelServerTest {
             ChatCompletion c = client.chat().completions().create(ChatCompletionCreateParams.builder()
                     .model("qwen3-random").addSystemMessage(system).addUserMessage(user).temperature(0.0)
                     .maxCompletionTokens(6).build());
-            var messages = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.arrayNode();
-            messages.addObject().put("role", "system").put("content", system);
-            messages.addObject().put("role", "user").put("content", user);
-            int[] prompt = model.encodeChat(io.moe4j.text.chat.ChatRequest.of(messages, true));
-            String library;
-            try (var session = model.model().newSession()) {
-                library = new io.moe4j.generate.Generator(model.tokenizer()).generate(session, prompt,
-                        new GenerationRequest(6, SamplingParams.greedy(), List.of(), model.eosIds()), p -> { },
-                        () -> false).text();
-            }
-            assertThat(c.choices().getFirst().message().content().orElseThrow()).as(user).isEqualTo(library);
+            assertThat(c.choices().getFirst().message().content().orElseThrow()).as(user)
+                    .isEqualTo(library(6, "system", system, "user", user));
             assertThat(c.usage().orElseThrow().promptTokensDetails().orElseThrow().cachedTokens().orElseThrow())
                     .as("cached tokens of '%s'", user).isGreaterThanOrEqualTo(PrefixCache.FORK_LEAST);
         }

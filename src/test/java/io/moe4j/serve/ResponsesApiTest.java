@@ -215,6 +215,8 @@ class ResponsesApiTest {
             {"{\"model\":\"toy-model\",\"input\":\"hi\",\"response_format\":{\"type\":\"json_object\"}}",
                     "response_format"},
             {"{\"model\":\"toy-model\",\"input\":\"hi\",\"max_output_tokens\":0}", "max_output_tokens"},
+            {"{\"model\":\"toy-model\",\"input\":\"hi\",\"store\":\"no\"}", "store"},
+            {"{\"model\":\"toy-model\",\"input\":\"hi\",\"previous_response_id\":123}", "previous_response_id"},
         };
         for (String[] c : cases) {
             var r = post(c[0]);
