@@ -411,6 +411,7 @@ public final class OpenAiServer implements AutoCloseable {
         String id = (chat ? "chatcmpl-" : "cmpl-") + idPrefix + Long.toHexString(ids.incrementAndGet());
         ResponseShapes shapes = new ResponseShapes(json, chat, id, System.currentTimeMillis() / 1000, served.id());
         ReplyDelivery delivery = new ReplyDelivery(events, choices, shapes);
+        delivery.countReasoning(this::tokenCount);
         delivery.promptScores(request.echo() ? request.replyOptions().logprobs() : -1, request.promptLogprobs(),
                 new LogprobsWriter(json, chat, served.text()::tokenBytes));
         if (request.echo()) {
@@ -447,8 +448,7 @@ public final class OpenAiServer implements AutoCloseable {
                          BlockingQueue<RequestChannel.Event> events, ReplyDelivery.Choice choice) {
         String serial = idPrefix + Long.toHexString(ids.incrementAndGet());
         ResponsesShapes shapes = new ResponsesShapes(json, "resp_" + serial, System.currentTimeMillis() / 1000,
-                served.id(), sent, request.sampling(), text -> text.isEmpty() ? 0
-                : served.text().encodeChatText(text).length);
+                served.id(), sent, request.sampling(), this::tokenCount);
         ResponsesDelivery delivery = new ResponsesDelivery(events, choice, shapes, serial);
         ServletContextRequest core = ServletContextRequest.getServletContextRequest(ctx.req());
         if (core != null) {
@@ -470,6 +470,11 @@ public final class OpenAiServer implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw new ApiError(503, "the server is shutting down", "server_error", null, "shutting_down");
         }
+    }
+
+    /** The tokens a text of a reply encodes to (its reasoning's count in the usage). */
+    private int tokenCount(String text) {
+        return text.isEmpty() ? 0 : served.text().encodeChatText(text).length;
     }
 
     /** The rendered chat as text, where the model's text side renders it so (null otherwise). */

@@ -29,6 +29,8 @@ final class ReplyDelivery {
     private int promptTop = -1;
     /** Writes {@code prompt_logprobs}. */
     private LogprobsWriter promptWriter;
+    /** The tokens a text encodes to (chat usage's reasoning tokens); null: not reported. */
+    private java.util.function.ToIntFunction<String> countTokens;
 
     /** One choice: its ticket, what reads its reply, and what it has produced so far. */
     static final class Choice {
@@ -87,6 +89,25 @@ final class ReplyDelivery {
         this.echoTop = echoTop;
         this.promptTop = promptTop;
         this.promptWriter = writer;
+    }
+
+    /** Chat usage reports the replies' reasoning tokens, counted by {@code countTokens}. */
+    void countReasoning(java.util.function.ToIntFunction<String> countTokens) {
+        this.countTokens = countTokens;
+    }
+
+    /** The body with its usage's reasoning tokens, where chat's are counted; every choice's reader has finished. */
+    private ObjectNode withReasoning(ObjectNode body) {
+        if (countTokens == null || !shapes.chat()) {
+            return body;
+        }
+        int tokens = 0;
+        for (Choice c : choices) {
+            if (c.reader != null && !c.reader.reasoning().isEmpty()) {
+                tokens += countTokens.applyAsInt(c.reader.reasoning());
+            }
+        }
+        return ResponseShapes.withReasoningTokens(body, tokens);
     }
 
     private static List<TokenLogprobs> top(List<TokenLogprobs> scores, int top) {
@@ -174,7 +195,7 @@ final class ReplyDelivery {
         if (probe.tookData()) {
             ctx.header("Connection", "close");
         }
-        ObjectNode response = shapes.joined(bodies, total());
+        ObjectNode response = withReasoning(shapes.joined(bodies, total()));
         if (promptTop >= 0 && shapes.chat()) {
             // and a chat's at the top (one prompt)
             response.set("prompt_logprobs", promptWriter.promptLogprobs(top(choices.getFirst().promptScores,
@@ -273,7 +294,7 @@ final class ReplyDelivery {
                 }
             }
             if (includeUsage) {
-                send(out, shapes.usageChunk(total()));
+                send(out, withReasoning(shapes.usageChunk(total())));
             }
             out.write("data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8));
             // Closing ends the chunked body now (its last chunk written), not after the handler returns, so a

@@ -198,6 +198,17 @@ record ResponseShapes(ObjectMapper json, boolean chat, String id, long created, 
         return root;
     }
 
+    /**
+     * A chat body's or usage chunk's usage with OpenAI's {@code completion_tokens_details.reasoning_tokens}: the
+     * replies' reasoning texts' tokens (encoded again: the markup around them is not counted), within the completion's.
+     */
+    static ObjectNode withReasoningTokens(ObjectNode body, int tokens) {
+        ObjectNode usage = (ObjectNode) body.get("usage");
+        usage.putObject("completion_tokens_details").put("reasoning_tokens",
+                Math.min(tokens, usage.path("completion_tokens").asInt()));
+        return body;
+    }
+
     private JsonNode usage(GenerationResult end) {
         ObjectNode usage = json.createObjectNode()
                 .put("prompt_tokens", end.promptTokens())

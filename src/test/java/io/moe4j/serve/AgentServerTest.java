@@ -203,6 +203,11 @@ class AgentServerTest {
                 // a random model writes its strings on until the budget closes them: then a length, else a stop
                 assertThat(c.choices().getFirst().finishReason().asString()).isIn("stop", "length");
                 reasoned += reasoning(c).isEmpty() ? 0 : 1;
+                // the usage counts the reasoning's tokens, within the completion's
+                var usage = c.usage().orElseThrow();
+                long reasoningTokens = usage.completionTokensDetails().flatMap(d -> d.reasoningTokens()).orElse(-1L);
+                assertThat(reasoningTokens > 0).as("request %d", i).isEqualTo(!reasoning(c).isEmpty());
+                assertThat(reasoningTokens).isLessThanOrEqualTo(usage.completionTokens());
             }
             if (gpt) {
                 // gpt-oss reasons on its analysis channel before the final answer: that text is reasoning_content
