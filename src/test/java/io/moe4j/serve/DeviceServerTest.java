@@ -94,7 +94,7 @@ class DeviceServerTest {
         try (var session = model.model().newSession()) {
             float[] logits = session.prefillLast(prompt());
             for (JsonNode t : tokens) {
-                int id = io.moe4j.testing.LogSoftmax.argmax(logits);
+                int id = io.moe4j.model.Logits.argmax(logits, 0, logits.length);
                 assertThat(t.get("logprob").asDouble()).isCloseTo(io.moe4j.testing.LogSoftmax.of(logits)[id],
                         within(1e-3));
                 logits = session.decode(id);
@@ -104,7 +104,10 @@ class DeviceServerTest {
         assertThat(chat(", \"presence_penalty\": 2").get("message").get("content").asText()).isNotEmpty();
     }
 
-    /** Three greedy choices: two copy the device sequence that read the prompt, and all answer as the library. */
+    /**
+     * Three greedy choices on the device (those after the first copy a sequence that read the prompt where one can
+     * be copied) all answer as the library.
+     */
     @Test
     void choicesCopyTheDeviceSequenceThatReadThePrompt() throws Exception {
         String library;

@@ -140,7 +140,7 @@ class RealModelServerTest {
             float[] logits = session.prefillLast(prompt);
             for (var t : tokens) {
                 // the token the reply drew: greedy, the most likely one, as the top list's first entry says
-                int id = io.moe4j.testing.LogSoftmax.argmax(logits);
+                int id = io.moe4j.model.Logits.argmax(logits, 0, logits.length);
                 assertThat(t.logprob()).isCloseTo(io.moe4j.testing.LogSoftmax.of(logits)[id],
                         org.assertj.core.api.Assertions.within(1e-4));
                 assertThat(t.topLogprobs().getFirst().logprob()).isEqualTo(t.logprob());
@@ -182,7 +182,7 @@ class RealModelServerTest {
                         (i + 1) * vocab));
                 // position i's row scores prompt token i + 1, or (the last) the reply's greedy token
                 int next = i + 1 < prompt.length ? prompt[i + 1]
-                        : io.moe4j.testing.LogSoftmax.argmax(java.util.Arrays.copyOfRange(all, i * vocab, all.length));
+                        : io.moe4j.model.Logits.argmax(all, i * vocab, vocab);
                 assertThat(values.get(i + 1).asDouble()).as("position %d", i + 1)
                         .isCloseTo(row[next], org.assertj.core.api.Assertions.within(1e-4));
                 assertThat(tops.get(i + 1).size()).isBetween(1, 2); // two ids may read as one text

@@ -1,6 +1,6 @@
 package io.moe4j.testing;
 
-/** The log softmax of a row of logits in double, and its most likely id: what tests hold log-probabilities to. */
+/** The log softmax of a row of logits in double: what tests hold log-probabilities to. */
 public final class LogSoftmax {
     private LogSoftmax() {
     }
@@ -19,16 +19,5 @@ public final class LogSoftmax {
             row[i] = logits[i] - max - Math.log(sum);
         }
         return row;
-    }
-
-    /** The highest logit's id, the lowest on ties (the greedy draw). */
-    public static int argmax(float[] logits) {
-        int best = 0;
-        for (int i = 1; i < logits.length; i++) {
-            if (logits[i] > logits[best]) {
-                best = i;
-            }
-        }
-        return best;
     }
 }
