@@ -81,7 +81,12 @@ public final class ChatOutputs {
      * harmony's messages (gpt-oss) or the family's parser; else a call would come back as text.
      */
     public boolean readsFreeToolCalls(String renderedPrompt) {
-        return renderedPrompt.endsWith("<|start|>assistant") || toolCallParser() != null;
+        return harmony(renderedPrompt) || toolCallParser() != null;
+    }
+
+    /** Whether the reply continues a harmony (gpt-oss) prompt, whose assistant turn the prompt has opened. */
+    private static boolean harmony(String renderedPrompt) {
+        return renderedPrompt.endsWith("<|start|>assistant");
     }
 
     /**
@@ -101,7 +106,7 @@ public final class ChatOutputs {
     public ReplyConstraint constraint(String renderedPrompt, JsonGrammar grammar, int maxTokens) {
         TokenTrie t = trie();
         JsonConstraint json = new JsonConstraint(grammar, t, vocabulary(), eos);
-        if (renderedPrompt.endsWith("<|start|>assistant")) {
+        if (harmony(renderedPrompt)) {
             return new ReplyConstraint(json, vocabulary, freeText, ids(HARMONY_REASONING), -1, single("<|end|>"), true,
                     ids(HARMONY_ANSWER), maxTokens);
         }

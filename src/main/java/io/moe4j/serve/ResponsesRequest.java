@@ -28,21 +28,21 @@ final class ResponsesRequest {
     private static final List<String> SAME = List.of("model", "temperature", "top_p", "parallel_tool_calls", "stream",
             "user", "metadata", "top_k", "min_p", "seed", "presence_penalty", "frequency_penalty", "repetition_penalty",
             "logit_bias", "stop", "service_tier");
-    /** Fields that only describe the caller or ask nothing this server would do otherwise: accepted, not acted on. */
-    private static final Set<String> IGNORED = Set.of("store", "safety_identifier", "prompt_cache_key",
-            "stream_options", "truncation", "include", "max_tool_calls", "text", "reasoning", "tools", "tool_choice",
-            "instructions", "input", "max_output_tokens", "prompt_cache_retention");
+    /**
+     * The other fields this server knows: read below (input, tools, text, ...), checked and refused when they ask
+     * what it does not do (background, conversation, ...), or only describing the caller (safety_identifier, ...).
+     * Any field beyond these and {@link #SAME} is refused by name.
+     */
+    private static final Set<String> KNOWN = Set.of("input", "instructions", "tools", "tool_choice", "text",
+            "reasoning", "max_output_tokens", "store", "previous_response_id", "conversation", "background",
+            "truncation", "include", "max_tool_calls", "top_logprobs", "stream_options", "safety_identifier",
+            "prompt_cache_key", "prompt_cache_retention");
     /** Chat request fields and what this API calls them, for errors the chat checks raise. */
     private static final Map<String, String> PARAMS = Map.of("messages", "input",
             "max_completion_tokens", "max_output_tokens", "max_tokens", "max_output_tokens",
             "response_format", "text.format", "reasoning_effort", "reasoning.effort");
 
     private ResponsesRequest() {
-    }
-
-    /** The chat request body that {@code body} amounts to; a refusal names the Responses field at fault. */
-    static ObjectNode toChat(JsonNode body) {
-        return toChat(body, null);
     }
 
     /**
@@ -106,8 +106,7 @@ final class ResponsesRequest {
         body.fieldNames().forEachRemaining(field -> {
             if (SAME.contains(field)) {
                 chat.set(field, body.get(field));
-            } else if (!IGNORED.contains(field) && !field.equals("previous_response_id")
-                    && !field.equals("conversation") && !field.equals("background") && !field.equals("top_logprobs")) {
+            } else if (!KNOWN.contains(field)) {
                 throw ApiError.badRequest("'" + field + "' is not a field of /v1/responses that this server serves",
                         field);
             }
