@@ -2,8 +2,8 @@ package io.moe4j.generate;
 
 import io.moe4j.MoeException;
 import io.moe4j.config.ModelFamily;
-import io.moe4j.generate.constraint.JsonConstraint;
-import io.moe4j.generate.constraint.JsonGrammar;
+import io.moe4j.generate.constraint.AnswerConstraint;
+import io.moe4j.generate.constraint.AnswerGrammar;
 import io.moe4j.generate.constraint.TokenTrie;
 import io.moe4j.generate.constraint.TokenVocabulary;
 import io.moe4j.text.tools.ToolCallIds;
@@ -103,12 +103,12 @@ public final class ChatOutputs {
      * A constraint that keeps the answer of the reply after {@code renderedPrompt} to {@code grammar}, within
      * {@code maxTokens} tokens, leaving the family's reasoning before it free (see {@link ReplyConstraint}).
      */
-    public ReplyConstraint constraint(String renderedPrompt, JsonGrammar grammar, int maxTokens) {
+    public ReplyConstraint constraint(String renderedPrompt, AnswerGrammar grammar, int maxTokens) {
         TokenTrie t = trie();
-        JsonConstraint json = new JsonConstraint(grammar, t, vocabulary(), eos);
+        AnswerConstraint answer = grammar.constrain(t, vocabulary(), eos);
         if (harmony(renderedPrompt)) {
-            return new ReplyConstraint(json, vocabulary, freeText, ids(HARMONY_REASONING), -1, single("<|end|>"), true,
-                    ids(HARMONY_ANSWER), maxTokens);
+            return new ReplyConstraint(answer, vocabulary, freeText, ids(HARMONY_REASONING), -1, single("<|end|>"),
+                    true, ids(HARMONY_ANSWER), maxTokens);
         }
         OptionalInt open = tokenizer.id(THINK_OPEN);
         OptionalInt close = tokenizer.id(THINK_CLOSE);
@@ -116,14 +116,24 @@ public final class ChatOutputs {
             String trimmed = renderedPrompt.stripTrailing();
             int[] bridge = ids("\n\n");
             if (trimmed.endsWith(THINK_OPEN)) {
-                return new ReplyConstraint(json, vocabulary, freeText, new int[0], -1, close.getAsInt(), true, bridge, maxTokens);
-            }
-            if (!trimmed.endsWith(THINK_CLOSE)) {
-                return new ReplyConstraint(json, vocabulary, freeText, new int[0], open.getAsInt(), close.getAsInt(), false,
+                return new ReplyConstraint(answer, vocabulary, freeText, new int[0], -1, close.getAsInt(), true,
                         bridge, maxTokens);
             }
+            if (!trimmed.endsWith(THINK_CLOSE)) {
+                return new ReplyConstraint(answer, vocabulary, freeText, new int[0], open.getAsInt(),
+                        close.getAsInt(), false, bridge, maxTokens);
+            }
         }
-        return ReplyConstraint.json(json, vocabulary);
+        return ReplyConstraint.answerOnly(answer, vocabulary);
+    }
+
+    /**
+     * A constraint that keeps a whole continuation to {@code grammar} from its first token (a completions prompt: no
+     * chat turn, no reasoning), ended by one of the model's end-of-sequence tokens.
+     */
+    public ReplyConstraint answerOnly(AnswerGrammar grammar) {
+        TokenTrie t = trie();
+        return ReplyConstraint.answerOnly(grammar.constrain(t, vocabulary(), eos), vocabulary);
     }
 
     private int single(String token) {

@@ -405,7 +405,7 @@ class SchedulerTest {
     /** A fresh constraint to {@link #NAME_SCHEMA} (a constraint follows one sequence). */
     private static ReplyConstraint nameConstraint() throws Exception {
         JsonGrammar grammar = JsonGrammar.of(new ObjectMapper().readTree(NAME_SCHEMA), BYTE_TRIE);
-        return ReplyConstraint.json(new JsonConstraint(grammar, BYTE_TRIE, BYTES, ByteText.EOS), BYTES);
+        return ReplyConstraint.answerOnly(new JsonConstraint(grammar, BYTE_TRIE, BYTES, ByteText.EOS), BYTES);
     }
 
     /**

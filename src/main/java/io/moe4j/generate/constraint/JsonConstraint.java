@@ -21,7 +21,7 @@ import java.util.Arrays;
  * <p>Whitespace is bounded by the grammar ({@link JsonGrammar#maxWhitespace()} bytes a gap, none after the value),
  * so a model cannot loop on blanks. One instance follows one sequence and is not thread-safe.
  */
-public final class JsonConstraint {
+public final class JsonConstraint implements AnswerConstraint {
     private final TokenTrie trie;
     private final TokenVocabulary vocabulary;
     private final int[] endTokens;
@@ -66,6 +66,7 @@ public final class JsonConstraint {
     }
 
     /** The fewest tokens a sequence needs for the shortest document and its end token. */
+    @Override
     public int minTokens() {
         return state.cost() + 1;
     }
@@ -77,6 +78,7 @@ public final class JsonConstraint {
      *
      * @throws MoeException when {@code remaining} cannot hold even the shortest completion
      */
+    @Override
     public void fillAllowed(boolean[] mask, int remaining) {
         int n = vocabulary.size();
         if (mask.length < n) {
@@ -123,6 +125,7 @@ public final class JsonConstraint {
      * left out for its cost (a string closed, a number or array ended early), so the reply is complete JSON but
      * not the one the model was writing. A reply so ended finishes for its length, not as a stop.
      */
+    @Override
     public boolean cutByBudget() {
         return cutByBudget;
     }
@@ -198,6 +201,7 @@ public final class JsonConstraint {
     }
 
     /** Advances past token {@code id}; fails when the token does not continue a valid prefix. */
+    @Override
     public void accept(int id) {
         for (int end : endTokens) {
             if (id == end) {
@@ -218,6 +222,7 @@ public final class JsonConstraint {
     }
 
     /** The text so far is a complete document (an end token may come). */
+    @Override
     public boolean isComplete() {
         return state.isComplete();
     }

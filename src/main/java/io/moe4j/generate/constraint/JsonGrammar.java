@@ -7,7 +7,7 @@ import io.moe4j.MoeException;
  * The documents a JSON schema allows, as a byte-level matcher's start state. Compile once per request; it is
  * immutable and may be shared by the sequences of a batch.
  */
-public final class JsonGrammar {
+public final class JsonGrammar implements AnswerGrammar {
     /** Whitespace bytes allowed in one gap between tokens of the JSON text by default. */
     public static final int DEFAULT_MAX_WHITESPACE = 4;
 
@@ -68,5 +68,10 @@ public final class JsonGrammar {
 
     JsonState start() {
         return new JsonState(this, new Stack[] {Stack.of(RootFrame.start(root), null)});
+    }
+
+    @Override
+    public AnswerConstraint constrain(TokenTrie trie, TokenVocabulary vocabulary, int... endTokens) {
+        return new JsonConstraint(this, trie, vocabulary, endTokens);
     }
 }

@@ -15,8 +15,9 @@ import java.util.List;
  * refuses too (nothing to repeat, unmatched brackets, a duplicate group name) is named as malformed.
  *
  * <p>A pattern is not anchored unless it says so (a string fits if the expression matches somewhere in it), so an
- * unanchored start or end is matched as any text there. Code points never include the UTF-16 surrogates: a JSON
- * string the matcher accepts holds none alone.
+ * unanchored start or end is matched as any text there. A whole reply's expression ({@link #parseWhole}, vLLM's
+ * guided regex) matches the whole text instead. Code points never include the UTF-16 surrogates: a JSON string the
+ * matcher accepts holds none alone.
  */
 final class SchemaRegex {
     static final int MAX_CODE_POINT = 0x10FFFF;
@@ -59,9 +60,13 @@ final class SchemaRegex {
     private int depth;
     private final java.util.Set<String> groupNames = new java.util.HashSet<>();
 
-    private SchemaRegex(String pattern) {
+    /** What messages call the expression: a schema's pattern at a path, or a request field. */
+    private final String subject;
+
+    private SchemaRegex(String pattern, String subject) {
         this.pattern = pattern;
         this.cps = pattern.codePoints().toArray();
+        this.subject = subject;
     }
 
     /**
@@ -71,7 +76,21 @@ final class SchemaRegex {
      * @throws MoeException naming the pattern, the position and what is not supported or malformed
      */
     static Node parse(String pattern, String where) {
-        SchemaRegex p = new SchemaRegex(pattern);
+        return parse(pattern, "JSON schema 'pattern' at " + where, false);
+    }
+
+    /**
+     * The texts the pattern matches as a whole (as vLLM's guided regex and Python's {@code re.fullmatch} read it):
+     * a top-level alternative may still open with {@code ^} and close with {@code $}, which change nothing.
+     *
+     * @param field the request field that holds the pattern, for messages
+     */
+    static Node parseWhole(String pattern, String field) {
+        return parse(pattern, "'" + field + "'", true);
+    }
+
+    private static Node parse(String pattern, String subject, boolean whole) {
+        SchemaRegex p = new SchemaRegex(pattern, subject);
         // Each top-level alternative has its own anchors: ^a|b$ is (^a)|(b$), and ^$|^\d{5}$ is either.
         List<Node> alternatives = new ArrayList<>();
         do {
@@ -82,24 +101,24 @@ final class SchemaRegex {
             if (anchoredStart) {
                 p.at++;
             }
-            Node body = p.sequence(where);
+            Node body = p.sequence();
             boolean anchoredEnd = p.peek('$');
             if (anchoredEnd) {
                 p.at++;
             }
-            List<Node> whole = new ArrayList<>();
-            if (!anchoredStart) {
-                whole.add(new Repeat(ANY, 0, -1));
+            List<Node> parts = new ArrayList<>();
+            if (!anchoredStart && !whole) {
+                parts.add(new Repeat(ANY, 0, -1));
             }
-            whole.add(body);
-            if (!anchoredEnd) {
-                whole.add(new Repeat(ANY, 0, -1));
+            parts.add(body);
+            if (!anchoredEnd && !whole) {
+                parts.add(new Repeat(ANY, 0, -1));
             }
-            alternatives.add(new Concat(List.copyOf(whole)));
+            alternatives.add(new Concat(List.copyOf(parts)));
         } while (p.peek('|'));
         if (p.at < p.cps.length) {
-            throw p.cps[p.at] == ')' ? p.malformed(where, "an unmatched ')'")
-                    : p.error(where, "'" + Character.toString(p.cps[p.at]) + "' here");
+            throw p.cps[p.at] == ')' ? p.malformed("an unmatched ')'")
+                    : p.error("'" + Character.toString(p.cps[p.at]) + "' here");
         }
         return alternatives.size() == 1 ? alternatives.getFirst() : new Alt(List.copyOf(alternatives));
     }
@@ -108,40 +127,40 @@ final class SchemaRegex {
         return at < cps.length && cps[at] == c;
     }
 
-    private MoeException error(String where, String what) {
-        return new MoeException("JSON schema 'pattern' at " + where + " (\"" + pattern + "\"): " + what
+    private MoeException error(String what) {
+        return new MoeException(subject + " (\"" + pattern + "\"): " + what
                 + " at character " + at + " is not supported");
     }
 
     /** Not a valid ECMA-262 expression at all (what a JavaScript engine refuses too). */
-    private MoeException malformed(String where, String what) {
-        return new MoeException("JSON schema 'pattern' at " + where + " (\"" + pattern + "\") is not a valid "
+    private MoeException malformed(String what) {
+        return new MoeException(subject + " (\"" + pattern + "\") is not a valid "
                 + "regular expression: " + what + " at character " + at);
     }
 
-    private Node alternation(String where) {
+    private Node alternation() {
         List<Node> alternatives = new ArrayList<>();
-        alternatives.add(sequence(where));
+        alternatives.add(sequence());
         while (peek('|')) {
             at++;
-            alternatives.add(sequence(where));
+            alternatives.add(sequence());
         }
         return alternatives.size() == 1 ? alternatives.getFirst() : new Alt(List.copyOf(alternatives));
     }
 
-    private Node sequence(String where) {
+    private Node sequence() {
         List<Node> parts = new ArrayList<>();
         while (at < cps.length && cps[at] != '|' && cps[at] != ')') {
             if (cps[at] == '$' && depth == 0 && (at == cps.length - 1 || cps[at + 1] == '|')) {
                 break; // a top-level alternative's closing anchor, read by parse
             }
-            Node atom = atom(where);
-            parts.add(quantified(atom, where));
+            Node atom = atom();
+            parts.add(quantified(atom));
         }
         return parts.size() == 1 ? parts.getFirst() : new Concat(List.copyOf(parts));
     }
 
-    private Node quantified(Node atom, String where) {
+    private Node quantified(Node atom) {
         while (at < cps.length) {
             int min;
             int max;
@@ -159,10 +178,10 @@ final class SchemaRegex {
                 return atom;
             }
             if (max >= 0 && max < min) {
-                throw malformed(where, "a quantifier {" + min + "," + max + "} whose maximum is below its minimum");
+                throw malformed("a quantifier {" + min + "," + max + "} whose maximum is below its minimum");
             }
             if (min > MAX_REPEAT || max > MAX_REPEAT) {
-                throw error(where, "a count above " + MAX_REPEAT);
+                throw error("a count above " + MAX_REPEAT);
             }
             if (peek('?')) {
                 at++; // lazy: the same strings
@@ -170,7 +189,7 @@ final class SchemaRegex {
             atom = new Repeat(atom, min, max);
             if (at < cps.length && (cps[at] == '*' || cps[at] == '+' || cps[at] == '?'
                     || (cps[at] == '{' && bounds() != null))) {
-                throw malformed(where, "a quantifier after a quantifier (nothing to repeat)");
+                throw malformed("a quantifier after a quantifier (nothing to repeat)");
             }
         }
         return atom;
@@ -205,7 +224,7 @@ final class SchemaRegex {
         return new int[] {(int) min, (int) max, i + 1};
     }
 
-    private Node atom(String where) {
+    private Node atom() {
         int c = cps[at];
         switch (c) {
             case '(' -> {
@@ -217,34 +236,34 @@ final class SchemaRegex {
                             && cps[at + 2] != '=' && cps[at + 2] != '!') {
                         int close = indexOf('>', at + 2);
                         if (close < 0) {
-                            throw malformed(where, "a group name without its '>'");
+                            throw malformed("a group name without its '>'");
                         }
                         String name = new String(cps, at + 2, close - at - 2);
                         if (!groupNames.add(name)) {
-                            throw malformed(where, "a second group named '" + name + "'");
+                            throw malformed("a second group named '" + name + "'");
                         }
                         at = close + 1;
                     } else {
                         int next = at + 1 < cps.length ? cps[at + 1] : -1;
                         throw switch (next) {
-                            case '=', '!', '<' -> error(where, "lookaround '(?" + Character.toString(next) + "'");
-                            case 'P' -> error(where, "Python's named group '(?P' (ECMA-262 writes '(?<name>')");
-                            default -> error(where, "inline flags or an unknown group '(?"
+                            case '=', '!', '<' -> error("lookaround '(?" + Character.toString(next) + "'");
+                            case 'P' -> error("Python's named group '(?P' (ECMA-262 writes '(?<name>')");
+                            default -> error("inline flags or an unknown group '(?"
                                     + (next < 0 ? "" : Character.toString(next)) + "'");
                         };
                     }
                 }
                 depth++;
-                Node inner = alternation(where);
+                Node inner = alternation();
                 depth--;
                 if (!peek(')')) {
-                    throw malformed(where, "a '(' without its ')'");
+                    throw malformed("a '(' without its ')'");
                 }
                 at++;
                 return inner;
             }
             case '[' -> {
-                return charClass(where);
+                return charClass();
             }
             case '.' -> {
                 at++;
@@ -252,14 +271,15 @@ final class SchemaRegex {
             }
             case '\\' -> {
                 at++;
-                return escape(where, false);
+                return escape(false);
             }
-            case '^' -> throw error(where, "'^' inside (anchors may open and close each top-level alternative only)");
-            case '$' -> throw error(where, "'$' inside (anchors may open and close each top-level alternative only)");
-            case '*', '+', '?' -> throw malformed(where, "a quantifier '" + Character.toString(c) + "' with nothing to repeat");
+            case '^' -> throw error("'^' inside (anchors may open and close each top-level alternative only)");
+            case '$' -> throw error("'$' inside (anchors may open and close each top-level alternative only)");
+            case '*', '+', '?' -> throw malformed("a quantifier '" + Character.toString(c)
+                    + "' with nothing to repeat");
             default -> {
                 if (c == '{' && bounds() != null) {
-                    throw malformed(where, "a quantifier with nothing to repeat");
+                    throw malformed("a quantifier with nothing to repeat");
                 }
                 at++;
                 return single(c);
@@ -281,9 +301,9 @@ final class SchemaRegex {
     }
 
     /** After a backslash: a set (inside a class too), or one code point as a one-point set. */
-    private Chars escape(String where, boolean inClass) {
+    private Chars escape(boolean inClass) {
         if (at >= cps.length) {
-            throw malformed(where, "a '\\' at the end");
+            throw malformed("a '\\' at the end");
         }
         int c = cps[at++];
         switch (c) {
@@ -322,7 +342,7 @@ final class SchemaRegex {
             }
             case '0' -> {
                 if (peek('0') || (at < cps.length && cps[at] >= '1' && cps[at] <= '9')) {
-                    throw error(where, "an octal escape");
+                    throw error("an octal escape");
                 }
                 return single(0);
             }
@@ -330,39 +350,39 @@ final class SchemaRegex {
                 if (inClass) {
                     return single('\b');
                 }
-                throw error(where, "a word boundary '\\b'");
+                throw error("a word boundary '\\b'");
             }
-            case 'B' -> throw error(where, "a word boundary '\\B'");
+            case 'B' -> throw error("a word boundary '\\B'");
             case 'x' -> {
-                return single(hex(2, where));
+                return single(hex(2));
             }
             case 'u' -> {
                 if (peek('{')) {
                     int close = indexOf('}', at);
                     if (close < 0 || close == at + 1 || close - at - 1 > 6) {
-                        throw malformed(where, "a '\\u{...}' without its hex digits and '}'");
+                        throw malformed("a '\\u{...}' without its hex digits and '}'");
                     }
                     at++;
-                    int v = hex(close - at, where);
+                    int v = hex(close - at);
                     at = close + 1;
                     if (v > MAX_CODE_POINT) {
-                        throw error(where, "a code point above U+10FFFF");
+                        throw error("a code point above U+10FFFF");
                     }
                     return single(v);
                 }
-                int unit = hex(4, where);
+                int unit = hex(4);
                 if (unit >= 0xD800 && unit <= 0xDBFF && at + 5 < cps.length && cps[at] == '\\' && cps[at + 1] == 'u') {
                     // a surrogate pair written as two escapes is the one character it encodes
                     int save = at;
                     at += 2;
-                    int low = hex(4, where);
+                    int low = hex(4);
                     if (low >= 0xDC00 && low <= 0xDFFF) {
                         return single(Character.toCodePoint((char) unit, (char) low));
                     }
                     at = save;
                 }
                 if (unit >= 0xD800 && unit <= 0xDFFF) {
-                    throw error(where, "a lone surrogate escape (a JSON string holds none; write the character or "
+                    throw error("a lone surrogate escape (a JSON string holds none; write the character or "
                             + "\\u{...})");
                 }
                 return single(unit);
@@ -371,28 +391,28 @@ final class SchemaRegex {
                 if (at < cps.length && Character.isLetter(cps[at]) && cps[at] < 0x80) {
                     return single(cps[at++] % 32);
                 }
-                throw malformed(where, "a '\\c' without its letter");
+                throw malformed("a '\\c' without its letter");
             }
-            case 'p', 'P' -> throw error(where, "a Unicode property escape '\\" + Character.toString(c) + "'");
-            case 'k' -> throw error(where, "a named backreference '\\k'");
+            case 'p', 'P' -> throw error("a Unicode property escape '\\" + Character.toString(c) + "'");
+            case 'k' -> throw error("a named backreference '\\k'");
             default -> {
                 if (c >= '1' && c <= '9') {
-                    throw error(where, "a backreference '\\" + Character.toString(c) + "'");
+                    throw error("a backreference '\\" + Character.toString(c) + "'");
                 }
                 if (Character.isLetterOrDigit(c)) {
-                    throw error(where, "an unknown escape '\\" + Character.toString(c) + "'");
+                    throw error("an unknown escape '\\" + Character.toString(c) + "'");
                 }
                 return single(c); // an escaped syntax character stands for itself
             }
         }
     }
 
-    private int hex(int digits, String where) {
+    private int hex(int digits) {
         int v = 0;
         for (int i = 0; i < digits; i++) {
             int d = at < cps.length ? Character.digit(cps[at], 16) : -1;
             if (d < 0) {
-                throw malformed(where, "an escape without its " + digits + " hex digits");
+                throw malformed("an escape without its " + digits + " hex digits");
             }
             v = v * 16 + d;
             at++;
@@ -400,7 +420,7 @@ final class SchemaRegex {
         return v;
     }
 
-    private Chars charClass(String where) {
+    private Chars charClass() {
         at++; // '['
         boolean negated = peek('^');
         if (negated) {
@@ -409,19 +429,19 @@ final class SchemaRegex {
         List<int[]> parts = new ArrayList<>();
         while (!peek(']')) {
             if (at >= cps.length) {
-                throw malformed(where, "a '[' without its ']'");
+                throw malformed("a '[' without its ']'");
             }
-            Chars first = classAtom(where);
+            Chars first = classAtom();
             if (peek('-') && at + 1 < cps.length && cps[at + 1] != ']') {
                 at++;
-                Chars last = classAtom(where);
+                Chars last = classAtom();
                 if (!isPoint(first) || !isPoint(last)) {
-                    throw error(where, "a class range with a set at one end");
+                    throw error("a class range with a set at one end");
                 }
                 int lo = first.ranges()[0];
                 int hi = last.ranges()[0];
                 if (hi < lo) {
-                    throw malformed(where, "a class range out of order");
+                    throw malformed("a class range out of order");
                 }
                 parts.add(withoutSurrogates(new int[] {lo, hi}));
             } else {
@@ -444,11 +464,11 @@ final class SchemaRegex {
         return c.ranges().length == 2 && c.ranges()[0] == c.ranges()[1];
     }
 
-    private Chars classAtom(String where) {
+    private Chars classAtom() {
         int c = cps[at];
         if (c == '\\') {
             at++;
-            return escape(where, true);
+            return escape(true);
         }
         at++;
         return single(c);

@@ -33,14 +33,52 @@ final class StringAutomaton implements StringRule {
      */
     static final long MAX_WORK = 10_000_000L;
 
-    /** What is left of a schema's {@link #MAX_WORK}, spent by each automaton it compiles. */
+    /**
+     * How an automaton's strings are written out, which its byte counts follow: the token budget is reckoned in those
+     * bytes, and a byte-level vocabulary spells any of them in at most one token a byte.
+     */
+    enum Spelling {
+        /** Inside a JSON string: quotes, backslashes and control characters escaped ({@link StringRule#bytesOf}). */
+        JSON_STRING,
+        /** As raw UTF-8: a whole reply held to a regular expression. */
+        RAW_TEXT;
+
+        /** The fewest bytes that spell any code point of [lo, hi]. */
+        int fewestBytes(int lo, int hi) {
+            return this == JSON_STRING ? StringRule.fewestBytes(lo, hi) : utf8Length(lo);
+        }
+
+        /** Where a message says the problem is: the schema path, or the request field holding the expression. */
+        String subject(String where) {
+            return this == JSON_STRING ? "JSON schema at " + where : where;
+        }
+    }
+
+    /** Bytes of code point {@code cp} in UTF-8. */
+    static int utf8Length(int cp) {
+        return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    }
+
+    /**
+     * What is left of one schema's (or one reply expression's) {@link #MAX_WORK}, spent by each automaton it compiles,
+     * and how those automata's strings are spelled.
+     */
     static final class WorkBudget {
         private long left = MAX_WORK;
+        private final Spelling spelling;
+
+        WorkBudget() {
+            this(Spelling.JSON_STRING);
+        }
+
+        WorkBudget(Spelling spelling) {
+            this.spelling = spelling;
+        }
 
         void spend(long work, String where, int states) {
             left -= work;
             if (left < 0) {
-                throw new MoeException("JSON schema at " + where + ": its strings take too much work to compile "
+                throw new MoeException(spelling.subject(where) + ": its strings take too much work to compile "
                         + "(over " + MAX_WORK + " automaton steps for the schema, " + states + " states here); "
                         + "simplify the patterns, their counted repeats or the length bounds");
             }
@@ -57,7 +95,10 @@ final class StringAutomaton implements StringRule {
     private final int[] minChars;
     private final int[] bytesAlongMinChars;
 
-    private StringAutomaton(int[][] transitions, boolean[] accepting, int[] dist) {
+    private final Spelling spelling;
+
+    private StringAutomaton(int[][] transitions, boolean[] accepting, int[] dist, Spelling spelling) {
+        this.spelling = spelling;
         this.transitions = transitions;
         this.accepting = accepting;
         this.dist = dist;
@@ -94,7 +135,7 @@ final class StringAutomaton implements StringRule {
                 int[] t = transitions[s];
                 for (int i = 0; i < t.length; i += 3) {
                     int to = t[i + 2];
-                    int w = StringRule.fewestBytes(t[i], t[i + 1]);
+                    int w = spelling.fewestBytes(t[i], t[i + 1]);
                     // the fewest-bytes path: a successor on it, the one with the fewest characters among ties
                     if (dist[to] != NO_WAY && dist[to] + w == dist[s] && charsAlongDist[to] != NO_WAY
                             && charsAlongDist[to] + 1 < charsAlongDist[s]) {
@@ -125,6 +166,56 @@ final class StringAutomaton implements StringRule {
         return charsAlongDist[state] <= charsLeft ? dist[state] : bytesAlongMinChars[state];
     }
 
+    /**
+     * Per state, a class id: states of one class are at the same {@link #dist} and accept alike, and each code point
+     * takes them to states of one class at {@code depth - 1} (or is refused by both). So every text of at most
+     * {@code depth} code points is refused by both or takes both to states at the same distance: a mask of tokens no
+     * longer than that is the same from either. A counted repeat's states ({@code [^\n]{0,300}}) fall into few such
+     * classes. Moore's partition refinement, stopped after {@code depth} rounds or when a round splits nothing.
+     */
+    int[] futureClasses(int depth) {
+        int n = transitions.length;
+        int[] classes = new int[n];
+        Map<IntKey, Integer> ids = new HashMap<>();
+        for (int s = 0; s < n; s++) {
+            classes[s] = ids.computeIfAbsent(new IntKey(new int[] {accepting[s] ? 1 : 0, dist[s]}), k -> ids.size());
+        }
+        for (int round = 0; round < depth; round++) {
+            Map<IntKey, Integer> next = new HashMap<>();
+            int[] refined = new int[n];
+            for (int s = 0; s < n; s++) {
+                int[] t = transitions[s];
+                int[] key = new int[1 + t.length];
+                key[0] = classes[s];
+                for (int i = 0; i < t.length; i += 3) {
+                    key[1 + i] = t[i];
+                    key[2 + i] = t[i + 1];
+                    key[3 + i] = classes[t[i + 2]];
+                }
+                refined[s] = next.computeIfAbsent(new IntKey(key), k -> next.size());
+            }
+            if (next.size() == ids.size()) {
+                break; // a refinement only splits: as many classes as before is the same partition
+            }
+            classes = refined;
+            ids.clear();
+            ids.putAll(next);
+        }
+        return classes;
+    }
+
+    private record IntKey(int[] values) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof IntKey k && Arrays.equals(values, k.values);
+        }
+
+        @Override
+        public int hashCode() {
+            return Arrays.hashCode(values);
+        }
+    }
+
     /** This state's transitions as (lo, hi, target) triples. Do not modify. */
     int[] transitions(int state) {
         return transitions[state];
@@ -146,10 +237,10 @@ final class StringAutomaton implements StringRule {
                               String where, WorkBudget budget) {
         List<Nfa> nfas = new ArrayList<>();
         for (Node e : expressions) {
-            nfas.add(Nfa.of(e, where));
+            nfas.add(Nfa.of(e, budget.spelling.subject(where)));
         }
         for (Machine m : machines) {
-            nfas.add(Nfa.of(m, where));
+            nfas.add(Nfa.of(m, budget.spelling.subject(where)));
         }
         return determinize(nfas, minLength, maxLength, where, budget);
     }
@@ -268,8 +359,9 @@ final class StringAutomaton implements StringRule {
                 Integer to = ids.get(target);
                 if (to == null) {
                     if (keys.size() >= MAX_STATES) {
-                        throw new MoeException("JSON schema at " + where + ": the strings it allows need more than "
-                                + MAX_STATES + " automaton states; simplify the pattern or the length bounds");
+                        throw new MoeException(budget.spelling.subject(where) + ": the strings it allows need "
+                                + "more than " + MAX_STATES + " automaton states; simplify the pattern or the length "
+                                + "bounds");
                     }
                     to = keys.size();
                     ids.put(target, to);
@@ -296,15 +388,16 @@ final class StringAutomaton implements StringRule {
             accepting[s] = all;
         }
         int[][] t = transitions.toArray(new int[0][]);
-        int[] dist = distances(t, accepting);
+        int[] dist = distances(t, accepting, budget.spelling);
         if (dist[0] == NO_WAY) {
-            throw new MoeException("JSON schema at " + where + " allows no value: its pattern, format, length or "
-                    + "number bounds exclude each other");
+            throw new MoeException(budget.spelling == Spelling.RAW_TEXT ? where + " matches no text at all"
+                    : budget.spelling.subject(where) + " allows no value: its pattern, format, length or number "
+                    + "bounds exclude each other");
         }
         for (int s = 0; s < n; s++) {
             t[s] = live(t[s], dist);
         }
-        return new StringAutomaton(t, accepting, dist);
+        return new StringAutomaton(t, accepting, dist, budget.spelling);
     }
 
     /** Where the sets' transitions start or end: the code points in [cuts[i], cuts[i+1]) all go to one place. */
@@ -337,7 +430,7 @@ final class StringAutomaton implements StringRule {
     }
 
     /** Bytes from each state to an accepting one at the fewest (Dijkstra over the reversed transitions). */
-    private static int[] distances(int[][] t, boolean[] accepting) {
+    private static int[] distances(int[][] t, boolean[] accepting, Spelling spelling) {
         int n = t.length;
         List<List<int[]>> into = new ArrayList<>(n);
         for (int s = 0; s < n; s++) {
@@ -345,7 +438,7 @@ final class StringAutomaton implements StringRule {
         }
         for (int s = 0; s < n; s++) {
             for (int i = 0; i < t[s].length; i += 3) {
-                into.get(t[s][i + 2]).add(new int[] {s, StringRule.fewestBytes(t[s][i], t[s][i + 1])});
+                into.get(t[s][i + 2]).add(new int[] {s, spelling.fewestBytes(t[s][i], t[s][i + 1])});
             }
         }
         int[] dist = new int[n];
@@ -394,6 +487,7 @@ final class StringAutomaton implements StringRule {
         private final String where;
         private int accept;
 
+        /** @param where what messages name: the schema path or the request field, already worded */
         private Nfa(String where) {
             this.where = where;
         }
@@ -431,7 +525,7 @@ final class StringAutomaton implements StringRule {
 
         private int state() {
             if (edges.size() >= MAX_NFA_STATES) {
-                throw new MoeException("JSON schema at " + where + ": the pattern needs more than " + MAX_NFA_STATES
+                throw new MoeException(where + ": the pattern needs more than " + MAX_NFA_STATES
                         + " automaton states (counted repeats are unrolled); simplify it");
             }
             edges.add(new int[0]);

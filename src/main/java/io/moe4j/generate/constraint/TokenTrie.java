@@ -22,6 +22,7 @@ public final class TokenTrie {
     private final boolean[] plain;   // per token id
     /** Per token id: its characters where plain, -1 otherwise (length rules count them). */
     private final int[] plainLength;
+    private final int maxTokenBytes;
 
     public TokenTrie(TokenVocabulary vocabulary) {
         int n = vocabulary.size();
@@ -73,6 +74,11 @@ public final class TokenTrie {
             first[node] = id;
             previous = b;
         }
+        int longest = 0;
+        for (int k = 0; k < count; k++) {
+            longest = Math.max(longest, bytes[order[k]].length);
+        }
+        this.maxTokenBytes = longest;
         this.label = Arrays.copyOf(lab, nodes);
         this.firstToken = Arrays.copyOf(first, nodes);
         this.size = new int[nodes];
@@ -156,6 +162,11 @@ public final class TokenTrie {
             }
         }
         return -1;
+    }
+
+    /** Bytes of the longest token in the trie. */
+    public int maxTokenBytes() {
+        return maxTokenBytes;
     }
 
     public int vocabularySize() {
@@ -321,6 +332,82 @@ public final class TokenTrie {
             }
             if (size[child] > 1) {
                 visited += walk(child, next, maxCost, skipPlain, mask, cut);
+            }
+        }
+        return visited;
+    }
+    /**
+     * A matcher over bytes whose states are non-negative {@code long}s (negative: no way on), so that a walk over the
+     * whole vocabulary allocates nothing.
+     */
+    interface ByteMatcher {
+        /** The state after byte {@code b} (0-255), or a negative value when the byte is refused. */
+        long step(long state, int b);
+
+        /** The fewest bytes that complete the text from {@code state}. */
+        int cost(long state);
+    }
+
+    /**
+     * Marks in {@code mask} every token whose bytes {@code matcher} takes from {@code state} to a state whose cost is
+     * at most {@code maxCost}; sets {@code cut[0]} when one was taken but left out for its cost alone.
+     *
+     * @return trie nodes visited (for measurements)
+     */
+    int markBytes(ByteMatcher matcher, long state, int maxCost, boolean[] mask, boolean[] cut) {
+        return walkBytes(0, matcher, state, maxCost, mask, cut);
+    }
+
+    /**
+     * Per token id, the cost ({@link ByteMatcher#cost}) of the state {@code matcher} reaches through the token's bytes
+     * from {@code state}, or -1 where it refuses one of them: a mask for any budget, read in one pass.
+     */
+    int[] endCosts(ByteMatcher matcher, long state) {
+        int[] costs = new int[vocabularySize];
+        Arrays.fill(costs, -1);
+        walkCosts(0, matcher, state, costs);
+        return costs;
+    }
+
+    private void walkCosts(int node, ByteMatcher matcher, long state, int[] costs) {
+        int end = node + size[node];
+        for (int child = node + 1; child < end; child += size[child]) {
+            long next = matcher.step(state, label[child] & 0xFF);
+            if (next < 0) {
+                continue;
+            }
+            if (firstToken[child] >= 0) {
+                int cost = matcher.cost(next);
+                for (int t = firstToken[child]; t >= 0; t = nextToken[t]) {
+                    costs[t] = cost;
+                }
+            }
+            if (size[child] > 1) {
+                walkCosts(child, matcher, next, costs);
+            }
+        }
+    }
+
+    private int walkBytes(int node, ByteMatcher matcher, long state, int maxCost, boolean[] mask, boolean[] cut) {
+        int visited = 0;
+        int end = node + size[node];
+        for (int child = node + 1; child < end; child += size[child]) {
+            visited++;
+            long next = matcher.step(state, label[child] & 0xFF);
+            if (next < 0) {
+                continue;
+            }
+            if (firstToken[child] >= 0) {
+                if (matcher.cost(next) <= maxCost) {
+                    for (int t = firstToken[child]; t >= 0; t = nextToken[t]) {
+                        mask[t] = true;
+                    }
+                } else {
+                    cut[0] = true;
+                }
+            }
+            if (size[child] > 1) {
+                visited += walkBytes(child, matcher, next, maxCost, mask, cut);
             }
         }
         return visited;

@@ -82,7 +82,7 @@ class ConstrainedSamplingTest {
     }
 
     /** {@link #generate} along {@code constraint}, which the caller may ask afterwards. */
-    static String generate(JsonConstraint constraint, TokenVocabulary vocabulary, int eos, long seed, int maxTokens) {
+    static String generate(AnswerConstraint constraint, TokenVocabulary vocabulary, int eos, long seed, int maxTokens) {
         Sampler sampler = new Sampler(new SamplingParams(1.0, 0, 1, 0, seed));
         SplittableRandom logitsRandom = new SplittableRandom(seed * 31 + 7);
         int n = vocabulary.size();
