@@ -16,8 +16,9 @@ import java.util.List;
  * @param includeUsage   {@code stream_options.include_usage}: a last streamed chunk with the usage
  * @param responseFormat the {@code response_format} object as sent (checked), or null
  * @param toolChoice     the {@code tool_choice} read against the tools (none without tools); null for completions
- * @param grammar        what constrained decoding keeps the reply to (a forced call's, or a JSON response_format's),
- *                       compiled once as the request was read; null for free text
+ * @param grammar        what constrained decoding keeps the reply to (a forced call's, a JSON response_format's, or
+ *                       vLLM's guided decoding's), compiled once as the request was read; null for free text
+ * @param grammarField   the request field that asked for the grammar (named by errors about it); null without one
  * @param replyOptions   what each reply keeps (log-probabilities) and when it may end (min tokens, ignore eos, stop
  *                       token ids)
  * @param n              how many choices (sequences) to generate for each prompt
@@ -29,7 +30,7 @@ public record ApiRequest(boolean isChat, String model, ChatPrompt chat, List<Com
                          SamplingParams sampling, Integer maxTokens, List<String> stops, boolean stream,
                          boolean includeUsage, JsonNode responseFormat, ToolChoice toolChoice,
                          boolean skipSpecialTokens, boolean parallelToolCalls,
-                         io.moe4j.generate.constraint.JsonGrammar grammar,
+                         io.moe4j.generate.constraint.AnswerGrammar grammar, String grammarField,
                          io.moe4j.generate.ReplyOptions replyOptions, int n, boolean echo,
                          int promptLogprobs) {
     public ApiRequest {

@@ -17,7 +17,7 @@ import io.moe4j.generate.ReplyBudget;
 import io.moe4j.generate.ReplyConstraint;
 import io.moe4j.generate.ReplyReader;
 import io.moe4j.generate.SamplingParams;
-import io.moe4j.generate.constraint.JsonGrammar;
+import io.moe4j.generate.constraint.AnswerGrammar;
 import io.moe4j.text.tools.ToolCallIds;
 import io.moe4j.text.tools.ToolChoice;
 import org.eclipse.jetty.ee10.servlet.ServletContextRequest;
@@ -327,7 +327,8 @@ public final class OpenAiServer implements AutoCloseable {
         ChatOutputs outputs = served.text().chatOutputs();
         ApiRequest request = chat ? RequestParser.chat(body, served.sampling(), outputs == null ? null : outputs.trie(),
                 served.model().vocabSize())
-                : RequestParser.completion(body, served.model().vocabSize(), served.sampling());
+                : RequestParser.completion(body, served.model().vocabSize(), served.sampling(),
+                        outputs == null ? null : outputs.trie());
         if (!request.model().equals(served.id())) {
             throw new ApiError(404, "the model '" + request.model() + "' does not exist; this server serves '"
                     + served.id() + "'", "invalid_request_error", "model", "model_not_found");
@@ -361,8 +362,8 @@ public final class OpenAiServer implements AutoCloseable {
         }
         // Each choice is a sequence of its own, with its own constraint and reader (each follows one reply); the
         // first is built before anything is submitted, so that a request it refuses submits nothing.
-        ReplyConstraint first = chat ? constraint(request, promptText, room[0]) : null;
-        // Stop strings never cut a constrained reply: its JSON would be left incomplete.
+        ReplyConstraint first = constraint(request, promptText, room[0]);
+        // Stop strings never cut a constrained reply: its answer would be left incomplete.
         List<String> stops = first == null ? request.stops() : List.of();
         BlockingQueue<RequestChannel.Event> events = RequestChannel.queue();
         List<GenerationRequest> requests = new ArrayList<>();
@@ -487,26 +488,26 @@ public final class OpenAiServer implements AutoCloseable {
     }
 
     /**
-     * The constraint of a request that asks for JSON: a forced tool call (tool_choice required or named) or a
-     * response_format json_object / json_schema; null for free text.
+     * The constraint of a request that asks for one: a forced tool call (tool_choice required or named), a
+     * response_format json_object / json_schema, or vLLM's guided decoding; null for free text. A chat's answer
+     * follows the family's reasoning; a completion is held from its first token.
      */
     private ReplyConstraint constraint(ApiRequest request, String promptText, int maxTokens) {
         // compiled as the request was read, with this model's token trie
-        JsonGrammar grammar = request.grammar();
+        AnswerGrammar grammar = request.grammar();
         if (grammar == null) {
             return null;
         }
-        ToolChoice choice = request.toolChoice();
-        boolean forced = choice instanceof ToolChoice.Required || choice instanceof ToolChoice.Named;
-        String param = forced ? "tool_choice" : "response_format";
+        String param = request.grammarField();
         ChatOutputs outputs = served.text().chatOutputs();
-        if (outputs == null || promptText == null) {
+        if (outputs == null || (request.isChat() && promptText == null)) {
             throw ApiError.badRequest("'" + param + "' needs constrained decoding, which this model does not offer",
                     param);
         }
         ReplyConstraint constraint;
         try {
-            constraint = outputs.constraint(promptText, grammar, maxTokens);
+            constraint = request.isChat() ? outputs.constraint(promptText, grammar, maxTokens)
+                    : outputs.answerOnly(grammar);
         } catch (MoeException e) {
             throw ApiError.badRequest(e.getMessage(), param);
         }

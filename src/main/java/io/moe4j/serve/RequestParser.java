@@ -7,6 +7,7 @@ import io.moe4j.generate.LogitAdjustments;
 import io.moe4j.generate.ReplyOptions;
 import io.moe4j.generate.SamplingParams;
 import io.moe4j.generate.TokenLogprobs;
+import io.moe4j.generate.constraint.AnswerGrammar;
 import io.moe4j.generate.constraint.JsonGrammar;
 import io.moe4j.generate.constraint.ResponseFormat;
 import io.moe4j.generate.constraint.TokenTrie;
@@ -85,7 +86,7 @@ final class RequestParser {
             tools = null;
         }
         checkToolMessages(messagesNode);
-        JsonGrammar grammar = null;
+        AnswerGrammar grammar = null;
         ToolChoice toolChoice;
         try {
             toolChoice = ToolChoice.parse(nullToNull(body.get("tool_choice")), tools);
@@ -101,15 +102,22 @@ final class RequestParser {
         } catch (MoeException e) {
             throw ApiError.badRequest(e.getMessage(), fieldOf(e, "tool_choice"));
         }
+        String grammarField = grammar != null ? "tool_choice" : null;
         JsonNode format = nullToNull(body.get("response_format"));
-        if (format != null) {
-            try {
-                ResponseFormat parsed = ResponseFormat.parse(format, trie);
-                // a forced call wins over a response_format (its JSON is the call's)
-                grammar = grammar != null ? grammar : parsed.grammar();
-            } catch (MoeException e) {
-                throw ApiError.badRequest(e.getMessage(), fieldOf(e, "response_format"));
-            }
+        GuidedDecoding guided = GuidedDecoding.read(body, trie);
+        if (guided != null && grammar != null) {
+            throw ApiError.badRequest("'" + guided.field() + "' and a forced tool call (tool_choice) each constrain "
+                    + "the reply; send one", guided.field());
+        }
+        JsonGrammar formatGrammar = responseFormat(format, trie, guided);
+        if (grammar == null && formatGrammar != null) {
+            // a forced call wins over a response_format (its JSON is the call's)
+            grammar = formatGrammar;
+            grammarField = "response_format";
+        }
+        if (guided != null) {
+            grammar = guided.grammar();
+            grammarField = guided.field();
         }
         refuseNonNull(body, "audio");
         refuseNonNull(body, "prediction");
@@ -121,7 +129,28 @@ final class RequestParser {
         Integer maxTokens = optionalInt(body, "max_completion_tokens", 1);
         Integer legacyMax = optionalInt(body, "max_tokens", 1);
         return common(body, true, model, vocabSize, new ChatPrompt(messages, tools, templateArgs(body)), List.of(),
-                maxTokens != null ? maxTokens : legacyMax, toolChoice, format, defaults, grammar);
+                maxTokens != null ? maxTokens : legacyMax, toolChoice, format, defaults, grammar, grammarField);
+    }
+
+    /**
+     * The grammar of a JSON {@code response_format} (null for text or none); refused beside vLLM's guided decoding,
+     * which would constrain the same reply.
+     */
+    private static JsonGrammar responseFormat(JsonNode format, TokenTrie trie, GuidedDecoding guided) {
+        if (format == null) {
+            return null;
+        }
+        ResponseFormat parsed;
+        try {
+            parsed = ResponseFormat.parse(format, trie);
+        } catch (MoeException e) {
+            throw ApiError.badRequest(e.getMessage(), fieldOf(e, "response_format"));
+        }
+        if (parsed.isConstrained() && guided != null) {
+            throw ApiError.badRequest("'response_format' and '" + guided.field() + "' each constrain the reply; "
+                    + "send one", guided.field());
+        }
+        return parsed.grammar();
     }
 
     /**
@@ -151,6 +180,14 @@ final class RequestParser {
 
     /** A completion request; {@code defaults} fill the sampling fields it leaves out. */
     static ApiRequest completion(JsonNode body, int vocabSize, SamplingDefaults defaults) {
+        return completion(body, vocabSize, defaults, null);
+    }
+
+    /**
+     * A completion request; {@code defaults} fill the sampling fields it leaves out, and a grammar it asks for is
+     * compiled here with a JSON schema's fixed pieces reckoned in {@code trie}'s tokens (bytes where null).
+     */
+    static ApiRequest completion(JsonNode body, int vocabSize, SamplingDefaults defaults, TokenTrie trie) {
         requireObject(body);
         String model = requiredString(body, "model");
         JsonNode prompt = body.get("prompt");
@@ -187,33 +224,34 @@ final class RequestParser {
         }
 
         refuseNonNull(body, "suffix");
-        // constrained decoding and tools are served on /v1/chat/completions, where the chat template places them
-        for (String field : List.of("response_format", "tools", "tool_choice")) {
+        // tools are served on /v1/chat/completions, where the chat template places them
+        for (String field : List.of("tools", "tool_choice")) {
             if (nullToNull(body.get(field)) != null) {
                 throw ApiError.badRequest("'" + field + "' is served on /v1/chat/completions, not on completions",
                         field);
             }
+        }
+        // a completion may be held to a grammar from its first token, as vLLM's completions are
+        JsonNode format = nullToNull(body.get("response_format"));
+        GuidedDecoding guided = GuidedDecoding.read(body, trie);
+        AnswerGrammar grammar = responseFormat(format, trie, guided);
+        String grammarField = grammar != null ? "response_format" : null;
+        if (guided != null) {
+            grammar = guided.grammar();
+            grammarField = guided.field();
         }
         JsonNode bestOf = nullToNull(body.get("best_of"));
         if (bestOf != null && !(bestOf.isIntegralNumber() && bestOf.asLong() == 1)) {
             throw ApiError.badRequest("'best_of' must be 1", "best_of");
         }
         // 0 asks for the prompt alone (with echo), as evaluation harnesses score a text
-        return common(body, false, model, vocabSize, null, prompts, optionalInt(body, "max_tokens", 0), null, null,
-                defaults, null);
+        return common(body, false, model, vocabSize, null, prompts, optionalInt(body, "max_tokens", 0), null, format,
+                defaults, grammar, grammarField);
     }
 
     private static ApiRequest common(JsonNode body, boolean isChat, String model, int vocabSize, ChatPrompt chat,
                                      List<CompletionPrompt> prompts, Integer maxTokens, ToolChoice toolChoice, JsonNode format,
-                                     SamplingDefaults defaults, JsonGrammar grammar) {
-        // vLLM's guided-decoding extensions: refused by name rather than silently ignored
-        for (String field : List.of("guided_json", "guided_regex", "guided_choice", "guided_grammar",
-                "structured_outputs")) {
-            if (nullToNull(body.get(field)) != null) {
-                throw ApiError.badRequest("'" + field + "' is not supported"
-                        + (isChat ? "; send response_format json_schema" : ""), field);
-            }
-        }
+                                     SamplingDefaults defaults, AnswerGrammar grammar, String grammarField) {
         // vLLM's other sampling extensions this server does not act on: refused when they ask for anything
         for (String field : UNSERVED_EXTENSIONS) {
             JsonNode v = nullToNull(body.get(field));
@@ -294,15 +332,15 @@ final class RequestParser {
         if (isChat && optionalBoolean(body, "echo")) {
             throw ApiError.badRequest("'echo' is not supported on chat completions", "echo");
         }
-        int minTokens = minTokens(body, grammar != null);
+        int minTokens = minTokens(body, grammarField);
         if (maxTokens != null && minTokens > maxTokens) {
             throw ApiError.badRequest("'min_tokens' (" + minTokens + ") must not be more than max_tokens ("
                     + maxTokens + ")", "min_tokens");
         }
         boolean ignoreEos = optionalBoolean(body, "ignore_eos");
         if (ignoreEos && grammar != null) {
-            throw ApiError.badRequest("'ignore_eos' cannot carry a constrained reply (response_format or a forced "
-                    + "tool call) past the end of its JSON", "ignore_eos");
+            throw ApiError.badRequest("'ignore_eos' cannot carry a constrained reply ('" + grammarField + "') past "
+                    + "the end of its answer", "ignore_eos");
         }
         // vLLM's prompt_logprobs: each prompt token's log-probability given those before it, with that many top ones
         Integer promptLogprobs = optionalInt(body, "prompt_logprobs", 0);
@@ -322,19 +360,22 @@ final class RequestParser {
         // vLLM's extension, true by default there too: special tokens stay out of the text unless asked for
         boolean skipSpecial = optionalBoolean(body, "skip_special_tokens", "skip_special_tokens", true);
         return new ApiRequest(isChat, model, chat, prompts, sampling, maxTokens, stops, stream, includeUsage, format,
-                toolChoice, skipSpecial, parallelToolCalls, grammar, replyOptions, n, echo,
+                toolChoice, skipSpecial, parallelToolCalls, grammar, grammarField, replyOptions, n, echo,
                 promptLogprobs == null ? -1 : promptLogprobs);
     }
 
-    /** vLLM's {@code min_tokens}: 0 when absent; refused beside a constrained reply, which ends where its JSON does. */
-    private static int minTokens(JsonNode body, boolean constrained) {
+    /**
+     * vLLM's {@code min_tokens}: 0 when absent; refused beside a constrained reply (asked for by
+     * {@code grammarField}, null for none), which ends where its answer does.
+     */
+    private static int minTokens(JsonNode body, String grammarField) {
         Integer min = optionalInt(body, "min_tokens", 0);
         if (min == null || min == 0) {
             return 0;
         }
-        if (constrained) {
-            throw ApiError.badRequest("'min_tokens' cannot hold a constrained reply (response_format or a forced tool "
-                    + "call) past the end of its JSON", "min_tokens");
+        if (grammarField != null) {
+            throw ApiError.badRequest("'min_tokens' cannot hold a constrained reply ('" + grammarField + "') past "
+                    + "the end of its answer", "min_tokens");
         }
         return min;
     }

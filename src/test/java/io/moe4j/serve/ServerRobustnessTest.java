@@ -139,11 +139,30 @@ class ServerRobustnessTest {
         cases.put("max_tokens too big for int", new Object[] {CHAT, chatWith("max_tokens", 1L << 40), 400, "max_tokens"});
         // The toy's context holds 128 tokens: a reply of 127 after a prompt of more than one does not fit.
         cases.put("max_tokens past the context", new Object[] {CHAT, chatWith("max_tokens", 127), 400, "max_tokens"});
-        cases.put("vLLM's guided_json", new Object[] {CHAT, chatWith("guided_json", Map.of("type", "object")), 400,
+        cases.put("vLLM's guided_grammar", new Object[] {CHAT, chatWith("guided_grammar", "root ::= \"a\""), 400,
+                "guided_grammar"});
+        cases.put("guided_regex malformed", new Object[] {CHAT, chatWith("guided_regex", "(ab"), 400,
+                "guided_regex"});
+        cases.put("guided_regex not a string", new Object[] {CHAT, chatWith("guided_regex", 7), 400,
+                "guided_regex"});
+        cases.put("guided_choice empty", new Object[] {CHAT, chatWith("guided_choice", List.of()), 400,
+                "guided_choice"});
+        cases.put("guided_choice with a number", new Object[] {CHAT, chatWith("guided_choice", List.of("a", 1)), 400,
+                "guided_choice"});
+        cases.put("guided_json a string that is not JSON", new Object[] {CHAT, chatWith("guided_json", "{type"), 400,
                 "guided_json"});
-        cases.put("response_format on completions", new Object[] {"/v1/completions",
-                "{\"model\": \"toy\", \"prompt\": \"hi\", \"response_format\": {\"type\": \"json_object\"}}", 400,
-                "response_format"});
+        cases.put("two guided kinds", new Object[] {CHAT, chatWith("guided_regex", "a+").replace("{",
+                "{\"guided_choice\": [\"a\"],"), 400, "guided_choice"});
+        cases.put("guided beside response_format", new Object[] {CHAT, chatWith("guided_regex", "a+").replace("{",
+                "{\"response_format\": {\"type\": \"json_object\"},"), 400, "guided_regex"});
+        cases.put("structured_outputs with two kinds", new Object[] {CHAT, chatWith("structured_outputs",
+                Map.of("regex", "a+", "choice", List.of("a"))), 400, "structured_outputs"});
+        cases.put("structured_outputs unknown key", new Object[] {CHAT, chatWith("structured_outputs",
+                Map.of("regex", "a+", "whitespace_pattern", " ")), 400, "structured_outputs.whitespace_pattern"});
+        cases.put("structured_outputs grammar", new Object[] {CHAT, chatWith("structured_outputs",
+                Map.of("grammar", "root ::= \"a\"")), 400, "structured_outputs.grammar"});
+        cases.put("tools on completions", new Object[] {"/v1/completions",
+                "{\"model\": \"toy\", \"prompt\": \"hi\", \"tools\": []}", 400, "tools"});
         cases.put("max_completion_tokens fractional", new Object[] {CHAT, chatWith("max_completion_tokens", 2.5), 400,
                 "max_completion_tokens"});
         cases.put("temperature a string", new Object[] {CHAT, chatWith("temperature", "hot"), 400, "temperature"});
