@@ -97,6 +97,7 @@ public final class OpenAiServer implements AutoCloseable {
             cfg.routes.post("/v1/completions", ctx -> tracked(ctx, Api.COMPLETIONS));
             cfg.routes.post("/v1/responses", ctx -> tracked(ctx, Api.RESPONSES));
             cfg.routes.get("/v1/responses/<id>", this::storedResponse);
+            cfg.routes.delete("/v1/responses/<id>", this::deleteResponse);
             // vLLM's token routes, outside /v1 as there (the API key holds for them too)
             cfg.routes.before("/tokenize", this::authenticate);
             cfg.routes.before("/detokenize", this::authenticate);
@@ -207,12 +208,25 @@ public final class OpenAiServer implements AutoCloseable {
         String id = ctx.pathParam("id");
         ResponsesStore.Stored stored = responses.get(id);
         if (stored == null) {
-            throw new ApiError(404, "no response '" + ResponsesRequest.shortened(id) + "' is stored here (this "
-                    + "server keeps the last "
-                    + responses.capacity() + ", in memory, those sent with 'store' true)", "invalid_request_error",
-                    null, "not_found");
+            throw notStored(id);
         }
         ctx.contentType("application/json").result(stored.response().toString());
+    }
+
+    /** OpenAI's {@code DELETE /v1/responses/ID}: the stored response is forgotten (a later previous_response_id too). */
+    private void deleteResponse(Context ctx) {
+        String id = ctx.pathParam("id");
+        if (!responses.remove(id)) {
+            throw notStored(id);
+        }
+        ctx.contentType("application/json").result(json.createObjectNode().put("id", id)
+                .put("object", "response.deleted").put("deleted", true).toString());
+    }
+
+    private ApiError notStored(String id) {
+        return new ApiError(404, "no response '" + ResponsesRequest.shortened(id) + "' is stored here (this server "
+                + "keeps the last " + responses.capacity() + ", in memory, those sent with 'store' true)",
+                "invalid_request_error", null, "not_found");
     }
 
     private void models(Context ctx) {

@@ -8,8 +8,8 @@ import java.util.Map;
 
 /**
  * The last responses answered with {@code store} (OpenAI's default), in memory: a later request continues one by
- * its {@code previous_response_id}, and {@code GET /v1/responses/ID} reads one back. The oldest goes when full (a
- * count, and a budget of JSON characters); a restart forgets them all. Thread-safe.
+ * its {@code previous_response_id}, {@code GET /v1/responses/ID} reads one back and {@code DELETE} forgets it. The
+ * oldest goes when full (a count, and a budget of JSON characters); a restart forgets them all. Thread-safe.
  */
 final class ResponsesStore {
     /**
@@ -46,6 +46,15 @@ final class ResponsesStore {
             stored.remove(oldest);
             chars -= sizes.remove(oldest);
         }
+    }
+
+    /** Forgets the response of that id; whether it was stored. */
+    synchronized boolean remove(String id) {
+        if (stored.remove(id) == null) {
+            return false;
+        }
+        chars -= sizes.remove(id);
+        return true;
     }
 
     /** The stored response of that id, or null. */

@@ -189,6 +189,14 @@ class ResponsesApiTest {
         Response unkept = client.responses().create(ResponseCreateParams.builder().model(MODEL).input("x")
                 .store(false).maxOutputTokens(2).build());
         assertThatThrownBy(() -> client.responses().retrieve(unkept.id())).isInstanceOf(NotFoundException.class);
+        // deleted: neither read back nor continued, and a second delete finds nothing
+        client.responses().delete(first.id());
+        assertThatThrownBy(() -> client.responses().retrieve(first.id())).isInstanceOf(NotFoundException.class);
+        assertThatThrownBy(() -> client.responses().create(ResponseCreateParams.builder().model(MODEL)
+                .previousResponseId(first.id()).input("more").maxOutputTokens(2).build()))
+                .isInstanceOf(NotFoundException.class).hasMessageContaining(first.id());
+        assertThatThrownBy(() -> client.responses().delete(first.id())).isInstanceOf(NotFoundException.class);
+        assertThat(client.responses().retrieve(next.id()).id()).isEqualTo(next.id());
     }
 
     private static com.fasterxml.jackson.databind.JsonNode post(String body) throws Exception {
