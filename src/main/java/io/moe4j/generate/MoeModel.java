@@ -121,11 +121,16 @@ public final class MoeModel implements AutoCloseable {
 
     /** The prompt ids of a chat request rendered with this model's template. */
     public int[] encodeChat(ChatRequest request) {
+        return tokenizer.encode(renderChat(request));
+    }
+
+    /** A chat request rendered with this model's template: the prompt's text. */
+    public String renderChat(ChatRequest request) {
         if (template == null) {
             throw new MoeException(dir + ": the model ships no chat template (tokenizer_config.json has no"
                     + " chat_template and there is no chat_template.jinja)");
         }
-        return tokenizer.encode(template.render(request));
+        return template.render(request);
     }
 
     /** Generates after a plain-text prompt in a fresh session. */
