@@ -128,8 +128,14 @@ final class LogprobsWriter {
             texts.add(text);
             values.add(t.logprob());
             ObjectNode top = tops.addObject();
+            boolean listed = false;
             for (int i = 0; i < t.topIds().length; i++) {
                 top.put(text(t.topIds()[i]), t.topLogprobs()[i]);
+                listed |= t.topIds()[i] == t.token();
+            }
+            // the legacy API always lists the token itself too: up to logprobs + 1 entries, as OpenAI and vLLM send
+            if (!listed && !top.has(text)) {
+                top.put(text, t.logprob());
             }
             offsets.add(textOffset);
             textOffset += text.codePointCount(0, text.length());

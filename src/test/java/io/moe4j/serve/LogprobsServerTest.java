@@ -169,6 +169,39 @@ class LogprobsServerTest {
         assertThat(lp.topLogprobs().orElseThrow()).allSatisfy(top -> assertThat(top._additionalProperties()).hasSize(2));
     }
 
+    /** Sampled completions list each drawn token in its top_logprobs, beside the top ones (up to logprobs + 1). */
+    @Test
+    void completionsTopLogprobsAlwaysHoldTheDrawnToken() {
+        String prompt = "Once upon a time";
+        int outside = 0;
+        for (long seed = 1; seed <= 4; seed++) {
+            Completion c = client.completions().create(CompletionCreateParams.builder().model(MODEL).prompt(prompt)
+                    .temperature(1.5).seed(seed).maxTokens(12).logprobs(1L).build());
+            CompletionChoice.Logprobs lp = c.choices().getFirst().logprobs().orElseThrow();
+            List<String> tokens = lp.tokens().orElseThrow();
+            List<double[]> want = reference(new ByteText().encode(prompt), tokens.stream().mapToInt(t -> t.charAt(0))
+                    .toArray());
+            for (int i = 0; i < tokens.size(); i++) {
+                var top = lp.topLogprobs().orElseThrow().get(i)._additionalProperties();
+                boolean best = rank(want.get(i), tokens.get(i).charAt(0)) == 1;
+                assertThat(top).containsKey(tokens.get(i)).hasSize(best ? 1 : 2);
+                assertThat(top.get(tokens.get(i)).convert(Double.class))
+                        .isCloseTo(lp.tokenLogprobs().orElseThrow().get(i), within(1e-9));
+                outside += best ? 0 : 1;
+            }
+        }
+        assertThat(outside).as("draws outside the top one, so the rule was exercised").isPositive();
+    }
+
+    /** 1 + the number of entries of {@code row} above {@code row[id]}. */
+    private static int rank(double[] row, int id) {
+        int above = 0;
+        for (double v : row) {
+            above += v > row[id] ? 1 : 0;
+        }
+        return 1 + above;
+    }
+
     /**
      * The log softmax of the toy's logits after each prefix of {@code tokens}: row j is the distribution of token
      * j + 1 (the first token has no row).
@@ -213,7 +246,8 @@ class LogprobsServerTest {
             double[] row = want.get(i - 1);
             assertThat(values.get(i)).as("token %d", i).isCloseTo(row[all[i]], within(1e-5));
             var top = tops.get(i)._additionalProperties();
-            assertThat(top).hasSize(3);
+            // the top 3, and the token itself where it is not among them
+            assertThat(top).containsKey(tokens.get(i)).hasSize(rank(row, all[i]) <= 3 ? 3 : 4);
             top.forEach((text, value) -> assertThat(value.convert(Double.class))
                     .isCloseTo(row[text.charAt(0)], within(1e-5)));
         }
@@ -329,10 +363,12 @@ class LogprobsServerTest {
             }
             assertThat(position.size()).isBetween(2, 3);
         }
-        // the echo's own list keeps its own top count (1), though the prompt was scored with 2
+        // the echo's own list keeps its own top count (1, and the token itself), though the prompt was scored with 2
         var tops = choice.path("logprobs").path("top_logprobs");
+        var echoed = choice.path("logprobs").path("tokens");
         for (int i = 1; i < tops.size(); i++) {
-            assertThat(tops.get(i).size()).isEqualTo(1);
+            assertThat(tops.get(i).has(echoed.get(i).asText())).isTrue();
+            assertThat(tops.get(i).size()).isBetween(1, 2);
         }
         var chat = post("/v1/chat/completions", """
                 {"model": "%s", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 2,

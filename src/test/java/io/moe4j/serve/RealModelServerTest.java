@@ -185,7 +185,8 @@ class RealModelServerTest {
                         : io.moe4j.model.Logits.argmax(all, i * vocab, vocab);
                 assertThat(values.get(i + 1).asDouble()).as("position %d", i + 1)
                         .isCloseTo(row[next], org.assertj.core.api.Assertions.within(1e-4));
-                assertThat(tops.get(i + 1).size()).isBetween(1, 2); // two ids may read as one text
+                // the top two and the token itself where it is not among them (ids may share a text)
+                assertThat(tops.get(i + 1).size()).isBetween(1, 3);
             }
         }
     }
