@@ -7,7 +7,9 @@
 # qwen3-30b-a3b W4A16 vs q4_0 and W8A16 vs q8_0 (128 experts, 8 used, 768 x 2048), at 1, 8 and 512 tokens with
 # fixed routing; then one token with random routing for several schemes. ggml times one matrix of the chosen
 # experts (small enough to stay in the last-level cache across its repetitions); moe4j's layer call runs gate, up
-# and down. JAVA points at a JDK 25 java (default: java on PATH). Compare only rows of one run of this script.
+# and down, three times those bytes. So each moe4j row has a like-for-like twin (preset ".../iN", --intermediate N):
+# gate, up and down shrunk to the bytes and multiply-adds of ggml's one matrix an expert, the same working set.
+# JAVA points at a JDK 25 java (default: java on PATH). Compare only rows of one run of this script.
 set -uo pipefail
 if [ $# -lt 2 ]; then echo "usage: $0 JAR GGML_BUILD_DIR" >&2; exit 2; fi
 jar="$1"; gb="$2"; java="${JAVA:-java}"
@@ -30,12 +32,16 @@ echo "# load $(cut -d' ' -f1-3 /proc/loadavg)"
 ggml mxfp4 'm=2880,.*k=2880' 32
 moe --preset gpt-oss-20b --scheme mxfp4 --fixed-routing --tokens 1,8,512
 moe --preset gpt-oss-20b --scheme mxfp4 --fixed-routing --tokens 1,8,512 --activations int8
+moe --preset gpt-oss-20b --scheme mxfp4 --fixed-routing --tokens 1,8,512 --intermediate 960
+moe --preset gpt-oss-20b --scheme mxfp4 --fixed-routing --tokens 1,8,512 --intermediate 960 --activations int8
 ggml mxfp4 'm=2880,.*k=2880' 32
 for pair in "q4_0 w4a16" "q8_0 w8a16"; do
   set -- $pair
   ggml "$1" 'm=768' 128
   moe --preset qwen3-30b-a3b --scheme "$2" --fixed-routing --tokens 1,8,512
   moe --preset qwen3-30b-a3b --scheme "$2" --fixed-routing --tokens 1,8,512 --activations int8
+  moe --preset qwen3-30b-a3b --scheme "$2" --fixed-routing --tokens 1,8,512 --intermediate 256
+  moe --preset qwen3-30b-a3b --scheme "$2" --fixed-routing --tokens 1,8,512 --intermediate 256 --activations int8
   ggml "$1" 'm=768' 128
 done
 echo "# one token, random routing"

@@ -64,6 +64,11 @@ final class BenchCommand implements Callable<Integer> {
     @Mixin
     ActivationsArg activations;
 
+    @Option(names = "--intermediate", description = "the experts' intermediate size instead of the preset's: 960 "
+            + "for gpt-oss-20b gives an expert's gate, up and down the bytes and multiply-adds of one 2880 x 2880 "
+            + "matrix, the working set of ggml's MUL_MAT_ID test of that shape (256 for qwen3-30b-a3b, 768 x 2048)")
+    Integer intermediate;
+
     @Option(names = "--fixed-routing", description = "route every call to the same experts (cache-hot) instead of "
             + "fresh random experts per call")
     boolean fixedRouting;
@@ -159,9 +164,18 @@ final class BenchCommand implements Callable<Integer> {
 
         double machine = roofline(b, nThreads, bandwidthMib);
 
+        SyntheticWeights.Shape shape = p.shape();
+        String name = p.cliName();
+        if (intermediate != null) {
+            if (intermediate < 1) {
+                throw new IllegalArgumentException("--intermediate must be positive, got " + intermediate);
+            }
+            shape = new SyntheticWeights.Shape(shape.experts(), shape.hidden(), intermediate, shape.gateLayout(),
+                    shape.activation(), shape.biases());
+            name = p.cliName() + "/i" + intermediate;
+        }
         List<BenchResult> results = new ArrayList<>();
         for (SyntheticScheme s : schemes) {
-            SyntheticWeights.Shape shape = p.shape();
             try (Arena arena = Arena.ofShared()) {
                 ExpertWeights w = generate(s, shape, arena);
                 Support support = b.support(MoeProblem.of(w, p.topK()).withKernelActivations(ka), PlatformProbe.probe());
@@ -173,7 +187,7 @@ final class BenchCommand implements Callable<Integer> {
                     LayerBench bench = new LayerBench(w, p.topK(), SEED);
                     for (int t : tokens) {
                         LayerBench.Timing timing = time(bench, experts, t, s);
-                        BenchResult r = new BenchResult(p.cliName(), s.cliName(), label, t, nThreads,
+                        BenchResult r = new BenchResult(name, s.cliName(), label, t, nThreads,
                                 fixedRouting ? "fixed" : "random", timing.secondsPerCall() * 1e3,
                                 t / timing.secondsPerCall(), timing.gflops(), timing.bytesPerCall(),
                                 timing.effectiveGbps(), machine);
@@ -196,9 +210,9 @@ final class BenchCommand implements Callable<Integer> {
     private int modelBench() {
         io.moe4j.bench.model.ModelPreset p = io.moe4j.bench.model.ModelPreset.fromCliName(modelPreset);
         int nThreads = threads == null ? Runtime.getRuntime().availableProcessors() : threads;
-        if (scheme != null || fixedRouting || tokens.length != 1 || tokens[0] != 1) {
+        if (scheme != null || fixedRouting || intermediate != null || tokens.length != 1 || tokens[0] != 1) {
             throw new IllegalArgumentException("--model-preset times batch-1 decode in the preset's own scheme: "
-                    + "--scheme, --fixed-routing and --tokens other than 1 do not apply");
+                    + "--scheme, --fixed-routing, --intermediate and --tokens other than 1 do not apply");
         }
         if (!writeOnly && !backend.equals("cpu") && !backend.equals("emulation") && !backend.equals("cuda")) {
             throw new IllegalArgumentException("--model-preset runs on backend cpu, cuda or emulation, not '" + backend
