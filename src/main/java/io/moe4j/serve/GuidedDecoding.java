@@ -24,7 +24,7 @@ import java.util.Set;
 record GuidedDecoding(AnswerGrammar grammar, String field) {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final List<String> TOP_LEVEL = List.of("guided_json", "guided_regex", "guided_choice",
-            "guided_grammar", "guided_whitespace_pattern", "structured_outputs");
+            "guided_grammar", "guided_whitespace_pattern", "structural_tag", "structured_outputs");
     /** structured_outputs' switches of vLLM's own backends: accepted when off, since this one never does them. */
     private static final Set<String> NEUTRAL_SWITCHES = Set.of("disable_fallback", "disable_any_whitespace",
             "disable_additional_properties");
@@ -57,6 +57,9 @@ record GuidedDecoding(AnswerGrammar grammar, String field) {
             case "guided_regex" -> regex(v, field);
             case "guided_choice" -> choice(v, field);
             case "guided_grammar" -> throw grammarRefused(field);
+            case "structural_tag" -> throw ApiError.badRequest("'structural_tag' is not supported: send a regular "
+                    + "expression (guided_regex), a list of choices (guided_choice) or a JSON schema (guided_json)",
+                    field);
             case "guided_whitespace_pattern" -> throw ApiError.badRequest("'guided_whitespace_pattern' is not "
                     + "supported (JSON answers allow at most " + JsonGrammar.DEFAULT_MAX_WHITESPACE + " whitespace "
                     + "bytes between tokens)", field);

@@ -208,16 +208,37 @@ class GuidedDecodingServerTest {
         assertThat(SchemaCheck.errors(JSON.readTree(schema), JSON.readTree(text.strip()))).as(text).isEmpty();
     }
 
+    /**
+     * The budget counts tokens where the expression has no cycle: a 43-byte sentence of a few tokens is served with
+     * max_tokens 12. A reply that matches at every point and runs out of tokens finishes as a length, with all of
+     * its tokens (the end token banned here, so the model never ends it itself).
+     */
+    @Test
+    void budgetsCountTokensAndALengthIsALength() throws Exception {
+        String sentence = "The quick brown fox jumps over the lazy dog";
+        Completion c = client(false).completions().create(CompletionCreateParams.builder().model(id(false))
+                .prompt("Say: ").maxTokens(12).temperature(1.0).seed(3L)
+                .putAdditionalBodyProperty("guided_choice", value(List.of(sentence))).build());
+        assertThat(c.choices().getFirst().text()).isEqualTo(sentence);
+        String body = """
+                {"model": "qwen3-random", "prompt": "hi", "max_tokens": 6, "seed": 0, "guided_regex": "\\\\d+",
+                 "logit_bias": {"151643": -100, "151645": -100}}""";
+        JsonNode r = JSON.readTree(post(qwenServer, "/v1/completions", body).body());
+        assertThat(r.at("/choices/0/text").asText()).as(r.toString()).matches("\\d+");
+        assertThat(r.at("/choices/0/finish_reason").asText()).isEqualTo("length");
+        assertThat(r.at("/usage/completion_tokens").asInt()).isEqualTo(6);
+    }
+
     @Test
     void aBudgetTooSmallForTheExpressionIsRefused() throws Exception {
         String body = """
-                {"model": "qwen3-random", "prompt": "x", "max_tokens": 5, "guided_regex": "%s"}"""
+                {"model": "qwen3-random", "prompt": "x", "max_tokens": 3, "guided_regex": "%s"}"""
                 .formatted(PHONE.replace("\\", "\\\\"));
         HttpResponse<String> r = post(qwenServer, "/v1/completions", body);
         assertThat(r.statusCode()).as(r.body()).isEqualTo(400);
         JsonNode error = JSON.readTree(r.body()).path("error");
         assertThat(error.path("param").asText()).isEqualTo("max_tokens");
-        assertThat(error.path("message").asText()).contains("guided_regex").contains("15 tokens");
+        assertThat(error.path("message").asText()).contains("guided_regex").contains("needs");
         String lookaround = """
                 {"model": "qwen3-random", "messages": [{"role": "user", "content": "x"}],
                  "guided_regex": "a(?!b)"}""";

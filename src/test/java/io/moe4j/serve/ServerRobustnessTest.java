@@ -161,6 +161,12 @@ class ServerRobustnessTest {
                 Map.of("regex", "a+", "whitespace_pattern", " ")), 400, "structured_outputs.whitespace_pattern"});
         cases.put("structured_outputs grammar", new Object[] {CHAT, chatWith("structured_outputs",
                 Map.of("grammar", "root ::= \"a\"")), 400, "structured_outputs.grammar"});
+        cases.put("vLLM's structural_tag", new Object[] {CHAT, chatWith("structural_tag", "{}"), 400,
+                "structural_tag"});
+        cases.put("guided_json enum with a lone surrogate", new Object[] {CHAT, chatWith("guided_json",
+                Map.of("enum", List.of("a\uD800b"))), 400, "guided_json"});
+        cases.put("guided_regex nested too deep", new Object[] {CHAT, chatWith("guided_regex",
+                "(".repeat(20000) + "a" + ")".repeat(20000)), 400, "guided_regex"});
         cases.put("tools on completions", new Object[] {"/v1/completions",
                 "{\"model\": \"toy\", \"prompt\": \"hi\", \"tools\": []}", 400, "tools"});
         cases.put("max_completion_tokens fractional", new Object[] {CHAT, chatWith("max_completion_tokens", 2.5), 400,

@@ -15,8 +15,10 @@ import java.util.Arrays;
  * in the fewest tokens that spell them. Either bounds tokens from above (a byte-level vocabulary has a token for
  * every byte) and falls by at least one along the best next token, so the shortest completion always remains
  * reachable: far from the limit nothing changes; near it, only tokens that
- * move toward the end (closing strings, skipping optional properties, ending arrays) are left. This only narrows the
- * language, and with a budget at least {@link #minTokens()} every sequence ends in a complete document.
+ * move toward the end (closing strings, skipping optional properties, ending arrays) are left. A token after which
+ * the document is complete fits any budget, even the last token's (the reply may end there by its length, as an
+ * unconstrained one does). This only narrows the language, and with a budget at least {@link #minTokens()} every
+ * sequence ends in a complete document.
  *
  * <p>Whitespace is bounded by the grammar ({@link JsonGrammar#maxWhitespace()} bytes a gap, none after the value),
  * so a model cannot loop on blanks. One instance follows one sequence and is not thread-safe.
@@ -109,12 +111,12 @@ public final class JsonConstraint implements AnswerConstraint {
             cutByBudget |= skipPlain;
         }
         Arrays.fill(mask, n, mask.length, false);
-        if (maxCost >= 0) {
-            cut[0] = false;
-            lastVisited = trie.mark(state, maxCost, skipPlain, mask, cut);
-            // a complete document's further tokens (white space) are no content of it
-            cutByBudget |= cut[0] && !complete;
-        }
+        cut[0] = false;
+        // with no room left for an end token (maxCost -1), tokens that complete the document still may come: the
+        // reply then ends by its length, complete
+        lastVisited = trie.mark(state, maxCost, skipPlain, mask, cut);
+        // a complete document's further tokens (white space) are no content of it
+        cutByBudget |= cut[0] && !complete;
         for (int id : endTokens) {
             mask[id] = complete;
         }

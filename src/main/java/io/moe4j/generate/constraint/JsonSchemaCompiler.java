@@ -275,6 +275,19 @@ final class JsonSchemaCompiler {
         return literal(values, path);
     }
 
+    /** The first surrogate of {@code text} that is not half of a pair, or -1. */
+    private static int loneSurrogate(String text) {
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < text.length() && Character.isLowSurrogate(text.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                return c;
+            }
+        }
+        return -1;
+    }
+
     private static String typeOf(JsonNode v) {
         if (v.isIntegralNumber() || (v.isNumber() && v.asDouble() == Math.rint(v.asDouble()))) {
             return "integer";
@@ -299,11 +312,19 @@ final class JsonSchemaCompiler {
                 throw new MoeException("JSON schema at " + path + " lists a number beyond what a float64 holds in "
                         + "enum/const");
             }
+            String text;
             try {
-                distinct.add(JSON.writeValueAsString(v));
+                text = JSON.writeValueAsString(v);
             } catch (JsonProcessingException e) {
                 throw new MoeException("cannot write enum value at " + path + ": " + e.getMessage(), e);
             }
+            int lone = loneSurrogate(text);
+            if (lone >= 0) {
+                // UTF-8 has no bytes for it: the value would go out with a '?' in its place
+                throw new MoeException("JSON schema at " + path + " lists an enum/const value holding a lone UTF-16 "
+                        + "surrogate (U+" + Integer.toHexString(lone).toUpperCase() + "), which no text can spell");
+            }
+            distinct.add(text);
         }
         byte[][] texts = distinct.stream().map(t -> t.getBytes(java.nio.charset.StandardCharsets.UTF_8))
                 .toArray(byte[][]::new);

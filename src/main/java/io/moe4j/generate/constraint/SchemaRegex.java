@@ -23,6 +23,13 @@ final class SchemaRegex {
     static final int MAX_CODE_POINT = 0x10FFFF;
     /** The most a bounded quantifier may count to. */
     static final int MAX_REPEAT = 1000;
+    /**
+     * The most groups open at once: the parser and the automaton's construction recurse once a level, and a request's
+     * pattern must not overflow the thread's stack.
+     */
+    static final int MAX_DEPTH = 200;
+    /** The most characters of a pattern a message quotes. */
+    private static final int QUOTED = 120;
 
     /** A node of the syntax tree. */
     sealed interface Node permits Chars, Concat, Alt, Repeat {
@@ -128,14 +135,19 @@ final class SchemaRegex {
     }
 
     private MoeException error(String what) {
-        return new MoeException(subject + " (\"" + pattern + "\"): " + what
+        return new MoeException(subject + " (\"" + quoted() + "\"): " + what
                 + " at character " + at + " is not supported");
     }
 
     /** Not a valid ECMA-262 expression at all (what a JavaScript engine refuses too). */
     private MoeException malformed(String what) {
-        return new MoeException(subject + " (\"" + pattern + "\") is not a valid "
+        return new MoeException(subject + " (\"" + quoted() + "\") is not a valid "
                 + "regular expression: " + what + " at character " + at);
+    }
+
+    /** The pattern as a message quotes it: a long one's first characters, marked as cut. */
+    private String quoted() {
+        return cps.length <= QUOTED ? pattern : new String(cps, 0, QUOTED) + "…";
     }
 
     private Node alternation() {
@@ -253,7 +265,9 @@ final class SchemaRegex {
                         };
                     }
                 }
-                depth++;
+                if (++depth > MAX_DEPTH) {
+                    throw error("groups nested more than " + MAX_DEPTH + " deep");
+                }
                 Node inner = alternation();
                 depth--;
                 if (!peek(')')) {

@@ -216,6 +216,44 @@ final class StringAutomaton implements StringRule {
         }
     }
 
+    /**
+     * The most code points a string from the start can take (every state is live, so each path can be finished), or
+     * -1 when a cycle makes it unbounded.
+     */
+    int longestPath() {
+        int n = transitions.length;
+        int[] longest = new int[n];
+        byte[] mark = new byte[n]; // 0 new, 1 on the path, 2 done
+        // iterative depth-first search: a state is done when all its successors are
+        int[] stack = new int[n];
+        int[] next = new int[n];
+        int top = 0;
+        stack[top++] = 0;
+        mark[0] = 1;
+        while (top > 0) {
+            int s = stack[top - 1];
+            int[] t = transitions[s];
+            if (next[s] < t.length) {
+                int to = t[next[s] + 2];
+                next[s] += 3;
+                if (mark[to] == 1) {
+                    return -1;
+                }
+                if (mark[to] == 0) {
+                    mark[to] = 1;
+                    stack[top++] = to;
+                }
+            } else {
+                for (int i = 0; i < t.length; i += 3) {
+                    longest[s] = Math.max(longest[s], 1 + longest[t[i + 2]]);
+                }
+                mark[s] = 2;
+                top--;
+            }
+        }
+        return longest[0];
+    }
+
     /** This state's transitions as (lo, hi, target) triples. Do not modify. */
     int[] transitions(int state) {
         return transitions[state];

@@ -15,19 +15,19 @@ import java.util.Map;
  * <p><b>Budget.</b> As for JSON ({@link JsonConstraint}): a token is allowed only if, after it, the fewest bytes that
  * complete the text plus one end token fit in the tokens left; a byte-level vocabulary spells any text in at most one
  * token a byte, and along the best next token that count falls by at least one, so the shortest completion stays
- * reachable and every sequence given at least {@link #minTokens()} tokens ends in a complete text.
+ * reachable and every sequence given at least {@link #minTokens()} tokens ends in a complete text. A token after which
+ * the text matches fits any budget, even the last token's: the reply may end there by its length.
  */
 final class TextConstraint implements AnswerConstraint, TokenTrie.ByteMatcher {
-    private static final long DEAD = -1L;
-    /** The smallest and largest code points of a UTF-8 sequence of 2, 3 and 4 bytes (index: length). */
-    private static final int[] LEAST = {0, 0, 0x80, 0x800, 0x10000};
-    private static final int[] MOST = {0, 0x7F, 0x7FF, 0xFFFF, 0x10FFFF};
+    private static final long DEAD = Utf8Matcher.DEAD;
 
-    private final StringAutomaton automaton;
+    private final Utf8Matcher bytes;
+    /** Per state reached, the fewest tokens to a match (TextGrammar#tokenCosts); null: reckoned in bytes. */
+    private final Map<Long, Integer> tokenCosts;
     private final TokenTrie trie;
     private final TokenVocabulary vocabulary;
     private final int[] endTokens;
-    /** Per automaton state, its class for tokens as long as the trie's longest. */
+    /** Per automaton state, its class for tokens as long as the trie's longest; null with costs in tokens. */
     private final int[] classes;
     private long state;
     private boolean cutByBudget;
@@ -60,12 +60,13 @@ final class TextConstraint implements AnswerConstraint, TokenTrie.ByteMatcher {
                 throw new MoeException("end token id " + id + " outside the vocabulary of " + vocabulary.size());
             }
         }
-        this.automaton = grammar.automaton();
-        this.classes = grammar.futureClasses(trie.maxTokenBytes());
+        this.bytes = new Utf8Matcher(grammar.automaton());
+        this.tokenCosts = grammar.tokenCosts(trie);
+        this.classes = tokenCosts == null ? grammar.futureClasses(trie.maxTokenBytes()) : null;
         this.trie = trie;
         this.vocabulary = vocabulary;
         this.endTokens = endTokens.clone();
-        this.state = automaton.start();
+        this.state = bytes.start();
     }
 
     @Override
@@ -88,20 +89,23 @@ final class TextConstraint implements AnswerConstraint, TokenTrie.ByteMatcher {
         Arrays.fill(mask, false);
         // after this token: its completion and one end token must fit in remaining - 1
         int maxCost = remaining - 2;
-        if (maxCost >= 0 && pending(state) == 0) {
-            int[] costs = endCosts.computeIfAbsent(classes[automatonState(state)],
+        // with no room left for an end token (maxCost -1), tokens that complete the text still may come: the reply
+        // then ends by its length, complete
+        if (classes != null && Utf8Matcher.pending(state) == 0) {
+            int[] costs = endCosts.computeIfAbsent(classes[Utf8Matcher.automatonState(state)],
                     k -> trie.endCosts(this, state));
             boolean refusedForCost = false;
             for (int id = 0; id < n; id++) {
                 int c = costs[id];
                 if (c >= 0) {
-                    boolean fits = c <= maxCost;
+                    boolean fits = c <= maxCost || c == 0;
                     mask[id] = fits;
                     refusedForCost |= !fits;
                 }
             }
             cutByBudget |= refusedForCost && !complete;
-        } else if (maxCost >= 0) {
+        } else {
+            // costs in tokens (an acyclic automaton, each of whose states is met once), or a character under way
             cut[0] = false;
             trie.markBytes(this, state, maxCost, mask, cut);
             cutByBudget |= cut[0] && !complete;
@@ -136,7 +140,7 @@ final class TextConstraint implements AnswerConstraint, TokenTrie.ByteMatcher {
 
     @Override
     public boolean isComplete() {
-        return pending(state) == 0 && automaton.accepts(automatonState(state));
+        return bytes.isComplete(state);
     }
 
     @Override
@@ -151,92 +155,13 @@ final class TextConstraint implements AnswerConstraint, TokenTrie.ByteMatcher {
 
     @Override
     public long step(long at, int b) {
-        int s = automatonState(at);
-        int pending = pending(at);
-        int length = length(at);
-        int bits = bits(at);
-        if (pending == 0) {
-            if (b < 0x80) {
-                return enter(s, b);
-            }
-            if (b >= 0xC2 && b <= 0xDF) {
-                length = 2;
-                bits = b & 0x1F;
-            } else if (b >= 0xE0 && b <= 0xEF) {
-                length = 3;
-                bits = b & 0x0F;
-            } else if (b >= 0xF0 && b <= 0xF4) {
-                length = 4;
-                bits = b & 0x07;
-            } else {
-                return DEAD; // a continuation byte, or a lead byte UTF-8 does not use
-            }
-            pending = length - 1;
-        } else {
-            if ((b & 0xC0) != 0x80) {
-                return DEAD;
-            }
-            bits = bits << 6 | (b & 0x3F);
-            pending--;
-            if (pending == 0) {
-                boolean valid = bits >= LEAST[length] && bits <= MOST[length]
-                        && (bits < Character.MIN_SURROGATE || bits > Character.MAX_SURROGATE);
-                return valid ? enter(s, bits) : DEAD;
-            }
-        }
-        return reach(s, pending, length, bits) == StringRule.NO_WAY ? DEAD : pack(s, pending, length, bits);
+        return bytes.step(at, b);
     }
 
+    /** The fewest tokens to a match where the grammar has them for this vocabulary, else the fewest bytes. */
     @Override
     public int cost(long at) {
-        int pending = pending(at);
-        int s = automatonState(at);
-        return pending == 0 ? automaton.dist(s) : pending + reach(s, pending, length(at), bits(at));
-    }
-
-    /** The state after a whole code point, or DEAD. */
-    private long enter(int s, int cp) {
-        int t = automaton.step(s, cp);
-        return t == StringRule.DEAD ? DEAD : t;
-    }
-
-    /**
-     * The fewest bytes from the states that the characters beginning with these bits reach, or NO_WAY when none of
-     * them is valid UTF-8 the automaton takes here.
-     */
-    private int reach(int s, int pending, int length, int bits) {
-        int lo = Math.max(bits << (6 * pending), LEAST[length]);
-        int hi = Math.min(bits << (6 * pending) | ((1 << (6 * pending)) - 1), MOST[length]);
-        if (lo > hi) {
-            return StringRule.NO_WAY;
-        }
-        int best = StringRule.NO_WAY;
-        if (lo < Character.MIN_SURROGATE) {
-            best = automaton.distAfter(s, lo, Math.min(hi, Character.MIN_SURROGATE - 1));
-        }
-        if (hi > Character.MAX_SURROGATE) {
-            best = Math.min(best, automaton.distAfter(s, Math.max(lo, Character.MAX_SURROGATE + 1), hi));
-        }
-        return best;
-    }
-
-    private static long pack(int s, int pending, int length, int bits) {
-        return (s & 0xFFFF_FFFFL) | (long) pending << 32 | (long) length << 34 | (long) bits << 37;
-    }
-
-    private static int automatonState(long at) {
-        return (int) at;
-    }
-
-    private static int pending(long at) {
-        return (int) (at >>> 32) & 3;
-    }
-
-    private static int length(long at) {
-        return (int) (at >>> 34) & 7;
-    }
-
-    private static int bits(long at) {
-        return (int) (at >>> 37);
+        Integer tokens = tokenCosts == null ? null : tokenCosts.get(at);
+        return tokens != null ? tokens : bytes.cost(at);
     }
 }

@@ -322,7 +322,8 @@ public final class TokenTrie {
                 continue;
             }
             if (firstToken[child] >= 0) {
-                if (next.cost() <= maxCost) {
+                // a token that completes the document fits in any budget: the reply may end there by its length
+                if (next.cost() <= maxCost || next.isComplete()) {
                     for (int t = firstToken[child]; t >= 0; t = nextToken[t]) {
                         mask[t] = true;
                     }
@@ -388,6 +389,34 @@ public final class TokenTrie {
         }
     }
 
+    /**
+     * Each state {@code matcher} reaches through a whole token's bytes from {@code state} (repeats possible).
+     *
+     * @return trie nodes visited
+     */
+    int endStates(ByteMatcher matcher, long state, java.util.function.LongConsumer out) {
+        return walkEnds(0, matcher, state, out);
+    }
+
+    private int walkEnds(int node, ByteMatcher matcher, long state, java.util.function.LongConsumer out) {
+        int visited = 0;
+        int end = node + size[node];
+        for (int child = node + 1; child < end; child += size[child]) {
+            visited++;
+            long next = matcher.step(state, label[child] & 0xFF);
+            if (next < 0) {
+                continue;
+            }
+            if (firstToken[child] >= 0) {
+                out.accept(next);
+            }
+            if (size[child] > 1) {
+                visited += walkEnds(child, matcher, next, out);
+            }
+        }
+        return visited;
+    }
+
     private int walkBytes(int node, ByteMatcher matcher, long state, int maxCost, boolean[] mask, boolean[] cut) {
         int visited = 0;
         int end = node + size[node];
@@ -398,7 +427,9 @@ public final class TokenTrie {
                 continue;
             }
             if (firstToken[child] >= 0) {
-                if (matcher.cost(next) <= maxCost) {
+                int cost = matcher.cost(next);
+                // a token that completes the text fits in any budget: the reply may end there by its length
+                if (cost <= maxCost || cost == 0) {
                     for (int t = firstToken[child]; t >= 0; t = nextToken[t]) {
                         mask[t] = true;
                     }

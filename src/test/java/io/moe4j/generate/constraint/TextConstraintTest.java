@@ -145,20 +145,99 @@ class TextConstraintTest {
 
     @Test
     void theBudgetEndsEveryTextAndSaysWhenItCutOne() {
-        TextGrammar grammar = TextGrammar.regex("[a-z]{5,60}\\.", "guided_regex");
+        TextGrammar grammar = TextGrammar.regex("[a-z]+\\.", "guided_regex");
         AnswerConstraint first = grammar.constrain(trie, vocabulary, eos);
-        assertThat(first.minTokens()).isEqualTo(7); // five letters, the full stop, the end
+        assertThat(first.minTokens()).isEqualTo(3); // a cyclic expression's costs in bytes: a letter, the stop, the end
         for (long seed = 1; seed <= 8; seed++) {
             AnswerConstraint c = grammar.constrain(trie, vocabulary, eos);
             String text = ConstrainedSamplingTest.generate(c, vocabulary, eos, seed, c.minTokens() + 1);
-            assertThat(text).matches("[a-z]{5,60}\\.");
+            assertThat(text).matches("[a-z]+\\.");
             assertThat(c.cutByBudget()).as(text).isTrue();
         }
         AnswerConstraint fixed = TextGrammar.choice(List.of("ok"), "guided_choice").constrain(trie, vocabulary, eos);
         ConstrainedSamplingTest.generate(fixed, vocabulary, eos, 3, MAX_TOKENS);
         assertThat(fixed.cutByBudget()).isFalse();
         assertThatThrownBy(() -> grammar.constrain(trie, vocabulary, eos).fillAllowed(new boolean[vocabulary.size()],
-                6)).isInstanceOf(MoeException.class).hasMessageContaining("needs at least 7 more tokens");
+                2)).isInstanceOf(MoeException.class).hasMessageContaining("needs at least 3 more tokens");
+    }
+
+    /**
+     * An expression without cycles has its budget in tokens, each state's fewest to a match: a choice needs as many
+     * tokens as its cheapest spelling in this vocabulary (a search over every token, here), not its bytes, and a
+     * reply given exactly that many ends in it.
+     */
+    @Test
+    void choicesCostTheirFewestTokensNotTheirBytes() {
+        List<String> choices = List.of("The quick brown fox jumps over the lazy dog", "日本語でお願いします",
+                "🙂 déjà vu 🙂");
+        for (String choice : choices) {
+            int fewest = fewestTokens(choice.getBytes(StandardCharsets.UTF_8));
+            assertThat(fewest).isLessThan(choice.getBytes(StandardCharsets.UTF_8).length);
+            AnswerConstraint c = TextGrammar.choice(List.of(choice), "guided_choice").constrain(trie, vocabulary, eos);
+            assertThat(c.minTokens()).as(choice).isEqualTo(fewest + 1);
+            for (long seed = 1; seed <= 3; seed++) {
+                AnswerConstraint tight = TextGrammar.choice(List.of(choice), "guided_choice")
+                        .constrain(trie, vocabulary, eos);
+                assertThat(ConstrainedSamplingTest.generate(tight, vocabulary, eos, seed, fewest + 1))
+                        .isEqualTo(choice);
+            }
+        }
+        AnswerConstraint both = TextGrammar.choice(choices, "guided_choice").constrain(trie, vocabulary, eos);
+        int least = choices.stream().mapToInt(x -> fewestTokens(x.getBytes(StandardCharsets.UTF_8))).min()
+                .orElseThrow();
+        assertThat(both.minTokens()).isEqualTo(least + 1);
+    }
+
+    /** Long lists share their prefixes (a state a distinct prefix), and choices inside choices nest without limit. */
+    @Test
+    void largeAndNestedChoiceListsCompile() {
+        List<String> many = new ArrayList<>();
+        for (int i = 0; i < TextGrammar.MAX_CHOICES; i++) {
+            many.add("option-number-%05d".formatted(i));
+        }
+        AnswerConstraint c = TextGrammar.choice(many, "guided_choice").constrain(trie, vocabulary, eos);
+        String text = ConstrainedSamplingTest.generate(c, vocabulary, eos, 5, MAX_TOKENS);
+        assertThat(many).contains(text);
+        List<String> nested = new ArrayList<>();
+        for (int n = 1; n <= TextGrammar.MAX_CHOICE_LENGTH; n++) {
+            nested.add("a".repeat(n));
+        }
+        AnswerConstraint d = TextGrammar.choice(nested, "guided_choice").constrain(trie, vocabulary, eos);
+        assertThat(nested).contains(ConstrainedSamplingTest.generate(d, vocabulary, eos, 6, MAX_TOKENS));
+    }
+
+    /** A text that matches at every point may end by its length: the last token need not be the end token. */
+    @Test
+    void aTextCompleteAtEveryPointMayFillItsBudget() {
+        for (String pattern : List.of("[a-z]*", "\\d+", "[^\\n]{0,300}")) {
+            AnswerConstraint c = TextGrammar.regex(pattern, "guided_regex").constrain(trie, vocabulary, eos);
+            boolean[] mask = new boolean[vocabulary.size()];
+            c.accept(tokensOf(pattern.equals("[a-z]*") ? "a" : "7")[0]);
+            c.fillAllowed(mask, 1);
+            int allowed = 0;
+            for (int id = 0; id < mask.length; id++) {
+                allowed += mask[id] && id != eos ? 1 : 0;
+            }
+            assertThat(mask[eos]).isTrue();
+            assertThat(allowed).as("%s: tokens that keep the text a match, in the last slot", pattern).isPositive();
+        }
+    }
+
+    /** The fewest vocabulary tokens whose bytes, one after another, are exactly {@code text}. */
+    private static int fewestTokens(byte[] text) {
+        int[] best = new int[text.length + 1];
+        java.util.Arrays.fill(best, Integer.MAX_VALUE);
+        best[text.length] = 0;
+        for (int i = text.length - 1; i >= 0; i--) {
+            for (int id = 0; id < vocabulary.size(); id++) {
+                byte[] t = vocabulary.isSpecial(id) ? null : vocabulary.bytes(id);
+                if (t != null && t.length > 0 && t.length <= text.length - i && best[i + t.length] != Integer.MAX_VALUE
+                        && java.util.Arrays.equals(t, 0, t.length, text, i, i + t.length)) {
+                    best[i] = Math.min(best[i], 1 + best[i + t.length]);
+                }
+            }
+        }
+        return best[0];
     }
 
     /**
@@ -207,6 +286,11 @@ class TextConstraintTest {
                 .hasMessageContaining("'guided_choice' must list 1 to");
         assertThatThrownBy(() -> TextGrammar.choice(List.of("a", "b\uD800"), "guided_choice"))
                 .hasMessageContaining("'guided_choice[1]'").hasMessageContaining("surrogate");
+        assertThatThrownBy(() -> TextGrammar.regex("(".repeat(5000) + "a" + ")".repeat(5000), "guided_regex"))
+                .hasMessageContaining("'guided_regex'").hasMessageContaining("nested more than 200 deep")
+                .hasMessageContaining("…");
+        assertThatThrownBy(() -> TextGrammar.choice(List.of("x".repeat(1025)), "guided_choice"))
+                .hasMessageContaining("'guided_choice[0]' has 1025 characters");
         assertThatThrownBy(() -> TextGrammar.regex("[ab]*a[ab]{20}", "guided_regex"))
                 .hasMessageContaining("'guided_regex'").hasMessageContaining("automaton states");
     }
