@@ -3,7 +3,6 @@ package io.moe4j.serve;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.openai.client.OpenAIClient;
-import com.openai.client.okhttp.OpenAIOkHttpClient;
 import com.openai.core.JsonValue;
 import com.openai.core.http.StreamResponse;
 import com.openai.helpers.ChatCompletionAccumulator;
@@ -12,8 +11,6 @@ import com.openai.models.chat.completions.ChatCompletionChunk;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
 import com.openai.models.chat.completions.ChatCompletionMessageToolCall;
 import io.moe4j.generate.MoeModel;
-import io.moe4j.model.ModelOptions;
-import io.moe4j.testing.RandomModels;
 import io.moe4j.testing.SchemaCheck;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -28,7 +25,6 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -99,6 +95,7 @@ class AgentServerTest {
 
     @TempDir
     static Path tmp;
+    static RandomModelServers servers;
     static MoeModel qwen;
     static MoeModel gptOss;
     static OpenAiServer qwenServer;
@@ -108,41 +105,20 @@ class AgentServerTest {
 
     @BeforeAll
     static void start() {
-        qwen = MoeModel.load(RandomModels.qwen3(tmp.resolve("qwen3"), 11), ModelOptions.defaults().withThreads(2));
-        gptOss = MoeModel.load(RandomModels.gptOss(tmp.resolve("gpt-oss"), 12), ModelOptions.defaults().withThreads(2));
-        qwenServer = serve("qwen3-random", qwen);
-        gptOssServer = serve("gpt-oss-random", gptOss);
-        qwenClient = client(qwenServer);
-        gptOssClient = client(gptOssServer);
-    }
-
-    private static OpenAiServer serve(String id, MoeModel model) {
-        ServedModel served = new ServedModel(id, new ModelSteps(model.model()), new ModelText(model));
         // sequences kept: gpt-oss's sliding-window layers rewind through the many requests that share its prompt
-        return new OpenAiServer(served, new SchedulerConfig(10, 128, 512, 2), ServerConfig.local(0)).start();
-    }
-
-    private static OpenAIClient client(OpenAiServer server) {
-        return OpenAIOkHttpClient.builder().baseUrl("http://127.0.0.1:" + server.port() + "/v1").apiKey("unused")
-                .maxRetries(0).timeout(Duration.ofSeconds(120)).build();
+        servers = RandomModelServers.start(tmp, 11, 12, new SchedulerConfig(10, 128, 512, 2));
+        qwen = servers.qwen();
+        gptOss = servers.gptOss();
+        qwenServer = servers.qwenServer();
+        gptOssServer = servers.gptOssServer();
+        qwenClient = servers.qwenClient();
+        gptOssClient = servers.gptOssClient();
     }
 
     @AfterAll
     static void stop() {
-        if (qwenClient != null) {
-            qwenClient.close();
-        }
-        if (gptOssClient != null) {
-            gptOssClient.close();
-        }
-        for (AutoCloseable c : new AutoCloseable[] {qwenServer, gptOssServer, qwen, gptOss}) {
-            try {
-                if (c != null) {
-                    c.close();
-                }
-            } catch (Exception ignored) {
-                // closing what the test opened
-            }
+        if (servers != null) {
+            servers.close();
         }
     }
 

@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.openai.client.OpenAIClient;
-import com.openai.client.okhttp.OpenAIOkHttpClient;
 import com.openai.core.JsonValue;
 import com.openai.core.http.StreamResponse;
 import com.openai.helpers.ChatCompletionAccumulator;
@@ -15,16 +14,12 @@ import com.openai.models.chat.completions.ChatCompletionCreateParams;
 import com.openai.models.completions.Completion;
 import com.openai.models.completions.CompletionChoice;
 import com.openai.models.completions.CompletionCreateParams;
-import io.moe4j.generate.MoeModel;
-import io.moe4j.model.ModelOptions;
-import io.moe4j.testing.RandomModels;
 import io.moe4j.testing.SchemaCheck;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -52,44 +47,23 @@ class GuidedDecodingServerTest {
 
     @TempDir
     static Path tmp;
-    static MoeModel qwen;
-    static MoeModel gptOss;
+    static RandomModelServers servers;
     static OpenAiServer qwenServer;
-    static OpenAiServer gptOssServer;
     static OpenAIClient qwenClient;
     static OpenAIClient gptOssClient;
 
     @BeforeAll
     static void start() {
-        qwen = MoeModel.load(RandomModels.qwen3(tmp.resolve("qwen3"), 21), ModelOptions.defaults().withThreads(2));
-        gptOss = MoeModel.load(RandomModels.gptOss(tmp.resolve("gpt-oss"), 22), ModelOptions.defaults().withThreads(2));
-        qwenServer = serve("qwen3-random", qwen);
-        gptOssServer = serve("gpt-oss-random", gptOss);
-        qwenClient = client(qwenServer);
-        gptOssClient = client(gptOssServer);
-    }
-
-    private static OpenAiServer serve(String id, MoeModel model) {
-        ServedModel served = new ServedModel(id, new ModelSteps(model.model()), new ModelText(model));
-        return new OpenAiServer(served, new SchedulerConfig(8, 128, 512, 2), ServerConfig.local(0)).start();
-    }
-
-    private static OpenAIClient client(OpenAiServer server) {
-        return OpenAIOkHttpClient.builder().baseUrl("http://127.0.0.1:" + server.port() + "/v1").apiKey("unused")
-                .maxRetries(0).timeout(Duration.ofSeconds(120)).build();
+        servers = RandomModelServers.start(tmp, 21, 22, new SchedulerConfig(8, 128, 512, 2));
+        qwenServer = servers.qwenServer();
+        qwenClient = servers.qwenClient();
+        gptOssClient = servers.gptOssClient();
     }
 
     @AfterAll
-    static void stop() throws Exception {
-        for (OpenAIClient c : new OpenAIClient[] {qwenClient, gptOssClient}) {
-            if (c != null) {
-                c.close();
-            }
-        }
-        for (AutoCloseable c : new AutoCloseable[] {qwenServer, gptOssServer, qwen, gptOss}) {
-            if (c != null) {
-                c.close();
-            }
+    static void stop() {
+        if (servers != null) {
+            servers.close();
         }
     }
 

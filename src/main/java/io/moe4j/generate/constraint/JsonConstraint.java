@@ -49,21 +49,9 @@ public final class JsonConstraint implements AnswerConstraint {
      * @param endTokens the end-of-sequence ids (eos, end of turn) that may end the document; special tokens
      */
     public JsonConstraint(JsonGrammar grammar, TokenTrie trie, TokenVocabulary vocabulary, int... endTokens) {
-        if (trie.vocabularySize() != vocabulary.size()) {
-            throw new MoeException("token trie built for " + trie.vocabularySize() + " tokens, vocabulary has "
-                    + vocabulary.size());
-        }
-        if (endTokens.length == 0) {
-            throw new MoeException("a JSON constraint needs the end-of-sequence token id(s) that end a document");
-        }
-        for (int id : endTokens) {
-            if (id < 0 || id >= vocabulary.size()) {
-                throw new MoeException("end token id " + id + " outside the vocabulary of " + vocabulary.size());
-            }
-        }
         this.trie = trie;
         this.vocabulary = vocabulary;
-        this.endTokens = endTokens.clone();
+        this.endTokens = trie.checkedEndTokens(vocabulary, endTokens, "a document");
         this.state = grammar.start();
     }
 

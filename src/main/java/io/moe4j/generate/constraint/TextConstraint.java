@@ -48,24 +48,12 @@ final class TextConstraint implements AnswerConstraint, TokenTrie.ByteMatcher {
     private static final int CACHED_STATES = 4;
 
     TextConstraint(TextGrammar grammar, TokenTrie trie, TokenVocabulary vocabulary, int... endTokens) {
-        if (trie.vocabularySize() != vocabulary.size()) {
-            throw new MoeException("token trie built for " + trie.vocabularySize() + " tokens, vocabulary has "
-                    + vocabulary.size());
-        }
-        if (endTokens.length == 0) {
-            throw new MoeException("a text constraint needs the end-of-sequence token id(s) that end the text");
-        }
-        for (int id : endTokens) {
-            if (id < 0 || id >= vocabulary.size()) {
-                throw new MoeException("end token id " + id + " outside the vocabulary of " + vocabulary.size());
-            }
-        }
         this.bytes = new Utf8Matcher(grammar.automaton());
         this.tokenCosts = grammar.tokenCosts(trie);
         this.classes = tokenCosts == null ? grammar.futureClasses(trie.maxTokenBytes()) : null;
         this.trie = trie;
         this.vocabulary = vocabulary;
-        this.endTokens = endTokens.clone();
+        this.endTokens = trie.checkedEndTokens(vocabulary, endTokens, "the text");
         this.state = bytes.start();
     }
 

@@ -164,6 +164,29 @@ public final class TokenTrie {
         return -1;
     }
 
+    /**
+     * The end-of-sequence ids a constraint of {@code vocabulary} over this trie may end its answer with, checked: the
+     * trie built for that vocabulary, at least one id, each inside it.
+     *
+     * @param what the answer, for the message (a JSON document, a text)
+     */
+    int[] checkedEndTokens(TokenVocabulary vocabulary, int[] endTokens, String what) {
+        if (vocabularySize != vocabulary.size()) {
+            throw new io.moe4j.MoeException("token trie built for " + vocabularySize + " tokens, vocabulary has "
+                    + vocabulary.size());
+        }
+        if (endTokens.length == 0) {
+            throw new io.moe4j.MoeException("a constraint needs the end-of-sequence token id(s) that end " + what);
+        }
+        for (int id : endTokens) {
+            if (id < 0 || id >= vocabulary.size()) {
+                throw new io.moe4j.MoeException("end token id " + id + " outside the vocabulary of "
+                        + vocabulary.size());
+            }
+        }
+        return endTokens.clone();
+    }
+
     /** Bytes of the longest token in the trie. */
     public int maxTokenBytes() {
         return maxTokenBytes;
@@ -366,27 +389,13 @@ public final class TokenTrie {
     int[] endCosts(ByteMatcher matcher, long state) {
         int[] costs = new int[vocabularySize];
         Arrays.fill(costs, -1);
-        walkCosts(0, matcher, state, costs);
+        walkEnds(0, matcher, state, (node, next) -> {
+            int cost = matcher.cost(next);
+            for (int t = firstToken[node]; t >= 0; t = nextToken[t]) {
+                costs[t] = cost;
+            }
+        });
         return costs;
-    }
-
-    private void walkCosts(int node, ByteMatcher matcher, long state, int[] costs) {
-        int end = node + size[node];
-        for (int child = node + 1; child < end; child += size[child]) {
-            long next = matcher.step(state, label[child] & 0xFF);
-            if (next < 0) {
-                continue;
-            }
-            if (firstToken[child] >= 0) {
-                int cost = matcher.cost(next);
-                for (int t = firstToken[child]; t >= 0; t = nextToken[t]) {
-                    costs[t] = cost;
-                }
-            }
-            if (size[child] > 1) {
-                walkCosts(child, matcher, next, costs);
-            }
-        }
     }
 
     /**
@@ -395,10 +404,16 @@ public final class TokenTrie {
      * @return trie nodes visited
      */
     int endStates(ByteMatcher matcher, long state, java.util.function.LongConsumer out) {
-        return walkEnds(0, matcher, state, out);
+        return walkEnds(0, matcher, state, (node, next) -> out.accept(next));
     }
 
-    private int walkEnds(int node, ByteMatcher matcher, long state, java.util.function.LongConsumer out) {
+    /** What a walk does at a node where tokens end: the node (its tokens) and the state they leave. */
+    private interface TokenEnd {
+        void at(int node, long state);
+    }
+
+    /** Visits every token {@code matcher} takes from {@code state}; returns the nodes visited. */
+    private int walkEnds(int node, ByteMatcher matcher, long state, TokenEnd visit) {
         int visited = 0;
         int end = node + size[node];
         for (int child = node + 1; child < end; child += size[child]) {
@@ -408,10 +423,10 @@ public final class TokenTrie {
                 continue;
             }
             if (firstToken[child] >= 0) {
-                out.accept(next);
+                visit.at(child, next);
             }
             if (size[child] > 1) {
-                visited += walkEnds(child, matcher, next, out);
+                visited += walkEnds(child, matcher, next, visit);
             }
         }
         return visited;
