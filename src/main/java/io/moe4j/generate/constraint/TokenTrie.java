@@ -432,6 +432,8 @@ public final class TokenTrie {
         return visited;
     }
 
+    // The mask's walks (this one and JSON's) stay written out rather than going through walkEnds' visitor: they run
+    // every step of a sequence, where the others run once a state.
     private int walkBytes(int node, ByteMatcher matcher, long state, int maxCost, boolean[] mask, boolean[] cut) {
         int visited = 0;
         int end = node + size[node];
