@@ -12,10 +12,12 @@ import java.util.Map;
  * walk allocates nothing. A byte that begins or continues a character is refused when no character it can be part
  * of leads on (an invalid or overlong sequence, a surrogate, or one the expression does not allow there).
  *
- * <p><b>Budget.</b> As for JSON ({@link JsonConstraint}): a token is allowed only if, after it, the fewest bytes that
- * complete the text plus one end token fit in the tokens left; a byte-level vocabulary spells any text in at most one
- * token a byte, and along the best next token that count falls by at least one, so the shortest completion stays
- * reachable and every sequence given at least {@link #minTokens()} tokens ends in a complete text. A token after which
+ * <p><b>Budget.</b> As for JSON ({@link JsonConstraint}): a token is allowed only if, after it, the cost of completing
+ * the text plus one end token fit in the tokens left. The cost is the fewest tokens where the grammar has them for
+ * this vocabulary ({@link TextGrammar#tokenCosts}: exact, for automata without cycles), else the fewest bytes (a
+ * byte-level vocabulary spells any text in at most one token a byte); along the best next token either falls by at
+ * least one, so the shortest completion stays reachable and every sequence given at least {@link #minTokens()}
+ * tokens ends in a complete text. A token after which
  * the text matches fits any budget, even the last token's: the reply may end there by its length.
  */
 final class TextConstraint implements AnswerConstraint, TokenTrie.ByteMatcher {

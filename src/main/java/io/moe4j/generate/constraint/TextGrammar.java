@@ -123,11 +123,6 @@ public final class TextGrammar implements AnswerGrammar {
         }
     }
 
-    /** Bytes of the shortest text the grammar allows. */
-    public int minBytes() {
-        return automaton.dist(automaton.start());
-    }
-
     StringAutomaton automaton() {
         return automaton;
     }
