@@ -216,6 +216,19 @@ final class StringAutomaton implements StringRule {
         }
     }
 
+    /** The most code points any one state takes (its transitions' ranges together). */
+    long widestState() {
+        long widest = 0;
+        for (int[] t : transitions) {
+            long width = 0;
+            for (int i = 0; i < t.length; i += 3) {
+                width += t[i + 1] - t[i] + 1;
+            }
+            widest = Math.max(widest, width);
+        }
+        return widest;
+    }
+
     /**
      * The most code points a string from the start can take (every state is live, so each path can be finished), or
      * -1 when a cycle makes it unbounded.

@@ -30,6 +30,8 @@ public final class TextGrammar implements AnswerGrammar {
     private Map<Long, Integer> tokenCosts;
     /** The longest text (in UTF-8 bytes, four a code point) whose costs are counted in tokens. */
     static final int MAX_TOKEN_COST_BYTES = 4096;
+    /** The most code points one state may take for a count in tokens to be tried. */
+    static final long MAX_TOKEN_COST_WIDTH = 1024;
     /** The most trie nodes the walks of a count in tokens may visit, all states together. */
     static final long MAX_TOKEN_COST_NODES = 1_000_000L;
 
@@ -131,14 +133,18 @@ public final class TextGrammar implements AnswerGrammar {
      * Per state a sequence can reach by whole tokens of {@code trie}, the fewest tokens to a match: exact costs for
      * the budget, so that a choice of nine tokens and 43 bytes is served with ten tokens, not 44. Computed once for
      * the trie and shared by the request's sequences, for an automaton without cycles whose longest text is at most
-     * {@value #MAX_TOKEN_COST_BYTES} bytes and whose states' walks of the trie visit at most
+     * {@value #MAX_TOKEN_COST_BYTES} bytes, none of whose states takes more than {@value #MAX_TOKEN_COST_WIDTH} code
+     * points, and whose states' walks of the trie visit at most
      * {@value #MAX_TOKEN_COST_NODES} nodes in all (a few hundredths of a second on a Zen 3 core); null for any other,
      * whose costs stay in bytes (an upper bound on tokens).
      */
     synchronized Map<Long, Integer> tokenCosts(TokenTrie trie) {
         if (tokenCostTrie != trie) {
             int longest = automaton.longestPath();
+            // a state that takes thousands of characters lets most of the vocabulary through: the walks would pass
+            // their bound (tens of milliseconds to find out), so such an automaton keeps its costs in bytes at once
             tokenCosts = longest >= 0 && 4L * longest <= MAX_TOKEN_COST_BYTES
+                    && automaton.widestState() <= MAX_TOKEN_COST_WIDTH
                     ? TokenCosts.of(new Utf8Matcher(automaton), trie, MAX_TOKEN_COST_NODES) : null;
             tokenCostTrie = trie;
         }
