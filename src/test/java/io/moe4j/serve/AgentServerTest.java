@@ -313,6 +313,14 @@ class AgentServerTest {
         }
     }
 
+    /** A function call's output as a Responses input item. */
+    private static com.openai.models.responses.ResponseInputItem callOutput(
+            com.openai.models.responses.ResponseFunctionToolCall call, String output) {
+        return com.openai.models.responses.ResponseInputItem.ofFunctionCallOutput(
+                com.openai.models.responses.ResponseInputItem.FunctionCallOutput.builder().callId(call.callId())
+                        .output(output).build());
+    }
+
     /** TOOLS as the Responses API writes function tools (flat). */
     private static List<com.openai.models.responses.FunctionTool> flatTools() {
         List<com.openai.models.responses.FunctionTool> out = new ArrayList<>();
@@ -409,9 +417,7 @@ class AgentServerTest {
                                         .role(com.openai.models.responses.EasyInputMessage.Role.USER).content(user)
                                         .build()),
                         com.openai.models.responses.ResponseInputItem.ofFunctionCall(call),
-                        com.openai.models.responses.ResponseInputItem.ofFunctionCallOutput(
-                                com.openai.models.responses.ResponseInputItem.FunctionCallOutput.builder()
-                                        .callId(call.callId()).output("5").build())));
+                        callOutput(call, "5")));
         flatTools().forEach(next::addTool);
         var r2 = client(gpt).responses().create(next.build());
         r2.validate();
@@ -428,9 +434,7 @@ class AgentServerTest {
         // the same turn by previous_response_id: the stored conversation (the call, and its reasoning) comes first
         var byId = com.openai.models.responses.ResponseCreateParams.builder().model(id(gpt)).temperature(0.0)
                 .maxOutputTokens(12).previousResponseId(r.id()).inputOfResponse(List.of(
-                        com.openai.models.responses.ResponseInputItem.ofFunctionCallOutput(
-                                com.openai.models.responses.ResponseInputItem.FunctionCallOutput.builder()
-                                        .callId(call.callId()).output("5").build())));
+                        callOutput(call, "5")));
         flatTools().forEach(byId::addTool);
         var r3 = client(gpt).responses().create(byId.build());
         r3.validate();

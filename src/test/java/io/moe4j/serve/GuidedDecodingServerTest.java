@@ -48,16 +48,10 @@ class GuidedDecodingServerTest {
     @TempDir
     static Path tmp;
     static RandomModelServers servers;
-    static OpenAiServer qwenServer;
-    static OpenAIClient qwenClient;
-    static OpenAIClient gptOssClient;
 
     @BeforeAll
     static void start() {
         servers = RandomModelServers.start(tmp, 21, 22, new SchedulerConfig(8, 128, 512, 2));
-        qwenServer = servers.qwenServer();
-        qwenClient = servers.qwenClient();
-        gptOssClient = servers.gptOssClient();
     }
 
     @AfterAll
@@ -72,7 +66,7 @@ class GuidedDecodingServerTest {
     }
 
     private static OpenAIClient client(boolean gpt) {
-        return gpt ? gptOssClient : qwenClient;
+        return gpt ? servers.gptOssClient() : servers.qwenClient();
     }
 
     private static JsonValue value(Object o) {
@@ -197,7 +191,7 @@ class GuidedDecodingServerTest {
         String body = """
                 {"model": "qwen3-random", "prompt": "hi", "max_tokens": 6, "seed": 0, "guided_regex": "\\\\d+",
                  "logit_bias": {"151643": -100, "151645": -100}}""";
-        JsonNode r = JSON.readTree(post(qwenServer, "/v1/completions", body).body());
+        JsonNode r = JSON.readTree(post(servers.qwenServer(), "/v1/completions", body).body());
         assertThat(r.at("/choices/0/text").asText()).as(r.toString()).matches("\\d+");
         assertThat(r.at("/choices/0/finish_reason").asText()).isEqualTo("length");
         assertThat(r.at("/usage/completion_tokens").asInt()).isEqualTo(6);
@@ -208,7 +202,7 @@ class GuidedDecodingServerTest {
         String body = """
                 {"model": "qwen3-random", "prompt": "x", "max_tokens": 3, "guided_regex": "%s"}"""
                 .formatted(PHONE.replace("\\", "\\\\"));
-        HttpResponse<String> r = post(qwenServer, "/v1/completions", body);
+        HttpResponse<String> r = post(servers.qwenServer(), "/v1/completions", body);
         assertThat(r.statusCode()).as(r.body()).isEqualTo(400);
         JsonNode error = JSON.readTree(r.body()).path("error");
         assertThat(error.path("param").asText()).isEqualTo("max_tokens");
@@ -216,7 +210,7 @@ class GuidedDecodingServerTest {
         String lookaround = """
                 {"model": "qwen3-random", "messages": [{"role": "user", "content": "x"}],
                  "guided_regex": "a(?!b)"}""";
-        r = post(qwenServer, "/v1/chat/completions", lookaround);
+        r = post(servers.qwenServer(), "/v1/chat/completions", lookaround);
         assertThat(r.statusCode()).as(r.body()).isEqualTo(400);
         assertThat(JSON.readTree(r.body()).at("/error/param").asText()).isEqualTo("guided_regex");
         assertThat(JSON.readTree(r.body()).at("/error/message").asText()).contains("lookaround");

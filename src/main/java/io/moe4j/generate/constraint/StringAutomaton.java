@@ -45,18 +45,13 @@ final class StringAutomaton implements StringRule {
 
         /** The fewest bytes that spell any code point of [lo, hi]. */
         int fewestBytes(int lo, int hi) {
-            return this == JSON_STRING ? StringRule.fewestBytes(lo, hi) : utf8Length(lo);
+            return this == JSON_STRING ? StringRule.fewestBytes(lo, hi) : StringRule.utf8Length(lo);
         }
 
         /** Where a message says the problem is: the schema path, or the request field holding the expression. */
         String subject(String where) {
             return this == JSON_STRING ? "JSON schema at " + where : where;
         }
-    }
-
-    /** Bytes of code point {@code cp} in UTF-8. */
-    static int utf8Length(int cp) {
-        return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
     }
 
     /**

@@ -37,6 +37,11 @@ interface StringRule {
         if (cp < 0x20) {
             return 6;
         }
+        return utf8Length(cp);
+    }
+
+    /** Bytes of code point {@code cp} in UTF-8. */
+    static int utf8Length(int cp) {
         return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
     }
 
