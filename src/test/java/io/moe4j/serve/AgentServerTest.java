@@ -123,11 +123,11 @@ class AgentServerTest {
     }
 
     private static String id(boolean gpt) {
-        return gpt ? "gpt-oss-random" : "qwen3-random";
+        return RandomModelServers.id(gpt);
     }
 
     private static OpenAIClient client(boolean gpt) {
-        return gpt ? gptOssClient : qwenClient;
+        return servers.client(gpt);
     }
 
     private static JsonNode tree(String json) {

@@ -62,11 +62,11 @@ class GuidedDecodingServerTest {
     }
 
     private static String id(boolean gpt) {
-        return gpt ? "gpt-oss-random" : "qwen3-random";
+        return RandomModelServers.id(gpt);
     }
 
     private static OpenAIClient client(boolean gpt) {
-        return gpt ? servers.gptOssClient() : servers.qwenClient();
+        return servers.client(gpt);
     }
 
     private static JsonValue value(Object o) {

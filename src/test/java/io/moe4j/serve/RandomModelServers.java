@@ -40,6 +40,16 @@ record RandomModelServers(MoeModel qwen, MoeModel gptOss, OpenAiServer qwenServe
                 .maxRetries(0).timeout(Duration.ofSeconds(120)).build();
     }
 
+    /** The served id of the gpt-oss model ({@code gpt}) or the Qwen3 one. */
+    static String id(boolean gpt) {
+        return gpt ? "gpt-oss-random" : "qwen3-random";
+    }
+
+    /** The SDK client of the gpt-oss server ({@code gpt}) or the Qwen3 one. */
+    OpenAIClient client(boolean gpt) {
+        return gpt ? gptOssClient : qwenClient;
+    }
+
     @Override
     public void close() {
         qwenClient.close();
