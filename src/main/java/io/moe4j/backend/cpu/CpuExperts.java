@@ -11,7 +11,10 @@ import io.moe4j.routing.Routing;
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.stream.IntStream;
 
 /**
  * The experts of one layer on the CPU. A forward call groups the routed tokens by expert, then runs five parallel
@@ -174,6 +177,31 @@ final class CpuExperts implements Experts {
         }
     }
 
+    /** A unit's w13 inputs: its tokens and the column plan of each packed part (plans compared as objects). */
+    private record InputKey(int[] tokens, ColumnPlan[] plans) {
+        @Override
+        public boolean equals(Object o) {
+            if (!(o instanceof InputKey k) || !Arrays.equals(tokens, k.tokens) || plans.length != k.plans.length) {
+                return false;
+            }
+            for (int i = 0; i < plans.length; i++) {
+                if (plans[i] != k.plans[i]) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        @Override
+        public int hashCode() {
+            int h = Arrays.hashCode(tokens);
+            for (ColumnPlan p : plans) {
+                h = 31 * h + System.identityHashCode(p);
+            }
+            return h;
+        }
+    }
+
     /** Splits the groups into units and the units into waves whose buffers fit {@link #WAVE_FLOATS}. */
     private List<List<Unit>> waves(TokenGroups groups) {
         long perPair = (long) w.hidden() * 2 + w.w13().rows() + w.intermediate()
@@ -233,7 +261,12 @@ final class CpuExperts implements Experts {
             int inter = w.intermediate();
             int rows13 = w.w13().rows();
             Inputs[][] in13 = new Inputs[units.size()][];
-            pool.run(units.size(), (u, worker) -> in13[u] = expertInputs(units.get(u)));
+            int[] first = firstWithSameInputs();
+            int[] distinct = IntStream.range(0, first.length).filter(u -> first[u] == u).toArray();
+            pool.run(distinct.length, (i, worker) -> in13[distinct[i]] = expertInputs(units.get(distinct[i])));
+            for (int u = 0; u < first.length; u++) {
+                in13[u] = in13[first[u]];
+            }
 
             float[] h1 = new float[pairs * rows13];
             multiplyAll(w13, parts13, in13, h1, w.w13Bias());
@@ -253,6 +286,31 @@ final class CpuExperts implements Experts {
             float[] y = new float[pairs * h];
             multiplyAll(w2, 1, in2, y, w.w2Bias());
             combine(y);
+        }
+
+        /**
+         * For each unit, the first unit whose w13 inputs are the same: the same tokens, each fed to every expert alike
+         * (a shared a13 result, no router weight on the input), and the same column plans. One token's chosen
+         * experts then share one prepared input instead of each preparing its own (8 of 8 at Qwen3's one-token decode).
+         */
+        private int[] firstWithSameInputs() {
+            int[] first = new int[units.size()];
+            Map<InputKey, Integer> seen = new HashMap<>();
+            for (int u = 0; u < first.length; u++) {
+                Unit unit = units.get(u);
+                if (sharedX == null) {
+                    first[u] = u;
+                    continue;
+                }
+                ColumnPlan[] plans = new ColumnPlan[parts13];
+                for (int k = 0; k < parts13; k++) {
+                    plans[k] = w13.plan(unit.expert() * parts13 + k);
+                }
+                int[] tokens = Arrays.copyOfRange(groups.token(), unit.from(), unit.to());
+                Integer earlier = seen.putIfAbsent(new InputKey(tokens, plans), u);
+                first[u] = earlier == null ? u : earlier;
+            }
+            return first;
         }
 
         /**

@@ -74,6 +74,53 @@ class CpuExpertsRoutingTest {
         }
     }
 
+    /**
+     * Experts given the same tokens share one prepared input (one token's top-k at decode, or a batch whose tokens all
+     * chose the same experts); each expert's share of the result must be the bits it gives when it alone is chosen.
+     * Act-order weights have a column plan per expert, so theirs are prepared apart.
+     */
+    @ParameterizedTest
+    @MethodSource("kernels")
+    void expertsSharingTheirTokensGiveTheBitsEachGivesAlone(String kernels) {
+        for (SyntheticScheme scheme : java.util.List.of(SyntheticScheme.MXFP4, SyntheticScheme.W4A16,
+                SyntheticScheme.W8A16, SyntheticScheme.W4A16_ACT_ORDER)) {
+            try (Arena arena = Arena.ofShared()) {
+                SyntheticWeights.Shape shape = Fixtures.shape(scheme, GateLayout.CONCATENATED, 5);
+                ExpertWeights w = Fixtures.weights(scheme, shape, 4, arena);
+                int[] chosen = {0, 2, 3};
+                float[] weights = {0.7f, 0.2f, 1.3f};
+                for (int tokens : new int[] {1, 3}) {
+                    float[] x = SyntheticWeights.inputs(tokens, shape.hidden(), 12 + tokens);
+                    int[] ids = new int[tokens * chosen.length];
+                    float[] wts = new float[ids.length];
+                    for (int t = 0; t < tokens; t++) {
+                        System.arraycopy(chosen, 0, ids, t * chosen.length, chosen.length);
+                        System.arraycopy(weights, 0, wts, t * chosen.length, chosen.length);
+                    }
+                    try (CpuExperts cpu = new CpuExperts(w, KernelsUnderTest.get(kernels), 2)) {
+                        float[] together = Fixtures.run(cpu, x, tokens,
+                                new Routing(tokens, chosen.length, ids, wts, false), shape.hidden());
+                        float[] summed = new float[together.length];
+                        for (int k = 0; k < chosen.length; k++) {
+                            int[] one = new int[tokens];
+                            float[] oneWeight = new float[tokens];
+                            Arrays.fill(one, chosen[k]);
+                            Arrays.fill(oneWeight, weights[k]);
+                            float[] alone = Fixtures.run(cpu, x, tokens, new Routing(tokens, 1, one, oneWeight, false),
+                                    shape.hidden());
+                            for (int i = 0; i < summed.length; i++) {
+                                summed[i] += alone[i];
+                            }
+                        }
+                        assertThat(together).as("%s %s, %d tokens", kernels, scheme, tokens).containsExactly(summed);
+                        assertThat(relL2(together, Fixtures.reference(w, x, tokens,
+                                new Routing(tokens, chosen.length, ids, wts, false)))).isLessThan(1e-5);
+                    }
+                }
+            }
+        }
+    }
+
     @Test
     void concurrentCallsGetTheirOwnResults() throws Exception {
         try (Arena arena = Arena.ofShared(); ExecutorService callers = Executors.newFixedThreadPool(3)) {
