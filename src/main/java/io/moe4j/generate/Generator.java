@@ -45,10 +45,31 @@ public final class Generator {
     }
 
     /**
+     * As above, each piece of text given with the offsets in it where a special token's text ends, for a
+     * {@link ReplyReader} that reads markers from tokens ({@link ReplyReader#markersFromTokens()}).
+     */
+    public GenerationResult generate(Session session, int[] prompt, GenerationRequest request, ReplySink onText,
+                                     BooleanSupplier cancelled, ReplyConstraint constraint) {
+        return generate(session, prompt, request, onText, cancelled, constraint, prompt);
+    }
+
+    /** Text as it becomes safe to show, with where in it the texts of special tokens end (null: none). */
+    @FunctionalInterface
+    public interface ReplySink {
+        void accept(String text, int[] specialEnds);
+    }
+
+    GenerationResult generate(Session session, int[] prompt, GenerationRequest request, Consumer<String> onText,
+                              BooleanSupplier cancelled, ReplyConstraint constraint, int[] wholePrompt) {
+        return generate(session, prompt, request, (ReplySink) (text, ends) -> onText.accept(text), cancelled,
+                constraint, wholePrompt);
+    }
+
+    /**
      * As above, where the session already holds part of the sequence: {@code wholePrompt} is all of it before the
      * reply (what the repetition penalty counts), {@code prompt} its tail still to feed.
      */
-    GenerationResult generate(Session session, int[] prompt, GenerationRequest request, Consumer<String> onText,
+    GenerationResult generate(Session session, int[] prompt, GenerationRequest request, ReplySink onText,
                               BooleanSupplier cancelled, ReplyConstraint constraint, int[] wholePrompt) {
         // The session holds contextLimit positions; the token drawn when they are all filled needs none (it is never
         // fed), so the sequence may hold one token more.
@@ -64,7 +85,7 @@ public final class Generator {
         IncrementalDecoder decoder = tokenizer.incrementalDecoder(false);
         ReplyStream reply = new ReplyStream(request.sampling(), constraint,
                 constraint == null ? request.stop() : List.of(), request.eosIds()::contains, decoder::next,
-                decoder::flush, wholePrompt);
+                decoder::flush, wholePrompt).markSpecialTokens(tokenizer::isSpecial);
         StringBuilder text = new StringBuilder();
         int[] made = new int[Math.min(request.maxTokens(), 1 << 16)];
         int count = 0;
@@ -90,7 +111,7 @@ public final class Generator {
             if (count == 1) {
                 firstToken = System.nanoTime();
             }
-            emit(reply.take(token), text, onText);
+            emit(reply.take(token), reply.lastSpecialEnds(), text, onText);
             if (reply.ended()) {
                 // JSON the budget closed early is complete but cut short: a length, as an unconstrained reply's
                 reason = constraint != null && constraint.cutByBudget() ? FinishReason.LENGTH : FinishReason.STOP;
@@ -106,7 +127,7 @@ public final class Generator {
                 logits = session.decode(token);
             }
         }
-        emit(reply.tail(), text, onText);
+        emit(reply.tail(), reply.lastSpecialEnds(), text, onText);
         long end = System.nanoTime();
         long prefill = (firstToken == 0 ? end : firstToken) - start;
         long decode = firstToken == 0 ? 0 : end - firstToken;
@@ -124,10 +145,10 @@ public final class Generator {
         }
     }
 
-    private static void emit(String piece, StringBuilder text, Consumer<String> onText) {
+    private static void emit(String piece, int[] specialEnds, StringBuilder text, ReplySink onText) {
         if (!piece.isEmpty()) {
             text.append(piece);
-            onText.accept(piece);
+            onText.accept(piece, specialEnds);
         }
     }
 }

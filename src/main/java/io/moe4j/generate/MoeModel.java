@@ -171,10 +171,10 @@ public final class MoeModel implements AutoCloseable {
                 : outputs.constraint(prompt, grammar, chat.request().maxTokens());
         boolean callsAsJson = forced != null;
         ReplyReader reader = outputs.reader(prompt, chat.toolChoice() instanceof ToolChoice.Auto,
-                callsAsJson, ToolCallIds.random());
+                callsAsJson, ToolCallIds.random()).markersFromTokens();
         try (Session session = model.newSession()) {
             GenerationResult result = new Generator(tokenizer).generate(session, tokenizer.encode(prompt),
-                    chat.request(), text -> reader.feed(text).forEach(onEvent), cancelled, constraint);
+                    chat.request(), (text, ends) -> reader.feed(text, ends).forEach(onEvent), cancelled, constraint);
             reader.finish().forEach(onEvent);
             return new ChatReply(reader.answer(), reader.reasoning(), reader.toolCalls(), result);
         }

@@ -62,9 +62,27 @@ public final class ReplyReader {
         return this;
     }
 
+    /**
+     * Reads gpt-oss's harmony markers as structure only where the model generated them as special tokens, which every
+     * later {@link #feed(String, int[])} reports; a marker spelled by ordinary tokens (a quoted document, say) stays
+     * text and can open no message and no tool call. Call before the first piece.
+     */
+    public ReplyReader markersFromTokens() {
+        splitter.markersFromTokens();
+        return this;
+    }
+
     public List<Event> feed(String text) {
+        return feed(text, null);
+    }
+
+    /**
+     * The next piece of the reply, with the offsets in it where the text of a special token the model generated
+     * ends (null: none); see {@link #markersFromTokens()}.
+     */
+    public List<Event> feed(String text, int[] specialEnds) {
         List<Event> out = new ArrayList<>();
-        pieces(splitter.feed(text), out);
+        pieces(splitter.feed(text, specialEnds), out);
         harmonyCalls(out);
         return out;
     }

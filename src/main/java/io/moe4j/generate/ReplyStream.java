@@ -32,6 +32,14 @@ public final class ReplyStream {
     private boolean endedByToken;
     private boolean[] mask;
     private boolean ended;
+    /** Ids whose text is the model's markup (special tokens), when the reply's reader asks where they are. */
+    private IntPredicate special;
+    /** Characters the detokenizer has given, and characters shown (returned by take and tail) so far. */
+    private long produced;
+    private long shown;
+    /** Where in the detokenized text a special token's text ends, for those not shown yet. */
+    private final java.util.ArrayDeque<Long> specialEnds = new java.util.ArrayDeque<>();
+    private int[] lastSpecialEnds;
 
     /**
      * @param constraint (null: free output) narrows every draw
@@ -120,6 +128,47 @@ public final class ReplyStream {
         return endIds;
     }
 
+    /**
+     * Keeps track of where the text of tokens that {@code special} accepts ends, so that a reader can tell a marker the
+     * model generated as a special token from the same characters spelled by ordinary tokens
+     * ({@link #lastSpecialEnds()}, {@link ReplyReader#markersFromTokens()}).
+     */
+    public ReplyStream markSpecialTokens(IntPredicate special) {
+        this.special = special;
+        return this;
+    }
+
+    /**
+     * The offsets in the text the last {@link #take} or {@link #tail} returned where the text of a special token ends
+     * (in order; null when none, or when {@link #markSpecialTokens} was not asked).
+     */
+    public int[] lastSpecialEnds() {
+        return lastSpecialEnds;
+    }
+
+    /** Returns {@code text} after noting which special tokens' ends it shows. */
+    private String shown(String text) {
+        lastSpecialEnds = null;
+        if (special != null) {
+            long to = shown + text.length();
+            int n = 0;
+            for (long e : specialEnds) {
+                if (e > to) {
+                    break;
+                }
+                n++;
+            }
+            if (n > 0) {
+                lastSpecialEnds = new int[n];
+                for (int i = 0; i < n; i++) {
+                    lastSpecialEnds[i] = (int) (specialEnds.removeFirst() - shown);
+                }
+            }
+        }
+        shown += text.length();
+        return text;
+    }
+
     /** The last draw's log-probabilities, when the {@link ReplyOptions} ask for them (else null). */
     public TokenLogprobs lastLogprobs() {
         return lastLogprobs;
@@ -156,16 +205,20 @@ public final class ReplyStream {
         if ((!options.ignoreEos() && eos.test(token)) || options.isStopToken(token)) {
             ended = true;
             endedByToken = true;
-            return "";
+            return shown("");
         }
         String text = detokenize.apply(token);
+        produced += text.length();
+        if (special != null && !text.isEmpty() && special.test(token)) {
+            specialEnds.addLast(produced);
+        }
         if (taken <= options.minTokens()) {
             // before min tokens no stop string ends the reply (as vLLM checks none there)
-            return text;
+            return shown(text);
         }
-        String shown = stops.accept(text);
+        String visible = stops.accept(text);
         ended = stops.stopped();
-        return shown;
+        return shown(visible);
     }
 
     /** Whether the reply ended at the last token taken because of that token (an end-of-sequence or stop id). */
@@ -183,6 +236,6 @@ public final class ReplyStream {
      * piece; empty once a stop string has matched (text after a stop string is never shown). Call once, at the end.
      */
     public String tail() {
-        return stops.accept(flushText.get()) + stops.flush();
+        return shown(stops.accept(flushText.get()) + stops.flush());
     }
 }

@@ -10,6 +10,19 @@ public interface GenerationListener {
     void onText(String text);
 
     /**
+     * {@link #onText(String)} with the offsets in {@code text} where the text of a special token the model generated
+     * ends (null: none), for a reader that trusts only those as markup. By default the offsets are dropped.
+     */
+    default void onText(String text, int[] specialEnds) {
+        onText(text);
+    }
+
+    /** {@link #onToken(String, io.moe4j.generate.TokenLogprobs)} with the special tokens' ends in {@code text}. */
+    default void onToken(String text, int[] specialEnds, io.moe4j.generate.TokenLogprobs logprobs) {
+        onToken(text, logprobs);
+    }
+
+    /**
      * A generated token (not an end-of-sequence id) of a request that asked for log-probabilities, with the text it
      * made final (possibly empty: held back, or cut as a stop string). Such a request hears this instead of
      * {@link #onText}; by default it is passed on as text.

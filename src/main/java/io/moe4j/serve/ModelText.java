@@ -112,6 +112,11 @@ public final class ModelText implements TextCodec {
     }
 
     @Override
+    public boolean isSpecialToken(int id) {
+        return model.tokenizer().isSpecial(id);
+    }
+
+    @Override
     public Detokenizer detokenizer() {
         return detokenizer(false);
     }

@@ -560,7 +560,8 @@ public final class OpenAiServer implements AutoCloseable {
         ToolChoice choice = request.toolChoice();
         boolean forced = choice instanceof ToolChoice.Required || choice instanceof ToolChoice.Named;
         boolean free = choice instanceof ToolChoice.Auto;
-        ReplyReader reader = outputs.reader(promptText, free, forced, ToolCallIds.random());
+        // harmony markers count only where the model generated them as special tokens (the Scheduler reports where)
+        ReplyReader reader = outputs.reader(promptText, free, forced, ToolCallIds.random()).markersFromTokens();
         return request.parallelToolCalls() ? reader : reader.oneCallOnly();
     }
 

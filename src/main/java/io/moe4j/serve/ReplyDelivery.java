@@ -163,7 +163,7 @@ final class ReplyDelivery {
                 }
                 c.text.append(event.text());
                 if (c.reader != null && !event.text().isEmpty()) {
-                    c.reader.feed(event.text());
+                    c.reader.feed(event.text(), event.specialEnds());
                 }
                 continue;
             }
@@ -275,11 +275,17 @@ final class ReplyDelivery {
                         continue;
                     }
                     StringBuilder text = new StringBuilder();
+                    // a reader takes each event's text with its special tokens' ends; the events it makes go together
+                    List<ReplyReader.Event> read = new ArrayList<>();
                     while (i < batch.size() && batch.get(i).end() == null && batch.get(i).prompt() == null
                             && batch.get(i).choice() == c.index) {
-                        text.append(batch.get(i).text());
-                        if (batch.get(i).logprobs() != null) {
-                            c.tokens.add(batch.get(i).logprobs());
+                        RequestChannel.Event piece = batch.get(i);
+                        text.append(piece.text());
+                        if (c.reader != null && !piece.text().isEmpty()) {
+                            read.addAll(c.reader.feed(piece.text(), piece.specialEnds()));
+                        }
+                        if (piece.logprobs() != null) {
+                            c.tokens.add(piece.logprobs());
                         }
                         i++;
                     }
@@ -289,7 +295,7 @@ final class ReplyDelivery {
                     if (c.reader == null) {
                         send(out, c.attach(shapes.textChunk(text.toString(), includeUsage)));
                     } else {
-                        sendEvents(out, c, c.reader.feed(text.toString()), includeUsage);
+                        sendEvents(out, c, read, includeUsage);
                     }
                 }
             }

@@ -15,10 +15,12 @@ final class RequestChannel implements GenerationListener {
      * An event of choice {@code choice}: text to show (perhaps with the log-probabilities of the token that made it,
      * when the request asked for them; then the text may be empty), prompt tokens' log-probabilities (then
      * {@code prompt} is not null and {@code text} is empty), or the end (then {@code text} is null).
+     * {@code specialEnds}: the offsets in {@code text} where a special token's text ends (null: none).
      */
-    record Event(int choice, String text, GenerationResult end, TokenLogprobs logprobs, List<TokenLogprobs> prompt) {
+    record Event(int choice, String text, GenerationResult end, TokenLogprobs logprobs, List<TokenLogprobs> prompt,
+                 int[] specialEnds) {
         Event(int choice, String text, GenerationResult end, TokenLogprobs logprobs) {
-            this(choice, text, end, logprobs, null);
+            this(choice, text, end, logprobs, null, null);
         }
     }
 
@@ -37,17 +39,27 @@ final class RequestChannel implements GenerationListener {
 
     @Override
     public void onText(String text) {
-        events.add(new Event(choice, text, null, null));
+        onText(text, null);
+    }
+
+    @Override
+    public void onText(String text, int[] specialEnds) {
+        events.add(new Event(choice, text, null, null, null, specialEnds));
     }
 
     @Override
     public void onToken(String text, TokenLogprobs logprobs) {
-        events.add(new Event(choice, text, null, logprobs));
+        onToken(text, null, logprobs);
+    }
+
+    @Override
+    public void onToken(String text, int[] specialEnds, TokenLogprobs logprobs) {
+        events.add(new Event(choice, text, null, logprobs, null, specialEnds));
     }
 
     @Override
     public void onPromptLogprobs(List<TokenLogprobs> scored) {
-        events.add(new Event(choice, "", null, null, List.copyOf(scored)));
+        events.add(new Event(choice, "", null, null, List.copyOf(scored), null));
     }
 
     @Override

@@ -75,7 +75,7 @@ final class ResponsesDelivery {
             } else {
                 choice.text.append(event.text());
                 if (choice.reader != null && !event.text().isEmpty()) {
-                    choice.reader.feed(event.text());
+                    choice.reader.feed(event.text(), event.specialEnds());
                 }
             }
         }
@@ -139,7 +139,7 @@ final class ResponsesDelivery {
                         if (choice.reader == null) {
                             answer(event.text());
                         } else {
-                            take(choice.reader.feed(event.text()));
+                            take(choice.reader.feed(event.text(), event.specialEnds()));
                         }
                     }
                     continue;

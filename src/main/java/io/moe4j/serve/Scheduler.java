@@ -280,7 +280,8 @@ public final class Scheduler implements AutoCloseable {
             try {
                 TextCodec.Detokenizer detokenizer = text.detokenizer(job.request.skipSpecialTokens());
                 job.reply = new ReplyStream(job.request.sampling(), job.request.constraint(), job.request.stops(),
-                        id -> eos[id], detokenizer::accept, detokenizer::flush, job.request.prompt());
+                        id -> eos[id], detokenizer::accept, detokenizer::flush, job.request.prompt())
+                        .markSpecialTokens(text::isSpecialToken);
                 job.reply.configure(job.request.options());
                 placeSequence(job, copy);
             } catch (RuntimeException e) {
@@ -564,9 +565,9 @@ public final class Scheduler implements AutoCloseable {
         }
         String shown = job.reply.take(token);
         if (job.request.options().logprobs() >= 0 && !job.reply.endedByToken()) {
-            job.listener.onToken(shown, job.reply.lastLogprobs());
+            job.listener.onToken(shown, job.reply.lastSpecialEnds(), job.reply.lastLogprobs());
         } else if (!shown.isEmpty()) {
-            job.listener.onText(shown);
+            job.listener.onText(shown, job.reply.lastSpecialEnds());
         }
         if (job.reply.ended()) {
             // JSON the budget closed early is complete but cut short: a length, as an unconstrained reply's
@@ -594,7 +595,7 @@ public final class Scheduler implements AutoCloseable {
             if ((reason == FinishReason.STOP || reason == FinishReason.LENGTH) && job.reply != null) {
                 String tail = job.reply.tail();
                 if (!tail.isEmpty()) {
-                    job.listener.onText(tail);
+                    job.listener.onText(tail, job.reply.lastSpecialEnds());
                 }
             }
         } finally {

@@ -45,6 +45,14 @@ public interface TextCodec {
         return (d.accept(id) + d.flush()).getBytes(java.nio.charset.StandardCharsets.UTF_8);
     }
 
+    /**
+     * Whether {@code id} is one of the model's special tokens (its markup: chat and channel markers, end of text),
+     * as opposed to ordinary text that may spell the same characters. A reply's reader trusts only these as markup.
+     */
+    default boolean isSpecialToken(int id) {
+        return false;
+    }
+
     /** A fresh incremental detokenizer for one sequence. */
     Detokenizer detokenizer();
 

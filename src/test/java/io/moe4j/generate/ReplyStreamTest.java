@@ -49,6 +49,25 @@ class ReplyStreamTest {
     }
 
     @Test
+    void specialTokensEndsAreGivenInTheTextThatShowsThem() {
+        // ids 0-3 as WORDS; 5 is a special token "<S>", 6 ordinary text spelling the same
+        String[] words = {"he", "llo", " E", "ND", "<eos>", "<S>", "<S>"};
+        ReplyStream reply = new ReplyStream(SamplingParams.greedy(), null, List.of("<S>!"), id -> id == EOS,
+                id -> words[id], () -> "").markSpecialTokens(id -> id == 5);
+        // "<S>" may begin the stop string: held back, then shown with the next text, its end at 3 in that text
+        assertThat(reply.take(5)).isEmpty();
+        assertThat(reply.lastSpecialEnds()).isNull();
+        assertThat(reply.take(0)).isEqualTo("<S>he");
+        assertThat(reply.lastSpecialEnds()).containsExactly(3);
+        // the ordinary spelling is held the same way but has no end; the special one after it waits for the tail
+        assertThat(reply.take(6)).isEmpty();
+        assertThat(reply.take(5)).isEqualTo("<S>");
+        assertThat(reply.lastSpecialEnds()).isNull();
+        assertThat(reply.tail()).isEqualTo("<S>");
+        assertThat(reply.lastSpecialEnds()).containsExactly(3);
+    }
+
+    @Test
     void theTailReleasesWhatTheDetokenizerAndTheStopMatcherHeldBack() {
         ReplyStream reply = new ReplyStream(SamplingParams.greedy(), null, List.of("END"), id -> false,
                 id -> WORDS[id], () -> "!");

@@ -18,6 +18,11 @@ import java.util.List;
  * {@code <|start|>assistant} (the generation prompt of gpt-oss's template): the header is already open with the
  * role {@code assistant}. Text outside any message (which a well-behaved model does not produce) is kept as a
  * message with role {@code assistant} and no channel, never dropped.
+ *
+ * <p>By default every spelling of a special token in the text is structure. A model's reply can also spell one with
+ * ordinary tokens (a document it quotes, text it was asked to repeat), and that text must not open a message or a
+ * tool call: after {@link #markersFromTokens()} only markers that a special token produced are structure, as the
+ * generating side reports them with each piece ({@link #feed(String, int[])}); any other spelling is content.
  */
 public final class HarmonyParser {
     static final String START = "<|start|>";
@@ -33,6 +38,14 @@ public final class HarmonyParser {
     private enum State { OUTSIDE, HEADER, CONTENT }
 
     private final StringBuilder pending = new StringBuilder();
+    /** Whether markers are structure only where a special token produced them (see the class comment). */
+    private boolean fromTokens;
+    /** Characters fed before {@code pending}'s first one. */
+    private long consumed;
+    /** Characters fed so far. */
+    private long fed;
+    /** Where in the fed text (character offsets) a special token's text ends, from {@code consumed} on. */
+    private final java.util.TreeSet<Long> specialEnds = new java.util.TreeSet<>();
     private final List<HarmonyMessage> messages = new ArrayList<>();
     private State state;
     private String defaultRole;
@@ -57,8 +70,40 @@ public final class HarmonyParser {
         return new HarmonyParser(State.OUTSIDE, null);
     }
 
+    /**
+     * Reads markers as structure only where a special token produced them: every later piece comes with its special
+     * tokens' ends ({@link #feed(String, int[])}; {@link #feed(String)} then means a piece without any). Call before
+     * the first piece.
+     */
+    public HarmonyParser markersFromTokens() {
+        if (fed > 0) {
+            throw new IllegalStateException("markersFromTokens() must come before the first piece");
+        }
+        fromTokens = true;
+        return this;
+    }
+
     /** Feeds the next piece of text; returns what it completed. */
     public List<HarmonyEvent> feed(String piece) {
+        return feed(piece, null);
+    }
+
+    /**
+     * Feeds the next piece of text; {@code specialEnds} lists the offsets in {@code piece} (0 to its length, in
+     * order) where the text of a special token the model generated ends, or is null for none. Read only after
+     * {@link #markersFromTokens()}.
+     */
+    public List<HarmonyEvent> feed(String piece, int[] specialEnds) {
+        if (fromTokens && specialEnds != null) {
+            for (int end : specialEnds) {
+                if (end < 0 || end > piece.length()) {
+                    throw new IllegalArgumentException("special token end " + end + " is outside the piece of "
+                            + piece.length() + " characters");
+                }
+                this.specialEnds.add(fed + end);
+            }
+        }
+        fed += piece.length();
         pending.append(piece);
         List<HarmonyEvent> events = new ArrayList<>();
         while (step(events, false)) {
@@ -105,7 +150,7 @@ public final class HarmonyParser {
                     return false;
                 }
                 if (i == 0 && tok != null) {
-                    pending.delete(0, tok.length());
+                    consume(tok.length());
                     if (tok.equals(START)) {
                         state = State.HEADER;
                     }
@@ -122,18 +167,18 @@ public final class HarmonyParser {
                 return true;
             }
             case HEADER -> {
-                int m = pending.indexOf(MESSAGE);
-                int firstEnd = firstOf(pending, END, RETURN, CALL, START);
+                int m = marker(MESSAGE);
+                int firstEnd = firstMarker(END, RETURN, CALL, START);
                 if (m >= 0 && (firstEnd < 0 || m < firstEnd)) {
                     openMessage(pending.substring(0, m), events);
-                    pending.delete(0, m + MESSAGE.length());
+                    consume(m + MESSAGE.length());
                     state = State.CONTENT;
                     return true;
                 }
                 if (firstEnd >= 0) {
                     // A header ended without content.
                     openMessage(pending.substring(0, firstEnd), events);
-                    pending.delete(0, firstEnd);
+                    consume(firstEnd);
                     state = State.CONTENT;
                     return true;
                 }
@@ -161,12 +206,12 @@ public final class HarmonyParser {
                 }
                 switch (tok) {
                     case END, RETURN, CALL, END_OF_TEXT -> {
-                        pending.delete(0, tok.length());
+                        consume(tok.length());
                         endMessage(tok.equals(END_OF_TEXT) ? null : tok, events);
                         state = State.OUTSIDE;
                     }
                     case START -> {
-                        pending.delete(0, tok.length());
+                        consume(tok.length());
                         endMessage(null, events);
                         state = State.HEADER;
                     }
@@ -178,10 +223,20 @@ public final class HarmonyParser {
         }
     }
 
-    private static int firstOf(StringBuilder sb, String... needles) {
+    /** The first place in pending where {@code t} stands as structure, or -1. */
+    private int marker(String t) {
+        for (int i = pending.indexOf(t); i >= 0; i = pending.indexOf(t, i + 1)) {
+            if (isStructure(i, t.length())) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    private int firstMarker(String... markers) {
         int best = -1;
-        for (String n : needles) {
-            int i = sb.indexOf(n);
+        for (String t : markers) {
+            int i = marker(t);
             if (i >= 0 && (best < 0 || i < best)) {
                 best = i;
             }
@@ -189,13 +244,26 @@ public final class HarmonyParser {
         return best;
     }
 
+    /** Whether the marker of {@code length} characters at pending[i] is structure: always, or where a token made it. */
+    private boolean isStructure(int i, int length) {
+        return !fromTokens || specialEnds.contains(consumed + i + length);
+    }
+
     private String tokenAt(int i) {
         for (String t : TOKENS) {
-            if (pending.length() - i >= t.length() && pending.substring(i, i + t.length()).equals(t)) {
+            if (pending.length() - i >= t.length() && pending.substring(i, i + t.length()).equals(t)
+                    && isStructure(i, t.length())) {
                 return t;
             }
         }
         return null;
+    }
+
+    /** Drops pending[0, n), which has been read. */
+    private void consume(int n) {
+        pending.delete(0, n);
+        consumed += n;
+        specialEnds.headSet(consumed, false).clear();
     }
 
     /** Whether the rest of the pending text from {@code i} is a proper prefix of some special token. */
@@ -214,7 +282,7 @@ public final class HarmonyParser {
             return;
         }
         String text = pending.substring(0, n);
-        pending.delete(0, n);
+        consume(n);
         content.append(text);
         events.add(new HarmonyEvent.ContentDelta(messages.size(), channel, text));
     }

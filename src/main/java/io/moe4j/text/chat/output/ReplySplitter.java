@@ -51,7 +51,23 @@ public final class ReplySplitter {
     }
 
     public List<Piece> feed(String text) {
-        return harmony != null ? fromHarmony(harmony.feed(text)) : fromThink(think.feed(text));
+        return feed(text, null);
+    }
+
+    /**
+     * {@link #feed(String)} with the offsets in {@code text} where the model's special tokens' texts end (null: none),
+     * which harmony reads after {@link #markersFromTokens()}; the think format reads its tags from the text alone.
+     */
+    public List<Piece> feed(String text, int[] specialEnds) {
+        return harmony != null ? fromHarmony(harmony.feed(text, specialEnds)) : fromThink(think.feed(text));
+    }
+
+    /** Harmony markers count only where a special token made them ({@link HarmonyParser#markersFromTokens()}). */
+    public ReplySplitter markersFromTokens() {
+        if (harmony != null) {
+            harmony.markersFromTokens();
+        }
+        return this;
     }
 
     public List<Piece> finish() {
