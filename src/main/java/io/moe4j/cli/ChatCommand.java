@@ -97,7 +97,7 @@ final class ChatCommand implements Callable<Integer> {
             OutputView view = OutputView.of(model, !raw, out);
             GenerationResult r;
             try {
-                r = chat.say(line, request, view::accept, interrupted::get);
+                r = chat.say(line, request, (text, ends) -> view.accept(text, ends), interrupted::get);
             } catch (MoeException | IllegalArgumentException e) {
                 // the turn was not taken (a message beyond the context, say): the conversation goes on
                 view.finish();

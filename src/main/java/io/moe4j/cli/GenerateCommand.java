@@ -136,8 +136,8 @@ final class GenerateCommand implements Callable<Integer> {
                         : outputs.answerOnly(grammar);
             }
             OutputView view = OutputView.of(model, chat && !raw, out);
-            GenerationResult r = new Generator(model.tokenizer()).generate(session, ids, request, view::accept,
-                    () -> false, constraint);
+            GenerationResult r = new Generator(model.tokenizer()).generate(session, ids, request,
+                    (text, ends) -> view.accept(text, ends), () -> false, constraint);
             view.finish();
             out.println();
             out.flush();

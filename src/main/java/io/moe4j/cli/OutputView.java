@@ -17,6 +17,14 @@ interface OutputView {
 
     void accept(String piece);
 
+    /**
+     * A piece with the offsets in it where the text of a special token the model generated ends (null: none): the
+     * chat view reads harmony's markers only there, so text that spells one stays text.
+     */
+    default void accept(String piece, int[] specialEnds) {
+        accept(piece);
+    }
+
     /** Shows what is still held back once generation ends. */
     void finish();
 
@@ -36,7 +44,8 @@ interface OutputView {
         if (!split || model.chatTemplate().isEmpty()) {
             return raw(out);
         }
-        return new Split(ReplySplitter.forPrompt(probePrompt(model)), out, System.console() != null);
+        return new Split(ReplySplitter.forPrompt(probePrompt(model)).markersFromTokens(), out,
+                System.console() != null);
     }
 
     private static OutputView raw(PrintWriter out) {
@@ -82,8 +91,13 @@ interface OutputView {
 
         @Override
         public void accept(String piece) {
+            accept(piece, null);
+        }
+
+        @Override
+        public void accept(String piece, int[] specialEnds) {
             fedChars += piece.length();
-            splitter.feed(piece).forEach(this::show);
+            splitter.feed(piece, specialEnds).forEach(this::show);
             out.flush();
         }
 

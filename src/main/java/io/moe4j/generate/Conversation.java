@@ -47,6 +47,12 @@ public final class Conversation implements AutoCloseable {
      */
     public GenerationResult say(String user, GenerationRequest request, Consumer<String> onText,
                                 BooleanSupplier cancelled) {
+        return say(user, request, (text, specialEnds) -> onText.accept(text), cancelled);
+    }
+
+    /** {@link #say(String, GenerationRequest, Consumer, BooleanSupplier)}, with where special tokens' texts end. */
+    public GenerationResult say(String user, GenerationRequest request, Generator.ReplySink onText,
+                                BooleanSupplier cancelled) {
         messages.add(message("user", user));
         int[] prompt = null;
         int keep = 0;
