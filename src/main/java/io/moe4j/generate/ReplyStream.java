@@ -35,8 +35,8 @@ public final class ReplyStream {
     /** Ids whose text is the model's markup (special tokens), when the reply's reader asks where they are. */
     private IntPredicate special;
     /** Characters the detokenizer has given, and characters shown (returned by take and tail) so far. */
-    private long produced;
-    private long shown;
+    private long producedChars;
+    private long shownChars;
     /** Where in the detokenized text a special token's text ends, for those not shown yet. */
     private final java.util.ArrayDeque<Long> specialEnds = new java.util.ArrayDeque<>();
     private int[] lastSpecialEnds;
@@ -147,10 +147,10 @@ public final class ReplyStream {
     }
 
     /** Returns {@code text} after noting which special tokens' ends it shows. */
-    private String shown(String text) {
+    private String showing(String text) {
         lastSpecialEnds = null;
         if (special != null) {
-            long to = shown + text.length();
+            long to = shownChars + text.length();
             int n = 0;
             for (long e : specialEnds) {
                 if (e > to) {
@@ -161,11 +161,11 @@ public final class ReplyStream {
             if (n > 0) {
                 lastSpecialEnds = new int[n];
                 for (int i = 0; i < n; i++) {
-                    lastSpecialEnds[i] = (int) (specialEnds.removeFirst() - shown);
+                    lastSpecialEnds[i] = (int) (specialEnds.removeFirst() - shownChars);
                 }
             }
         }
-        shown += text.length();
+        shownChars += text.length();
         return text;
     }
 
@@ -205,20 +205,20 @@ public final class ReplyStream {
         if ((!options.ignoreEos() && eos.test(token)) || options.isStopToken(token)) {
             ended = true;
             endedByToken = true;
-            return shown("");
+            return showing("");
         }
         String text = detokenize.apply(token);
-        produced += text.length();
+        producedChars += text.length();
         if (special != null && !text.isEmpty() && special.test(token)) {
-            specialEnds.addLast(produced);
+            specialEnds.addLast(producedChars);
         }
         if (taken <= options.minTokens()) {
             // before min tokens no stop string ends the reply (as vLLM checks none there)
-            return shown(text);
+            return showing(text);
         }
         String visible = stops.accept(text);
         ended = stops.stopped();
-        return shown(visible);
+        return showing(visible);
     }
 
     /** Whether the reply ended at the last token taken because of that token (an end-of-sequence or stop id). */
@@ -236,6 +236,6 @@ public final class ReplyStream {
      * piece; empty once a stop string has matched (text after a stop string is never shown). Call once, at the end.
      */
     public String tail() {
-        return shown(stops.accept(flushText.get()) + stops.flush());
+        return showing(stops.accept(flushText.get()) + stops.flush());
     }
 }
