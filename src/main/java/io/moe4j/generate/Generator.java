@@ -41,7 +41,7 @@ public final class Generator {
      */
     public GenerationResult generate(Session session, int[] prompt, GenerationRequest request, Consumer<String> onText,
                                      BooleanSupplier cancelled, ReplyConstraint constraint) {
-        return generate(session, prompt, request, onText, cancelled, constraint, prompt);
+        return generate(session, prompt, request, (text, ends) -> onText.accept(text), cancelled, constraint, prompt);
     }
 
     /**
@@ -57,12 +57,6 @@ public final class Generator {
     @FunctionalInterface
     public interface ReplySink {
         void accept(String text, int[] specialEnds);
-    }
-
-    GenerationResult generate(Session session, int[] prompt, GenerationRequest request, Consumer<String> onText,
-                              BooleanSupplier cancelled, ReplyConstraint constraint, int[] wholePrompt) {
-        return generate(session, prompt, request, (ReplySink) (text, ends) -> onText.accept(text), cancelled,
-                constraint, wholePrompt);
     }
 
     /**

@@ -322,21 +322,22 @@ final class CpuExperts implements Experts {
          * experts then share one prepared input instead of each preparing its own (8 of 8 at Qwen3's one-token decode).
          */
         private int[] firstWithSameInputs() {
-            int[] first = new int[units.size()];
+            int[] first = IntStream.range(0, units.size()).toArray();
+            if (sharedX == null) {
+                return first;
+            }
             Map<InputKey, Integer> seen = new HashMap<>();
             for (int u = 0; u < first.length; u++) {
                 Unit unit = units.get(u);
-                if (sharedX == null) {
-                    first[u] = u;
-                    continue;
-                }
                 ColumnPlan[] plans = new ColumnPlan[parts13];
                 for (int k = 0; k < parts13; k++) {
                     plans[k] = w13.plan(unit.expert() * parts13 + k);
                 }
                 int[] tokens = Arrays.copyOfRange(groups.token(), unit.from(), unit.to());
                 Integer earlier = seen.putIfAbsent(new InputKey(tokens, plans), u);
-                first[u] = earlier == null ? u : earlier;
+                if (earlier != null) {
+                    first[u] = earlier;
+                }
             }
             return first;
         }

@@ -1,7 +1,6 @@
 package io.moe4j.backend.cpu;
 
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -61,23 +60,6 @@ final class FusedInputs extends Inputs {
             }
         }
         return new FusedInputs(in, scaled, sums, post);
-    }
-
-    /**
-     * max |x[from + i]| for i &lt; n; NaN if any is NaN. Lane-wise: a serial chain of {@code Math.max} took about
-     * 4 ns a column on the Zen 5 development VM, as much as the fused kernel spends on a few rows.
-     */
-    private static float absMax(float[] x, int from, int n) {
-        FloatVector acc = FloatVector.zero(F);
-        int i = 0;
-        for (int end = F.loopBound(n); i < end; i += F.length()) {
-            acc = acc.max(FloatVector.fromArray(F, x, from + i).abs());
-        }
-        float amax = acc.reduceLanes(VectorOperators.MAX);
-        for (; i < n; i++) {
-            amax = Math.max(amax, Math.abs(x[from + i]));
-        }
-        return amax;
     }
 
     /** out[i] = x[from + i] · up for i &lt; n (up a power of two: exact). */

@@ -155,20 +155,6 @@ final class Q8Inputs extends Inputs {
         return out;
     }
 
-    private static double absMax(float[] x, int from, int n) {
-        int i = 0;
-        FloatVector m = FloatVector.zero(F);
-        for (int end = F.loopBound(n); i < end; i += F.length()) {
-            // abs and max only: no arithmetic on the inputs, so subnormal inputs cost nothing here; NaN propagates.
-            m = m.max(FloatVector.fromArray(F, x, from + i).abs());
-        }
-        double amax = m.reduceLanes(VectorOperators.MAX);
-        for (; i < n; i++) {
-            amax = Math.max(amax, Math.abs((double) x[from + i]));
-        }
-        return amax;
-    }
-
     /**
      * One full block at packed column c0 of the token at xb, in float vectors: d = max|x|·2^K/127, q = x·2^K/d
      * rounded half away from zero. The scalar path of partial blocks rounds half up ({@code Math.round}): the two differ
