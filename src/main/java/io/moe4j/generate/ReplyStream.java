@@ -148,24 +148,14 @@ public final class ReplyStream {
 
     /** Returns {@code text} after noting which special tokens' ends it shows. */
     private String showing(String text) {
-        lastSpecialEnds = null;
-        if (special != null) {
-            long to = shownChars + text.length();
-            int n = 0;
-            for (long e : specialEnds) {
-                if (e > to) {
-                    break;
-                }
-                n++;
-            }
-            if (n > 0) {
-                lastSpecialEnds = new int[n];
-                for (int i = 0; i < n; i++) {
-                    lastSpecialEnds[i] = (int) (specialEnds.removeFirst() - shownChars);
-                }
-            }
+        long to = shownChars + text.length();
+        int[] ends = null;   // most texts show no special token: nothing allocated for them
+        while (!specialEnds.isEmpty() && specialEnds.peekFirst() <= to) {
+            ends = ends == null ? new int[1] : java.util.Arrays.copyOf(ends, ends.length + 1);
+            ends[ends.length - 1] = (int) (specialEnds.removeFirst() - shownChars);
         }
-        shownChars += text.length();
+        lastSpecialEnds = ends;
+        shownChars = to;
         return text;
     }
 
