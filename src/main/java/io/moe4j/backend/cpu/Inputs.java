@@ -20,7 +20,8 @@ class Inputs {
 
     /**
      * max |x[from + i]| for i &lt; n, NaN if any is NaN; lane-wise (abs and max only: no arithmetic, so subnormal
-     * inputs cost nothing here). A serial chain of {@code Math.max} took about 4 ns a column on the Zen 5 VM.
+     * inputs cost nothing here). Serial chains of {@code Math.max} and of a sum over 2048 floats took 7.8 µs together
+     * on the Zen 5 VM (a scratch loop): the fused kernel multiplies about 130 rows of 2048 columns in that time.
      */
     static float absMax(float[] x, int from, int n) {
         FloatVector acc = FloatVector.zero(VectorShapes.F);
