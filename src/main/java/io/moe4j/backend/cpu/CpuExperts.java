@@ -44,6 +44,13 @@ final class CpuExperts implements Experts {
      */
     private static final int KEPT_FLOATS = 1 << 16;
     /**
+     * Expert outputs (pairs × hidden) up to which a wave's combine runs on the calling thread. Qwen3's one-token
+     * layer (8 × 2048) on the Zen 5 VM: 12-14 µs as a plain loop over two workers, 8-9 on the calling thread alone,
+     * 2.6-2.9 vectorized there ({@link CpuKernels#addScaled}); 64 K values take a few µs on one core, about what a
+     * fork and join of the pool costs.
+     */
+    private static final long INLINE_COMBINE_FLOATS = 1 << 16;
+    /**
      * GEMM tasks a worker gets per loop ({@link Wave#rowBlock}), about: more balance the loop's end (a worker that
      * finishes early cannot help with a task under way), fewer cost less per task. 32, not 8: with the linears' 16
      * ({@link CpuMatrices}) the 16-core Xeon's gpt-oss-20b decode went from 69.8-78.2 to 64.8-69.6 ms a token (four
@@ -390,10 +397,7 @@ final class CpuExperts implements Experts {
                 if (bias != null) {
                     int b = unit.expert() * rows + k * partRows;
                     for (int i = 0; i < unit.n(); i++) {
-                        int at = yOff + i * rows;
-                        for (int r = r0; r < r1; r++) {
-                            y[at + r] += bias[b + r];
-                        }
+                        kernels.addScaled(1f, bias, b + r0, y, yOff + i * rows + r0, r1 - r0);
                     }
                 }
             });
@@ -409,23 +413,30 @@ final class CpuExperts implements Experts {
             return Math.max(block, 4 * PanelMatrix.LANES);
         }
 
-        /** out[t] += weight · y[pair] over the wave's pairs, in column blocks so no two tasks write the same value. */
+        /**
+         * out[t] += weight · y[pair] over the wave's pairs in pair order, in column blocks so no two tasks write the
+         * same value; a small wave on the calling thread alone, where the loop's fork and join cost more than its
+         * sums (every wave of a decode step).
+         */
         private void combine(float[] y) {
             int h = w.hidden();
+            if ((long) pairs * h <= INLINE_COMBINE_FLOATS) {
+                combineColumns(y, 0, h);
+                return;
+            }
             int block = Math.max(256, Math.ceilDiv(h, pool.threads() * 2));
             int blocks = Math.ceilDiv(h, block);
-            pool.run(blocks, (task, worker) -> {
-                int c0 = task * block;
-                int c1 = Math.min(h, c0 + block);
-                for (int i = 0; i < pairs; i++) {
-                    int pair = base + i;
-                    int t = groups.token()[pair];
-                    float scale = weightOnInput ? 1f : groups.weight()[pair];
-                    for (int c = c0; c < c1; c++) {
-                        out[t * h + c] += scale * y[i * h + c];
-                    }
-                }
-            });
+            pool.run(blocks, (task, worker) -> combineColumns(y, task * block, Math.min(h, (task + 1) * block)));
+        }
+
+        private void combineColumns(float[] y, int c0, int c1) {
+            int h = w.hidden();
+            for (int i = 0; i < pairs; i++) {
+                int pair = base + i;
+                int t = groups.token()[pair];
+                float scale = weightOnInput ? 1f : groups.weight()[pair];
+                kernels.addScaled(scale, y, i * h + c0, out, t * h + c0, c1 - c0);
+            }
         }
     }
 

@@ -35,6 +35,12 @@ interface CpuKernels {
     void activate(Activation activation, GateLayout layout, float limit, int intermediate, float[] h, int hOff,
                   float[] out, int outOff);
 
+    /**
+     * out[outOff + i] += scale · y[yOff + i] for i &lt; n, the product rounded to float before the sum (the bits of the
+     * plain Java loop): a wave's expert outputs into the layer's output, a bias into a GEMM's output (scale 1).
+     */
+    void addScaled(float scale, float[] y, int yOff, float[] out, int outOff, int n);
+
     /** The router's logits on these instructions, for {@link CpuRouter} (a copy of its weights, made once). */
     RouterLogits routerLogits(Router router);
 }

@@ -129,6 +129,11 @@ final class Int8Kernels implements CpuKernels {
     }
 
     @Override
+    public void addScaled(float scale, float[] y, int yOff, float[] out, int outOff, int n) {
+        floats.addScaled(scale, y, yOff, out, outOff, n);
+    }
+
+    @Override
     public RouterLogits routerLogits(Router router) {
         return floats.routerLogits(router);
     }

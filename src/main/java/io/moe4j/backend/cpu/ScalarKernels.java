@@ -96,6 +96,13 @@ final class ScalarKernels implements CpuKernels {
     }
 
     @Override
+    public void addScaled(float scale, float[] y, int yOff, float[] out, int outOff, int n) {
+        for (int i = 0; i < n; i++) {
+            out[outOff + i] += scale * y[yOff + i];
+        }
+    }
+
+    @Override
     public void activate(Activation activation, GateLayout layout, float limit, int intermediate, float[] h, int hOff,
                          float[] out, int outOff) {
         for (int j = 0; j < intermediate; j++) {

@@ -37,6 +37,22 @@ final class VectorKernels implements CpuKernels {
         return "vector";
     }
 
+    /**
+     * The plain loop's bits in vectors: C2 does not vectorize that loop itself (out and y may be one array), and it ran
+     * 9x slower (a scratch loop on the Zen 5 VM, one thread: 7.0 against 0.77 µs for 8 × 2048 values).
+     */
+    @Override
+    public void addScaled(float scale, float[] y, int yOff, float[] out, int outOff, int n) {
+        int i = 0;
+        for (int end = n - F.length(); i <= end; i += F.length()) {
+            FloatVector.fromArray(F, y, yOff + i).mul(scale).add(FloatVector.fromArray(F, out, outOff + i))
+                    .intoArray(out, outOff + i);
+        }
+        for (; i < n; i++) {
+            out[outOff + i] += scale * y[yOff + i];
+        }
+    }
+
     @Override
     public Inputs prepare(PanelMatrix m, int expert, float[] x, int xOff, int n) {
         Inputs in = Inputs.gather(m, expert, x, xOff, n);
