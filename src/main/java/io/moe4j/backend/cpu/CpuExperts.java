@@ -356,6 +356,15 @@ final class CpuExperts implements Experts {
         private Inputs[] expertInputs(Unit unit) {
             int h = w.hidden();
             int n = unit.n();
+            Inputs[] in = new Inputs[parts13];
+            if (sharedX != null && n == 1) {
+                // one token fed to every expert alike: prepared from its row where it lies, no copy
+                int t = groups.token()[unit.from()];
+                for (int k = 0; k < parts13; k++) {
+                    in[k] = kernels.prepare(w13, unit.expert() * parts13 + k, sharedX, t * h, 1);
+                }
+                return in;
+            }
             float[] xin = new float[n * h];
             for (int i = 0; i < n; i++) {
                 int pair = unit.from() + i;
@@ -370,7 +379,6 @@ final class CpuExperts implements Experts {
                 }
                 w.a13().qdqInPlace(xin, i * h, h, unit.expert());
             }
-            Inputs[] in = new Inputs[parts13];
             for (int k = 0; k < parts13; k++) {
                 in[k] = kernels.prepare(w13, unit.expert() * parts13 + k, xin, 0, n);
             }
