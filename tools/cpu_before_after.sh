@@ -25,7 +25,7 @@ run() { # tag jar args...
   local tag="$1" jar="$2"; shift 2
   # shellcheck disable=SC2086
   "$java" ${MOE4J_JAVA_OPTS:-} --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED \
-    -XX:+UseParallelGC -jar "$jar" bench --json --backend cpu "$@" 2>/dev/null | sed "s/^/$tag /"
+    -XX:+UseParallelGC -XX:-UseAdaptiveSizePolicy -jar "$jar" bench --json --backend cpu "$@" 2>/dev/null | sed "s/^/$tag /"
 }
 
 for ((r = 1; r <= rounds; r++)); do

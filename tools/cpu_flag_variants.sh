@@ -37,7 +37,7 @@ for ((r = 1; r <= rounds; r++)); do
     done
     echo "# round $r: $flags ($(cut -d' ' -f1-3 /proc/loadavg))"
     # shellcheck disable=SC2086
-    env "${envs[@]}" "$java" $jvm --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -XX:+UseParallelGC \
+    env "${envs[@]}" "$java" $jvm --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -XX:+UseParallelGC -XX:-UseAdaptiveSizePolicy \
       -cp "$cp" io.moe4j.cli.MoeCommand bench --json --backend cpu $bench_args $extra 2>/dev/null \
       | sed "s|^|$flags: |" || true
   done

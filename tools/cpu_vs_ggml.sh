@@ -25,7 +25,7 @@ ggml() { # type shape-filter experts
     | grep -E 'n=(1|8|512),' | sed -E 's/^ +/ggml /; s/ +[0-9]+ runs - +/ /'
 }
 moe() {
-  "$java" --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -XX:+UseParallelGC -jar "$jar" \
+  "$java" --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -XX:+UseParallelGC -XX:-UseAdaptiveSizePolicy -jar "$jar" \
     bench --json --backend cpu "$@" 2>/dev/null | grep '^{' | sed 's/^/moe4j /'
 }
 echo "# load $(cut -d' ' -f1-3 /proc/loadavg)"

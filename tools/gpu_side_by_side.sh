@@ -53,7 +53,7 @@ if has write || has java || has logits; then
   [ -x "$java" ] || tar -C /tmp -xJf .gpu/jdk25.tar.xz
 fi
 jars="$(ls .gpu/lib/*.jar 2>/dev/null | tr '\n' ':')"
-jflags=(--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -XX:+UseParallelGC -Xmx16g)
+jflags=(--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -XX:+UseParallelGC -XX:-UseAdaptiveSizePolicy -Xmx16g)
 model="$root/gpt-oss-20b-${layers}L-32E"   # the name moe bench --write-only gives it
 
 if has write; then

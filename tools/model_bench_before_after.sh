@@ -14,7 +14,7 @@ for p in "${presets[@]}"; do
   for pair in "old:$old" "new:$new"; do
     tag="${pair%%:*}"; jar="${pair#*:}"
     echo "# $p $tag load $(cut -d' ' -f1-3 /proc/loadavg)"
-    "$java" --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -XX:+UseParallelGC -jar "$jar" \
+    "$java" --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -XX:+UseParallelGC -XX:-UseAdaptiveSizePolicy -jar "$jar" \
       bench --model-preset "$p" --backend cpu --memory-gib "${MEMORY_GIB:-40}" \
       --cache-dir "${CACHE_DIR:-${TMPDIR:-/tmp}/moe4j-bench}" --json 2>/dev/null | grep '^{' | sed "s/^/$tag /"
   done
