@@ -16,12 +16,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class InterleavedActivationTest {
 
-    static java.util.List<String> kernels() {
-        return KernelsUnderTest.names();
-    }
-
     @ParameterizedTest
-    @MethodSource("kernels")
+    @MethodSource("io.moe4j.backend.cpu.KernelsUnderTest#names")
     void interleavedRowsActivateAsConcatenatedOnes(String name) {
         CpuKernels k = KernelsUnderTest.get(name);
         SplittableRandom rnd = new SplittableRandom(7);
