@@ -254,8 +254,10 @@ public final class Scheduler implements AutoCloseable {
                 long before = System.nanoTime();
                 job = waiting.poll(50, TimeUnit.MILLISECONDS);
                 idle += System.nanoTime() - before;
+                awaitQueueing();
             } else {
                 job = waiting.poll();
+                awaitQueueing();
             }
             if (job == null) {
                 break;
@@ -296,6 +298,18 @@ public final class Scheduler implements AutoCloseable {
         }
         activeCount = active.size();
         return idle;
+    }
+
+    /**
+     * Returns once no {@link #submitAll} is midway through queueing its jobs (it queues them under the admission
+     * lock). A request's choices then reach this loop together: without it the loop could take the first choice
+     * before the others were queued, and on a busy machine run it to its end before they came, so that they read
+     * the prompt again (or took the finished one's kept sequence) instead of copying it.
+     */
+    private void awaitQueueing() {
+        synchronized (admission) {
+            // nothing to do: holding the lock once is the wait
+        }
     }
 
     /** A copy of all but the last prompt token of a twin that has read the prompt; null when none can give one. */

@@ -21,6 +21,10 @@ import java.util.Random;
  * {@code fp8-channel}; default one token, every scheme); {@code --int8} times the int8-activation kernels
  * ({@link Int8Kernels}) instead, for the schemes they take; {@code --experts=N} (default 2) spreads the panels over N
  * experts, so that with N = 256 (128 MB of MXFP4) every pass streams them from memory instead of the cache.
+ *
+ * <p>For a scheme's figure, name that scheme alone: several in one JVM share the kernels' profiles, and on the Zen 5
+ * VM the int8 kernels compiled for earlier schemes kept later ones' vectors on the heap (w8a16-group with
+ * {@code --int8}: 1.4 G multiply-adds/s after the other schemes, 26-29 alone; docs/cpu-decode.md).
  */
 public final class FusedDecodeBench {
     private static final int ROUNDS = 40;
