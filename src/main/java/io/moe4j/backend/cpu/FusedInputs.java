@@ -1,6 +1,7 @@
 package io.moe4j.backend.cpu;
 
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -60,6 +61,26 @@ final class FusedInputs extends Inputs {
             }
         }
         return new FusedInputs(in, scaled, sums, post);
+    }
+
+    /**
+     * max |x[from + i]| for i &lt; n, NaN if any is NaN; lane-wise (abs and max only: no arithmetic, so subnormal
+     * inputs cost nothing here). Serial chains of {@code Math.max} and of a sum over 2048 floats took 7.8 µs together
+     * on the Zen 5 VM (a scratch loop): the fused kernel multiplies about 130 rows of 2048 columns in that time.
+     * Here, not in {@link Inputs}, which the scalar kernels use on a JVM without the Vector API; {@link Q8Inputs}
+     * shares it.
+     */
+    static float absMax(float[] x, int from, int n) {
+        FloatVector acc = FloatVector.zero(F);
+        int i = 0;
+        for (int end = F.loopBound(n); i < end; i += F.length()) {
+            acc = acc.max(FloatVector.fromArray(F, x, from + i).abs());
+        }
+        float amax = acc.reduceLanes(VectorOperators.MAX);
+        for (; i < n; i++) {
+            amax = Math.max(amax, Math.abs(x[from + i]));
+        }
+        return amax;
     }
 
     /** out[i] = x[from + i] · up for i &lt; n (up a power of two: exact). */

@@ -86,7 +86,7 @@ final class Q8Inputs extends Inputs {
         int[] q = new int[padded];
         for (int t = 0; t < in.n; t++) {
             int xb = t * padded;
-            double amax = absMax(in.x, xb, padded);
+            double amax = FusedInputs.absMax(in.x, xb, padded);
             // Full blocks of a token of ordinary range take the vector path (factors up/d are finite floats).
             boolean fast = amax >= 0x1p-100 && amax <= 0x1p100;
             java.util.Arrays.fill(q, 0);
